@@ -1,0 +1,48 @@
+//! `toolhost call NAME [ARGS|-]`.
+
+use super::Cli;
+use serde_json::Value;
+use std::io::Read;
+use std::process::ExitCode;
+use toolhost::CallContext;
+use toolhost::dispatch::is_error;
+
+/// Calls the tool and prints the result: text raw, objects as compact JSON. Exit 1 when
+/// the result is an error object.
+pub fn run(cli: &Cli, name: &str, args: Option<&str>) -> Result<ExitCode, String> {
+    let text = match args {
+        None => "{}".to_string(),
+        Some("-") => {
+            let mut buffer = String::new();
+            std::io::stdin()
+                .read_to_string(&mut buffer)
+                .map_err(|e| format!("cannot read arguments from stdin: {e}"))?;
+            buffer
+        }
+        Some(text) => text.to_string(),
+    };
+    let args: Value = if text.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        serde_json::from_str(&text).map_err(|e| format!("ARGS is not valid JSON: {e}"))?
+    };
+    let host = super::build(cli, None)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let ctx = CallContext {
+        scope: cli.scope.clone(),
+        ..CallContext::default()
+    };
+    let result = runtime.block_on(host.handle_function_call(name, args, &ctx));
+    match &result {
+        Value::String(text) => println!("{text}"),
+        other => println!("{other}"),
+    }
+    Ok(if is_error(&result) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

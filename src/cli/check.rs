@@ -1,0 +1,38 @@
+//! `toolhost check [FILES]`: every problem is printed; exit 1 if there is any.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolhost::Host;
+
+/// Reports parse, load and registration problems. An explicitly named file that does not
+/// register is a problem too (it would never be loaded).
+pub fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
+    let verdicts = host.discovery();
+    let mut problems = Vec::new();
+    let mut tools = 0usize;
+    for verdict in &verdicts {
+        tools += verdict.tools.len();
+        match &verdict.error {
+            Some(error) => problems.push(error.clone()),
+            None if !files.is_empty() && !verdict.registers => problems.push(format!(
+                "{}: does not register: no top-level registry.register or registry.hook call",
+                verdict.shown
+            )),
+            None => {}
+        }
+    }
+    for problem in &problems {
+        println!("{problem}");
+    }
+    if problems.is_empty() {
+        println!("ok: {} files checked, {tools} tools", verdicts.len());
+        ExitCode::SUCCESS
+    } else {
+        println!(
+            "{} problem(s) in {} files checked",
+            problems.len(),
+            verdicts.len()
+        );
+        ExitCode::from(1)
+    }
+}

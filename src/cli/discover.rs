@@ -1,0 +1,50 @@
+//! `toolhost discover [--json]`.
+
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use toolhost::Host;
+use toolhost::discovery::Verdict;
+
+/// The JSON object of SPEC §12 for one verdict.
+pub fn verdict_json(verdict: &Verdict) -> Value {
+    json!({
+        "path": verdict.path.display().to_string(),
+        "registers": verdict.registers,
+        "reason": verdict.reason,
+        "cached": verdict.cached,
+        "error": verdict.error,
+        "tools": verdict.tools,
+    })
+}
+
+/// Prints every candidate's verdict, sorted by path. Load errors do not change the exit
+/// code.
+pub fn run(host: &Host, as_json: bool) -> ExitCode {
+    let verdicts = host.discovery();
+    if as_json {
+        let rows: Vec<Value> = verdicts.iter().map(verdict_json).collect();
+        println!("{}", Value::Array(rows));
+        return ExitCode::SUCCESS;
+    }
+    let rows: Vec<[String; 4]> = verdicts
+        .iter()
+        .map(|v| {
+            let reason = serde_json::to_value(v.reason)
+                .ok()
+                .and_then(|r| r.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let detail = match &v.error {
+                Some(error) => format!("error: {error}"),
+                None => v.tools.join(", "),
+            };
+            [
+                v.path.display().to_string(),
+                reason,
+                if v.cached { "cached" } else { "" }.to_string(),
+                detail,
+            ]
+        })
+        .collect();
+    super::list::print_table(&["PATH", "REASON", "CACHE", "TOOLS / ERROR"], &rows);
+    ExitCode::SUCCESS
+}

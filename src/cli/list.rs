@@ -1,0 +1,76 @@
+//! `toolhost list [--json]`.
+
+use super::Cli;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use toolhost::Host;
+use toolhost::registry::missing_env;
+
+/// Prints the tools visible to `--scope`, sorted by name.
+pub fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
+    let tools = host.tools(cli.scope.as_deref());
+    let rows: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let reason = missing_env(tool);
+            json!({
+                "name": tool.name.as_str(),
+                "toolset": tool.toolset.as_str(),
+                "emoji": tool.emoji,
+                "available": reason.is_none(),
+                "unavailable_reason": reason,
+                "source": tool.source.to_string(),
+                "file": tool.file.as_ref().map(|f| f.display().to_string()),
+            })
+        })
+        .collect();
+    if as_json {
+        println!("{}", Value::Array(rows));
+        return ExitCode::SUCCESS;
+    }
+    let header = ["NAME", "TOOLSET", "EMOJI", "AVAILABLE", "SOURCE"];
+    let table: Vec<[String; 5]> = rows
+        .iter()
+        .map(|row| {
+            let emoji = row["emoji"]
+                .as_str()
+                .filter(|e| !e.is_empty())
+                .unwrap_or("⚡");
+            let available = match row["unavailable_reason"].as_str() {
+                None => "yes".to_string(),
+                Some(reason) => format!("no ({reason})"),
+            };
+            [
+                row["name"].as_str().unwrap_or_default().to_string(),
+                row["toolset"].as_str().unwrap_or_default().to_string(),
+                emoji.to_string(),
+                available,
+                row["source"].as_str().unwrap_or_default().to_string(),
+            ]
+        })
+        .collect();
+    print_table(&header, &table);
+    ExitCode::SUCCESS
+}
+
+/// Prints left-aligned columns separated by two spaces.
+pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}

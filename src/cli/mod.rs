@@ -1,0 +1,126 @@
+//! The clap front end: global flags, one file per subcommand, exit codes of SPEC §12
+//! (0 ok, 1 the result is an error object or `check` found a problem, 2 usage or setup).
+
+mod call;
+mod check;
+mod discover;
+mod list;
+
+use clap::{ArgAction, Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolhost::{Host, HostBuilder};
+
+/// A host for LLM-agent tools written in Lua.
+#[derive(Debug, Parser)]
+#[command(name = "toolhost", version, about, propagate_version = true)]
+pub struct Cli {
+    /// A built-in tool directory (repeatable; default ./tools-lua).
+    #[arg(long = "tools-dir", value_name = "DIR", global = true)]
+    tools_dir: Vec<PathBuf>,
+    /// The configuration file (default: $TOOLHOST_CONFIG, else ./toolhost.toml).
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// Where the discovery cache lives.
+    #[arg(long = "cache-dir", value_name = "DIR", global = true)]
+    cache_dir: Option<PathBuf>,
+    /// The caller's scope overlay.
+    #[arg(long, value_name = "S", global = true)]
+    scope: Option<String>,
+    /// More log output (repeat for more).
+    #[arg(short, long, action = ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the tools, sorted by name.
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the discovery verdict of every candidate file.
+    Discover {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Parse, load and validate tool files without serving; exit 1 on any problem.
+    Check {
+        /// Files to check (default: every candidate in the tool directories).
+        files: Vec<PathBuf>,
+    },
+    /// Call a tool and print its result.
+    Call {
+        /// The tool name.
+        name: String,
+        /// Arguments as JSON text, or `-` to read them from stdin (default `{}`).
+        args: Option<String>,
+    },
+}
+
+/// Exit code for usage and setup errors.
+pub const EXIT_SETUP: u8 = 2;
+
+/// Parses the command line and runs it.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.quiet);
+    let outcome = match &cli.command {
+        Command::List { json } => build(&cli, None).map(|host| list::run(&host, &cli, *json)),
+        Command::Discover { json } => build(&cli, None).map(|host| discover::run(&host, *json)),
+        Command::Check { files } => {
+            let only = (!files.is_empty()).then(|| files.clone());
+            build(&cli, only).map(|host| check::run(&host, files))
+        }
+        Command::Call { name, args } => call::run(&cli, name, args.as_deref()),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("toolhost: {message}");
+            ExitCode::from(EXIT_SETUP)
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "info",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+/// Builds the host from the global flags.
+fn build(cli: &Cli, only_files: Option<Vec<PathBuf>>) -> Result<Host, String> {
+    let mut builder: HostBuilder = Host::builder();
+    for dir in &cli.tools_dir {
+        builder = builder.tools_dir(dir);
+    }
+    if let Some(config) = &cli.config {
+        builder = builder.config_file(config);
+    }
+    if let Some(cache) = &cli.cache_dir {
+        builder = builder.cache_dir(cache);
+    }
+    if let Some(files) = only_files {
+        builder = builder.only_files(files);
+    }
+    builder.build().map_err(|e| e.to_string())
+}

@@ -1,0 +1,277 @@
+//! `toolhost.toml`: the configuration model, its lookup and its fingerprint.
+//!
+//! Every section rejects unknown keys (`deny_unknown_fields`), so a typo is an error that
+//! names the key and the line instead of a silently ignored setting.
+
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The whole configuration file. Every key is optional.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Built-in tool directories, in load order (default `./tools-lua`).
+    pub tools_dirs: Option<Vec<PathBuf>>,
+    /// Where the discovery cache and spill files live.
+    pub cache_dir: Option<PathBuf>,
+    /// Toolsets enabled by default (default: all).
+    pub enabled_toolsets: Option<Vec<String>>,
+    /// Toolsets always subtracted from the selection.
+    pub disabled_toolsets: Option<Vec<String>>,
+    /// Tool names the embedding agent loop must handle itself.
+    pub agent_loop_tools: Option<Vec<String>>,
+    /// Result size limit for tools that do not set `max_result_size_chars`.
+    pub default_max_result_size_chars: Option<u64>,
+    /// How long a `check_fn` result is cached, in seconds.
+    pub check_ttl_secs: Option<u64>,
+    /// Composite toolsets.
+    #[serde(default)]
+    pub toolsets: BTreeMap<String, ToolsetConfig>,
+    /// Plugin tool directories, keyed by plugin id.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginConfig>,
+    /// Sandbox grants.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+    /// Runtime limits.
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+    /// Approval policy.
+    #[serde(default)]
+    pub approval: ApprovalConfig,
+    /// Tool search.
+    #[serde(default)]
+    pub tool_search: ToolSearchConfig,
+}
+
+/// `[toolsets.NAME]`: a composite toolset.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsetConfig {
+    /// Shown to operators.
+    pub description: Option<String>,
+    /// Tool names in this toolset.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// Other toolsets (tool toolsets or composites) included recursively.
+    #[serde(default)]
+    pub includes: Vec<String>,
+}
+
+/// `[plugins.ID]`: a plugin tool directory.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginConfig {
+    /// The plugin's tool directory (relative paths resolve against the config file's
+    /// directory).
+    pub dir: PathBuf,
+    /// Operator opt-in: the plugin may override tools it does not own.
+    #[serde(default)]
+    pub allow_tool_override: bool,
+    /// Bind every tool of the plugin to this scope overlay.
+    pub scope: Option<String>,
+    /// Host-API capabilities granted to the plugin (default: json, log, time).
+    pub capabilities: Option<Vec<String>>,
+}
+
+/// `[sandbox]`: what tool code may reach.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Directories `fs` may touch (default: the working directory).
+    pub fs_roots: Option<Vec<PathBuf>>,
+    /// Programs `proc.run` may start.
+    #[serde(default)]
+    pub commands: Vec<String>,
+    /// Environment variables every tool may read with `env.get`.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// `[runtime]`: VM pool and limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeConfig {
+    /// Number of Lua VMs (default: one per core).
+    pub vms: Option<usize>,
+    /// Default per-call deadline in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Per-VM memory limit in MiB.
+    pub memory_mb: Option<u64>,
+    /// Deadline for check_fn, dynamic_schema_overrides and hooks, in milliseconds.
+    pub probe_timeout_ms: Option<u64>,
+    /// Hot-reload debounce in milliseconds.
+    pub reload_debounce_ms: Option<u64>,
+}
+
+/// `[approval]`: which tools need approval and what happens without a prompt.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalConfig {
+    /// Tools that always need approval.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    /// `"deny"` (default) or `"allow"` when no interactive approver is available.
+    pub default: Option<ApprovalDefault>,
+}
+
+/// The answer used when nobody can be asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApprovalDefault {
+    /// Refuse the call.
+    #[default]
+    Deny,
+    /// Run the call.
+    Allow,
+}
+
+/// `[tool_search]`: deferring tools behind the search bridge.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSearchConfig {
+    /// `"auto"`, `"on"` or `"off"`.
+    pub enabled: Option<ToolSearchMode>,
+    /// Tools or toolsets never deferred.
+    #[serde(default)]
+    pub core: Vec<String>,
+    /// Selected-tool count above which `auto` activates search.
+    pub auto_threshold: Option<usize>,
+}
+
+/// Tool-search activation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolSearchMode {
+    /// Active when the selection is larger than the threshold.
+    #[default]
+    Auto,
+    /// Always active.
+    On,
+    /// Never active.
+    Off,
+}
+
+/// A loaded configuration together with where it came from.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    /// The parsed configuration (defaults when no file was found).
+    pub config: Config,
+    /// The file it was read from, if any.
+    pub path: Option<PathBuf>,
+    /// The file's `(mtime_ns, size)` when it was read: part of every memo key.
+    pub fingerprint: Option<(u128, u64)>,
+}
+
+impl LoadedConfig {
+    /// Finds and parses the configuration: `explicit` (`--config`), else
+    /// `$TOOLHOST_CONFIG`, else `./toolhost.toml`. An explicitly named file must exist; the
+    /// implicit `./toolhost.toml` is optional.
+    pub fn discover(explicit: Option<&Path>) -> Result<Self> {
+        if let Some(path) = explicit {
+            return Self::load(path);
+        }
+        if let Some(path) = std::env::var_os("TOOLHOST_CONFIG").filter(|v| !v.is_empty()) {
+            return Self::load(Path::new(&path));
+        }
+        let implicit = Path::new("toolhost.toml");
+        if implicit.is_file() {
+            return Self::load(implicit);
+        }
+        Ok(Self::default())
+    }
+
+    /// Reads and parses one configuration file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::ConfigRead {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut config: Config = toml::from_str(&text).map_err(|e| Error::ConfigInvalid {
+            path: path.to_path_buf(),
+            message: describe_toml_error(&text, &e),
+        })?;
+        // Plugin directories are relative to the config file, so a config works from any cwd.
+        let base = path.parent().unwrap_or(Path::new(""));
+        for plugin in config.plugins.values_mut() {
+            if plugin.dir.is_relative() {
+                plugin.dir = base.join(&plugin.dir);
+            }
+        }
+        Ok(Self {
+            config,
+            path: Some(path.to_path_buf()),
+            fingerprint: file_fingerprint(path),
+        })
+    }
+}
+
+/// `(mtime_ns, size)` of a file, or `None` when it cannot be read.
+pub fn file_fingerprint(path: &Path) -> Option<(u128, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_nanos();
+    Some((mtime, meta.len()))
+}
+
+/// toml's message already names the key; prefix the line so it reads like `file:line`.
+fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim().to_string();
+    match error.span() {
+        Some(span) => {
+            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: {message}")
+        }
+        None => message,
+    }
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`,
+/// else `./.toolhost-cache`.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("toolhost");
+    }
+    if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(home).join(".cache").join("toolhost");
+    }
+    PathBuf::from(".toolhost-cache")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_the_key_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(
+            &path,
+            "cache_dir = \"x\"\n[runtime]\nvms = 2\ntimeout = 5\n",
+        )
+        .unwrap();
+        let err = LoadedConfig::load(&path).unwrap_err().to_string();
+        assert!(err.contains("timeout"), "{err}");
+        assert!(err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn plugin_dirs_resolve_against_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, "[plugins.acme]\ndir = \"acme-tools\"\n").unwrap();
+        let loaded = LoadedConfig::load(&path).unwrap();
+        assert_eq!(
+            loaded.config.plugins["acme"].dir,
+            dir.path().join("acme-tools")
+        );
+        assert!(loaded.fingerprint.is_some());
+    }
+}

@@ -1,0 +1,146 @@
+//! The verdict cache `<cache_dir>/discovery.json` (SPEC §2.6): absolute path →
+//! `[mtime_ns, size, registers]`. Any problem with the file (missing, unreadable, corrupt,
+//! wrong shape) means "no cache"; writing is best effort, atomic (temp file + rename) and
+//! only happens when something changed.
+
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::UNIX_EPOCH;
+
+/// `(mtime_ns, size)`: a verdict is reused only when both match.
+pub type Stamp = (u64, u64);
+
+/// The cached verdicts, by absolute path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerdictCache {
+    entries: BTreeMap<String, (Stamp, bool)>,
+}
+
+/// The stamp of a file, if its metadata can be read.
+pub fn stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
+    Some((u64::try_from(mtime.as_nanos()).ok()?, meta.len()))
+}
+
+impl VerdictCache {
+    /// The cache file inside `cache_dir`.
+    pub fn file(cache_dir: &Path) -> PathBuf {
+        cache_dir.join("discovery.json")
+    }
+
+    /// Reads the cache; anything unusable gives an empty cache.
+    pub fn read(cache_dir: &Path) -> Self {
+        let path = Self::file(cache_dir);
+        let Ok(bytes) = std::fs::read(&path) else {
+            return Self::default();
+        };
+        match Self::parse(&bytes) {
+            Some(cache) => cache,
+            None => {
+                tracing::debug!("ignoring unusable discovery cache {}", path.display());
+                Self::default()
+            }
+        }
+    }
+
+    fn parse(bytes: &[u8]) -> Option<Self> {
+        let Value::Object(map) = serde_json::from_slice::<Value>(bytes).ok()? else {
+            return None;
+        };
+        let mut entries = BTreeMap::new();
+        for (path, value) in map {
+            // One wrong-shaped entry invalidates only itself.
+            if let Value::Array(items) = value
+                && let [mtime, size, registers] = items.as_slice()
+                && let (Some(mtime), Some(size), Some(registers)) =
+                    (mtime.as_u64(), size.as_u64(), registers.as_bool())
+            {
+                entries.insert(path, ((mtime, size), registers));
+            }
+        }
+        Some(Self { entries })
+    }
+
+    /// The cached verdict for `path` if its stamp matches.
+    pub fn get(&self, path: &str, stamp: Stamp) -> Option<bool> {
+        match self.entries.get(path) {
+            Some((cached, registers)) if *cached == stamp => Some(*registers),
+            _ => None,
+        }
+    }
+
+    /// Records a verdict.
+    pub fn insert(&mut self, path: String, stamp: Stamp, registers: bool) {
+        self.entries.insert(path, (stamp, registers));
+    }
+
+    /// Writes the cache when it differs from `previous`; failures are logged, never fatal.
+    pub fn write_if_changed(&self, previous: &Self, cache_dir: &Path) {
+        if self == previous {
+            return;
+        }
+        if let Err(e) = self.write(cache_dir) {
+            tracing::debug!(
+                "cannot write discovery cache in {}: {e}",
+                cache_dir.display()
+            );
+        }
+    }
+
+    fn write(&self, cache_dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(cache_dir)?;
+        let mut map = Map::new();
+        for (path, ((mtime, size), registers)) in &self.entries {
+            map.insert(path.clone(), serde_json::json!([mtime, size, registers]));
+        }
+        let text = Value::Object(map).to_string();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        // A unique temp name per writer, so two processes never write into one temp file.
+        let temp = cache_dir.join(format!(
+            ".discovery.json.{}.{nanos}.tmp",
+            std::process::id()
+        ));
+        std::fs::write(&temp, text)?;
+        let renamed = std::fs::rename(&temp, Self::file(cache_dir));
+        if renamed.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        renamed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_shapes_are_ignored() {
+        assert_eq!(VerdictCache::parse(b"[1,2]"), None);
+        assert_eq!(VerdictCache::parse(b"{\"a\""), None);
+        let cache = VerdictCache::parse(br#"{"/a":[1,2,true],"/b":[1,"x",true],"/c":5}"#).unwrap();
+        assert_eq!(cache.get("/a", (1, 2)), Some(true));
+        assert_eq!(cache.get("/a", (1, 3)), None);
+        assert_eq!(cache.get("/b", (1, 2)), None);
+    }
+
+    #[test]
+    fn writes_atomically_only_on_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cache = VerdictCache::default();
+        cache.insert("/x.lua".into(), (5, 6), true);
+        cache.write_if_changed(&VerdictCache::default(), dir.path());
+        let read = VerdictCache::read(dir.path());
+        assert_eq!(read, cache);
+        let file = VerdictCache::file(dir.path());
+        std::fs::write(&file, "sentinel").unwrap();
+        cache.write_if_changed(&read, dir.path());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "sentinel");
+        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(leftovers, 1);
+    }
+}

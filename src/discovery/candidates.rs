@@ -1,0 +1,120 @@
+//! Which files are candidates (SPEC §1, §2.1): `DIR/NAME.lua` and `DIR/PKG/tool.lua`,
+//! never `_`-prefixed names, never anything under `DIR/lib/`.
+
+use std::path::{Path, PathBuf};
+use walkdir::WalkDir;
+
+/// Largest file discovery reads.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// One candidate file.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Index of the tool directory it came from.
+    pub dir_index: usize,
+    /// The path as found (tool dir as configured + relative path): shown in messages.
+    pub shown: PathBuf,
+    /// Absolute, symlink-resolved path: the cache key and the path reported.
+    pub absolute: PathBuf,
+    /// `DIR/PKG` for a package tool.
+    pub package_dir: Option<PathBuf>,
+    /// Why it will not be read (not a regular file, too large).
+    pub skip: Option<String>,
+}
+
+fn hidden(name: &std::ffi::OsStr) -> bool {
+    name.to_string_lossy().starts_with('_')
+}
+
+/// Lists the candidates of one tool directory, sorted by path. A missing directory has
+/// none (the caller warns).
+pub fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
+    let walker = WalkDir::new(dir)
+        .min_depth(1)
+        .max_depth(2)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|entry| {
+            let name = entry.file_name();
+            !(entry.depth() == 1 && entry.file_type().is_dir() && (name == "lib" || hidden(name)))
+        });
+    let mut out = Vec::new();
+    for entry in walker.filter_map(|e| e.ok()) {
+        let name = entry.file_name();
+        if hidden(name) {
+            continue;
+        }
+        let is_candidate = match entry.depth() {
+            1 => name.to_string_lossy().ends_with(".lua") && !entry.file_type().is_dir(),
+            _ => name == "tool.lua",
+        };
+        if !is_candidate {
+            continue;
+        }
+        let shown = entry.path().to_path_buf();
+        let absolute = shown.canonicalize().unwrap_or_else(|_| absolutize(&shown));
+        let package_dir = (entry.depth() == 2)
+            .then(|| shown.parent().map(Path::to_path_buf))
+            .flatten();
+        let skip = match std::fs::metadata(&shown) {
+            Ok(meta) if !meta.is_file() => Some("not a regular file".to_string()),
+            Ok(meta) if meta.len() > MAX_FILE_BYTES => Some(format!(
+                "{} bytes is larger than the 16 MiB limit",
+                meta.len()
+            )),
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        };
+        out.push(Candidate {
+            dir_index,
+            shown,
+            absolute,
+            package_dir,
+            skip,
+        });
+    }
+    out.sort_by(|a, b| a.shown.cmp(&b.shown));
+    out
+}
+
+/// `path` made absolute against the working directory without touching the filesystem.
+pub fn absolutize(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_tools_and_packages_but_not_lib_or_underscores() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in [
+            "a.lua",
+            "_hidden.lua",
+            "notes.txt",
+            "lib/util.lua",
+            "pkg/tool.lua",
+            "pkg/helper.lua",
+            "_pkg/tool.lua",
+            "deep/x/tool.lua",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "-- x").unwrap();
+        }
+        let names: Vec<String> = list(root, 0)
+            .iter()
+            .map(|c| c.shown.strip_prefix(root).unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, ["a.lua", "pkg/tool.lua"]);
+    }
+}

@@ -1,0 +1,307 @@
+//! Discovery (SPEC §2): which files are candidates, which of them register (prefilter,
+//! then the `full_moon` top-level rule, with a verdict cache on disk), and loading the
+//! registering ones into a VM and the registry, atomically per file.
+
+mod cache;
+mod candidates;
+mod depth;
+mod load;
+mod prefilter;
+mod toplevel;
+
+pub use cache::VerdictCache;
+pub use candidates::MAX_FILE_BYTES;
+pub use load::load_all;
+
+use crate::registry::Source;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use toplevel::ParseVerdict;
+
+/// Stack for parser threads: `full_moon` recurses once per nesting level.
+const PARSER_STACK_BYTES: usize = 256 * 1024 * 1024;
+
+/// A directory of tool files.
+#[derive(Debug, Clone)]
+pub struct ToolDir {
+    /// The directory as configured.
+    pub path: PathBuf,
+    /// `builtin` or `plugin:<id>`.
+    pub source: Source,
+    /// Scope overlay every tool of this directory defaults to (plugins bound to a scope).
+    pub scope: Option<String>,
+    /// Host-API tables granted; `None` grants everything (built-in directories).
+    pub capabilities: Option<Vec<String>>,
+}
+
+/// Why a candidate does or does not register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The bytes lack `registry` plus `register`/`hook`.
+    Prefilter,
+    /// Parsed; no top-level registration.
+    NoTopLevelRegister,
+    /// Has a top-level registration.
+    Registers,
+    /// Not valid UTF-8, too deeply nested, or not valid Lua 5.4.
+    ParseError,
+    /// The file could not be read.
+    ReadError,
+    /// Not a regular file, or larger than 16 MiB.
+    Skipped,
+}
+
+/// The verdict on one candidate file.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// Absolute, symlink-resolved path.
+    pub path: PathBuf,
+    /// The path as shown in messages (tool dir as configured + relative path).
+    pub shown: String,
+    /// Index of its tool directory.
+    pub dir_index: usize,
+    /// `DIR/PKG` for package tools.
+    pub package_dir: Option<PathBuf>,
+    /// Whether the file registers (and so is executed).
+    pub registers: bool,
+    /// Why.
+    pub reason: Reason,
+    /// The verdict came from the cache.
+    pub cached: bool,
+    /// The parse, read, load or registration error, naming file:line.
+    pub error: Option<String>,
+    /// Names of the tools this file registered.
+    pub tools: Vec<String>,
+    /// The bytes, kept for loading registering files.
+    pub(crate) source: Option<Vec<u8>>,
+}
+
+/// Judges every candidate in `dirs` (in load order), using and refreshing the verdict
+/// cache in `cache_dir` when given.
+pub fn discover(dirs: &[ToolDir], cache_dir: Option<&Path>) -> Vec<Verdict> {
+    let mut found = Vec::new();
+    for (index, dir) in dirs.iter().enumerate() {
+        if !dir.path.is_dir() {
+            tracing::warn!("tool directory {} does not exist", dir.path.display());
+            continue;
+        }
+        found.extend(candidates::list(&dir.path, index));
+    }
+    judge(found, cache_dir)
+}
+
+/// Judges explicitly named files (for `check FILES`); each is attributed to the tool
+/// directory that contains it, else to `fallback_dir`.
+pub fn discover_files(
+    files: &[PathBuf],
+    dirs: &[ToolDir],
+    fallback_dir: usize,
+    cache_dir: Option<&Path>,
+) -> Vec<Verdict> {
+    let found = files
+        .iter()
+        .map(|file| {
+            let absolute = file
+                .canonicalize()
+                .unwrap_or_else(|_| candidates::absolutize(file));
+            let dir_index = dirs
+                .iter()
+                .position(|d| {
+                    d.path
+                        .canonicalize()
+                        .is_ok_and(|dir| absolute.starts_with(dir))
+                })
+                .unwrap_or(fallback_dir);
+            let package_dir = (file.file_name().is_some_and(|n| n == "tool.lua"))
+                .then(|| file.parent().map(Path::to_path_buf))
+                .flatten();
+            let skip = match std::fs::metadata(file) {
+                Ok(meta) if !meta.is_file() => Some("not a regular file".to_string()),
+                Ok(meta) if meta.len() > MAX_FILE_BYTES => Some(format!(
+                    "{} bytes is larger than the 16 MiB limit",
+                    meta.len()
+                )),
+                _ => None,
+            };
+            candidates::Candidate {
+                dir_index,
+                shown: file.clone(),
+                absolute,
+                package_dir,
+                skip,
+            }
+        })
+        .collect();
+    judge(found, cache_dir)
+}
+
+fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Verdict> {
+    let previous = cache_dir.map(VerdictCache::read).unwrap_or_default();
+    let mut next = VerdictCache::default();
+    let mut verdicts: Vec<Verdict> = Vec::with_capacity(found.len());
+    let mut to_parse: Vec<usize> = Vec::new();
+    for candidate in found {
+        let key = candidate.absolute.display().to_string();
+        let mut verdict = Verdict {
+            path: candidate.absolute,
+            shown: candidate.shown.display().to_string(),
+            dir_index: candidate.dir_index,
+            package_dir: candidate.package_dir,
+            registers: false,
+            reason: Reason::Skipped,
+            cached: false,
+            error: None,
+            tools: Vec::new(),
+            source: None,
+        };
+        if let Some(why) = candidate.skip {
+            verdict.error = Some(format!("{}: skipped: {why}", verdict.shown));
+            verdicts.push(verdict);
+            continue;
+        }
+        let stamp = cache::stamp(&verdict.path);
+        let bytes = match std::fs::read(&verdict.path) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                verdict.reason = Reason::ReadError;
+                verdict.error = Some(format!("{}: cannot read: {e}", verdict.shown));
+                verdicts.push(verdict);
+                continue;
+            }
+        };
+        let may_register = prefilter::may_register(&bytes);
+        if let Some(stamp) = stamp
+            && let Some(registers) = previous.get(&key, stamp)
+        {
+            next.insert(key, stamp, registers);
+            verdict.cached = true;
+            verdict.registers = registers;
+            verdict.reason = match (registers, may_register) {
+                (true, _) => Reason::Registers,
+                (false, false) => Reason::Prefilter,
+                (false, true) => Reason::NoTopLevelRegister,
+            };
+            if registers {
+                verdict.source = Some(bytes);
+            }
+            verdicts.push(verdict);
+            continue;
+        }
+        if !may_register {
+            if let Some(stamp) = stamp {
+                next.insert(key, stamp, false);
+            }
+            verdict.reason = Reason::Prefilter;
+            verdicts.push(verdict);
+            continue;
+        }
+        if let Err(e) = std::str::from_utf8(&bytes) {
+            verdict.reason = Reason::ParseError;
+            verdict.error = Some(format!(
+                "{}: not valid UTF-8 (at byte {})",
+                verdict.shown,
+                e.valid_up_to()
+            ));
+            verdicts.push(verdict);
+            continue;
+        }
+        if let Some(line) = depth::too_deep(&bytes, depth::MAX_NESTING) {
+            verdict.reason = Reason::ParseError;
+            verdict.error = Some(format!(
+                "{}:{line}: nesting deeper than {} levels (Lua's limit)",
+                verdict.shown,
+                depth::MAX_NESTING
+            ));
+            verdicts.push(verdict);
+            continue;
+        }
+        verdict.source = Some(bytes);
+        to_parse.push(verdicts.len());
+        verdicts.push(verdict);
+    }
+
+    let parsed = parse_all(&verdicts, &to_parse);
+    for (index, outcome) in to_parse.into_iter().zip(parsed) {
+        let verdict = &mut verdicts[index];
+        let key = verdict.path.display().to_string();
+        let stamp = cache::stamp(&verdict.path);
+        match outcome {
+            ParseVerdict::Registers | ParseVerdict::NoTopLevelRegister => {
+                let registers = outcome == ParseVerdict::Registers;
+                verdict.registers = registers;
+                verdict.reason = if registers {
+                    Reason::Registers
+                } else {
+                    verdict.source = None;
+                    Reason::NoTopLevelRegister
+                };
+                if let Some(stamp) = stamp {
+                    next.insert(key, stamp, registers);
+                }
+            }
+            ParseVerdict::ParseError(message) => {
+                verdict.reason = Reason::ParseError;
+                verdict.error = Some(message);
+                verdict.source = None;
+            }
+        }
+    }
+    if let Some(dir) = cache_dir {
+        next.write_if_changed(&previous, dir);
+    }
+    verdicts
+}
+
+/// Parses the selected files on a few large-stack threads (never on the caller's stack,
+/// which may be a small async worker stack).
+fn parse_all(verdicts: &[Verdict], indexes: &[usize]) -> Vec<ParseVerdict> {
+    if indexes.is_empty() {
+        return Vec::new();
+    }
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(indexes.len());
+    let next = AtomicUsize::new(0);
+    let results: Vec<parking_lot::Mutex<Option<ParseVerdict>>> = indexes
+        .iter()
+        .map(|_| parking_lot::Mutex::new(None))
+        .collect();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let spawned = std::thread::Builder::new()
+                .name("toolhost-parse".into())
+                .stack_size(PARSER_STACK_BYTES)
+                .spawn_scoped(scope, || {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&index) = indexes.get(i) else { break };
+                        let verdict = &verdicts[index];
+                        let text = verdict
+                            .source
+                            .as_deref()
+                            .and_then(|b| std::str::from_utf8(b).ok())
+                            .unwrap_or("");
+                        *results[i].lock() = Some(toplevel::check(&verdict.shown, text));
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!("cannot start a parser thread: {e}");
+            }
+        }
+    });
+    results
+        .into_iter()
+        .zip(indexes)
+        .map(|(slot, &index)| {
+            slot.into_inner().unwrap_or_else(|| {
+                ParseVerdict::ParseError(format!(
+                    "{}: the parser could not run",
+                    verdicts[index].shown
+                ))
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,24 @@
+//! The byte prefilter (SPEC §2.2): a file can only register if it mentions `registry` and
+//! `register` or `hook`. Cheap enough to skip parsing most helper files.
+
+use memchr::memmem;
+
+/// True when the bytes may contain a registration.
+pub fn may_register(bytes: &[u8]) -> bool {
+    memmem::find(bytes, b"registry").is_some()
+        && (memmem::find(bytes, b"register").is_some() || memmem::find(bytes, b"hook").is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_register;
+
+    #[test]
+    fn needs_registry_and_a_verb() {
+        assert!(may_register(b"registry.register{}"));
+        assert!(may_register(b"registry.hook('pre_tool_call', f)"));
+        assert!(!may_register(b"local registry = 1"));
+        assert!(!may_register(b"register()"));
+        assert!(!may_register(b""));
+    }
+}

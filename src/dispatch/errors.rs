@@ -1,0 +1,94 @@
+//! The typed error results of SPEC §7.1: JSON objects with `error` and `error_type`, their
+//! text sanitised (no framing tags, code fences or CDATA) and cut to 2,048 characters.
+
+use regex::Regex;
+use serde_json::{Value, json};
+use std::sync::LazyLock;
+
+/// Longest error text handed to a model.
+pub const MAX_ERROR_CHARS: usize = 2048;
+
+/// The kinds of error result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorType {
+    /// No tool of that name in the caller's scope.
+    UnknownTool,
+    /// Outside the selection, or currently unavailable.
+    Unavailable,
+    /// Arguments failed validation.
+    InvalidArguments,
+    /// A pre_tool_call hook blocked the call.
+    Blocked,
+    /// The approver said no.
+    ApprovalDenied,
+    /// The agent loop must handle this tool.
+    AgentLoop,
+    /// The handler raised.
+    HandlerError,
+    /// The handler ran past its deadline.
+    Timeout,
+    /// The handler exceeded the memory limit.
+    Memory,
+    /// The handler returned an unsupported value.
+    ToolResultContract,
+}
+
+impl ErrorType {
+    /// The `error_type` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::Unavailable => "unavailable",
+            Self::InvalidArguments => "invalid_arguments",
+            Self::Blocked => "blocked",
+            Self::ApprovalDenied => "approval_denied",
+            Self::AgentLoop => "agent_loop",
+            Self::HandlerError => "handler_error",
+            Self::Timeout => "timeout",
+            Self::Memory => "memory",
+            Self::ToolResultContract => "tool_result_contract",
+        }
+    }
+}
+
+/// `{"error": <sanitised message>, "error_type": <kind>}`.
+pub fn error_result(kind: ErrorType, message: &str) -> Value {
+    json!({ "error": sanitise(message), "error_type": kind.as_str() })
+}
+
+/// True when `result` is a host error object (it has `error_type`).
+pub fn is_error(result: &Value) -> bool {
+    result.get("error_type").is_some_and(Value::is_string)
+}
+
+static FRAMING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)</?\s*(tool_call|tool_calls|tool_result|tool_response|function_call|function_calls|function_results|system|user|assistant|im_start|im_end)\b[^>]*>|<!\[CDATA\[|\]\]>|```",
+    )
+    .expect("static regex compiles")
+});
+
+/// Removes framing that could confuse a model about where the tool output ends, and cuts
+/// the text to [`MAX_ERROR_CHARS`] characters.
+pub fn sanitise(text: &str) -> String {
+    let cleaned = FRAMING.replace_all(text, "");
+    match cleaned.char_indices().nth(MAX_ERROR_CHARS) {
+        Some((cut, _)) => cleaned[..cut].to_string(),
+        None => cleaned.into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_framing_and_cuts() {
+        let text = "<tool_call>x</tool_call> <SYSTEM>y</system> ```z``` <![CDATA[w]]>";
+        assert_eq!(sanitise(text), "x y z w");
+        assert_eq!(sanitise(&"é".repeat(3000)).chars().count(), MAX_ERROR_CHARS);
+        let err = error_result(ErrorType::UnknownTool, "Unknown tool: x");
+        assert!(is_error(&err));
+        assert_eq!(err["error_type"], "unknown_tool");
+    }
+}

@@ -1,0 +1,241 @@
+//! `Host` and `HostBuilder`: the facade the CLI, the MCP server and embedders use. The only
+//! module that knows every layer.
+
+use crate::config::{LoadedConfig, default_cache_dir};
+use crate::discovery::{self, ToolDir, Verdict};
+use crate::dispatch::{self, ToolResult};
+use crate::error::{Error, Result};
+use crate::lua::api::fs::FsRoots;
+use crate::lua::{LuaVm, VmSettings};
+use crate::native::NativeTool;
+use crate::registry::{CallContext, Registry, RegistryState, Source, ToolEntry};
+use parking_lot::RwLock;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Host-API tables a plugin can be granted (`[plugins.ID] capabilities`).
+pub const CAPABILITIES: &[&str] = &["json", "log", "time", "fs", "env"];
+/// What a plugin gets when its config grants nothing explicitly.
+pub const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
+/// Default per-VM memory limit.
+pub const DEFAULT_MEMORY_MB: u64 = 256;
+
+/// Builds a [`Host`]: configuration, tool directories, native tools.
+#[derive(Default)]
+pub struct HostBuilder {
+    tools_dirs: Vec<PathBuf>,
+    config_file: Option<PathBuf>,
+    config: Option<LoadedConfig>,
+    cache_dir: Option<PathBuf>,
+    natives: Vec<NativeTool>,
+    only_files: Option<Vec<PathBuf>>,
+}
+
+impl HostBuilder {
+    /// Adds a built-in tool directory (repeatable; replaces the config's `tools_dirs`).
+    pub fn tools_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.tools_dirs.push(dir.into());
+        self
+    }
+
+    /// Reads configuration from this file (it must exist).
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(path.into());
+        self
+    }
+
+    /// Uses an already loaded configuration.
+    pub fn config(mut self, config: LoadedConfig) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// Where the discovery cache lives (replaces the config's `cache_dir`).
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Registers a Rust tool (before any Lua file loads).
+    pub fn native_tool(mut self, tool: NativeTool) -> Self {
+        self.natives.push(tool);
+        self
+    }
+
+    /// Loads only these files instead of scanning the tool directories (`toolhost check
+    /// FILES`); they still see the tool directories' `lib/`.
+    pub fn only_files(mut self, files: Vec<PathBuf>) -> Self {
+        self.only_files = Some(files);
+        self
+    }
+
+    /// Reads the configuration, discovers and loads every tool file. Per-file problems are
+    /// reported in [`Host::discovery`], never returned as errors.
+    pub fn build(self) -> Result<Host> {
+        let loaded_config = match self.config {
+            Some(config) => config,
+            None => LoadedConfig::discover(self.config_file.as_deref())?,
+        };
+        let config = &loaded_config.config;
+        let dirs = tool_dirs(&self.tools_dirs, &loaded_config)?;
+        let cache_dir = self
+            .cache_dir
+            .or_else(|| config.cache_dir.clone())
+            .unwrap_or_else(default_cache_dir);
+        let settings = VmSettings {
+            fs_roots: Arc::new(FsRoots::new(
+                config.sandbox.fs_roots.as_deref().unwrap_or_default(),
+            )),
+            sandbox_env: config.sandbox.env.clone(),
+            memory_limit_bytes: Some(
+                (config.runtime.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) as usize)
+                    .saturating_mul(1024 * 1024),
+            ),
+        };
+        let mut vm = LuaVm::new(&settings).map_err(Error::Lua)?;
+        let allow_override = config
+            .plugins
+            .iter()
+            .filter(|(_, plugin)| plugin.allow_tool_override)
+            .map(|(id, _)| id.clone())
+            .collect();
+        let mut state = RegistryState::new(allow_override);
+        for native in self.natives {
+            let entry = native.into_entry().map_err(Error::NativeTool)?;
+            state
+                .apply(vec![entry], Vec::new())
+                .map_err(|rejection| Error::NativeTool(rejection.message))?;
+        }
+        let mut verdicts = match &self.only_files {
+            Some(files) => discovery::discover_files(files, &dirs, 0, Some(&cache_dir)),
+            None => discovery::discover(&dirs, Some(&cache_dir)),
+        };
+        discovery::load_all(&mut verdicts, &dirs, &mut vm, &mut state);
+        Ok(Host {
+            config: loaded_config,
+            dirs,
+            cache_dir,
+            registry: Registry::new(state),
+            loaded: RwLock::new(Arc::new(Loaded { vm, verdicts })),
+        })
+    }
+}
+
+/// The built-in directories (flags, else config, else `./tools-lua`), then plugins by id.
+fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
+    let builtin: Vec<PathBuf> = if !flags.is_empty() {
+        flags.to_vec()
+    } else if let Some(dirs) = &loaded.config.tools_dirs {
+        dirs.clone()
+    } else {
+        vec![PathBuf::from("tools-lua")]
+    };
+    let mut dirs: Vec<ToolDir> = builtin
+        .into_iter()
+        .map(|path| ToolDir {
+            path,
+            source: Source::Builtin,
+            scope: None,
+            capabilities: None,
+        })
+        .collect();
+    for (id, plugin) in &loaded.config.plugins {
+        let invalid = |message: String| Error::ConfigInvalid {
+            path: loaded.path.clone().unwrap_or_default(),
+            message,
+        };
+        crate::registry::ToolName::new(id)
+            .map_err(|e| invalid(format!("[plugins.{id}]: the plugin id {e}")))?;
+        let capabilities = match &plugin.capabilities {
+            Some(granted) => {
+                if let Some(bad) = granted.iter().find(|c| !CAPABILITIES.contains(&c.as_str())) {
+                    return Err(invalid(format!(
+                        "plugins.{id}.capabilities: unknown capability '{bad}' (known: {})",
+                        CAPABILITIES.join(", ")
+                    )));
+                }
+                granted.clone()
+            }
+            None => DEFAULT_PLUGIN_CAPABILITIES
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+        };
+        dirs.push(ToolDir {
+            path: plugin.dir.clone(),
+            source: Source::Plugin(id.clone()),
+            scope: plugin.scope.clone(),
+            capabilities: Some(capabilities),
+        });
+    }
+    Ok(dirs)
+}
+
+/// A VM with its files loaded, and the discovery report that produced it.
+struct Loaded {
+    vm: LuaVm,
+    verdicts: Vec<Verdict>,
+}
+
+/// A running tool host.
+pub struct Host {
+    config: LoadedConfig,
+    dirs: Vec<ToolDir>,
+    cache_dir: PathBuf,
+    registry: Registry,
+    loaded: RwLock<Arc<Loaded>>,
+}
+
+impl Host {
+    /// Starts building a host.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &LoadedConfig {
+        &self.config
+    }
+
+    /// The tool directories, in load order.
+    pub fn tool_dirs(&self) -> &[ToolDir] {
+        &self.dirs
+    }
+
+    /// The cache directory.
+    pub fn cache_dir(&self) -> &Path {
+        &self.cache_dir
+    }
+
+    /// Per-file verdicts of the last discovery, sorted by path, with load errors and the
+    /// tools each file registered.
+    pub fn discovery(&self) -> Vec<Verdict> {
+        let mut verdicts = self.loaded.read().verdicts.clone();
+        verdicts.sort_by(|a, b| a.path.cmp(&b.path));
+        verdicts
+    }
+
+    /// Every tool visible to `scope`, sorted by name.
+    pub fn tools(&self, scope: Option<&str>) -> Vec<Arc<ToolEntry>> {
+        self.registry.snapshot().visible(scope)
+    }
+
+    /// Runs one call through the dispatch pipeline. Never panics: every failure is an
+    /// error object (SPEC §7.1).
+    pub async fn handle_function_call(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> ToolResult {
+        let state = self.registry.snapshot();
+        let loaded = self.loaded.read().clone();
+        dispatch::dispatch(&state, &loaded.vm, name, args, ctx).await
+    }
+}

@@ -1,0 +1,285 @@
+//! JSON ↔ Lua conversion, written by hand (not serde) so that it can name the path of a
+//! bad value, read empty tables as the JSON the author meant, and keep arrays arrays.
+//!
+//! - JSON arrays become Lua sequences tagged with a shared *array marker* metatable, so an
+//!   empty array survives a round trip; `json.array(t)` sets the same marker.
+//! - JSON null is `json.null` (mlua's null light userdata).
+//! - A Lua table is an array when it carries the marker, or when its keys are exactly
+//!   `1..n` (n ≥ 1). An empty unmarked table is `{}`, except under a JSON-Schema keyword
+//!   whose value is always an array (`required = {}` → `[]`) in [`Mode::Schema`].
+
+use mlua::{Lua, Table, Value as LuaValue};
+use serde_json::{Map, Number, Value};
+use std::ffi::c_void;
+
+/// Deepest nesting accepted in either direction; deeper values are an error, not a crash.
+pub const MAX_DEPTH: usize = 128;
+
+/// Named registry slot of the array marker metatable.
+const ARRAY_MARKER: &str = "toolhost.array_marker";
+
+/// How empty tables are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Handler results and `json.encode`: an empty unmarked table is `{}`.
+    Data,
+    /// Tool schemas: an empty table under an array-valued keyword is `[]`.
+    Schema,
+}
+
+/// JSON-Schema keywords whose value is always an array.
+const ARRAY_KEYWORDS: &[&str] = &[
+    "required",
+    "enum",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "prefixItems",
+    "examples",
+    "type",
+];
+
+/// A value that cannot be represented as JSON, with the path to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvertError {
+    /// Dotted path from the converted root, e.g. `parameters.properties.x`.
+    pub path: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl std::fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.reason)
+        } else {
+            write!(f, "{}: {}", self.path, self.reason)
+        }
+    }
+}
+
+/// Creates the array marker metatable; called once per VM.
+pub fn install_array_marker(lua: &Lua) -> mlua::Result<Table> {
+    let marker = lua.create_table()?;
+    marker.set("__name", "json.array")?;
+    lua.set_named_registry_value(ARRAY_MARKER, &marker)?;
+    Ok(marker)
+}
+
+fn array_marker(lua: &Lua) -> mlua::Result<Table> {
+    lua.named_registry_value(ARRAY_MARKER)
+}
+
+/// Builds the Lua value for `value`.
+pub fn json_to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
+    let marker = array_marker(lua)?;
+    to_lua(lua, &marker, value, 0)
+}
+
+fn to_lua(lua: &Lua, marker: &Table, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
+    if depth > MAX_DEPTH {
+        return Err(mlua::Error::runtime(format!(
+            "JSON nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    Ok(match value {
+        Value::Null => LuaValue::NULL,
+        Value::Bool(b) => LuaValue::Boolean(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => LuaValue::Integer(i),
+            None => LuaValue::Number(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => LuaValue::String(lua.create_string(s)?),
+        Value::Array(items) => {
+            let table = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                table.raw_seti(i + 1, to_lua(lua, marker, item, depth + 1)?)?;
+            }
+            table.set_metatable(Some(marker.clone()))?;
+            LuaValue::Table(table)
+        }
+        Value::Object(map) => {
+            let table = lua.create_table_with_capacity(0, map.len())?;
+            for (k, v) in map {
+                table.raw_set(k.as_str(), to_lua(lua, marker, v, depth + 1)?)?;
+            }
+            LuaValue::Table(table)
+        }
+    })
+}
+
+/// Reads a Lua value as JSON.
+pub fn lua_to_json(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, ConvertError> {
+    let marker = array_marker(lua).ok();
+    let mut walker = Walker {
+        marker: marker.as_ref().map(|m| m.to_pointer()),
+        mode,
+        path: Vec::new(),
+        seen: Vec::new(),
+    };
+    walker.value(value, None)
+}
+
+struct Walker {
+    marker: Option<*const c_void>,
+    mode: Mode,
+    path: Vec<String>,
+    seen: Vec<*const c_void>,
+}
+
+impl Walker {
+    fn fail(&self, reason: impl Into<String>) -> ConvertError {
+        ConvertError {
+            path: self.path.join("."),
+            reason: reason.into(),
+        }
+    }
+
+    fn value(&mut self, value: &LuaValue, key: Option<&str>) -> Result<Value, ConvertError> {
+        match value {
+            LuaValue::Nil => Ok(Value::Null),
+            LuaValue::Boolean(b) => Ok(Value::Bool(*b)),
+            LuaValue::Integer(i) => Ok(Value::from(*i)),
+            LuaValue::Number(n) => Number::from_f64(*n)
+                .map(Value::Number)
+                .ok_or_else(|| self.fail(format!("number {n} is not finite"))),
+            LuaValue::String(s) => Ok(Value::String(s.to_string_lossy())),
+            LuaValue::Table(t) => self.table(t, key),
+            v if v.is_null() => Ok(Value::Null),
+            other => Err(self.fail(format!("a {} is not JSON", other.type_name()))),
+        }
+    }
+
+    fn table(&mut self, table: &Table, key: Option<&str>) -> Result<Value, ConvertError> {
+        let ptr = table.to_pointer();
+        if self.seen.contains(&ptr) {
+            return Err(self.fail("table contains itself (a cycle)"));
+        }
+        if self.seen.len() >= MAX_DEPTH {
+            return Err(self.fail(format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        self.seen.push(ptr);
+        let result = self.table_inner(table, key);
+        self.seen.pop();
+        result
+    }
+
+    fn table_inner(&mut self, table: &Table, key: Option<&str>) -> Result<Value, ConvertError> {
+        let marked = match (self.marker, table.metatable()) {
+            (Some(marker), Some(mt)) => mt.to_pointer() == marker,
+            _ => false,
+        };
+        let len = table.raw_len();
+        if marked || (len > 0 && is_sequence(table, len)) {
+            let mut items = Vec::with_capacity(len);
+            for i in 1..=len {
+                let item: LuaValue = table.raw_get(i).map_err(|e| self.fail(e.to_string()))?;
+                self.path.push(i.to_string());
+                let converted = self.value(&item, None);
+                self.path.pop();
+                items.push(converted?);
+            }
+            return Ok(Value::Array(items));
+        }
+        let mut map = Map::new();
+        for pair in table.pairs::<LuaValue, LuaValue>() {
+            let (k, v) = pair.map_err(|e| self.fail(e.to_string()))?;
+            let name = match &k {
+                LuaValue::String(s) => s.to_string_lossy(),
+                LuaValue::Integer(i) => i.to_string(),
+                LuaValue::Number(n) => n.to_string(),
+                other => {
+                    return Err(self.fail(format!(
+                        "table key of type {} is not JSON",
+                        other.type_name()
+                    )));
+                }
+            };
+            self.path.push(name.clone());
+            let converted = self.value(&v, Some(&name));
+            self.path.pop();
+            map.insert(name, converted?);
+        }
+        if map.is_empty()
+            && self.mode == Mode::Schema
+            && key.is_some_and(|k| ARRAY_KEYWORDS.contains(&k))
+        {
+            return Ok(Value::Array(Vec::new()));
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+/// True when the table's keys are exactly `1..=len`.
+fn is_sequence(table: &Table, len: usize) -> bool {
+    let mut count = 0usize;
+    for pair in table.pairs::<LuaValue, mlua::Value>() {
+        match pair {
+            Ok((LuaValue::Integer(i), _)) if i >= 1 && (i as usize) <= len => count += 1,
+            _ => return false,
+        }
+    }
+    count == len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lua() -> Lua {
+        let lua = Lua::new();
+        install_array_marker(&lua).unwrap();
+        lua
+    }
+
+    fn eval(lua: &Lua, code: &str, mode: Mode) -> Result<Value, ConvertError> {
+        let v: LuaValue = lua.load(code).eval().unwrap();
+        lua_to_json(lua, &v, mode)
+    }
+
+    #[test]
+    fn empty_tables_follow_the_schema_keyword() {
+        let lua = lua();
+        let v = eval(
+            &lua,
+            "return {type='object', properties={}, required={}}",
+            Mode::Schema,
+        );
+        assert_eq!(
+            v.unwrap(),
+            json!({"type":"object","properties":{},"required":[]})
+        );
+        let v = eval(&lua, "return {required={}}", Mode::Data).unwrap();
+        assert_eq!(v, json!({"required":{}}));
+    }
+
+    #[test]
+    fn round_trip_keeps_arrays_and_null() {
+        let lua = lua();
+        let input = json!({"a":[],"b":[1,2.5,"x",null],"c":{"d":true}});
+        let v = json_to_lua(&lua, &input).unwrap();
+        assert_eq!(lua_to_json(&lua, &v, Mode::Data).unwrap(), input);
+    }
+
+    #[test]
+    fn bad_values_name_their_path() {
+        let lua = lua();
+        let err = eval(&lua, "return {p={x={f=print}}}", Mode::Schema).unwrap_err();
+        assert_eq!(err.path, "p.x.f");
+        assert!(err.reason.contains("function"));
+        let err = eval(&lua, "local t = {} t.self = t return t", Mode::Data).unwrap_err();
+        assert!(err.reason.contains("cycle"), "{err}");
+        let err = eval(&lua, "return {n = 0/0}", Mode::Data).unwrap_err();
+        assert!(err.reason.contains("not finite"), "{err}");
+    }
+
+    #[test]
+    fn mixed_tables_become_objects() {
+        let lua = lua();
+        let v = eval(&lua, "return {1, 2, x = 3}", Mode::Data).unwrap();
+        assert_eq!(v, json!({"1":1,"2":2,"x":3}));
+        let v = eval(&lua, "return {[1]=1, [3]=3}", Mode::Data).unwrap();
+        assert_eq!(v, json!({"1":1,"3":3}));
+    }
+}

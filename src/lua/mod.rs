@@ -1,0 +1,14 @@
+//! The Lua runtime: sandboxed VM construction, the host API, the `registry` binding,
+//! JSON ↔ Lua conversion and sandboxed `require`.
+
+pub mod api;
+pub mod convert;
+mod error_text;
+mod register;
+mod require;
+mod vm;
+
+pub use error_text::lua_error_message;
+pub use register::{LoadingFile, PendingHook, PendingTool};
+pub use require::SearchDir;
+pub use vm::{FileSpec, HandlerFailure, LuaVm, VmSettings};

@@ -1,0 +1,179 @@
+//! `require` inside the sandbox: dotted module names resolved only inside the file's
+//! package directory and the tool directories' `lib/` folders. Absolute paths, `..` and
+//! symlinks leading out of those folders are refused. Loaded modules are cached per VM
+//! (like `package.loaded`), so every file on a VM shares one copy of a module.
+
+use super::error_text::lua_error_message;
+use mlua::chunk::ChunkMode;
+use mlua::{Function, Lua, Table, Value as LuaValue};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A folder `require` may load from: as configured (for messages) and canonical (for the
+/// containment check).
+#[derive(Debug, Clone)]
+pub struct SearchDir {
+    /// The directory as shown in messages.
+    pub shown: PathBuf,
+    /// The canonical directory.
+    pub canonical: PathBuf,
+}
+
+impl SearchDir {
+    /// A search dir, or `None` when the directory does not exist.
+    pub fn new(dir: &Path) -> Option<Self> {
+        let canonical = dir.canonicalize().ok()?;
+        Some(Self {
+            shown: dir.to_path_buf(),
+            canonical,
+        })
+    }
+}
+
+/// Everything a `require` function needs to load a module into a fresh environment.
+pub struct RequireContext {
+    /// Where modules may come from, in search order.
+    pub dirs: Vec<SearchDir>,
+    /// The bootstrap's environment factory.
+    pub make_env: Function,
+    /// The `registry` binding.
+    pub registry: Table,
+    /// The capability set (`nil`: everything).
+    pub capabilities: LuaValue,
+}
+
+enum Module {
+    Loading,
+    Loaded(LuaValue),
+}
+
+/// Per-VM module cache, keyed by canonical path.
+#[derive(Default)]
+pub struct ModuleCache(HashMap<PathBuf, Module>);
+
+fn valid_module_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|part| {
+            let mut chars = part.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+}
+
+fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String> {
+    if !valid_module_name(name) {
+        return Err(format!(
+            "module '{name}' is not a dotted name like 'util' or 'pkg.helpers'; modules load \
+             only from lib/ or the tool's package directory"
+        ));
+    }
+    let relative = name.replace('.', "/");
+    let mut tried = Vec::new();
+    for dir in &ctx.dirs {
+        for candidate in [format!("{relative}.lua"), format!("{relative}/init.lua")] {
+            let path = dir.canonical.join(&candidate);
+            tried.push(dir.shown.join(&candidate).display().to_string());
+            let Ok(real) = path.canonicalize() else {
+                continue;
+            };
+            if !real.starts_with(&dir.canonical) {
+                return Err(format!(
+                    "module '{name}' resolves outside {} (symlink)",
+                    dir.shown.display()
+                ));
+            }
+            if real.is_file() {
+                return Ok((real, dir.shown.join(&candidate).display().to_string()));
+            }
+        }
+    }
+    Err(format!(
+        "module '{name}' not found; tried: {}",
+        tried.join(", ")
+    ))
+}
+
+/// Creates the `require` function for one environment.
+pub fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
+    lua.create_function(move |lua, name: String| {
+        let (path, shown) = resolve(&ctx, &name).map_err(mlua::Error::runtime)?;
+        {
+            let cache = lua.app_data_ref::<ModuleCache>();
+            match cache.as_ref().and_then(|c| c.0.get(&path)) {
+                Some(Module::Loaded(value)) => return Ok(value.clone()),
+                Some(Module::Loading) => {
+                    return Err(mlua::Error::runtime(format!(
+                        "module '{name}' requires itself (a require loop)"
+                    )));
+                }
+                None => {}
+            }
+        }
+        set_module(lua, &path, Module::Loading);
+        let loaded = load_module(lua, &ctx, &name, &path, &shown);
+        match loaded {
+            Ok(value) => {
+                set_module(lua, &path, Module::Loaded(value.clone()));
+                Ok(value)
+            }
+            Err(error) => {
+                if let Some(mut cache) = lua.app_data_mut::<ModuleCache>() {
+                    cache.0.remove(&path);
+                }
+                Err(mlua::Error::runtime(format!(
+                    "error loading module '{name}': {}",
+                    lua_error_message(&error)
+                )))
+            }
+        }
+    })
+}
+
+fn set_module(lua: &Lua, path: &Path, module: Module) {
+    if let Some(mut cache) = lua.app_data_mut::<ModuleCache>() {
+        cache.0.insert(path.to_path_buf(), module);
+    }
+}
+
+fn load_module(
+    lua: &Lua,
+    ctx: &Arc<RequireContext>,
+    name: &str,
+    path: &Path,
+    shown: &str,
+) -> mlua::Result<LuaValue> {
+    let source = std::fs::read(path)
+        .map_err(|e| mlua::Error::runtime(format!("cannot read {shown}: {e}")))?;
+    let require = make_require(lua, ctx.clone())?;
+    let env: Table =
+        ctx.make_env
+            .call((ctx.capabilities.clone(), require, ctx.registry.clone()))?;
+    let value: LuaValue = lua
+        .load(source)
+        .set_name(format!("@{shown}"))
+        .set_mode(ChunkMode::Text)
+        .set_environment(env)
+        .call(name)?;
+    Ok(match value {
+        LuaValue::Nil => LuaValue::Boolean(true),
+        other => other,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_module_name;
+
+    #[test]
+    fn module_names_are_dotted_identifiers() {
+        assert!(valid_module_name("util"));
+        assert!(valid_module_name("pkg.helpers_2"));
+        assert!(!valid_module_name("../x"));
+        assert!(!valid_module_name("/etc/passwd"));
+        assert!(!valid_module_name("a..b"));
+        assert!(!valid_module_name(""));
+    }
+}

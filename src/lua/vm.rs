@@ -1,0 +1,325 @@
+//! One sandboxed Lua state with the tool files loaded into it.
+//!
+//! The VM owns the Lua functions of every registered tool in one vector; the registry
+//! refers to them by index ([`LuaFnId`]), so registry entries stay independent of any Lua
+//! state (the pool of later VMs loads the same files in the same order and gets the same
+//! indexes).
+
+use super::api;
+use super::api::fs::FsRoots;
+use super::convert::{self, Mode};
+use super::error_text::lua_error_message;
+use super::register::{self, LoadSlot, LoadingFile};
+use super::require::{self, ModuleCache, RequireContext, SearchDir};
+use crate::registry::{CallContext, LuaFnId};
+use mlua::chunk::ChunkMode;
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// How VMs are set up (from `[sandbox]` and `[runtime]`).
+#[derive(Debug, Clone)]
+pub struct VmSettings {
+    /// Roots for the `fs` API.
+    pub fs_roots: Arc<FsRoots>,
+    /// Environment variables every tool may read.
+    pub sandbox_env: Vec<String>,
+    /// Per-VM memory limit in bytes; `None` for unlimited.
+    pub memory_limit_bytes: Option<usize>,
+}
+
+/// One file to run: where it is, how it is shown, where its modules come from and what it
+/// may use.
+#[derive(Debug, Clone)]
+pub struct FileSpec<'a> {
+    /// The file as shown in messages and Lua error positions.
+    pub display: &'a str,
+    /// Folders `require` searches, in order.
+    pub search_dirs: Vec<SearchDir>,
+    /// Host-API tables granted; `None` grants all (built-in tools).
+    pub capabilities: Option<&'a [String]>,
+}
+
+/// Why a handler call produced no result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandlerFailure {
+    /// The handler raised; the message names file:line.
+    Raised(String),
+    /// The handler returned something that is not a string, table or envelope; the text is
+    /// the offending type (and path for a table holding a bad value).
+    Contract(String),
+    /// The VM ran out of memory.
+    Memory,
+}
+
+/// `env.get` policy: names every tool may read, plus each handler's `requires_env`.
+#[derive(Debug, Default)]
+struct EnvPolicy {
+    everyone: HashSet<String>,
+    by_handler: HashMap<u32, Vec<String>>,
+}
+
+/// A sandboxed Lua state plus the functions registered into it.
+pub struct LuaVm {
+    lua: Lua,
+    make_env: Function,
+    bind_thread: Function,
+    registry_api: Table,
+    readonly_mt: Table,
+    functions: Vec<Function>,
+}
+
+impl LuaVm {
+    /// Creates the state: safe standard libraries only, the host API, the bootstrap.
+    pub fn new(settings: &VmSettings) -> Result<Self, String> {
+        Self::build(settings).map_err(|e| lua_error_message(&e))
+    }
+
+    fn build(settings: &VmSettings) -> mlua::Result<Self> {
+        let libs = StdLib::STRING
+            | StdLib::TABLE
+            | StdLib::MATH
+            | StdLib::UTF8
+            | StdLib::COROUTINE
+            | StdLib::OS;
+        let lua = Lua::new_with(libs, LuaOptions::new())?;
+        if let Some(limit) = settings.memory_limit_bytes {
+            lua.set_memory_limit(limit)?;
+        }
+        lua.set_app_data(LoadSlot::default());
+        lua.set_app_data(ModuleCache::default());
+        lua.set_app_data(EnvPolicy {
+            everyone: settings.sandbox_env.iter().cloned().collect(),
+            by_handler: HashMap::new(),
+        });
+        // string.dump would hand out bytecode; the string metatable must not be reachable
+        // (getmetatable("").__index would be every file's string library).
+        let globals = lua.globals();
+        let string: Table = globals.get("string")?;
+        string.set("dump", LuaValue::Nil)?;
+        lua.load(r#"getmetatable("").__metatable = false"#).exec()?;
+
+        let marker = convert::install_array_marker(&lua)?;
+        let host_api = lua.create_table()?;
+        host_api.set("json", api::json::install(&lua, &marker)?)?;
+        host_api.set("log", api::log::install(&lua)?)?;
+        host_api.set("time", api::time::install(&lua)?)?;
+        host_api.set("fs", api::fs::install(&lua, settings.fs_roots.clone())?)?;
+        let host = lua.create_table()?;
+        host.set("api", host_api)?;
+        host.set("print", api::log::print_function(&lua)?)?;
+        host.set(
+            "env_get",
+            lua.create_function(|lua, (handler, name): (Option<u32>, String)| {
+                let allowed = lua.app_data_ref::<EnvPolicy>().is_some_and(|policy| {
+                    policy.everyone.contains(&name)
+                        || handler
+                            .and_then(|id| policy.by_handler.get(&id))
+                            .is_some_and(|names| names.contains(&name))
+                });
+                Ok(if allowed {
+                    std::env::var(&name).ok()
+                } else {
+                    None
+                })
+            })?,
+        )?;
+        let (make_env, bind_thread): (Function, Function) = lua
+            .load(include_str!("bootstrap.lua"))
+            .set_name("=toolhost-bootstrap")
+            .call(host)?;
+        let registry_api = register::install(&lua)?;
+        let readonly_mt: Table = lua
+            .load(
+                "return { __newindex = function() error('ctx is read-only', 2) end, \
+                 __metatable = false }",
+            )
+            .eval()?;
+        Ok(Self {
+            lua,
+            make_env,
+            bind_thread,
+            registry_api,
+            readonly_mt,
+            functions: Vec::new(),
+        })
+    }
+
+    /// The underlying state (for host-side helpers and tests).
+    pub fn lua(&self) -> &Lua {
+        &self.lua
+    }
+
+    /// Runs one tool file in a fresh environment and returns what it registered. On error
+    /// (the file raised, or a registration was invalid) nothing is kept.
+    pub fn load_file(&self, file: &FileSpec<'_>, source: &[u8]) -> Result<LoadingFile, String> {
+        if let Some(mut slot) = self.lua.app_data_mut::<LoadSlot>() {
+            slot.0 = Some(LoadingFile {
+                display: file.display.to_string(),
+                ..LoadingFile::default()
+            });
+        }
+        let result = self.run_file(file, source);
+        let loading = self
+            .lua
+            .app_data_mut::<LoadSlot>()
+            .and_then(|mut slot| slot.0.take())
+            .unwrap_or_default();
+        match (result, loading.error) {
+            (_, Some(registration_error)) => Err(registration_error),
+            (Err(error), None) => Err(lua_error_message(&error)),
+            (Ok(()), None) => Ok(LoadingFile {
+                error: None,
+                ..loading
+            }),
+        }
+    }
+
+    fn run_file(&self, file: &FileSpec<'_>, source: &[u8]) -> mlua::Result<()> {
+        let capabilities = match file.capabilities {
+            None => LuaValue::Nil,
+            Some(names) => {
+                let set = self.lua.create_table()?;
+                for name in names {
+                    set.set(name.as_str(), true)?;
+                }
+                LuaValue::Table(set)
+            }
+        };
+        let ctx = Arc::new(RequireContext {
+            dirs: file.search_dirs.clone(),
+            make_env: self.make_env.clone(),
+            registry: self.registry_api.clone(),
+            capabilities: capabilities.clone(),
+        });
+        let require = require::make_require(&self.lua, ctx)?;
+        let env: Table = self
+            .make_env
+            .call((capabilities, require, self.registry_api.clone()))?;
+        self.lua
+            .load(source)
+            .set_name(format!("@{}", file.display))
+            .set_mode(ChunkMode::Text)
+            .set_environment(env)
+            .exec()
+    }
+
+    /// Number of adopted functions: a mark to [`Self::rollback`] to.
+    pub fn mark(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// Forgets functions adopted after `mark` (a file whose registrations were rejected).
+    pub fn rollback(&mut self, mark: usize) {
+        self.functions.truncate(mark);
+    }
+
+    /// Keeps `function` and returns its id.
+    pub fn adopt(&mut self, function: Function) -> LuaFnId {
+        self.functions.push(function);
+        LuaFnId((self.functions.len() - 1) as u32)
+    }
+
+    /// Lets the handler `id` read `names` with `env.get` (its `requires_env`).
+    pub fn allow_env(&self, id: LuaFnId, names: &[String]) {
+        if names.is_empty() {
+            return;
+        }
+        if let Some(mut policy) = self.lua.app_data_mut::<EnvPolicy>() {
+            policy.by_handler.insert(id.0, names.to_vec());
+        }
+    }
+
+    /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield) and
+    /// normalises its return value (SPEC §1): string → text, table → JSON text, multimodal
+    /// envelope → object.
+    pub async fn call_handler(
+        &self,
+        id: LuaFnId,
+        tool_name: &str,
+        args: &Value,
+        ctx: &CallContext,
+    ) -> Result<Value, HandlerFailure> {
+        let returned =
+            self.invoke(id, tool_name, args, ctx)
+                .await
+                .map_err(|e| match is_memory_error(&e) {
+                    true => HandlerFailure::Memory,
+                    false => HandlerFailure::Raised(lua_error_message(&e)),
+                })?;
+        self.normalise(&returned)
+    }
+
+    async fn invoke(
+        &self,
+        id: LuaFnId,
+        tool_name: &str,
+        args: &Value,
+        ctx: &CallContext,
+    ) -> mlua::Result<LuaValue> {
+        let function = self
+            .functions
+            .get(id.0 as usize)
+            .cloned()
+            .ok_or_else(|| mlua::Error::runtime(format!("handler #{} is not loaded", id.0)))?;
+        let thread = self.lua.create_thread(function)?;
+        self.bind_thread.call::<()>((thread.clone(), id.0))?;
+        let args = convert::json_to_lua(&self.lua, args)?;
+        let ctx = self.ctx_table(ctx, tool_name)?;
+        thread.into_async::<LuaValue>((args, ctx))?.await
+    }
+
+    fn ctx_table(&self, ctx: &CallContext, tool_name: &str) -> mlua::Result<Table> {
+        let data = self.lua.create_table_with_capacity(0, 5)?;
+        data.raw_set("tool_name", tool_name)?;
+        data.raw_set("tool_call_id", ctx.tool_call_id.as_deref())?;
+        data.raw_set("session_id", ctx.session_id.as_deref())?;
+        data.raw_set("task_id", ctx.task_id.as_deref())?;
+        data.raw_set("scope", ctx.scope.as_deref())?;
+        let meta = self.lua.create_table_with_capacity(0, 3)?;
+        for pair in self.readonly_mt.pairs::<LuaValue, LuaValue>() {
+            let (k, v) = pair?;
+            meta.raw_set(k, v)?;
+        }
+        meta.raw_set("__index", data)?;
+        let proxy = self.lua.create_table()?;
+        proxy.set_metatable(Some(meta))?;
+        Ok(proxy)
+    }
+
+    fn normalise(&self, value: &LuaValue) -> Result<Value, HandlerFailure> {
+        match value {
+            LuaValue::String(s) => Ok(Value::String(s.to_string_lossy())),
+            LuaValue::Table(table) => {
+                let json = convert::lua_to_json(&self.lua, value, Mode::Data).map_err(|e| {
+                    HandlerFailure::Contract(format!(
+                        "table holding {} at result.{}",
+                        e.reason, e.path
+                    ))
+                })?;
+                let multimodal = matches!(
+                    table.raw_get::<LuaValue>("_multimodal"),
+                    Ok(LuaValue::Boolean(true))
+                );
+                if multimodal && json.is_object() {
+                    Ok(json)
+                } else {
+                    Ok(Value::String(json.to_string()))
+                }
+            }
+            other if other.is_null() => Err(HandlerFailure::Contract("json.null".to_string())),
+            LuaValue::Integer(_) | LuaValue::Number(_) => {
+                Err(HandlerFailure::Contract("number".to_string()))
+            }
+            other => Err(HandlerFailure::Contract(other.type_name().to_string())),
+        }
+    }
+}
+
+fn is_memory_error(error: &mlua::Error) -> bool {
+    matches!(
+        super::error_text::root_cause(error),
+        mlua::Error::MemoryError(_)
+    )
+}

@@ -1,0 +1,176 @@
+//! What the registry stores about a tool and a hook.
+
+use super::context::{NativeHandler, NativeProbe};
+use super::name::ToolName;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// A file in a built-in tool directory.
+    Builtin,
+    /// A file in the plugin directory of this id.
+    Plugin(String),
+    /// A Rust handler registered by the embedding program.
+    Native,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Builtin => f.write_str("builtin"),
+            Source::Plugin(id) => write!(f, "plugin:{id}"),
+            Source::Native => f.write_str("native"),
+        }
+    }
+}
+
+/// A Lua function held by every VM under the same index; the registry only stores the index
+/// so that it never depends on a particular Lua state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LuaFnId(pub u32);
+
+/// How a tool's handler runs.
+#[derive(Clone)]
+pub enum Handler {
+    /// A Lua function, resolved per VM.
+    Lua(LuaFnId),
+    /// A Rust async function.
+    Native(NativeHandler),
+}
+
+impl fmt::Debug for Handler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Handler::Lua(id) => write!(f, "Lua({})", id.0),
+            Handler::Native(_) => f.write_str("Native"),
+        }
+    }
+}
+
+/// An optional function the registry calls without arguments (`check_fn`,
+/// `dynamic_schema_overrides`).
+#[derive(Clone)]
+pub enum Probe<T> {
+    /// A Lua function, resolved per VM.
+    Lua(LuaFnId),
+    /// A Rust function.
+    Native(NativeProbe<T>),
+}
+
+impl<T> fmt::Debug for Probe<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Probe::Lua(id) => write!(f, "Lua({})", id.0),
+            Probe::Native(_) => f.write_str("Native"),
+        }
+    }
+}
+
+/// A tool's result size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultLimit {
+    /// Text results longer than this many characters are spilled to a file.
+    Chars(u64),
+    /// Never spilled (`math.huge` in Lua).
+    Unlimited,
+}
+
+/// One registered tool: every field of `registry.register{...}` plus where it came from.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    /// The validated tool name.
+    pub name: ToolName,
+    /// The toolset it belongs to.
+    pub toolset: ToolName,
+    /// The model-facing function schema (`description`, `parameters`, …), a JSON object.
+    pub schema: Arc<Map<String, Value>>,
+    /// The handler.
+    pub handler: Handler,
+    /// Optional availability probe.
+    pub check_fn: Option<Probe<bool>>,
+    /// Environment variables that must be set and non-empty for the tool to be available;
+    /// also the names the tool may read with `env.get`.
+    pub requires_env: Vec<String>,
+    /// The handler may await host async APIs.
+    pub is_async: bool,
+    /// Registry metadata (defaults to `schema.description`).
+    pub description: String,
+    /// Display emoji; empty means unset.
+    pub emoji: String,
+    /// Result size limit; `None` uses the configured default.
+    pub max_result_size_chars: Option<ResultLimit>,
+    /// Optional function whose result is shallow-merged over the schema.
+    pub dynamic_schema_overrides: Option<Probe<Option<Map<String, Value>>>>,
+    /// Allowed to shadow a tool from another toolset.
+    pub override_existing: bool,
+    /// The scope overlay, if any.
+    pub scope: Option<String>,
+    /// Per-call deadline in milliseconds; `None` uses the configured default.
+    pub timeout_ms: Option<u64>,
+    /// May run concurrently with other calls.
+    pub parallel_safe: bool,
+    /// Every call asks the approver first.
+    pub requires_approval: bool,
+    /// Where the tool came from.
+    pub source: Source,
+    /// The file that registered it (absolute), for Lua tools.
+    pub file: Option<PathBuf>,
+    /// The line of the `registry.register` call.
+    pub line: Option<u32>,
+}
+
+impl ToolEntry {
+    /// `file:line` of the registration, or the source for native tools.
+    pub fn origin(&self) -> String {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => format!("{}:{line}", file.display()),
+            (Some(file), None) => file.display().to_string(),
+            _ => self.source.to_string(),
+        }
+    }
+}
+
+/// The events a hook can subscribe to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HookEvent {
+    /// Before a call: may modify arguments, block, or ask for approval.
+    PreToolCall,
+    /// After a call: observes the result.
+    PostToolCall,
+    /// After a call: may replace the result text.
+    TransformToolResult,
+}
+
+impl HookEvent {
+    /// Every event, for error messages.
+    pub const NAMES: &'static str = "pre_tool_call, post_tool_call, transform_tool_result";
+
+    /// Parses the Lua-facing event name.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "pre_tool_call" => Some(Self::PreToolCall),
+            "post_tool_call" => Some(Self::PostToolCall),
+            "transform_tool_result" => Some(Self::TransformToolResult),
+            _ => None,
+        }
+    }
+}
+
+/// A Lua hook registered with `registry.hook(event, fn)`.
+#[derive(Debug, Clone)]
+pub struct HookEntry {
+    /// The event.
+    pub event: HookEvent,
+    /// The function, resolved per VM.
+    pub function: LuaFnId,
+    /// The file that registered it.
+    pub file: PathBuf,
+    /// The line of the `registry.hook` call.
+    pub line: u32,
+    /// Where the file came from.
+    pub source: Source,
+}

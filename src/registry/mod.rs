@@ -1,0 +1,62 @@
+//! The tool registry: entries, the shadowing and override policy, scopes and the
+//! generation counter (SPEC §3). It knows nothing about Lua: Lua functions are referred to
+//! by [`LuaFnId`], resolved by each VM.
+
+mod availability;
+mod context;
+mod entry;
+mod name;
+mod schema;
+mod state;
+
+pub use availability::missing_env;
+pub use context::{CallContext, NativeFuture, NativeHandler, NativeProbe};
+pub use entry::{Handler, HookEntry, HookEvent, LuaFnId, Probe, ResultLimit, Source, ToolEntry};
+pub use name::ToolName;
+pub use schema::{check_function_schema, json_type};
+pub use state::{Applied, RegistryState, Rejection};
+
+use parking_lot::RwLock;
+use std::sync::Arc;
+
+/// The live registry: an immutable [`RegistryState`] snapshot behind a lock, replaced as a
+/// whole. Readers take the `Arc` and never block writers for longer than a pointer swap.
+#[derive(Debug, Default)]
+pub struct Registry {
+    current: RwLock<Arc<RegistryState>>,
+}
+
+impl Registry {
+    /// A registry publishing `state`.
+    pub fn new(state: RegistryState) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(state)),
+        }
+    }
+
+    /// The current contents.
+    pub fn snapshot(&self) -> Arc<RegistryState> {
+        self.current.read().clone()
+    }
+
+    /// The current generation.
+    pub fn generation(&self) -> u64 {
+        self.current.read().generation()
+    }
+
+    /// Applies `change` to a private copy and publishes it; readers holding the old
+    /// snapshot keep it unchanged.
+    pub fn update<R>(&self, change: impl FnOnce(&mut RegistryState) -> R) -> R {
+        let mut guard = self.current.write();
+        let state = Arc::make_mut(&mut guard);
+        change(state)
+    }
+
+    /// Replaces the contents (used by reload), keeping generations monotonic.
+    pub fn replace(&self, mut state: RegistryState) {
+        let mut guard = self.current.write();
+        let floor = guard.generation() + 1;
+        state.raise_generation_to(floor);
+        *guard = Arc::new(state);
+    }
+}

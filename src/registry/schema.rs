@@ -1,0 +1,92 @@
+//! Checks on a tool's function schema shared by Lua and native registrations (SPEC §1):
+//! a JSON object whose `parameters` is an object schema that compiles as JSON Schema.
+
+use serde_json::{Map, Value};
+
+/// The JSON type name of a value, for messages.
+pub fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Validates a function schema; the error names the field (`'schema.parameters' ...`).
+pub fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> {
+    if let Some(description) = schema.get("description")
+        && !description.is_string()
+    {
+        return Err(format!(
+            "'schema.description' must be a string, got {}",
+            json_type(description)
+        ));
+    }
+    let parameters = match schema.get("parameters") {
+        None => return Err("'schema.parameters' is required (a JSON-Schema object)".to_string()),
+        Some(Value::Object(parameters)) => parameters,
+        Some(other) => {
+            return Err(format!(
+                "'schema.parameters' must be a JSON-Schema object, got {}",
+                json_type(other)
+            ));
+        }
+    };
+    match parameters.get("type") {
+        Some(Value::String(t)) if t == "object" => {}
+        Some(other) => {
+            return Err(format!(
+                "'schema.parameters' must be a JSON-Schema object (type = \"object\"), got type = {other}"
+            ));
+        }
+        None => {
+            return Err(
+                "'schema.parameters' must be a JSON-Schema object (type = \"object\"), got no type"
+                    .to_string(),
+            );
+        }
+    }
+    let as_value = Value::Object(parameters.clone());
+    if let Err(error) = jsonschema::validator_for(&as_value) {
+        let at = error.instance_path().to_string();
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" at {at}")
+        };
+        return Err(format!(
+            "'schema.parameters' is not a valid JSON Schema{at}: {error}"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(v: Value) -> Result<(), String> {
+        check_function_schema(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn messages_name_the_field() {
+        assert!(check(json!({"parameters":{"type":"object"}})).is_ok());
+        let e = check(json!({"parameters":"x"})).unwrap_err();
+        assert_eq!(
+            e,
+            "'schema.parameters' must be a JSON-Schema object, got string"
+        );
+        let e = check(json!({"parameters":{"type":"string"}})).unwrap_err();
+        assert!(e.contains("type = \"string\""), "{e}");
+        let e = check(json!({"parameters":{"type":"object","properties":{"x":{"type":"strnig"}}}}))
+            .unwrap_err();
+        assert!(e.contains("not a valid JSON Schema"), "{e}");
+        let e = check(json!({"description": 5, "parameters":{"type":"object"}})).unwrap_err();
+        assert!(e.contains("'schema.description'"), "{e}");
+    }
+}

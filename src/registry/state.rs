@@ -1,0 +1,215 @@
+//! The registry's contents and the collision policy of SPEC §3.
+//!
+//! A [`RegistryState`] is a plain value: loading builds one, [`super::Registry`] publishes it
+//! as an immutable snapshot. Registrations arrive one file at a time and are applied
+//! atomically: every entry of the batch is checked against the state plus the batch's own
+//! earlier entries before anything is inserted.
+
+use super::entry::{HookEntry, Source, ToolEntry};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+/// Tools and hooks, by scope, plus the generation counter.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryState {
+    global: BTreeMap<String, Arc<ToolEntry>>,
+    scoped: BTreeMap<String, BTreeMap<String, Arc<ToolEntry>>>,
+    hooks: Vec<Arc<HookEntry>>,
+    generation: u64,
+    plugins_allowing_override: BTreeSet<String>,
+}
+
+/// Why a registration in a batch was rejected; `index` is its position in the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// Position of the rejected entry in the batch.
+    pub index: usize,
+    /// The message of SPEC §3.
+    pub message: String,
+}
+
+/// What a successful batch did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Same-toolset replacements and other non-fatal notes.
+    pub warnings: Vec<String>,
+}
+
+type Key = (Option<String>, String);
+
+impl RegistryState {
+    /// An empty registry whose plugins in `plugins_allowing_override` have the operator's
+    /// opt-in (`[plugins.ID] allow_tool_override = true`).
+    pub fn new(plugins_allowing_override: BTreeSet<String>) -> Self {
+        Self {
+            plugins_allowing_override,
+            ..Self::default()
+        }
+    }
+
+    /// The generation: bumped by every successful registration and deregistration.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Makes sure the generation is at least `floor`, so that a swapped-in state never
+    /// reuses a generation an old memo could have been keyed on.
+    pub fn raise_generation_to(&mut self, floor: u64) {
+        self.generation = self.generation.max(floor);
+    }
+
+    /// Applies one file's registrations atomically: all of them, or none (the first
+    /// rejection is returned and the state is unchanged).
+    pub fn apply(
+        &mut self,
+        tools: Vec<ToolEntry>,
+        hooks: Vec<HookEntry>,
+    ) -> Result<Applied, Rejection> {
+        let mut staged: HashMap<Key, Arc<ToolEntry>> = HashMap::new();
+        let mut applied = Applied::default();
+        let mut order: Vec<Key> = Vec::with_capacity(tools.len());
+        for (index, tool) in tools.into_iter().enumerate() {
+            let key: Key = (tool.scope.clone(), tool.name.to_string());
+            let existing = self.existing_for(&tool, &staged);
+            if let Some(existing) = existing {
+                match self.judge(&tool, &existing) {
+                    Ok(Some(warning)) => applied.warnings.push(warning),
+                    Ok(None) => {}
+                    Err(message) => return Err(Rejection { index, message }),
+                }
+            }
+            if !staged.contains_key(&key) {
+                order.push(key.clone());
+            }
+            staged.insert(key, Arc::new(tool));
+        }
+        let count = staged.len() + hooks.len();
+        for key in order {
+            if let Some(entry) = staged.remove(&key) {
+                self.insert(key, entry);
+            }
+        }
+        self.hooks.extend(hooks.into_iter().map(Arc::new));
+        self.generation += count as u64;
+        Ok(applied)
+    }
+
+    /// Removes a tool from the global registry (`scope = None`) or an overlay; true when
+    /// something was removed.
+    pub fn deregister(&mut self, name: &str, scope: Option<&str>) -> bool {
+        let removed = match scope {
+            None => self.global.remove(name).is_some(),
+            Some(scope) => self
+                .scoped
+                .get_mut(scope)
+                .is_some_and(|overlay| overlay.remove(name).is_some()),
+        };
+        if removed {
+            self.generation += 1;
+        }
+        removed
+    }
+
+    /// The tool a caller in `scope` sees under `name`: the overlay wins over global.
+    pub fn lookup(&self, name: &str, scope: Option<&str>) -> Option<&Arc<ToolEntry>> {
+        scope
+            .and_then(|s| self.scoped.get(s))
+            .and_then(|overlay| overlay.get(name))
+            .or_else(|| self.global.get(name))
+    }
+
+    /// Every tool a caller in `scope` sees, sorted by name.
+    pub fn visible(&self, scope: Option<&str>) -> Vec<Arc<ToolEntry>> {
+        let overlay = scope.and_then(|s| self.scoped.get(s));
+        let Some(overlay) = overlay else {
+            return self.global.values().cloned().collect();
+        };
+        let mut merged: BTreeMap<&str, &Arc<ToolEntry>> =
+            self.global.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        merged.extend(overlay.iter().map(|(k, v)| (k.as_str(), v)));
+        merged.into_values().cloned().collect()
+    }
+
+    /// Every tool in every scope: global first, then overlays by scope name.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+        self.global
+            .values()
+            .chain(self.scoped.values().flat_map(|o| o.values()))
+    }
+
+    /// The registered Lua hooks, in load order.
+    pub fn hooks(&self) -> &[Arc<HookEntry>] {
+        &self.hooks
+    }
+
+    fn existing_for(
+        &self,
+        tool: &ToolEntry,
+        staged: &HashMap<Key, Arc<ToolEntry>>,
+    ) -> Option<Arc<ToolEntry>> {
+        let own = (tool.scope.clone(), tool.name.to_string());
+        if let Some(entry) = staged.get(&own) {
+            return Some(entry.clone());
+        }
+        if let Some(scope) = &tool.scope {
+            if let Some(entry) = self
+                .scoped
+                .get(scope)
+                .and_then(|o| o.get(tool.name.as_str()))
+            {
+                return Some(entry.clone());
+            }
+            let global = (None, tool.name.to_string());
+            if let Some(entry) = staged.get(&global) {
+                return Some(entry.clone());
+            }
+        }
+        self.global.get(tool.name.as_str()).cloned()
+    }
+
+    /// SPEC §3: `Ok(Some(warning))` for a same-toolset replacement, `Err` for a rejection.
+    fn judge(&self, tool: &ToolEntry, existing: &ToolEntry) -> Result<Option<String>, String> {
+        let name = tool.name.as_str();
+        if let Source::Plugin(id) = &tool.source
+            && existing.source != tool.source
+            && !(tool.override_existing && self.plugins_allowing_override.contains(id))
+        {
+            return Err(format!(
+                "plugin '{id}' cannot override tool '{name}' without operator opt-in \
+                 (allow_tool_override)"
+            ));
+        }
+        // A scoped entry over a global one shadows it: that always needs `override`.
+        let shadows_global = tool.scope.is_some() && existing.scope.is_none();
+        if existing.toolset != tool.toolset || shadows_global {
+            if tool.override_existing {
+                return Ok(Some(format!(
+                    "tool '{name}' (toolset '{}') from {} overrides the one from toolset '{}' \
+                     ({})",
+                    tool.toolset,
+                    tool.origin(),
+                    existing.toolset,
+                    existing.origin()
+                )));
+            }
+            return Err(format!(
+                "tool '{name}' (toolset '{}') would shadow existing tool from toolset '{}'; \
+                 pass override = true or remove the existing tool",
+                tool.toolset, existing.toolset
+            ));
+        }
+        Ok(Some(format!(
+            "tool '{name}' from {} replaces the one from {} (same toolset '{}')",
+            tool.origin(),
+            existing.origin(),
+            tool.toolset
+        )))
+    }
+
+    fn insert(&mut self, (scope, name): Key, entry: Arc<ToolEntry>) {
+        match scope {
+            None => self.global.insert(name, entry),
+            Some(scope) => self.scoped.entry(scope).or_default().insert(name, entry),
+        };
+    }
+}
