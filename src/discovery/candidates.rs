@@ -46,7 +46,7 @@ pub fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
             continue;
         }
         let is_candidate = match entry.depth() {
-            1 => name.to_string_lossy().ends_with(".lua") && !entry.file_type().is_dir(),
+            1 => name.to_string_lossy().ends_with(".lua"),
             _ => name == "tool.lua",
         };
         if !is_candidate {

@@ -1,0 +1,120 @@
+//! Shared helpers for the integration tests: a temp directory with real tool files, a
+//! host built from it, and a blocking call helper.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use tempfile::TempDir;
+use toolhost::discovery::Verdict;
+use toolhost::{CallContext, Host, HostBuilder, LoadedConfig};
+
+/// A temp directory holding `tools-lua/`, `cache/` and optionally `toolhost.toml`.
+pub struct Fixture {
+    pub dir: TempDir,
+}
+
+impl Fixture {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("tools-lua")).expect("tools dir");
+        Self { dir }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn tools(&self) -> PathBuf {
+        self.root().join("tools-lua")
+    }
+
+    pub fn cache(&self) -> PathBuf {
+        self.root().join("cache")
+    }
+
+    /// Writes `content` to `rel` (relative to the fixture root), creating parents.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root().join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, content).expect("write");
+        path
+    }
+
+    /// A tool file in `tools-lua/`.
+    pub fn tool(&self, name: &str, content: &str) -> PathBuf {
+        self.write(&format!("tools-lua/{name}"), content)
+    }
+
+    pub fn builder(&self) -> HostBuilder {
+        Host::builder()
+            .tools_dir(self.tools())
+            .cache_dir(self.cache())
+            .config(LoadedConfig::default())
+    }
+
+    pub fn host(&self) -> Host {
+        self.builder().build().expect("host builds")
+    }
+
+    /// A host configured by `toml` (written to `toolhost.toml` in the fixture).
+    pub fn host_with(&self, toml: &str) -> Host {
+        let path = self.write("toolhost.toml", toml);
+        let config = LoadedConfig::load(&path).expect("config parses");
+        Host::builder()
+            .tools_dir(self.tools())
+            .cache_dir(self.cache())
+            .config(config)
+            .build()
+            .expect("host builds")
+    }
+}
+
+/// The verdict for the file whose path ends with `suffix`.
+pub fn verdict<'a>(verdicts: &'a [Verdict], suffix: &str) -> &'a Verdict {
+    verdicts
+        .iter()
+        .find(|v| v.path.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no verdict for {suffix}: {verdicts:#?}"))
+}
+
+/// The load error of the file whose path ends with `suffix`.
+pub fn error_of(host: &Host, suffix: &str) -> String {
+    let verdicts = host.discovery();
+    verdict(&verdicts, suffix)
+        .error
+        .clone()
+        .unwrap_or_else(|| panic!("{suffix} loaded without error"))
+}
+
+/// Runs one call to completion.
+pub fn call(host: &Host, name: &str, args: Value) -> Value {
+    call_in(host, name, args, &CallContext::default())
+}
+
+pub fn call_in(host: &Host, name: &str, args: Value, ctx: &CallContext) -> Value {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(host.handle_function_call(name, args, ctx))
+}
+
+/// Names of the tools visible to `scope`.
+pub fn names(host: &Host, scope: Option<&str>) -> Vec<String> {
+    host.tools(scope)
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+/// A minimal valid registration of `name` in `toolset` returning `result`.
+pub fn simple_tool(name: &str, toolset: &str, result: &str) -> String {
+    format!(
+        r#"registry.register{{
+  name = "{name}", toolset = "{toolset}",
+  schema = {{ description = "d", parameters = {{ type = "object", properties = {{}} }} }},
+  handler = function() return "{result}" end,
+}}
+"#
+    )
+}
