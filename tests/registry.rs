@@ -45,14 +45,14 @@ fn override_allows_shadowing_and_same_toolset_later_file_wins() {
 fn plugin_fixture(allow: bool) -> (Fixture, Host) {
     let fx = Fixture::new();
     fx.tool("core.lua", &simple_tool("shared", "core", "builtin"));
-    fx.write("plugin/own.lua", &simple_tool("plugin_own", "acme", "mine"));
+    fx.write("plugin/own.lua", simple_tool("plugin_own", "acme", "mine"));
     fx.write(
         "plugin/takeover.lua",
-        &with_override("shared", "core", "plugin"),
+        with_override("shared", "core", "plugin"),
     );
     fx.write(
         "plugin/no_flag.lua",
-        &simple_tool("shared", "core", "plugin2"),
+        simple_tool("shared", "core", "plugin2"),
     );
     let toml = format!("[plugins.acme]\ndir = \"plugin\"\nallow_tool_override = {allow}\n");
     let host = fx.host_with(&toml);
@@ -126,7 +126,7 @@ fn scopes_overlay_global_tools_only_for_their_callers() {
 #[test]
 fn plugins_bound_to_a_scope_register_into_it() {
     let fx = Fixture::new();
-    fx.write("plugin/p.lua", &simple_tool("ptool", "p", "x"));
+    fx.write("plugin/p.lua", simple_tool("ptool", "p", "x"));
     let host = fx.host_with("[plugins.bound]\ndir = \"plugin\"\nscope = \"s1\"\n");
     assert!(names(&host, None).is_empty());
     assert_eq!(names(&host, Some("s1")), ["ptool"]);

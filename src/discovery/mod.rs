@@ -251,6 +251,9 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     if let Some(dir) = cache_dir {
         next.write_if_changed(&previous, dir);
     }
+    for error in verdicts.iter().filter_map(|v| v.error.as_deref()) {
+        tracing::warn!("{error}");
+    }
     verdicts
 }
 

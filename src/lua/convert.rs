@@ -62,6 +62,9 @@ impl std::fmt::Display for ConvertError {
 pub fn install_array_marker(lua: &Lua) -> mlua::Result<Table> {
     let marker = lua.create_table()?;
     marker.set("__name", "json.array")?;
+    // Shared by every file on the VM: protected so no file can change how another file's
+    // arrays behave (getmetatable returns this string instead of the table).
+    marker.set("__metatable", "json.array")?;
     lua.set_named_registry_value(ARRAY_MARKER, &marker)?;
     Ok(marker)
 }
