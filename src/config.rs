@@ -208,6 +208,35 @@ impl LoadedConfig {
     }
 }
 
+impl Config {
+    /// Keys that are set but have no effect yet in this version (their features are on
+    /// the roadmap); the host warns about each, so a setting is never silently ignored.
+    pub fn inert_keys(&self) -> Vec<&'static str> {
+        let set = [
+            (self.enabled_toolsets.is_some(), "enabled_toolsets"),
+            (self.disabled_toolsets.is_some(), "disabled_toolsets"),
+            (self.agent_loop_tools.is_some(), "agent_loop_tools"),
+            (
+                self.default_max_result_size_chars.is_some(),
+                "default_max_result_size_chars",
+            ),
+            (self.check_ttl_secs.is_some(), "check_ttl_secs"),
+            (!self.toolsets.is_empty(), "toolsets"),
+            (!self.sandbox.commands.is_empty(), "sandbox.commands"),
+            (self.runtime.vms.is_some(), "runtime.vms"),
+            (self.runtime.timeout_ms.is_some(), "runtime.timeout_ms"),
+            (self.runtime.probe_timeout_ms.is_some(), "runtime.probe_timeout_ms"),
+            (self.runtime.reload_debounce_ms.is_some(), "runtime.reload_debounce_ms"),
+            (!self.approval.tools.is_empty(), "approval.tools"),
+            (self.approval.default.is_some(), "approval.default"),
+            (self.tool_search.enabled.is_some(), "tool_search.enabled"),
+            (!self.tool_search.core.is_empty(), "tool_search.core"),
+            (self.tool_search.auto_threshold.is_some(), "tool_search.auto_threshold"),
+        ];
+        set.into_iter().filter(|(on, _)| *on).map(|(_, key)| key).collect()
+    }
+}
+
 /// `(mtime_ns, size)` of a file, or `None` when it cannot be read.
 pub fn file_fingerprint(path: &Path) -> Option<(u128, u64)> {
     let meta = std::fs::metadata(path).ok()?;
@@ -260,6 +289,23 @@ mod tests {
         let err = LoadedConfig::load(&path).unwrap_err().to_string();
         assert!(err.contains("timeout"), "{err}");
         assert!(err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn the_example_config_parses_with_every_key_uncommented() {
+        let example = include_str!("../toolhost.toml");
+        let uncommented: String = example
+            .lines()
+            .map(|line| match line.strip_prefix("# ") {
+                Some(rest) if rest.starts_with('[') || rest.contains(" = ") => rest,
+                _ => line,
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let config: Config = toml::from_str(&uncommented).expect("example parses");
+        assert_eq!(config.runtime.vms, Some(2));
+        assert!(config.plugins.contains_key("acme"));
+        assert_eq!(config.approval.default, Some(ApprovalDefault::Deny));
     }
 
     #[test]

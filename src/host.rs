@@ -78,6 +78,9 @@ impl HostBuilder {
             None => LoadedConfig::discover(self.config_file.as_deref())?,
         };
         let config = &loaded_config.config;
+        for key in config.inert_keys() {
+            tracing::warn!("config key '{key}' is accepted but has no effect yet in this version");
+        }
         let dirs = tool_dirs(&self.tools_dirs, &loaded_config)?;
         let cache_dir = self
             .cache_dir
