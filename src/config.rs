@@ -225,15 +225,27 @@ impl Config {
             (!self.sandbox.commands.is_empty(), "sandbox.commands"),
             (self.runtime.vms.is_some(), "runtime.vms"),
             (self.runtime.timeout_ms.is_some(), "runtime.timeout_ms"),
-            (self.runtime.probe_timeout_ms.is_some(), "runtime.probe_timeout_ms"),
-            (self.runtime.reload_debounce_ms.is_some(), "runtime.reload_debounce_ms"),
+            (
+                self.runtime.probe_timeout_ms.is_some(),
+                "runtime.probe_timeout_ms",
+            ),
+            (
+                self.runtime.reload_debounce_ms.is_some(),
+                "runtime.reload_debounce_ms",
+            ),
             (!self.approval.tools.is_empty(), "approval.tools"),
             (self.approval.default.is_some(), "approval.default"),
             (self.tool_search.enabled.is_some(), "tool_search.enabled"),
             (!self.tool_search.core.is_empty(), "tool_search.core"),
-            (self.tool_search.auto_threshold.is_some(), "tool_search.auto_threshold"),
+            (
+                self.tool_search.auto_threshold.is_some(),
+                "tool_search.auto_threshold",
+            ),
         ];
-        set.into_iter().filter(|(on, _)| *on).map(|(_, key)| key).collect()
+        set.into_iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, key)| key)
+            .collect()
     }
 }
 
