@@ -226,10 +226,6 @@ impl Config {
             (self.runtime.vms.is_some(), "runtime.vms"),
             (self.runtime.timeout_ms.is_some(), "runtime.timeout_ms"),
             (
-                self.runtime.probe_timeout_ms.is_some(),
-                "runtime.probe_timeout_ms",
-            ),
-            (
                 self.runtime.reload_debounce_ms.is_some(),
                 "runtime.reload_debounce_ms",
             ),

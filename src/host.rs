@@ -18,6 +18,8 @@ use std::sync::Arc;
 pub const CAPABILITIES: &[&str] = &["json", "log", "time", "fs", "env"];
 /// What a plugin gets when its config grants nothing explicitly.
 pub const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
+/// Default deadline for probes and for a tool file's top-level code.
+pub const DEFAULT_PROBE_TIMEOUT_MS: u64 = 5_000;
 /// Default per-VM memory limit.
 pub const DEFAULT_MEMORY_MB: u64 = 256;
 
@@ -94,6 +96,12 @@ impl HostBuilder {
             memory_limit_bytes: Some(
                 (config.runtime.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) as usize)
                     .saturating_mul(1024 * 1024),
+            ),
+            load_timeout: std::time::Duration::from_millis(
+                config
+                    .runtime
+                    .probe_timeout_ms
+                    .unwrap_or(DEFAULT_PROBE_TIMEOUT_MS),
             ),
         };
         let mut vm = LuaVm::new(&settings).map_err(Error::Lua)?;

@@ -263,3 +263,36 @@ fn registering_outside_loading_is_an_error() {
     );
     assert_eq!(names(&host, None), ["late"]);
 }
+
+#[test]
+fn runaway_top_level_code_is_stopped_and_other_files_load() {
+    let fx = Fixture::new();
+    fx.tool(
+        "a_spin.lua",
+        &(simple_tool("spin", "t", "x") + "while true do end\n"),
+    );
+    fx.tool(
+        "b_pcall_spin.lua",
+        &(simple_tool("pcall_spin", "t", "x")
+            + "while true do pcall(function() while true do end end) end\n"),
+    );
+    fx.tool(
+        "c_coroutine_spin.lua",
+        &(simple_tool("co_spin", "t", "x")
+            + "coroutine.wrap(function() while true do pcall(string.rep, 'x', 10) end end)()\n"),
+    );
+    fx.tool("d_good.lua", &simple_tool("good", "t", "fine"));
+    let started = std::time::Instant::now();
+    let host = fx.host_with("[runtime]\nprobe_timeout_ms = 200\n");
+    // Liveness bound only: three runaway files, each stopped at its 200 ms deadline.
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(names(&host, None), ["good"]);
+    for file in ["a_spin.lua", "b_pcall_spin.lua", "c_coroutine_spin.lua"] {
+        let error = error_of(&host, file);
+        assert!(
+            error.contains("did not finish within 200 ms"),
+            "{file}: {error}"
+        );
+    }
+    assert_eq!(call(&host, "good", json!({})), json!("fine"));
+}

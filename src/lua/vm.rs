@@ -13,10 +13,11 @@ use super::register::{self, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
 use crate::registry::{CallContext, LuaFnId};
 use mlua::chunk::ChunkMode;
-use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// How VMs are set up (from `[sandbox]` and `[runtime]`).
 #[derive(Debug, Clone)]
@@ -27,6 +28,46 @@ pub struct VmSettings {
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
     pub memory_limit_bytes: Option<usize>,
+    /// How long a tool file's top-level code may run while loading.
+    pub load_timeout: Duration,
+}
+
+/// Instructions between two deadline checks while a file loads.
+const WATCHDOG_INTERVAL: u32 = 4096;
+
+/// The deadline of the code currently loading, checked from a count hook.
+#[derive(Debug, Default)]
+struct Watchdog {
+    deadline: Option<Instant>,
+    timeout: Duration,
+    tripped: bool,
+}
+
+/// The count hook: past the deadline it raises, and switches itself to fire on *every*
+/// instruction so that a `pcall` inside a loop cannot swallow the error for long: the loop's
+/// own next instruction raises outside the `pcall`.
+fn watchdog_hook(lua: &Lua, _debug: &mlua::debug::Debug) -> mlua::Result<VmState> {
+    let (expired, first_trip, timeout) = match lua.app_data_mut::<Watchdog>() {
+        Some(mut dog) => {
+            let expired = dog.deadline.is_some_and(|d| Instant::now() >= d);
+            let first = expired && !dog.tripped;
+            if first {
+                dog.tripped = true;
+            }
+            (expired, first, dog.timeout)
+        }
+        None => (false, false, Duration::ZERO),
+    };
+    if !expired {
+        return Ok(VmState::Continue);
+    }
+    if first_trip {
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(1), watchdog_hook)?;
+    }
+    Err(mlua::Error::runtime(format!(
+        "top-level code did not finish within {} ms (runaway loop?)",
+        timeout.as_millis()
+    )))
 }
 
 /// One file to run: where it is, how it is shown, where its modules come from and what it
@@ -88,6 +129,10 @@ impl LuaVm {
             lua.set_memory_limit(limit)?;
         }
         lua.set_app_data(LoadSlot::default());
+        lua.set_app_data(Watchdog {
+            timeout: settings.load_timeout,
+            ..Watchdog::default()
+        });
         lua.set_app_data(ModuleCache::default());
         lua.set_app_data(EnvPolicy {
             everyone: settings.sandbox_env.iter().cloned().collect(),
@@ -160,7 +205,7 @@ impl LuaVm {
                 ..LoadingFile::default()
             });
         }
-        let result = self.run_file(file, source);
+        let result = self.with_watchdog(|| self.run_file(file, source));
         let loading = self
             .lua
             .app_data_mut::<LoadSlot>()
@@ -174,6 +219,24 @@ impl LuaVm {
                 ..loading
             }),
         }
+    }
+
+    /// Runs `f` under the load deadline.
+    fn with_watchdog<R>(&self, f: impl FnOnce() -> mlua::Result<R>) -> mlua::Result<R> {
+        if let Some(mut dog) = self.lua.app_data_mut::<Watchdog>() {
+            dog.deadline = Some(Instant::now() + dog.timeout);
+            dog.tripped = false;
+        }
+        self.lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(WATCHDOG_INTERVAL),
+            watchdog_hook,
+        )?;
+        let result = f();
+        self.lua.remove_global_hook();
+        if let Some(mut dog) = self.lua.app_data_mut::<Watchdog>() {
+            dog.deadline = None;
+        }
+        result
     }
 
     fn run_file(&self, file: &FileSpec<'_>, source: &[u8]) -> mlua::Result<()> {
