@@ -2,7 +2,7 @@
 
 use crate::registry::{
     CallContext, Handler, NativeHandler, ResultLimit, Source, ToolEntry, ToolName,
-    check_function_schema, json_type,
+    check_function_schema, default_description, json_type,
 };
 use serde_json::Value;
 use std::future::Future;
@@ -126,13 +126,9 @@ impl NativeTool {
             ),
             None => None,
         };
-        let description = self.description.unwrap_or_else(|| {
-            schema
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        });
+        let description = self
+            .description
+            .unwrap_or_else(|| default_description(&schema));
         Ok(ToolEntry {
             name,
             toolset,

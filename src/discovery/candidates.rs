@@ -57,15 +57,7 @@ pub fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
         let package_dir = (entry.depth() == 2)
             .then(|| shown.parent().map(Path::to_path_buf))
             .flatten();
-        let skip = match std::fs::metadata(&shown) {
-            Ok(meta) if !meta.is_file() => Some("not a regular file".to_string()),
-            Ok(meta) if meta.len() > MAX_FILE_BYTES => Some(format!(
-                "{} bytes is larger than the 16 MiB limit",
-                meta.len()
-            )),
-            Ok(_) => None,
-            Err(e) => Some(e.to_string()),
-        };
+        let skip = skip_reason(&shown);
         out.push(Candidate {
             dir_index,
             shown,
@@ -76,6 +68,20 @@ pub fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     }
     out.sort_by(|a, b| a.shown.cmp(&b.shown));
     out
+}
+
+/// Why a candidate must not be read: not a regular file (a FIFO would block), or too large.
+pub fn skip_reason(path: &Path) -> Option<String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() => Some("not a regular file".to_string()),
+        Ok(meta) if meta.len() > MAX_FILE_BYTES => Some(format!(
+            "{} bytes is larger than the 16 MiB limit",
+            meta.len()
+        )),
+        Ok(_) => None,
+        // Reading will fail too, with a read_error verdict naming the problem.
+        Err(_) => None,
+    }
 }
 
 /// `path` made absolute against the working directory without touching the filesystem.

@@ -4,7 +4,7 @@
 
 use super::{ToolDir, Verdict};
 use crate::lua::{FileSpec, LoadingFile, LuaVm, SearchDir};
-use crate::registry::{Handler, HookEntry, Probe, RegistryState, ToolEntry};
+use crate::registry::{Handler, HookEntry, Probe, RegistryState, ToolEntry, default_description};
 use std::sync::Arc;
 
 /// Loads every registering verdict, in order, recording each file's tools or error in its
@@ -73,13 +73,9 @@ fn commit(
     for tool in loaded.tools {
         let handler = vm.adopt(tool.handler);
         env_grants.push((handler, tool.requires_env.clone()));
-        let description = tool.description.unwrap_or_else(|| {
-            tool.schema
-                .get("description")
-                .and_then(|d| d.as_str())
-                .unwrap_or_default()
-                .to_string()
-        });
+        let description = tool
+            .description
+            .unwrap_or_else(|| default_description(&tool.schema));
         entries.push(ToolEntry {
             name: tool.name,
             toolset: tool.toolset,

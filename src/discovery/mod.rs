@@ -117,14 +117,7 @@ pub fn discover_files(
             let package_dir = (file.file_name().is_some_and(|n| n == "tool.lua"))
                 .then(|| file.parent().map(Path::to_path_buf))
                 .flatten();
-            let skip = match std::fs::metadata(file) {
-                Ok(meta) if !meta.is_file() => Some("not a regular file".to_string()),
-                Ok(meta) if meta.len() > MAX_FILE_BYTES => Some(format!(
-                    "{} bytes is larger than the 16 MiB limit",
-                    meta.len()
-                )),
-                _ => None,
-            };
+            let skip = candidates::skip_reason(file);
             candidates::Candidate {
                 dir_index,
                 shown: file.clone(),

@@ -15,6 +15,15 @@ pub fn json_type(value: &Value) -> &'static str {
     }
 }
 
+/// The registry description a tool gets when it sets none: `schema.description`.
+pub fn default_description(schema: &Map<String, Value>) -> String {
+    schema
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// Validates a function schema; the error names the field (`'schema.parameters' ...`).
 pub fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> {
     if let Some(description) = schema.get("description")

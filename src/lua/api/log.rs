@@ -27,43 +27,33 @@ fn join(lua: &Lua, args: MultiValue) -> mlua::Result<String> {
     Ok(parts.join("\t"))
 }
 
+/// A Lua function logging its arguments at `level`, tagged with the caller's position.
+fn logger(lua: &Lua, level: tracing::Level) -> mlua::Result<mlua::Function> {
+    lua.create_function(move |lua, args: MultiValue| {
+        let at = caller(lua);
+        let text = join(lua, args)?;
+        match level {
+            tracing::Level::ERROR => tracing::error!(target: "toolhost::lua", at = %at, "{text}"),
+            tracing::Level::WARN => tracing::warn!(target: "toolhost::lua", at = %at, "{text}"),
+            tracing::Level::INFO => tracing::info!(target: "toolhost::lua", at = %at, "{text}"),
+            _ => tracing::debug!(target: "toolhost::lua", at = %at, "{text}"),
+        }
+        Ok(())
+    })
+}
+
 /// Builds the `log` table (`debug`, `info`, `warn`, `error`).
 pub fn install(lua: &Lua) -> mlua::Result<Table> {
     let log = lua.create_table()?;
-    log.set(
-        "debug",
-        lua.create_function(|lua, args: MultiValue| {
-            let at = caller(lua);
-            tracing::debug!(target: "toolhost::lua", at = %at, "{}", join(lua, args)?);
-            Ok(())
-        })?,
-    )?;
-    log.set("info", print_function(lua)?)?;
-    log.set(
-        "warn",
-        lua.create_function(|lua, args: MultiValue| {
-            let at = caller(lua);
-            tracing::warn!(target: "toolhost::lua", at = %at, "{}", join(lua, args)?);
-            Ok(())
-        })?,
-    )?;
-    log.set(
-        "error",
-        lua.create_function(|lua, args: MultiValue| {
-            let at = caller(lua);
-            tracing::error!(target: "toolhost::lua", at = %at, "{}", join(lua, args)?);
-            Ok(())
-        })?,
-    )?;
+    log.set("debug", logger(lua, tracing::Level::DEBUG)?)?;
+    log.set("info", logger(lua, tracing::Level::INFO)?)?;
+    log.set("warn", logger(lua, tracing::Level::WARN)?)?;
+    log.set("error", logger(lua, tracing::Level::ERROR)?)?;
     Ok(log)
 }
 
 /// `print` (and `log.info`): stdout belongs to results and the MCP protocol, so Lua output
 /// goes to the log on stderr.
 pub fn print_function(lua: &Lua) -> mlua::Result<mlua::Function> {
-    lua.create_function(|lua, args: MultiValue| {
-        let at = caller(lua);
-        tracing::info!(target: "toolhost::lua", at = %at, "{}", join(lua, args)?);
-        Ok(())
-    })
+    logger(lua, tracing::Level::INFO)
 }
