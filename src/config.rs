@@ -213,15 +213,11 @@ impl Config {
     /// the roadmap); the host warns about each, so a setting is never silently ignored.
     pub fn inert_keys(&self) -> Vec<&'static str> {
         let set = [
-            (self.enabled_toolsets.is_some(), "enabled_toolsets"),
-            (self.disabled_toolsets.is_some(), "disabled_toolsets"),
             (self.agent_loop_tools.is_some(), "agent_loop_tools"),
             (
                 self.default_max_result_size_chars.is_some(),
                 "default_max_result_size_chars",
             ),
-            (self.check_ttl_secs.is_some(), "check_ttl_secs"),
-            (!self.toolsets.is_empty(), "toolsets"),
             (!self.sandbox.commands.is_empty(), "sandbox.commands"),
             (self.runtime.vms.is_some(), "runtime.vms"),
             (self.runtime.timeout_ms.is_some(), "runtime.timeout_ms"),

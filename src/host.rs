@@ -2,13 +2,17 @@
 //! module that knows every layer.
 
 use crate::config::{LoadedConfig, default_cache_dir};
+use crate::definitions::{self, DefinitionsMemo, Inputs, Selection};
 use crate::discovery::{self, ToolDir, Verdict};
 use crate::dispatch::{self, ToolResult};
 use crate::error::{Error, Result};
 use crate::lua::api::fs::FsRoots;
 use crate::lua::{LuaVm, VmSettings};
 use crate::native::NativeTool;
-use crate::registry::{CallContext, Registry, RegistryState, Source, ToolEntry};
+use crate::registry::{
+    Availability, AvailabilityCache, CallContext, DEFAULT_CHECK_TTL, Registry, RegistryState,
+    Source, ToolEntry,
+};
 use parking_lot::RwLock;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -97,7 +101,7 @@ impl HostBuilder {
                 (config.runtime.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) as usize)
                     .saturating_mul(1024 * 1024),
             ),
-            load_timeout: std::time::Duration::from_millis(
+            probe_timeout: std::time::Duration::from_millis(
                 config
                     .runtime
                     .probe_timeout_ms
@@ -123,7 +127,13 @@ impl HostBuilder {
             None => discovery::discover(&dirs, Some(&cache_dir)),
         };
         discovery::load_all(&mut verdicts, &dirs, &mut vm, &mut state);
+        let ttl = config
+            .check_ttl_secs
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(DEFAULT_CHECK_TTL);
         Ok(Host {
+            availability: AvailabilityCache::new(ttl),
+            memo: DefinitionsMemo::default(),
             config: loaded_config,
             dirs,
             cache_dir,
@@ -196,6 +206,8 @@ pub struct Host {
     cache_dir: PathBuf,
     registry: Registry,
     loaded: RwLock<Arc<Loaded>>,
+    availability: AvailabilityCache,
+    memo: DefinitionsMemo,
 }
 
 impl Host {
@@ -237,6 +249,44 @@ impl Host {
         self.registry.snapshot().visible(scope)
     }
 
+    /// The model-facing definitions for `selection` (SPEC §5): selected, available tools,
+    /// sorted by name. Memoised: an unchanged selection returns the same shared list.
+    pub fn tool_definitions(&self, selection: &Selection) -> Arc<[Value]> {
+        let state = self.registry.snapshot();
+        let loaded = self.loaded.read().clone();
+        self.memo
+            .get_or_compute(&self.inputs(&state, &loaded.vm), selection)
+    }
+
+    /// Computes the definitions without the memo (for benchmarks and diagnostics).
+    pub fn tool_definitions_uncached(&self, selection: &Selection) -> Arc<[Value]> {
+        let state = self.registry.snapshot();
+        let loaded = self.loaded.read().clone();
+        definitions::compute(&self.inputs(&state, &loaded.vm), selection).0
+    }
+
+    /// Whether `tool` is available to callers in `scope`, and why not (SPEC §3).
+    pub fn availability(&self, tool: &ToolEntry, scope: Option<&str>) -> Availability {
+        let state = self.registry.snapshot();
+        let loaded = self.loaded.read().clone();
+        dispatch::availability_of(&self.availability, &loaded.vm, &state, tool, scope)
+    }
+
+    /// Forgets every cached `check_fn` answer; the next definitions or call probes again.
+    pub fn invalidate_availability(&self) {
+        self.availability.invalidate();
+    }
+
+    fn inputs<'a>(&'a self, state: &'a RegistryState, vm: &'a LuaVm) -> Inputs<'a> {
+        Inputs {
+            state,
+            config: &self.config.config,
+            config_fingerprint: self.config.fingerprint,
+            availability: &self.availability,
+            probes: vm,
+        }
+    }
+
     /// Runs one call through the dispatch pipeline. Never panics: every failure is an
     /// error object (SPEC §7.1).
     pub async fn handle_function_call(
@@ -247,6 +297,6 @@ impl Host {
     ) -> ToolResult {
         let state = self.registry.snapshot();
         let loaded = self.loaded.read().clone();
-        dispatch::dispatch(&state, &loaded.vm, name, args, ctx).await
+        dispatch::dispatch(&state, &loaded.vm, &self.availability, name, args, ctx).await
     }
 }

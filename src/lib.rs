@@ -17,9 +17,10 @@
 //! ```
 //!
 //! Layering (each layer imports only those before it): `registry` ← `lua` ← `discovery`
-//! ← `dispatch` ← `host` ← CLI.
+//! ← `toolsets` ← `definitions` ← `dispatch` ← `host` ← CLI.
 
 pub mod config;
+pub mod definitions;
 pub mod discovery;
 pub mod dispatch;
 pub mod error;
@@ -27,8 +28,10 @@ pub mod host;
 pub mod lua;
 pub mod native;
 pub mod registry;
+pub mod toolsets;
 
 pub use config::{Config, LoadedConfig};
+pub use definitions::{Format, Selection};
 pub use dispatch::{ErrorType, ToolResult};
 pub use error::{Error, Result};
 pub use host::{Host, HostBuilder};

@@ -293,3 +293,69 @@ fn scope_flag_selects_the_overlay() {
         .success()
         .stdout("in scope\n");
 }
+
+#[test]
+fn schema_prints_the_selected_definitions_in_each_format() {
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("a_tool", "alpha", "x"));
+    fx.tool("b.lua", &simple_tool("b_tool", "beta", "x"));
+    fx.tool(
+        "off.lua",
+        "registry.register{ name = 'off', toolset = 'beta', schema = { parameters = { type = 'object' } },\n  check_fn = function() return false end, handler = function() return 'x' end }",
+    );
+    let out = toolhost(&fx)
+        .arg("schema")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let list = stdout_json(&out);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    assert_eq!(list[0]["type"], "function");
+    assert_eq!(list[0]["function"]["name"], "a_tool");
+    let out = toolhost(&fx)
+        .args([
+            "schema",
+            "--toolsets",
+            "alpha,beta",
+            "--disable",
+            "alpha",
+            "--format",
+            "anthropic",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(
+        stdout_json(&out),
+        serde_json::json!([{"name": "b_tool", "description": "d", "input_schema": {"type": "object", "properties": {}}}])
+    );
+    let out = toolhost(&fx)
+        .args(["schema", "--format", "mcp"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert_eq!(stdout_json(&out)[1]["inputSchema"]["type"], "object");
+    toolhost(&fx)
+        .args(["schema", "--format", "xml"])
+        .assert()
+        .code(2);
+    let out = toolhost(&fx)
+        .args(["list", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let rows = stdout_json(&out);
+    let off = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "off")
+        .unwrap()
+        .clone();
+    assert_eq!(off["available"], false);
+    assert_eq!(off["unavailable_reason"], "check_fn returned false");
+}

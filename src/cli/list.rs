@@ -4,7 +4,6 @@ use super::Cli;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use toolhost::Host;
-use toolhost::registry::missing_env;
 
 /// Prints the tools visible to `--scope`, sorted by name.
 pub fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
@@ -12,7 +11,7 @@ pub fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
     let rows: Vec<Value> = tools
         .iter()
         .map(|tool| {
-            let reason = missing_env(tool);
+            let reason = host.availability(tool, cli.scope.as_deref()).reason;
             json!({
                 "name": tool.name.as_str(),
                 "toolset": tool.toolset.as_str(),

@@ -5,11 +5,12 @@ mod call;
 mod check;
 mod discover;
 mod list;
+mod schema;
 
 use clap::{ArgAction, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::{Host, HostBuilder};
+use toolhost::{Format, Host, HostBuilder};
 
 /// A host for LLM-agent tools written in Lua.
 #[derive(Debug, Parser)]
@@ -45,6 +46,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the model-facing definitions of the selected, available tools (JSON array).
+    Schema {
+        /// Toolsets to enable, comma-separated (default: config `enabled_toolsets`, else all).
+        #[arg(long, value_delimiter = ',')]
+        toolsets: Option<Vec<String>>,
+        /// Toolsets to subtract, comma-separated (repeatable).
+        #[arg(long, value_delimiter = ',')]
+        disable: Vec<String>,
+        /// Output format.
+        #[arg(long, default_value = "openai", value_parser = parse_format)]
+        format: Format,
+    },
     /// Show the discovery verdict of every candidate file.
     Discover {
         /// Print a JSON array instead of a table.
@@ -74,6 +87,12 @@ pub fn run() -> ExitCode {
     init_logging(cli.verbose, cli.quiet);
     let outcome = match &cli.command {
         Command::List { json } => build(&cli, None).map(|host| list::run(&host, &cli, *json)),
+        Command::Schema {
+            toolsets,
+            disable,
+            format,
+        } => build(&cli, None)
+            .map(|host| schema::run(&host, &cli, toolsets.as_deref(), disable, *format)),
         Command::Discover { json } => build(&cli, None).map(|host| discover::run(&host, *json)),
         Command::Check { files } => {
             let only = (!files.is_empty()).then(|| files.clone());
@@ -90,6 +109,10 @@ pub fn run() -> ExitCode {
     }
 }
 
+fn parse_format(text: &str) -> Result<Format, String> {
+    text.parse()
+}
+
 fn init_logging(verbose: u8, quiet: bool) {
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -103,6 +126,7 @@ fn init_logging(verbose: u8, quiet: bool) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .init();
 }

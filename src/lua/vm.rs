@@ -28,8 +28,9 @@ pub struct VmSettings {
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
     pub memory_limit_bytes: Option<usize>,
-    /// How long a tool file's top-level code may run while loading.
-    pub load_timeout: Duration,
+    /// How long a tool file's top-level code, a `check_fn` or a
+    /// `dynamic_schema_overrides` call may run (`[runtime] probe_timeout_ms`).
+    pub probe_timeout: Duration,
 }
 
 /// Instructions between two deadline checks while a file loads.
@@ -65,7 +66,7 @@ fn watchdog_hook(lua: &Lua, _debug: &mlua::debug::Debug) -> mlua::Result<VmState
         lua.set_global_hook(HookTriggers::new().every_nth_instruction(1), watchdog_hook)?;
     }
     Err(mlua::Error::runtime(format!(
-        "top-level code did not finish within {} ms (runaway loop?)",
+        "did not finish within {} ms (runaway loop?)",
         timeout.as_millis()
     )))
 }
@@ -130,7 +131,7 @@ impl LuaVm {
         }
         lua.set_app_data(LoadSlot::default());
         lua.set_app_data(Watchdog {
-            timeout: settings.load_timeout,
+            timeout: settings.probe_timeout,
             ..Watchdog::default()
         });
         lua.set_app_data(ModuleCache::default());
@@ -268,6 +269,43 @@ impl LuaVm {
             .exec()
     }
 
+    /// Runs a `check_fn` under the probe deadline: its Lua truthiness, or why it failed.
+    pub fn call_check(&self, id: LuaFnId) -> Result<bool, String> {
+        let function = self.function(id).map_err(|e| lua_error_message(&e))?;
+        self.with_watchdog(|| function.call::<LuaValue>(()))
+            .map(|value| !matches!(value, LuaValue::Nil | LuaValue::Boolean(false)))
+            .map_err(|e| lua_error_message(&e))
+    }
+
+    /// Runs a `dynamic_schema_overrides` function under the probe deadline; its result must
+    /// be a table of schema fields (nil means no overrides).
+    pub fn call_overrides(
+        &self,
+        id: LuaFnId,
+    ) -> Result<Option<serde_json::Map<String, Value>>, String> {
+        let function = self.function(id).map_err(|e| lua_error_message(&e))?;
+        let value = self
+            .with_watchdog(|| function.call::<LuaValue>(()))
+            .map_err(|e| lua_error_message(&e))?;
+        match value {
+            LuaValue::Nil => Ok(None),
+            LuaValue::Table(_) => match convert::lua_to_json(&self.lua, &value, Mode::Schema) {
+                Ok(Value::Object(map)) => Ok(Some(map)),
+                Ok(Value::Array(items)) if items.is_empty() => Ok(None),
+                Ok(_) => Err("returned a list, not a table of schema fields".to_string()),
+                Err(e) => Err(format!("returned {e}")),
+            },
+            other => Err(format!("returned a {}, not a table", other.type_name())),
+        }
+    }
+
+    fn function(&self, id: LuaFnId) -> mlua::Result<Function> {
+        self.functions
+            .get(id.0 as usize)
+            .cloned()
+            .ok_or_else(|| mlua::Error::runtime(format!("function #{} is not loaded", id.0)))
+    }
+
     /// Number of adopted functions: a mark to [`Self::rollback`] to.
     pub fn mark(&self) -> usize {
         self.functions.len()
@@ -321,11 +359,7 @@ impl LuaVm {
         args: &Value,
         ctx: &CallContext,
     ) -> mlua::Result<LuaValue> {
-        let function = self
-            .functions
-            .get(id.0 as usize)
-            .cloned()
-            .ok_or_else(|| mlua::Error::runtime(format!("handler #{} is not loaded", id.0)))?;
+        let function = self.function(id)?;
         let thread = self.lua.create_thread(function)?;
         self.bind_thread.call::<()>((thread.clone(), id.0))?;
         let args = convert::json_to_lua(&self.lua, args)?;

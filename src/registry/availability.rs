@@ -1,7 +1,26 @@
-//! The environment half of availability (SPEC §3): every `requires_env` variable must be
-//! set and non-empty.
+//! Availability (SPEC §3): a tool is available iff every `requires_env` variable is set and
+//! non-empty and its `check_fn` (if any) says yes.
+//!
+//! `check_fn` answers are cached per (tool, scope) for a TTL (default 30 s). A failure
+//! (false or a raise) within the grace period (60 s) after the last success is treated as
+//! transient: the tool stays available and nothing is cached. At most 512 answers are kept.
+//! The cache never holds its lock while a probe runs, so a slow probe blocks nobody else.
+//!
+//! The *epoch* moves whenever a cached answer is added, changes or is dropped, so memoised
+//! tool definitions keyed on it never outlive the answers they were built from.
 
 use super::entry::ToolEntry;
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Default time a `check_fn` answer is reused.
+pub const DEFAULT_CHECK_TTL: Duration = Duration::from_secs(30);
+/// A failure this soon after the last success is transient.
+pub const FAILURE_GRACE: Duration = Duration::from_secs(60);
+/// Most cached answers.
+pub const MAX_CACHED_CHECKS: usize = 512;
 
 /// Why the tool's environment is not satisfied, or `None` when it is.
 pub fn missing_env(tool: &ToolEntry) -> Option<String> {
@@ -18,5 +37,356 @@ pub fn missing_env(tool: &ToolEntry) -> Option<String> {
             "environment variables {} are not set",
             many.join(", ")
         )),
+    }
+}
+
+/// How long an answer may be reused by whoever derives something from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Not from a probe (no `check_fn`, or the environment decided): reusable.
+    Always,
+    /// A cached probe answer, good until then.
+    Until(Instant),
+    /// A transient answer: never reuse it.
+    Never,
+}
+
+impl Freshness {
+    /// The stricter of two freshnesses.
+    pub fn min(self, other: Freshness) -> Freshness {
+        match (self, other) {
+            (Freshness::Never, _) | (_, Freshness::Never) => Freshness::Never,
+            (Freshness::Always, x) | (x, Freshness::Always) => x,
+            (Freshness::Until(a), Freshness::Until(b)) => Freshness::Until(a.min(b)),
+        }
+    }
+
+    /// True while an answer of this freshness may still be reused at `now`.
+    pub fn is_fresh(self, now: Instant) -> bool {
+        match self {
+            Freshness::Always => true,
+            Freshness::Until(until) => now < until,
+            Freshness::Never => false,
+        }
+    }
+}
+
+/// The answer for one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Availability {
+    /// Whether the tool may be offered and called.
+    pub available: bool,
+    /// Why not, when unavailable.
+    pub reason: Option<String>,
+    /// How long this answer may be reused.
+    pub freshness: Freshness,
+}
+
+impl Availability {
+    fn yes(freshness: Freshness) -> Self {
+        Self {
+            available: true,
+            reason: None,
+            freshness,
+        }
+    }
+
+    fn no(reason: String, freshness: Freshness) -> Self {
+        Self {
+            available: false,
+            reason: Some(reason),
+            freshness,
+        }
+    }
+}
+
+/// What running a `check_fn` gave.
+pub type ProbeOutcome = Result<bool, String>;
+
+#[derive(Debug, Clone)]
+struct Cached {
+    available: bool,
+    reason: Option<String>,
+    at: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    answers: HashMap<(String, Option<String>), Cached>,
+    last_success: HashMap<(String, Option<String>), Instant>,
+    generation: u64,
+}
+
+/// The `check_fn` answer cache.
+#[derive(Debug)]
+pub struct AvailabilityCache {
+    inner: Mutex<Inner>,
+    ttl: Duration,
+    epoch: AtomicU64,
+}
+
+impl AvailabilityCache {
+    /// A cache reusing answers for `ttl`.
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            inner: Mutex::new(Inner::default()),
+            ttl,
+            epoch: AtomicU64::new(0),
+        }
+    }
+
+    /// Moves whenever a cached answer appears, changes or goes away.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Drops every cached answer (`invalidate_availability`).
+    pub fn invalidate(&self) {
+        let mut inner = self.inner.lock();
+        inner.answers.clear();
+        inner.last_success.clear();
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Answers for `tool` as seen from `scope` at registry `generation`, running `probe`
+    /// (without holding any lock) when there is a `check_fn` and no fresh cached answer.
+    pub fn check(
+        &self,
+        tool: &ToolEntry,
+        scope: Option<&str>,
+        generation: u64,
+        now: Instant,
+        probe: impl FnOnce() -> ProbeOutcome,
+    ) -> Availability {
+        if let Some(reason) = missing_env(tool) {
+            return Availability::no(reason, Freshness::Always);
+        }
+        if tool.check_fn.is_none() {
+            return Availability::yes(Freshness::Always);
+        }
+        let key = (tool.name.to_string(), scope.map(str::to_string));
+        {
+            let mut inner = self.inner.lock();
+            if inner.generation != generation {
+                // Tools may have changed: answers about the old ones mean nothing.
+                inner.answers.clear();
+                inner.last_success.clear();
+                inner.generation = generation;
+                self.epoch.fetch_add(1, Ordering::AcqRel);
+            }
+            if let Some(cached) = inner.answers.get(&key)
+                && now.saturating_duration_since(cached.at) < self.ttl
+            {
+                let until = Freshness::Until(cached.at + self.ttl);
+                return match cached.available {
+                    true => Availability::yes(until),
+                    false => Availability::no(cached.reason.clone().unwrap_or_default(), until),
+                };
+            }
+        }
+        let outcome = probe();
+        let mut inner = self.inner.lock();
+        if inner.generation != generation {
+            // The registry moved on while we probed; answer, but do not cache.
+            return match outcome {
+                Ok(true) => Availability::yes(Freshness::Never),
+                Ok(false) => Availability::no("check_fn returned false".into(), Freshness::Never),
+                Err(e) => Availability::no(format!("check_fn failed: {e}"), Freshness::Never),
+            };
+        }
+        let (available, reason) = match outcome {
+            Ok(true) => (true, None),
+            Ok(false) => (false, Some("check_fn returned false".to_string())),
+            Err(error) => {
+                tracing::warn!("check_fn of '{}' failed: {error}", tool.name);
+                (false, Some(format!("check_fn failed: {error}")))
+            }
+        };
+        if available {
+            inner.last_success.insert(key.clone(), now);
+        } else if inner
+            .last_success
+            .get(&key)
+            .is_some_and(|ok| now.saturating_duration_since(*ok) < FAILURE_GRACE)
+        {
+            // Transient: keep offering the tool, but ask again next time.
+            let stale = inner.answers.remove(&key).is_some();
+            if stale {
+                self.epoch.fetch_add(1, Ordering::AcqRel);
+            }
+            return Availability::yes(Freshness::Never);
+        }
+        let changed = inner
+            .answers
+            .get(&key)
+            .is_none_or(|old| old.available != available);
+        if !inner.answers.contains_key(&key) && inner.answers.len() >= MAX_CACHED_CHECKS {
+            evict_oldest(&mut inner);
+        }
+        inner.answers.insert(
+            key,
+            Cached {
+                available,
+                reason: reason.clone(),
+                at: now,
+            },
+        );
+        if changed {
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+        let until = Freshness::Until(now + self.ttl);
+        match reason {
+            None => Availability::yes(until),
+            Some(reason) => Availability::no(reason, until),
+        }
+    }
+
+    /// Number of cached answers (for tests and diagnostics).
+    pub fn len(&self) -> usize {
+        self.inner.lock().answers.len()
+    }
+
+    /// True when nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+fn evict_oldest(inner: &mut Inner) {
+    if let Some(oldest) = inner
+        .answers
+        .iter()
+        .min_by_key(|(_, cached)| cached.at)
+        .map(|(key, _)| key.clone())
+    {
+        inner.answers.remove(&oldest);
+        inner.last_success.remove(&oldest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Handler, LuaFnId, Probe, Source, ToolName};
+    use std::sync::Arc;
+
+    fn tool(name: &str, env: &[&str]) -> ToolEntry {
+        ToolEntry {
+            name: ToolName::new(name).unwrap(),
+            toolset: ToolName::new("t").unwrap(),
+            schema: Arc::new(serde_json::Map::new()),
+            handler: Handler::Lua(LuaFnId(0)),
+            check_fn: Some(Probe::Lua(LuaFnId(1))),
+            requires_env: env.iter().map(|s| s.to_string()).collect(),
+            is_async: false,
+            description: String::new(),
+            emoji: String::new(),
+            max_result_size_chars: None,
+            dynamic_schema_overrides: None,
+            override_existing: false,
+            scope: None,
+            timeout_ms: None,
+            parallel_safe: false,
+            requires_approval: false,
+            source: Source::Builtin,
+            file: None,
+            line: None,
+        }
+    }
+
+    const TTL: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn answers_are_cached_for_the_ttl_per_scope() {
+        let cache = AvailabilityCache::new(TTL);
+        let t = tool("a", &[]);
+        let t0 = Instant::now();
+        let mut runs = 0;
+        let mut ask = |scope, at| {
+            cache.check(&t, scope, 1, at, || {
+                runs += 1;
+                Ok(true)
+            })
+        };
+        assert!(ask(None, t0).available);
+        assert!(ask(None, t0 + Duration::from_secs(29)).available);
+        assert!(ask(Some("s"), t0).available);
+        assert!(ask(None, t0 + Duration::from_secs(31)).available);
+        assert_eq!(runs, 3, "one probe per scope, and one after the TTL");
+    }
+
+    #[test]
+    fn failures_within_grace_are_transient_and_uncached() {
+        let cache = AvailabilityCache::new(TTL);
+        let t = tool("a", &[]);
+        let t0 = Instant::now();
+        assert!(cache.check(&t, None, 1, t0, || Ok(true)).available);
+        let later = t0 + Duration::from_secs(31);
+        let transient = cache.check(&t, None, 1, later, || Ok(false));
+        assert!(transient.available);
+        assert_eq!(transient.freshness, Freshness::Never);
+        // Not cached: the next call probes again.
+        let mut probed = false;
+        cache.check(&t, None, 1, later, || {
+            probed = true;
+            Err("boom".into())
+        });
+        assert!(probed);
+        // Past the grace period a failure counts, and is cached.
+        let much_later = t0 + Duration::from_secs(61);
+        let down = cache.check(&t, None, 1, much_later, || Err("boom".into()));
+        assert!(!down.available);
+        assert_eq!(down.reason.as_deref(), Some("check_fn failed: boom"));
+        let cached = cache.check(&t, None, 1, much_later, || panic!("must not probe"));
+        assert!(!cached.available);
+    }
+
+    #[test]
+    fn a_first_failure_is_not_transient() {
+        let cache = AvailabilityCache::new(TTL);
+        let t = tool("a", &[]);
+        let out = cache.check(&t, None, 1, Instant::now(), || Ok(false));
+        assert!(!out.available);
+        assert_eq!(out.reason.as_deref(), Some("check_fn returned false"));
+    }
+
+    #[test]
+    fn env_is_checked_first_and_never_probes() {
+        let cache = AvailabilityCache::new(TTL);
+        let t = tool("a", &["TOOLHOST_UNIT_TEST_UNSET_VAR"]);
+        let out = cache.check(&t, None, 1, Instant::now(), || panic!("must not probe"));
+        assert!(!out.available);
+        assert!(out.reason.unwrap().contains("TOOLHOST_UNIT_TEST_UNSET_VAR"));
+    }
+
+    #[test]
+    fn epoch_moves_on_change_invalidation_and_generation() {
+        let cache = AvailabilityCache::new(TTL);
+        let t = tool("a", &[]);
+        let t0 = Instant::now();
+        let e0 = cache.epoch();
+        cache.check(&t, None, 1, t0, || Ok(true));
+        let e1 = cache.epoch();
+        assert!(e1 > e0);
+        cache.check(&t, None, 1, t0 + Duration::from_secs(31), || Ok(true));
+        assert_eq!(cache.epoch(), e1, "an unchanged answer keeps the epoch");
+        cache.invalidate();
+        assert!(cache.epoch() > e1);
+        assert!(cache.is_empty());
+        cache.check(&t, None, 1, t0, || Ok(true));
+        let e2 = cache.epoch();
+        cache.check(&t, None, 2, t0, || Ok(true));
+        assert!(cache.epoch() > e2, "a new generation drops old answers");
+    }
+
+    #[test]
+    fn at_most_512_answers_are_kept() {
+        let cache = AvailabilityCache::new(TTL);
+        let t0 = Instant::now();
+        for i in 0..600 {
+            let t = tool(&format!("t{i}"), &[]);
+            cache.check(&t, None, 1, t0 + Duration::from_millis(i), || Ok(true));
+        }
+        assert_eq!(cache.len(), MAX_CACHED_CHECKS);
     }
 }

@@ -9,7 +9,10 @@ mod name;
 mod schema;
 mod state;
 
-pub use availability::missing_env;
+pub use availability::{
+    Availability, AvailabilityCache, DEFAULT_CHECK_TTL, FAILURE_GRACE, Freshness,
+    MAX_CACHED_CHECKS, ProbeOutcome, missing_env,
+};
 pub use context::{CallContext, NativeFuture, NativeHandler, NativeProbe};
 pub use entry::{Handler, HookEntry, HookEvent, LuaFnId, Probe, ResultLimit, Source, ToolEntry};
 pub use name::ToolName;

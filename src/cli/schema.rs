@@ -1,0 +1,25 @@
+//! `toolhost schema [--toolsets a,b] [--disable c] [--format openai|anthropic|mcp]`.
+
+use super::Cli;
+use serde_json::Value;
+use std::process::ExitCode;
+use toolhost::{Format, Host, Selection};
+
+/// Prints the definitions of the selected, available tools as one JSON array.
+pub fn run(
+    host: &Host,
+    cli: &Cli,
+    toolsets: Option<&[String]>,
+    disable: &[String],
+    format: Format,
+) -> ExitCode {
+    let selection = Selection {
+        enabled: toolsets.map(<[String]>::to_vec),
+        disabled: disable.to_vec(),
+        scope: cli.scope.clone(),
+        format,
+    };
+    let definitions = host.tool_definitions(&selection);
+    println!("{}", Value::Array(definitions.to_vec()));
+    ExitCode::SUCCESS
+}

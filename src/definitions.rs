@@ -1,0 +1,312 @@
+//! Tool definitions (SPEC §5): the model-facing list for a selection, in three formats,
+//! memoised.
+//!
+//! Only selected and available tools appear, sorted by name. `dynamic_schema_overrides()`
+//! is shallow-merged over the schema on every computation (a raise keeps the static schema
+//! and logs a warning). A memo hit returns the same `Arc` list; the memo keeps at most 8
+//! keys and never outlives the availability answers a list was built from.
+
+use crate::config::Config;
+use crate::lua::LuaVm;
+use crate::registry::{
+    AvailabilityCache, Freshness, Probe, ProbeOutcome, RegistryState, ToolEntry,
+};
+use crate::toolsets::Toolsets;
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+use std::collections::VecDeque;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Most memoised lists.
+pub const MEMO_CAPACITY: usize = 8;
+
+/// The shape of each definition.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// `{"type":"function","function":{...schema,"name":NAME}}`.
+    #[default]
+    OpenAi,
+    /// `{name, description, input_schema}`.
+    Anthropic,
+    /// `{name, title?, description, inputSchema, annotations?}`.
+    Mcp,
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "openai" => Ok(Self::OpenAi),
+            "anthropic" => Ok(Self::Anthropic),
+            "mcp" => Ok(Self::Mcp),
+            other => Err(format!("unknown format '{other}' (openai, anthropic, mcp)")),
+        }
+    }
+}
+
+/// Which tools a caller wants offered, and how.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// Toolsets to enable; `None` uses the config's `enabled_toolsets`, else all.
+    pub enabled: Option<Vec<String>>,
+    /// Toolsets to subtract (added to the config's `disabled_toolsets`).
+    pub disabled: Vec<String>,
+    /// The caller's scope overlay.
+    pub scope: Option<String>,
+    /// Output format.
+    pub format: Format,
+}
+
+/// Runs availability probes and schema overrides, wherever their functions live.
+pub trait ProbeRunner {
+    /// Runs a `check_fn`.
+    fn check(&self, probe: &Probe<bool>) -> ProbeOutcome;
+    /// Runs a `dynamic_schema_overrides` function.
+    fn overrides(
+        &self,
+        probe: &Probe<Option<Map<String, Value>>>,
+    ) -> Result<Option<Map<String, Value>>, String>;
+}
+
+impl ProbeRunner for LuaVm {
+    fn check(&self, probe: &Probe<bool>) -> ProbeOutcome {
+        match probe {
+            Probe::Lua(id) => self.call_check(*id),
+            Probe::Native(f) => Ok(f()),
+        }
+    }
+
+    fn overrides(
+        &self,
+        probe: &Probe<Option<Map<String, Value>>>,
+    ) -> Result<Option<Map<String, Value>>, String> {
+        match probe {
+            Probe::Lua(id) => self.call_overrides(*id),
+            Probe::Native(f) => Ok(f()),
+        }
+    }
+}
+
+/// Everything a computation reads.
+pub struct Inputs<'a> {
+    /// The registry snapshot.
+    pub state: &'a RegistryState,
+    /// The configuration (composites, default enabled/disabled toolsets).
+    pub config: &'a Config,
+    /// `(mtime_ns, size)` of the config file.
+    pub config_fingerprint: Option<(u128, u64)>,
+    /// The availability cache.
+    pub availability: &'a AvailabilityCache,
+    /// Where probes run.
+    pub probes: &'a dyn ProbeRunner,
+}
+
+/// The tools a selection picks that are available now, sorted by name, and how long that
+/// answer stays fresh.
+pub fn selected_available(
+    inputs: &Inputs<'_>,
+    selection: &Selection,
+) -> (Vec<Arc<ToolEntry>>, Freshness) {
+    let scope = selection.scope.as_deref();
+    let visible = inputs.state.visible(scope);
+    let toolsets = Toolsets::new(&visible, &inputs.config.toolsets);
+    let enabled = selection
+        .enabled
+        .as_deref()
+        .or(inputs.config.enabled_toolsets.as_deref());
+    let mut disabled = inputs.config.disabled_toolsets.clone().unwrap_or_default();
+    disabled.extend(selection.disabled.iter().cloned());
+    let selected = toolsets.select(enabled, &disabled);
+    let generation = inputs.state.generation();
+    let now = Instant::now();
+    let mut freshness = Freshness::Always;
+    let mut out = Vec::with_capacity(selected.len());
+    for tool in visible
+        .iter()
+        .filter(|t| selected.contains(t.name.as_str()))
+    {
+        let answer =
+            inputs
+                .availability
+                .check(tool, scope, generation, now, || match &tool.check_fn {
+                    Some(probe) => inputs.probes.check(probe),
+                    None => Ok(true),
+                });
+        freshness = freshness.min(answer.freshness);
+        if answer.available {
+            out.push(tool.clone());
+        }
+    }
+    (out, freshness)
+}
+
+/// Computes the definition list (no memo).
+pub fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Arc<[Value]>, Freshness) {
+    let (tools, freshness) = selected_available(inputs, selection);
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            render(
+                tool,
+                &effective_schema(tool, inputs.probes),
+                selection.format,
+            )
+        })
+        .collect();
+    (list.into(), freshness)
+}
+
+/// The static schema with the tool's dynamic overrides shallow-merged over it.
+fn effective_schema<'t>(
+    tool: &'t ToolEntry,
+    probes: &dyn ProbeRunner,
+) -> std::borrow::Cow<'t, Map<String, Value>> {
+    let Some(probe) = &tool.dynamic_schema_overrides else {
+        return std::borrow::Cow::Borrowed(&tool.schema);
+    };
+    match probes.overrides(probe) {
+        Ok(None) => std::borrow::Cow::Borrowed(&tool.schema),
+        Ok(Some(overrides)) => {
+            let mut merged = (*tool.schema).clone();
+            merged.extend(overrides);
+            std::borrow::Cow::Owned(merged)
+        }
+        Err(error) => {
+            tracing::warn!(
+                "dynamic_schema_overrides of '{}' failed, using the static schema: {error}",
+                tool.name
+            );
+            std::borrow::Cow::Borrowed(&tool.schema)
+        }
+    }
+}
+
+/// One definition in `format`; the registered name wins over any `name` in the schema.
+fn render(tool: &ToolEntry, schema: &Map<String, Value>, format: Format) -> Value {
+    let name = tool.name.as_str();
+    let description = schema
+        .get("description")
+        .cloned()
+        .unwrap_or_else(|| json!(""));
+    let parameters = schema
+        .get("parameters")
+        .cloned()
+        .unwrap_or_else(|| json!({"type": "object"}));
+    match format {
+        Format::OpenAi => {
+            let mut function = schema.clone();
+            function.insert("name".into(), json!(name));
+            json!({ "type": "function", "function": function })
+        }
+        Format::Anthropic => json!({
+            "name": name,
+            "description": description,
+            "input_schema": parameters,
+        }),
+        Format::Mcp => {
+            let mut out = Map::new();
+            out.insert("name".into(), json!(name));
+            if let Some(title) = schema.get("title") {
+                out.insert("title".into(), title.clone());
+            }
+            out.insert("description".into(), description);
+            out.insert("inputSchema".into(), parameters);
+            if let Some(annotations) = schema.get("annotations") {
+                out.insert("annotations".into(), annotations.clone());
+            }
+            Value::Object(out)
+        }
+    }
+}
+
+/// Everything a memoised list depends on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MemoKey {
+    scope: Option<String>,
+    enabled: Option<Vec<String>>,
+    disabled: Vec<String>,
+    generation: u64,
+    config_fingerprint: Option<(u128, u64)>,
+    availability_epoch: u64,
+    format: Format,
+    tool_search: bool,
+}
+
+fn normalised(names: &[String]) -> Vec<String> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    names
+}
+
+struct MemoEntry {
+    key: MemoKey,
+    list: Arc<[Value]>,
+    freshness: Freshness,
+}
+
+/// The definitions memo: at most [`MEMO_CAPACITY`] lists, most recently used first.
+#[derive(Default)]
+pub struct DefinitionsMemo {
+    entries: Mutex<VecDeque<MemoEntry>>,
+}
+
+impl DefinitionsMemo {
+    /// The list for `selection`, from the memo when every input is unchanged and the
+    /// availability answers behind it are still fresh.
+    pub fn get_or_compute(&self, inputs: &Inputs<'_>, selection: &Selection) -> Arc<[Value]> {
+        let key = MemoKey {
+            scope: selection.scope.clone(),
+            enabled: selection.enabled.as_deref().map(normalised),
+            disabled: normalised(&selection.disabled),
+            generation: inputs.state.generation(),
+            config_fingerprint: inputs.config_fingerprint,
+            availability_epoch: inputs.availability.epoch(),
+            format: selection.format,
+            tool_search: false,
+        };
+        let now = Instant::now();
+        {
+            let mut entries = self.entries.lock();
+            if let Some(pos) = entries.iter().position(|e| e.key == key) {
+                if entries[pos].freshness.is_fresh(now) {
+                    let entry = entries.remove(pos).expect("position is in range");
+                    let list = entry.list.clone();
+                    entries.push_front(entry);
+                    return list;
+                }
+                entries.remove(pos);
+            }
+        }
+        // Computed without the lock: probes may be slow.
+        let (list, freshness) = compute(inputs, selection);
+        // Probing may have moved the epoch (new answers): key the entry on the epoch after.
+        let key = MemoKey {
+            availability_epoch: inputs.availability.epoch(),
+            ..key
+        };
+        if freshness != Freshness::Never {
+            let mut entries = self.entries.lock();
+            entries.retain(|e| e.key != key);
+            entries.push_front(MemoEntry {
+                key,
+                list: list.clone(),
+                freshness,
+            });
+            entries.truncate(MEMO_CAPACITY);
+        }
+        list
+    }
+
+    /// Number of memoised lists.
+    pub fn len(&self) -> usize {
+        self.entries.lock().len()
+    }
+
+    /// True when nothing is memoised.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

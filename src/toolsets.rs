@@ -1,0 +1,217 @@
+//! Toolset composition and resolution (SPEC §4).
+//!
+//! A toolset is the set of tools registered with that `toolset` name, plus config-defined
+//! composites (`[toolsets.NAME] tools = [...], includes = [...]`). Resolution is recursive
+//! over `includes`; a name already visited contributes nothing, so cycles and diamonds are
+//! harmless. `all` and `*` mean every tool. Unknown names are warned about and skipped. The
+//! selection is the union of the enabled toolsets (default: all) minus the disabled ones,
+//! subtracted last whatever included them.
+
+use crate::config::ToolsetConfig;
+use crate::registry::ToolEntry;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
+
+/// Names that mean "every toolset".
+pub const ALL_NAMES: [&str; 2] = ["all", "*"];
+
+/// The toolsets known for one set of visible tools.
+pub struct Toolsets<'a> {
+    composites: &'a BTreeMap<String, ToolsetConfig>,
+    by_toolset: BTreeMap<&'a str, Vec<&'a str>>,
+    every_tool: BTreeSet<&'a str>,
+}
+
+/// What a list of toolset names resolves to.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Expansion<'a> {
+    all: bool,
+    tools: BTreeSet<&'a str>,
+}
+
+impl<'a> Toolsets<'a> {
+    /// Toolsets of `tools` plus the configured composites.
+    pub fn new(
+        tools: &'a [Arc<ToolEntry>],
+        composites: &'a BTreeMap<String, ToolsetConfig>,
+    ) -> Self {
+        let mut by_toolset: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for tool in tools {
+            by_toolset
+                .entry(tool.toolset.as_str())
+                .or_default()
+                .push(tool.name.as_str());
+        }
+        Self {
+            composites,
+            every_tool: tools.iter().map(|t| t.name.as_str()).collect(),
+            by_toolset,
+        }
+    }
+
+    /// The names of the selected tools: enabled toolsets (`None`: all) minus disabled ones.
+    pub fn select(&self, enabled: Option<&[String]>, disabled: &[String]) -> BTreeSet<&'a str> {
+        let mut selected = match enabled {
+            None => self.every_tool.clone(),
+            Some(names) => self.resolve(names),
+        };
+        if !disabled.is_empty() {
+            let removed = self.resolve(disabled);
+            selected.retain(|name| !removed.contains(name));
+        }
+        selected
+    }
+
+    /// The tools a list of toolset names stands for.
+    pub fn resolve(&self, names: &[String]) -> BTreeSet<&'a str> {
+        let mut expansion = Expansion::default();
+        let mut visited = HashSet::new();
+        for name in names {
+            self.expand(name, &mut visited, &mut expansion);
+        }
+        if expansion.all {
+            self.every_tool.clone()
+        } else {
+            expansion.tools
+        }
+    }
+
+    fn expand(&self, name: &str, visited: &mut HashSet<String>, out: &mut Expansion<'a>) {
+        if !visited.insert(name.to_string()) {
+            return;
+        }
+        if ALL_NAMES.contains(&name) {
+            out.all = true;
+            return;
+        }
+        let mut known = false;
+        if let Some(tools) = self.by_toolset.get(name) {
+            known = true;
+            out.tools.extend(tools.iter().copied());
+        }
+        if let Some(composite) = self.composites.get(name) {
+            known = true;
+            for tool in &composite.tools {
+                match self.every_tool.get(tool.as_str()) {
+                    Some(found) => {
+                        out.tools.insert(found);
+                    }
+                    None => tracing::debug!("toolset '{name}' lists unknown tool '{tool}'"),
+                }
+            }
+            for included in &composite.includes {
+                self.expand(included, visited, out);
+            }
+        }
+        if !known {
+            tracing::warn!("unknown toolset '{name}' skipped");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Handler, LuaFnId, Source, ToolName};
+
+    fn tool(name: &str, toolset: &str) -> Arc<ToolEntry> {
+        Arc::new(ToolEntry {
+            name: ToolName::new(name).unwrap(),
+            toolset: ToolName::new(toolset).unwrap(),
+            schema: Arc::new(serde_json::Map::new()),
+            handler: Handler::Lua(LuaFnId(0)),
+            check_fn: None,
+            requires_env: Vec::new(),
+            is_async: false,
+            description: String::new(),
+            emoji: String::new(),
+            max_result_size_chars: None,
+            dynamic_schema_overrides: None,
+            override_existing: false,
+            scope: None,
+            timeout_ms: None,
+            parallel_safe: false,
+            requires_approval: false,
+            source: Source::Builtin,
+            file: None,
+            line: None,
+        })
+    }
+
+    fn composite(tools: &[&str], includes: &[&str]) -> ToolsetConfig {
+        ToolsetConfig {
+            description: None,
+            tools: tools.iter().map(|s| s.to_string()).collect(),
+            includes: includes.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn fixture() -> (Vec<Arc<ToolEntry>>, BTreeMap<String, ToolsetConfig>) {
+        let tools = vec![
+            tool("read", "file"),
+            tool("write", "file"),
+            tool("run", "shell"),
+            tool("echo", "debug"),
+        ];
+        let mut composites = BTreeMap::new();
+        composites.insert("coding".into(), composite(&["echo"], &["file", "ops"]));
+        composites.insert("ops".into(), composite(&[], &["shell", "coding"])); // a cycle
+        composites.insert("diamond".into(), composite(&[], &["coding", "ops", "file"]));
+        (tools, composites)
+    }
+
+    fn pick(enabled: Option<&[&str]>, disabled: &[&str]) -> Vec<String> {
+        let (tools, composites) = fixture();
+        let sets = Toolsets::new(&tools, &composites);
+        let enabled = enabled.map(names);
+        sets.select(enabled.as_deref(), &names(disabled))
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn default_is_everything_and_all_or_star_mean_everything() {
+        assert_eq!(pick(None, &[]), ["echo", "read", "run", "write"]);
+        assert_eq!(pick(Some(&["all"]), &[]), ["echo", "read", "run", "write"]);
+        assert_eq!(pick(Some(&["*"]), &[]), ["echo", "read", "run", "write"]);
+    }
+
+    #[test]
+    fn composites_resolve_recursively_through_cycles_and_diamonds() {
+        assert_eq!(
+            pick(Some(&["coding"]), &[]),
+            ["echo", "read", "run", "write"]
+        );
+        assert_eq!(
+            pick(Some(&["diamond"]), &[]),
+            ["echo", "read", "run", "write"]
+        );
+        assert_eq!(pick(Some(&["file"]), &[]), ["read", "write"]);
+    }
+
+    #[test]
+    fn unknown_names_are_skipped() {
+        assert_eq!(pick(Some(&["nope", "debug"]), &[]), ["echo"]);
+        assert!(pick(Some(&["nope"]), &[]).is_empty());
+    }
+
+    #[test]
+    fn disabled_is_subtracted_last_whatever_included_it() {
+        assert_eq!(
+            pick(Some(&["coding"]), &["shell"]),
+            ["echo", "read", "write"]
+        );
+        assert_eq!(
+            pick(None, &["ops"]),
+            Vec::<String>::new(),
+            "ops includes coding includes all"
+        );
+        assert_eq!(pick(Some(&["all"]), &["file", "debug"]), ["run"]);
+        assert!(pick(None, &["*"]).is_empty());
+    }
+}
