@@ -14,10 +14,14 @@ use crate::registry::{
 use crate::toolsets::Toolsets;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// A definitions list: shared, immutable definitions (one `Arc` per tool, so that a list
+/// built from already rendered tools copies no schema).
+pub type Definitions = Arc<[Arc<Value>]>;
 
 /// Most memoised lists.
 pub const MEMO_CAPACITY: usize = 8;
@@ -101,6 +105,8 @@ pub struct Inputs<'a> {
     pub availability: &'a AvailabilityCache,
     /// Where probes run.
     pub probes: &'a dyn ProbeRunner,
+    /// Already rendered static definitions.
+    pub rendered: &'a RenderCache,
 }
 
 /// The tools a selection picks that are available now, sorted by name, and how long that
@@ -142,17 +148,59 @@ pub fn selected_available(
     (out, freshness)
 }
 
-/// Computes the definition list (no memo).
-pub fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Arc<[Value]>, Freshness) {
+/// Rendered definitions of tools without dynamic overrides, per registry generation: a
+/// tool's definition only changes when the registry does.
+#[derive(Default)]
+pub struct RenderCache {
+    inner: Mutex<(u64, HashMap<(usize, Format), Arc<Value>>)>,
+}
+
+impl RenderCache {
+    fn definition(
+        &self,
+        tool: &Arc<ToolEntry>,
+        format: Format,
+        generation: u64,
+    ) -> Option<Arc<Value>> {
+        let inner = self.inner.lock();
+        if inner.0 != generation {
+            return None;
+        }
+        inner.1.get(&(Arc::as_ptr(tool) as usize, format)).cloned()
+    }
+
+    fn store(&self, tool: &Arc<ToolEntry>, format: Format, generation: u64, rendered: Arc<Value>) {
+        let mut inner = self.inner.lock();
+        if inner.0 != generation {
+            // Entry addresses of an old generation may be reused: start over.
+            inner.1.clear();
+            inner.0 = generation;
+        }
+        inner
+            .1
+            .insert((Arc::as_ptr(tool) as usize, format), rendered);
+    }
+}
+
+/// Computes the definition list (no memo; rendered static definitions are reused).
+pub fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definitions, Freshness) {
     let (tools, freshness) = selected_available(inputs, selection);
-    let list: Vec<Value> = tools
+    let generation = inputs.state.generation();
+    let format = selection.format;
+    let list: Vec<Arc<Value>> = tools
         .iter()
         .map(|tool| {
-            render(
-                tool,
-                &effective_schema(tool, inputs.probes),
-                selection.format,
-            )
+            if tool.dynamic_schema_overrides.is_some() {
+                return Arc::new(render(tool, &effective_schema(tool, inputs.probes), format));
+            }
+            if let Some(rendered) = inputs.rendered.definition(tool, format, generation) {
+                return rendered;
+            }
+            let rendered = Arc::new(render(tool, &tool.schema, format));
+            inputs
+                .rendered
+                .store(tool, format, generation, rendered.clone());
+            rendered
         })
         .collect();
     (list.into(), freshness)
@@ -243,7 +291,7 @@ fn normalised(names: &[String]) -> Vec<String> {
 
 struct MemoEntry {
     key: MemoKey,
-    list: Arc<[Value]>,
+    list: Definitions,
     freshness: Freshness,
 }
 
@@ -256,7 +304,7 @@ pub struct DefinitionsMemo {
 impl DefinitionsMemo {
     /// The list for `selection`, from the memo when every input is unchanged and the
     /// availability answers behind it are still fresh.
-    pub fn get_or_compute(&self, inputs: &Inputs<'_>, selection: &Selection) -> Arc<[Value]> {
+    pub fn get_or_compute(&self, inputs: &Inputs<'_>, selection: &Selection) -> Definitions {
         let key = MemoKey {
             scope: selection.scope.clone(),
             enabled: selection.enabled.as_deref().map(normalised),

@@ -2,7 +2,7 @@
 //! module that knows every layer.
 
 use crate::config::{LoadedConfig, default_cache_dir};
-use crate::definitions::{self, DefinitionsMemo, Inputs, Selection};
+use crate::definitions::{self, Definitions, DefinitionsMemo, Inputs, RenderCache, Selection};
 use crate::discovery::{self, ToolDir, Verdict};
 use crate::dispatch::{self, ToolResult};
 use crate::error::{Error, Result};
@@ -134,6 +134,7 @@ impl HostBuilder {
         Ok(Host {
             availability: AvailabilityCache::new(ttl),
             memo: DefinitionsMemo::default(),
+            rendered: RenderCache::default(),
             config: loaded_config,
             dirs,
             cache_dir,
@@ -208,6 +209,7 @@ pub struct Host {
     loaded: RwLock<Arc<Loaded>>,
     availability: AvailabilityCache,
     memo: DefinitionsMemo,
+    rendered: RenderCache,
 }
 
 impl Host {
@@ -251,7 +253,7 @@ impl Host {
 
     /// The model-facing definitions for `selection` (SPEC §5): selected, available tools,
     /// sorted by name. Memoised: an unchanged selection returns the same shared list.
-    pub fn tool_definitions(&self, selection: &Selection) -> Arc<[Value]> {
+    pub fn tool_definitions(&self, selection: &Selection) -> Definitions {
         let state = self.registry.snapshot();
         let loaded = self.loaded.read().clone();
         self.memo
@@ -259,7 +261,7 @@ impl Host {
     }
 
     /// Computes the definitions without the memo (for benchmarks and diagnostics).
-    pub fn tool_definitions_uncached(&self, selection: &Selection) -> Arc<[Value]> {
+    pub fn tool_definitions_uncached(&self, selection: &Selection) -> Definitions {
         let state = self.registry.snapshot();
         let loaded = self.loaded.read().clone();
         definitions::compute(&self.inputs(&state, &loaded.vm), selection).0
@@ -284,6 +286,7 @@ impl Host {
             config_fingerprint: self.config.fingerprint,
             availability: &self.availability,
             probes: vm,
+            rendered: &self.rendered,
         }
     }
 

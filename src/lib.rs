@@ -31,7 +31,7 @@ pub mod registry;
 pub mod toolsets;
 
 pub use config::{Config, LoadedConfig};
-pub use definitions::{Format, Selection};
+pub use definitions::{Definitions, Format, Selection};
 pub use dispatch::{ErrorType, ToolResult};
 pub use error::{Error, Result};
 pub use host::{Host, HostBuilder};

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use toolhost::{Format, Selection};
 
-fn names(list: &[Value], format: Format) -> Vec<String> {
+fn names(list: &[Arc<Value>], format: Format) -> Vec<String> {
     list.iter()
         .map(|d| match format {
             Format::OpenAi => d["function"]["name"].as_str().unwrap().to_string(),
@@ -46,7 +46,7 @@ fn definitions_are_sorted_and_the_registered_name_wins() {
     let list = host.tool_definitions(&select(Format::OpenAi));
     assert_eq!(names(&list, Format::OpenAi), ["alpha", "mid", "zeta"]);
     assert_eq!(
-        list[0],
+        *list[0],
         json!({"type": "function", "function": {
             "name": "alpha", "title": "Alpha", "annotations": {"readOnlyHint": true},
             "description": "first",
@@ -60,19 +60,19 @@ fn anthropic_and_mcp_formats_have_their_shapes() {
     let host = fx.host();
     let anthropic = host.tool_definitions(&select(Format::Anthropic));
     assert_eq!(
-        anthropic[0],
+        *anthropic[0],
         json!({"name": "alpha", "description": "first",
                "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}})
     );
     let mcp = host.tool_definitions(&select(Format::Mcp));
     assert_eq!(
-        mcp[0],
+        *mcp[0],
         json!({"name": "alpha", "title": "Alpha", "description": "first",
                "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
                "annotations": {"readOnlyHint": true}})
     );
     assert_eq!(
-        mcp[1],
+        *mcp[1],
         json!({"name": "mid", "description": "middle", "inputSchema": {"type": "object"}})
     );
 }
@@ -126,7 +126,7 @@ registry.register{ name = "bad_override", toolset = "p",
   handler = function() return "ok" end }
 "#;
 
-fn description_of(list: &[Value], name: &str) -> String {
+fn description_of(list: &[Arc<Value>], name: &str) -> String {
     list.iter()
         .find(|d| d["function"]["name"] == name)
         .map(|d| {

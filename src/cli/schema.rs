@@ -1,7 +1,6 @@
 //! `toolhost schema [--toolsets a,b] [--disable c] [--format openai|anthropic|mcp]`.
 
 use super::Cli;
-use serde_json::Value;
 use std::process::ExitCode;
 use toolhost::{Format, Host, Selection};
 
@@ -20,6 +19,12 @@ pub fn run(
         format,
     };
     let definitions = host.tool_definitions(&selection);
-    println!("{}", Value::Array(definitions.to_vec()));
+    match serde_json::to_string(&*definitions) {
+        Ok(text) => println!("{text}"),
+        Err(e) => {
+            eprintln!("toolhost: cannot print definitions: {e}");
+            return ExitCode::from(super::EXIT_SETUP);
+        }
+    }
     ExitCode::SUCCESS
 }

@@ -81,7 +81,7 @@ fn commit(
             toolset: tool.toolset,
             schema: Arc::new(tool.schema),
             handler: Handler::Lua(handler),
-            check_fn: tool.check_fn.map(|f| Probe::Lua(vm.adopt(f))),
+            check_fn: tool.check_fn.map(|f| Probe::Lua(vm.adopt_shared(f))),
             requires_env: tool.requires_env,
             is_async: tool.is_async,
             description,

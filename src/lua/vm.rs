@@ -110,6 +110,9 @@ pub struct LuaVm {
     registry_api: Table,
     readonly_mt: Table,
     functions: Vec<Function>,
+    /// Probe functions adopted so far, by Lua identity, so that a function shared by many
+    /// tools (a toolset-wide `check_fn`) gets one id and one cached answer.
+    shared: HashMap<usize, LuaFnId>,
 }
 
 impl LuaVm {
@@ -189,6 +192,7 @@ impl LuaVm {
             registry_api,
             readonly_mt,
             functions: Vec::new(),
+            shared: HashMap::new(),
         })
     }
 
@@ -314,6 +318,19 @@ impl LuaVm {
     /// Forgets functions adopted after `mark` (a file whose registrations were rejected).
     pub fn rollback(&mut self, mark: usize) {
         self.functions.truncate(mark);
+        self.shared.retain(|_, id| (id.0 as usize) < mark);
+    }
+
+    /// Like [`Self::adopt`], but the same Lua function always gets the same id (for
+    /// `check_fn`s, whose answers are cached per function).
+    pub fn adopt_shared(&mut self, function: Function) -> LuaFnId {
+        let identity = function.to_pointer() as usize;
+        if let Some(id) = self.shared.get(&identity) {
+            return *id;
+        }
+        let id = self.adopt(function);
+        self.shared.insert(identity, id);
+        id
     }
 
     /// Keeps `function` and returns its id.

@@ -1,7 +1,9 @@
 //! Availability (SPEC §3): a tool is available iff every `requires_env` variable is set and
 //! non-empty and its `check_fn` (if any) says yes.
 //!
-//! `check_fn` answers are cached per (tool, scope) for a TTL (default 30 s). A failure
+//! `check_fn` answers are cached per (check_fn, scope) for a TTL (default 30 s): tools that
+//! share one `check_fn` function (a toolset-wide probe) share its answer, so the probe runs
+//! once per scope and TTL however many tools use it. A failure
 //! (false or a raise) within the grace period (60 s) after the last success is treated as
 //! transient: the tool stays available and nothing is cached. At most 512 answers are kept.
 //! The cache never holds its lock while a probe runs, so a slow probe blocks nobody else.
@@ -9,7 +11,7 @@
 //! The *epoch* moves whenever a cached answer is added, changes or is dropped, so memoised
 //! tool definitions keyed on it never outlive the answers they were built from.
 
-use super::entry::ToolEntry;
+use super::entry::{Probe, ToolEntry};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,11 +112,80 @@ struct Cached {
     at: Instant,
 }
 
+/// Identity of a `check_fn`: the VM function slot or the Rust closure's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ProbeKey {
+    Lua(u32),
+    Native(usize),
+}
+
+impl ProbeKey {
+    fn of(probe: &Probe<bool>) -> Self {
+        match probe {
+            Probe::Lua(id) => ProbeKey::Lua(id.0),
+            Probe::Native(f) => ProbeKey::Native(std::sync::Arc::as_ptr(f) as *const () as usize),
+        }
+    }
+}
+
+/// Cached answers by scope (`""` is the global scope: real scopes are never empty), then
+/// by probe; keyed this way so a lookup allocates nothing.
 #[derive(Debug, Default)]
 struct Inner {
-    answers: HashMap<(String, Option<String>), Cached>,
-    last_success: HashMap<(String, Option<String>), Instant>,
+    answers: HashMap<String, HashMap<ProbeKey, Cached>>,
+    last_success: HashMap<(String, ProbeKey), Instant>,
+    count: usize,
     generation: u64,
+}
+
+impl Inner {
+    fn clear(&mut self) {
+        self.answers.clear();
+        self.last_success.clear();
+        self.count = 0;
+    }
+
+    fn get(&self, scope: &str, probe: ProbeKey) -> Option<&Cached> {
+        self.answers
+            .get(scope)
+            .and_then(|by_probe| by_probe.get(&probe))
+    }
+
+    fn remove(&mut self, scope: &str, probe: ProbeKey) -> bool {
+        let removed = self
+            .answers
+            .get_mut(scope)
+            .and_then(|by_probe| by_probe.remove(&probe))
+            .is_some();
+        if removed {
+            self.count -= 1;
+        }
+        removed
+    }
+
+    fn insert(&mut self, scope: &str, probe: ProbeKey, cached: Cached) {
+        let previous = self
+            .answers
+            .entry(scope.to_string())
+            .or_default()
+            .insert(probe, cached);
+        if previous.is_none() {
+            self.count += 1;
+        }
+    }
+
+    fn evict_oldest(&mut self) {
+        let oldest = self
+            .answers
+            .iter()
+            .flat_map(|(scope, by_probe)| by_probe.iter().map(move |(p, c)| (scope, *p, c.at)))
+            .min_by_key(|(_, _, at)| *at)
+            .map(|(scope, probe, _)| (scope.clone(), probe));
+        if let Some((scope, probe)) = oldest {
+            self.remove(&scope, probe);
+            self.last_success.remove(&(scope, probe));
+        }
+    }
 }
 
 /// The `check_fn` answer cache.
@@ -142,9 +213,7 @@ impl AvailabilityCache {
 
     /// Drops every cached answer (`invalidate_availability`).
     pub fn invalidate(&self) {
-        let mut inner = self.inner.lock();
-        inner.answers.clear();
-        inner.last_success.clear();
+        self.inner.lock().clear();
         self.epoch.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -161,20 +230,20 @@ impl AvailabilityCache {
         if let Some(reason) = missing_env(tool) {
             return Availability::no(reason, Freshness::Always);
         }
-        if tool.check_fn.is_none() {
+        let Some(check_fn) = &tool.check_fn else {
             return Availability::yes(Freshness::Always);
-        }
-        let key = (tool.name.to_string(), scope.map(str::to_string));
+        };
+        let probe_key = ProbeKey::of(check_fn);
+        let scope_key = scope.unwrap_or("");
         {
             let mut inner = self.inner.lock();
             if inner.generation != generation {
                 // Tools may have changed: answers about the old ones mean nothing.
-                inner.answers.clear();
-                inner.last_success.clear();
+                inner.clear();
                 inner.generation = generation;
                 self.epoch.fetch_add(1, Ordering::AcqRel);
             }
-            if let Some(cached) = inner.answers.get(&key)
+            if let Some(cached) = inner.get(scope_key, probe_key)
                 && now.saturating_duration_since(cached.at) < self.ttl
             {
                 let until = Freshness::Until(cached.at + self.ttl);
@@ -202,29 +271,28 @@ impl AvailabilityCache {
                 (false, Some(format!("check_fn failed: {error}")))
             }
         };
+        let success_key = (scope_key.to_string(), probe_key);
         if available {
-            inner.last_success.insert(key.clone(), now);
+            inner.last_success.insert(success_key, now);
         } else if inner
             .last_success
-            .get(&key)
+            .get(&success_key)
             .is_some_and(|ok| now.saturating_duration_since(*ok) < FAILURE_GRACE)
         {
             // Transient: keep offering the tool, but ask again next time.
-            let stale = inner.answers.remove(&key).is_some();
-            if stale {
+            if inner.remove(scope_key, probe_key) {
                 self.epoch.fetch_add(1, Ordering::AcqRel);
             }
             return Availability::yes(Freshness::Never);
         }
-        let changed = inner
-            .answers
-            .get(&key)
-            .is_none_or(|old| old.available != available);
-        if !inner.answers.contains_key(&key) && inner.answers.len() >= MAX_CACHED_CHECKS {
-            evict_oldest(&mut inner);
+        let existing = inner.get(scope_key, probe_key);
+        let changed = existing.is_none_or(|old| old.available != available);
+        if existing.is_none() && inner.count >= MAX_CACHED_CHECKS {
+            inner.evict_oldest();
         }
-        inner.answers.insert(
-            key,
+        inner.insert(
+            scope_key,
+            probe_key,
             Cached {
                 available,
                 reason: reason.clone(),
@@ -243,7 +311,7 @@ impl AvailabilityCache {
 
     /// Number of cached answers (for tests and diagnostics).
     pub fn len(&self) -> usize {
-        self.inner.lock().answers.len()
+        self.inner.lock().count
     }
 
     /// True when nothing is cached.
@@ -252,31 +320,23 @@ impl AvailabilityCache {
     }
 }
 
-fn evict_oldest(inner: &mut Inner) {
-    if let Some(oldest) = inner
-        .answers
-        .iter()
-        .min_by_key(|(_, cached)| cached.at)
-        .map(|(key, _)| key.clone())
-    {
-        inner.answers.remove(&oldest);
-        inner.last_success.remove(&oldest);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Handler, LuaFnId, Probe, Source, ToolName};
+    use crate::registry::{Handler, LuaFnId, Source, ToolName};
     use std::sync::Arc;
 
     fn tool(name: &str, env: &[&str]) -> ToolEntry {
+        probe_tool(name, env, 1)
+    }
+
+    fn probe_tool(name: &str, env: &[&str], probe: u32) -> ToolEntry {
         ToolEntry {
             name: ToolName::new(name).unwrap(),
             toolset: ToolName::new("t").unwrap(),
             schema: Arc::new(serde_json::Map::new()),
             handler: Handler::Lua(LuaFnId(0)),
-            check_fn: Some(Probe::Lua(LuaFnId(1))),
+            check_fn: Some(Probe::Lua(LuaFnId(probe))),
             requires_env: env.iter().map(|s| s.to_string()).collect(),
             is_async: false,
             description: String::new(),
@@ -342,6 +402,20 @@ mod tests {
     }
 
     #[test]
+    fn tools_sharing_a_check_fn_share_its_answer() {
+        let cache = AvailabilityCache::new(TTL);
+        let (a, b) = (probe_tool("a", &[], 7), probe_tool("b", &[], 7));
+        let t0 = Instant::now();
+        assert!(cache.check(&a, None, 1, t0, || Ok(true)).available);
+        assert!(
+            cache
+                .check(&b, None, 1, t0, || panic!("shared answer"))
+                .available
+        );
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
     fn a_first_failure_is_not_transient() {
         let cache = AvailabilityCache::new(TTL);
         let t = tool("a", &[]);
@@ -384,7 +458,7 @@ mod tests {
         let cache = AvailabilityCache::new(TTL);
         let t0 = Instant::now();
         for i in 0..600 {
-            let t = tool(&format!("t{i}"), &[]);
+            let t = probe_tool(&format!("t{i}"), &[], i as u32);
             cache.check(&t, None, 1, t0 + Duration::from_millis(i), || Ok(true));
         }
         assert_eq!(cache.len(), MAX_CACHED_CHECKS);

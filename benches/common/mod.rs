@@ -1,0 +1,54 @@
+//! Shared workload setup: the tool directories generated from `../shared/bench/` by
+//! `scripts/gen-workload` (run on first use, kept under `target/bench-workloads/`).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use toolhost::{Host, LoadedConfig};
+
+/// The crate root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The manifest of workload `n` (133 or 1000).
+pub fn manifest(n: usize) -> PathBuf {
+    let shared = std::env::var_os("TOOLHOST_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("../shared"));
+    shared.join(format!("bench/workload-{n}.json"))
+}
+
+/// The generated directory for workload `n` (contains `tools-lua/` and `toolhost.toml`).
+pub fn workload(n: usize) -> PathBuf {
+    let out = root().join(format!("target/bench-workloads/{n}"));
+    if !out.join("tools-lua").is_dir() {
+        let status = Command::new("python3")
+            .arg(root().join("scripts/gen-workload"))
+            .arg(manifest(n))
+            .arg(&out)
+            .status()
+            .expect("python3 runs scripts/gen-workload");
+        assert!(status.success(), "gen-workload failed for {n}");
+    }
+    out
+}
+
+/// A host over workload `n` with its cache in `cache`.
+pub fn host(n: usize, cache: &Path) -> Host {
+    let dir = workload(n);
+    let config = LoadedConfig::load(&dir.join("toolhost.toml")).expect("workload config");
+    Host::builder()
+        .tools_dir(dir.join("tools-lua"))
+        .cache_dir(cache)
+        .config(config)
+        .build()
+        .expect("workload host builds")
+}
+
+/// The `bench_calls` entry of workload `n`.
+pub fn bench_calls(n: usize) -> serde_json::Value {
+    let text = std::fs::read_to_string(manifest(n)).expect("manifest");
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
+    manifest["bench_calls"].clone()
+}

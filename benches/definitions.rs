@@ -1,0 +1,31 @@
+//! Tool definitions on the shared workloads: recompute (memo miss, availability answers
+//! cached) versus memo hit.
+
+mod common;
+
+use toolhost::{Host, Selection};
+
+fn main() {
+    divan::main();
+}
+
+fn host(n: usize) -> (Host, tempfile::TempDir) {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let host = common::host(n, cache.path());
+    // Warm the availability cache so that "recompute" measures the definitions work.
+    host.tool_definitions(&Selection::default());
+    (host, cache)
+}
+
+#[divan::bench(args = [133, 1000])]
+fn recompute(bencher: divan::Bencher, n: usize) {
+    let (host, _cache) = host(n);
+    bencher.bench_local(|| host.tool_definitions_uncached(&Selection::default()));
+}
+
+#[divan::bench(args = [133, 1000])]
+fn memo_hit(bencher: divan::Bencher, n: usize) {
+    let (host, _cache) = host(n);
+    let selection = Selection::default();
+    bencher.bench_local(|| host.tool_definitions(&selection));
+}
