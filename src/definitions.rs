@@ -152,7 +152,14 @@ pub fn selected_available(
 /// tool's definition only changes when the registry does.
 #[derive(Default)]
 pub struct RenderCache {
-    inner: Mutex<(u64, HashMap<(usize, Format), Arc<Value>>)>,
+    inner: Mutex<Rendered>,
+}
+
+/// Definitions rendered at one generation, by tool entry address and format.
+#[derive(Default)]
+struct Rendered {
+    generation: u64,
+    by_tool: HashMap<(usize, Format), Arc<Value>>,
 }
 
 impl RenderCache {
@@ -163,10 +170,13 @@ impl RenderCache {
         generation: u64,
     ) -> Option<Arc<Value>> {
         let inner = self.inner.lock();
-        if inner.0 != generation {
+        if inner.generation != generation {
             return None;
         }
-        inner.1.get(&(Arc::as_ptr(tool) as usize, format)).cloned()
+        inner
+            .by_tool
+            .get(&(Arc::as_ptr(tool) as usize, format))
+            .cloned()
     }
 
     fn store(&self, tool: &Arc<ToolEntry>, format: Format, generation: u64, rendered: Arc<Value>) {
