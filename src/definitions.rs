@@ -181,13 +181,13 @@ impl RenderCache {
 
     fn store(&self, tool: &Arc<ToolEntry>, format: Format, generation: u64, rendered: Arc<Value>) {
         let mut inner = self.inner.lock();
-        if inner.0 != generation {
+        if inner.generation != generation {
             // Entry addresses of an old generation may be reused: start over.
-            inner.1.clear();
-            inner.0 = generation;
+            inner.by_tool.clear();
+            inner.generation = generation;
         }
         inner
-            .1
+            .by_tool
             .insert((Arc::as_ptr(tool) as usize, format), rendered);
     }
 }
