@@ -122,11 +122,19 @@ impl HostBuilder {
                 .apply(vec![entry], Vec::new())
                 .map_err(|rejection| Error::NativeTool(rejection.message))?;
         }
+        let started = std::time::Instant::now();
         let mut verdicts = match &self.only_files {
             Some(files) => discovery::discover_files(files, &dirs, 0, Some(&cache_dir)),
             None => discovery::discover(&dirs, Some(&cache_dir)),
         };
+        let judged = started.elapsed();
         discovery::load_all(&mut verdicts, &dirs, &mut vm, &mut state);
+        tracing::debug!(
+            "discovery: {} candidates judged in {:?}, loaded in {:?}",
+            verdicts.len(),
+            judged,
+            started.elapsed() - judged
+        );
         let ttl = config
             .check_ttl_secs
             .map(std::time::Duration::from_secs)

@@ -2,7 +2,7 @@
 
 use crate::registry::{
     CallContext, Handler, NativeHandler, ResultLimit, Source, ToolEntry, ToolName,
-    check_function_schema, default_description, json_type,
+    check_function_schema, compile_parameters, default_description, json_type,
 };
 use serde_json::Value;
 use std::future::Future;
@@ -118,6 +118,7 @@ impl NativeTool {
             ));
         };
         check_function_schema(&schema).map_err(|e| format!("tool '{name}': {e}"))?;
+        let validator = compile_parameters(&schema).map_err(|e| format!("tool '{name}': {e}"))?;
         let scope = match self.scope {
             Some(scope) => Some(
                 ToolName::new(&scope)
@@ -133,6 +134,7 @@ impl NativeTool {
             name,
             toolset,
             schema: Arc::new(schema),
+            validator: Some(validator),
             handler: Handler::Native(self.handler),
             check_fn: None,
             requires_env: self.requires_env,

@@ -119,6 +119,7 @@ mod tests {
             name: ToolName::new(name).unwrap(),
             toolset: ToolName::new(toolset).unwrap(),
             schema: Arc::new(serde_json::Map::new()),
+            validator: None,
             handler: Handler::Lua(LuaFnId(0)),
             check_fn: None,
             requires_env: Vec::new(),

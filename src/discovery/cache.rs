@@ -17,9 +17,8 @@ pub struct VerdictCache {
     entries: BTreeMap<String, (Stamp, bool)>,
 }
 
-/// The stamp of a file, if its metadata can be read.
-pub fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok()?;
+/// The stamp in already read metadata.
+pub fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
     let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
     Some((u64::try_from(mtime.as_nanos()).ok()?, meta.len()))
 }

@@ -20,6 +20,30 @@ pub struct Candidate {
     pub package_dir: Option<PathBuf>,
     /// Why it will not be read (not a regular file, too large).
     pub skip: Option<String>,
+    /// `(mtime_ns, size)` from the same metadata read, for the verdict cache.
+    pub stamp: Option<super::cache::Stamp>,
+}
+
+impl Candidate {
+    /// A candidate at `shown` whose resolved path is `absolute`; reads its metadata once.
+    pub fn new(
+        dir_index: usize,
+        shown: PathBuf,
+        absolute: PathBuf,
+        package_dir: Option<PathBuf>,
+    ) -> Self {
+        let meta = std::fs::metadata(&shown).ok();
+        let skip = meta.as_ref().and_then(skip_reason);
+        let stamp = meta.as_ref().and_then(super::cache::stamp_of);
+        Self {
+            dir_index,
+            shown,
+            absolute,
+            package_dir,
+            skip,
+            stamp,
+        }
+    }
 }
 
 fn hidden(name: &std::ffi::OsStr) -> bool {
@@ -29,6 +53,9 @@ fn hidden(name: &std::ffi::OsStr) -> bool {
 /// Lists the candidates of one tool directory, sorted by path. A missing directory has
 /// none (the caller warns).
 pub fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
+    // Resolve the directory once; only symlinked entries and package files (whose folder
+    // may be a link) need resolving on their own.
+    let canonical_dir = dir.canonicalize().unwrap_or_else(|_| absolutize(dir));
     let walker = WalkDir::new(dir)
         .min_depth(1)
         .max_depth(2)
@@ -53,34 +80,32 @@ pub fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
             continue;
         }
         let shown = entry.path().to_path_buf();
-        let absolute = shown.canonicalize().unwrap_or_else(|_| absolutize(&shown));
+        let absolute = if entry.depth() == 1 && !entry.path_is_symlink() {
+            canonical_dir.join(name)
+        } else {
+            shown.canonicalize().unwrap_or_else(|_| absolutize(&shown))
+        };
         let package_dir = (entry.depth() == 2)
             .then(|| shown.parent().map(Path::to_path_buf))
             .flatten();
-        let skip = skip_reason(&shown);
-        out.push(Candidate {
-            dir_index,
-            shown,
-            absolute,
-            package_dir,
-            skip,
-        });
+        out.push(Candidate::new(dir_index, shown, absolute, package_dir));
     }
     out.sort_by(|a, b| a.shown.cmp(&b.shown));
     out
 }
 
 /// Why a candidate must not be read: not a regular file (a FIFO would block), or too large.
-pub fn skip_reason(path: &Path) -> Option<String> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => Some("not a regular file".to_string()),
-        Ok(meta) if meta.len() > MAX_FILE_BYTES => Some(format!(
+/// Unreadable metadata is not a skip: reading fails too, with a `read_error` verdict.
+fn skip_reason(meta: &std::fs::Metadata) -> Option<String> {
+    if !meta.is_file() {
+        Some("not a regular file".to_string())
+    } else if meta.len() > MAX_FILE_BYTES {
+        Some(format!(
             "{} bytes is larger than the 16 MiB limit",
             meta.len()
-        )),
-        Ok(_) => None,
-        // Reading will fail too, with a read_error verdict naming the problem.
-        Err(_) => None,
+        ))
+    } else {
+        None
     }
 }
 

@@ -1,11 +1,30 @@
 //! Loading registering files: run each in the VM, turn its registrations into registry
 //! entries, apply them atomically. A file that raises, registers something invalid or is
 //! rejected by the registry contributes nothing; every other file still loads.
+//!
+//! Compiling parameter schemas is the most expensive part of a registration and needs no
+//! Lua, so it runs on a second thread while the VM goes on running the next files; the
+//! registry then takes the files in order, each all or nothing.
 
 use super::{ToolDir, Verdict};
 use crate::lua::{FileSpec, LoadingFile, LuaVm, SearchDir};
-use crate::registry::{Handler, HookEntry, Probe, RegistryState, ToolEntry, default_description};
+use crate::registry::{
+    Handler, HookEntry, Probe, RegistryState, ToolEntry, compile_parameters, default_description,
+};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::mpsc;
+
+/// A file whose Lua ran: its entries (validators still to come) and hooks.
+struct Staged {
+    entries: Vec<ToolEntry>,
+    lines: Vec<u32>,
+    hooks: Vec<HookEntry>,
+    env_grants: Vec<(crate::registry::LuaFnId, Vec<String>)>,
+}
+
+type Compiled = Result<Arc<jsonschema::Validator>, String>;
 
 /// Loads every registering verdict, in order, recording each file's tools or error in its
 /// verdict.
@@ -19,54 +38,88 @@ pub fn load_all(
         .iter()
         .map(|dir| SearchDir::new(&dir.path.join("lib")))
         .collect();
-    for verdict in verdicts.iter_mut().filter(|v| v.registers) {
-        let Some(source) = verdict.source.take() else {
-            continue;
-        };
-        let Some(dir) = dirs.get(verdict.dir_index) else {
-            continue;
-        };
-        let mut search_dirs: Vec<SearchDir> = verdict
-            .package_dir
-            .as_deref()
-            .and_then(SearchDir::new)
-            .into_iter()
-            .collect();
-        // The file's own lib/ first, then the other tool directories' lib/ in order.
-        search_dirs.extend(libs[verdict.dir_index].iter().cloned());
-        search_dirs.extend(
-            libs.iter()
-                .enumerate()
-                .filter(|(i, _)| *i != verdict.dir_index)
-                .filter_map(|(_, lib)| lib.clone()),
-        );
-        let spec = FileSpec {
-            display: &verdict.shown,
-            search_dirs,
-            capabilities: dir.capabilities.as_deref(),
-        };
-        let outcome = vm
-            .load_file(&spec, &source)
-            .and_then(|loaded| commit(loaded, verdict, dir, vm, state));
-        match outcome {
-            Ok(names) => verdict.tools = names,
-            Err(error) => {
-                tracing::warn!("{error}");
-                verdict.error = Some(error);
+    let (jobs, job_queue) = mpsc::channel::<((usize, usize), Arc<Map<String, Value>>)>();
+    let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled)>();
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("toolhost-schema".into())
+            .spawn_scoped(scope, move || {
+                for (key, schema) in job_queue {
+                    let _ = results.send((key, compile_parameters(&schema)));
+                }
+            });
+        let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
+        let mut staged: Vec<(usize, Result<Staged, String>)> = Vec::new();
+        for (index, verdict) in verdicts.iter_mut().enumerate() {
+            if !verdict.registers {
+                continue;
+            }
+            let Some(source) = verdict.source.take() else {
+                continue;
+            };
+            let Some(dir) = dirs.get(verdict.dir_index) else {
+                continue;
+            };
+            let spec = FileSpec {
+                display: &verdict.shown,
+                search_dirs: search_dirs(verdict, &libs),
+                capabilities: dir.capabilities.as_deref(),
+            };
+            let outcome = vm
+                .load_file(&spec, &source)
+                .map(|loaded| stage(loaded, verdict, dir, vm));
+            if let Ok(file) = &outcome {
+                for (tool, entry) in file.entries.iter().enumerate() {
+                    let key = (index, tool);
+                    let sent = worker.is_ok() && jobs.send((key, entry.schema.clone())).is_ok();
+                    if !sent {
+                        compiled.insert(key, compile_parameters(&entry.schema));
+                    }
+                }
+            }
+            staged.push((index, outcome));
+        }
+        drop(jobs);
+        if let Ok(worker) = worker {
+            let _ = worker.join();
+        }
+        compiled.extend(compiled_queue.try_iter());
+        for (index, outcome) in staged {
+            let verdict = &mut verdicts[index];
+            let result =
+                outcome.and_then(|file| commit(file, index, &mut compiled, verdict, vm, state));
+            match result {
+                Ok(names) => verdict.tools = names,
+                Err(error) => {
+                    tracing::warn!("{error}");
+                    verdict.error = Some(error);
+                }
             }
         }
-    }
+    });
 }
 
-/// Adopts the file's functions into the VM and applies its entries to the registry.
-fn commit(
-    loaded: LoadingFile,
-    verdict: &Verdict,
-    dir: &ToolDir,
-    vm: &mut LuaVm,
-    state: &mut RegistryState,
-) -> Result<Vec<String>, String> {
-    let mark = vm.mark();
+/// Where `require` looks for this file: its package dir, its own `lib/`, then the other
+/// tool directories' `lib/` in order.
+fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>]) -> Vec<SearchDir> {
+    let mut dirs: Vec<SearchDir> = verdict
+        .package_dir
+        .as_deref()
+        .and_then(SearchDir::new)
+        .into_iter()
+        .collect();
+    dirs.extend(libs[verdict.dir_index].iter().cloned());
+    dirs.extend(
+        libs.iter()
+            .enumerate()
+            .filter(|(i, _)| *i != verdict.dir_index)
+            .filter_map(|(_, lib)| lib.clone()),
+    );
+    dirs
+}
+
+/// Adopts the file's functions into the VM and builds its registry entries.
+fn stage(loaded: LoadingFile, verdict: &Verdict, dir: &ToolDir, vm: &mut LuaVm) -> Staged {
     let lines: Vec<u32> = loaded.tools.iter().map(|t| t.line).collect();
     let mut entries = Vec::with_capacity(loaded.tools.len());
     let mut env_grants = Vec::with_capacity(loaded.tools.len());
@@ -80,6 +133,7 @@ fn commit(
             name: tool.name,
             toolset: tool.toolset,
             schema: Arc::new(tool.schema),
+            validator: None,
             handler: Handler::Lua(handler),
             check_fn: tool.check_fn.map(|f| Probe::Lua(vm.adopt_shared(f))),
             requires_env: tool.requires_env,
@@ -100,7 +154,7 @@ fn commit(
             line: Some(tool.line),
         });
     }
-    let hooks: Vec<HookEntry> = loaded
+    let hooks = loaded
         .hooks
         .into_iter()
         .map(|hook| HookEntry {
@@ -111,22 +165,52 @@ fn commit(
             source: dir.source.clone(),
         })
         .collect();
-    let names: Vec<String> = entries.iter().map(|e| e.name.to_string()).collect();
-    match state.apply(entries, hooks) {
+    Staged {
+        entries,
+        lines,
+        hooks,
+        env_grants,
+    }
+}
+
+/// Attaches the compiled validators and applies the file to the registry, all or nothing.
+/// Functions of a rejected file stay in the VM unreferenced (their ids are never used).
+fn commit(
+    mut file: Staged,
+    index: usize,
+    compiled: &mut HashMap<(usize, usize), Compiled>,
+    verdict: &Verdict,
+    vm: &LuaVm,
+    state: &mut RegistryState,
+) -> Result<Vec<String>, String> {
+    for (tool, entry) in file.entries.iter_mut().enumerate() {
+        let outcome = compiled
+            .remove(&(index, tool))
+            .unwrap_or_else(|| compile_parameters(&entry.schema));
+        match outcome {
+            Ok(validator) => entry.validator = Some(validator),
+            Err(message) => {
+                return Err(format!(
+                    "{}:{}: register: {message}",
+                    verdict.shown, file.lines[tool]
+                ));
+            }
+        }
+    }
+    let mut names: Vec<String> = file.entries.iter().map(|e| e.name.to_string()).collect();
+    match state.apply(file.entries, file.hooks) {
         Ok(applied) => {
             for warning in applied.warnings {
                 tracing::warn!("{warning}");
             }
-            for (handler, names) in env_grants {
-                vm.allow_env(handler, &names);
+            for (handler, env) in file.env_grants {
+                vm.allow_env(handler, &env);
             }
-            let mut unique = names;
-            unique.dedup();
-            Ok(unique)
+            names.dedup();
+            Ok(names)
         }
         Err(rejection) => {
-            vm.rollback(mark);
-            let line = lines.get(rejection.index).copied().unwrap_or(0);
+            let line = file.lines.get(rejection.index).copied().unwrap_or(0);
             Err(format!("{}:{line}: {}", verdict.shown, rejection.message))
         }
     }

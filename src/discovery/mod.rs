@@ -117,14 +117,7 @@ pub fn discover_files(
             let package_dir = (file.file_name().is_some_and(|n| n == "tool.lua"))
                 .then(|| file.parent().map(Path::to_path_buf))
                 .flatten();
-            let skip = candidates::skip_reason(file);
-            candidates::Candidate {
-                dir_index,
-                shown: file.clone(),
-                absolute,
-                package_dir,
-                skip,
-            }
+            candidates::Candidate::new(dir_index, file.clone(), absolute, package_dir)
         })
         .collect();
     judge(found, cache_dir)
@@ -135,6 +128,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     let mut next = VerdictCache::default();
     let mut verdicts: Vec<Verdict> = Vec::with_capacity(found.len());
     let mut to_parse: Vec<usize> = Vec::new();
+    let mut parse_stamps: Vec<Option<cache::Stamp>> = Vec::new();
     for candidate in found {
         let key = candidate.absolute.display().to_string();
         let mut verdict = Verdict {
@@ -154,7 +148,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             verdicts.push(verdict);
             continue;
         }
-        let stamp = cache::stamp(&verdict.path);
+        let stamp = candidate.stamp;
         let bytes = match std::fs::read(&verdict.path) {
             Ok(bytes) => bytes,
             Err(e) => {
@@ -212,14 +206,14 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
         }
         verdict.source = Some(bytes);
         to_parse.push(verdicts.len());
+        parse_stamps.push(stamp);
         verdicts.push(verdict);
     }
 
     let parsed = parse_all(&verdicts, &to_parse);
-    for (index, outcome) in to_parse.into_iter().zip(parsed) {
+    for ((index, outcome), stamp) in to_parse.into_iter().zip(parsed).zip(parse_stamps) {
         let verdict = &mut verdicts[index];
         let key = verdict.path.display().to_string();
-        let stamp = cache::stamp(&verdict.path);
         match outcome {
             ParseVerdict::Registers | ParseVerdict::NoTopLevelRegister => {
                 let registers = outcome == ParseVerdict::Registers;

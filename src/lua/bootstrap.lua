@@ -57,6 +57,11 @@ local base_names = {
   "xpcall", "_VERSION",
 }
 
+-- Standard libraries every environment gets; host-API tables need a capability.
+local base_libraries = {
+  string = true, table = true, math = true, utf8 = true, coroutine = true, os = true,
+}
+
 local string_lib = copy(string)
 string_lib.dump = nil -- bytecode never enters or leaves the sandbox
 local os_lib = { time = os.time, clock = os.clock, date = os.date }
@@ -67,23 +72,30 @@ local env_lib = {
   get = function(name) return env_get(thread_tool[running()], name) end,
 }
 
+-- Values every environment may share as they are (functions are immutable).
+local shared = {}
+for _, name in ipairs(base_names) do shared[name] = G[name] end
+shared.collectgarbage = safe_collectgarbage
+shared.print = host.print
+
+-- Library tables: each environment gets its own copy, made on first use.
+local libraries = {
+  string = string_lib, table = table, math = math, utf8 = utf8,
+  coroutine = coroutine_lib, os = os_lib, env = env_lib,
+}
+for name, lib in pairs(host.api) do libraries[name] = lib end
+
+local rawset = rawset
+
 -- Builds a fresh environment. `api` names the host-API tables this file may use (nil: all);
 -- `require_fn` resolves modules for this file; `registry` is the registration binding.
+--
+-- Globals resolve lazily through __index: a shared base function is stored into the
+-- environment on first use; a library table is *copied* on first use, so whatever the file
+-- does to its copy (even with rawset) stays inside the file. Most files touch a handful of
+-- libraries, so this keeps loading cheap. The metatable is hidden (__metatable = false).
 local function make_env(api, require_fn, registry)
   local env = {}
-  for _, name in ipairs(base_names) do env[name] = G[name] end
-  env.string = copy(string_lib)
-  env.table = copy(table)
-  env.math = copy(math)
-  env.utf8 = copy(utf8)
-  env.coroutine = copy(coroutine_lib)
-  env.os = copy(os_lib)
-  env.collectgarbage = safe_collectgarbage
-  env.print = host.print
-  for name, lib in pairs(host.api) do
-    if api == nil or api[name] then env[name] = copy(lib) end
-  end
-  if api == nil or api.env then env.env = copy(env_lib) end
   env.registry = copy(registry)
   env.require = require_fn
   -- Text chunks only; a chunk without an explicit environment sees this file's globals.
@@ -92,6 +104,19 @@ local function make_env(api, require_fn, registry)
     return real_load(chunk, name, "t", chunk_env)
   end
   env._G = env
+  setmetatable(env, {
+    __metatable = false,
+    __index = function(t, key)
+      local value = shared[key]
+      if value == nil then
+        local lib = libraries[key]
+        if lib == nil or not (api == nil or api[key] or base_libraries[key]) then return nil end
+        value = copy(lib)
+      end
+      rawset(t, key, value)
+      return value
+    end,
+  })
   return env
 end
 

@@ -117,7 +117,6 @@ pub fn lua_to_json(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, Con
     let mut walker = Walker {
         marker: marker.as_ref().map(|m| m.to_pointer()),
         mode,
-        path: Vec::new(),
         seen: Vec::new(),
     };
     walker.value(value, None)
@@ -126,14 +125,24 @@ pub fn lua_to_json(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, Con
 struct Walker {
     marker: Option<*const c_void>,
     mode: Mode,
-    path: Vec<String>,
     seen: Vec<*const c_void>,
+}
+
+/// Prefixes the path of an error coming out of a child at `segment` (paths are built only
+/// when something fails, so the happy path allocates none).
+fn under(segment: &str, mut error: ConvertError) -> ConvertError {
+    error.path = if error.path.is_empty() {
+        segment.to_string()
+    } else {
+        format!("{segment}.{}", error.path)
+    };
+    error
 }
 
 impl Walker {
     fn fail(&self, reason: impl Into<String>) -> ConvertError {
         ConvertError {
-            path: self.path.join("."),
+            path: String::new(),
             reason: reason.into(),
         }
     }
@@ -177,10 +186,10 @@ impl Walker {
             let mut items = Vec::with_capacity(len);
             for i in 1..=len {
                 let item: LuaValue = table.raw_get(i).map_err(|e| self.fail(e.to_string()))?;
-                self.path.push(i.to_string());
-                let converted = self.value(&item, None);
-                self.path.pop();
-                items.push(converted?);
+                let converted = self
+                    .value(&item, None)
+                    .map_err(|e| under(&i.to_string(), e))?;
+                items.push(converted);
             }
             return Ok(Value::Array(items));
         }
@@ -198,10 +207,8 @@ impl Walker {
                     )));
                 }
             };
-            self.path.push(name.clone());
-            let converted = self.value(&v, Some(&name));
-            self.path.pop();
-            map.insert(name, converted?);
+            let converted = self.value(&v, Some(&name)).map_err(|e| under(&name, e))?;
+            map.insert(name, converted);
         }
         if map.is_empty()
             && self.mode == Mode::Schema

@@ -310,17 +310,6 @@ impl LuaVm {
             .ok_or_else(|| mlua::Error::runtime(format!("function #{} is not loaded", id.0)))
     }
 
-    /// Number of adopted functions: a mark to [`Self::rollback`] to.
-    pub fn mark(&self) -> usize {
-        self.functions.len()
-    }
-
-    /// Forgets functions adopted after `mark` (a file whose registrations were rejected).
-    pub fn rollback(&mut self, mark: usize) {
-        self.functions.truncate(mark);
-        self.shared.retain(|_, id| (id.0 as usize) < mark);
-    }
-
     /// Like [`Self::adopt`], but the same Lua function always gets the same id (for
     /// `check_fn`s, whose answers are cached per function).
     pub fn adopt_shared(&mut self, function: Function) -> LuaFnId {

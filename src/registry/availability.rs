@@ -335,6 +335,7 @@ mod tests {
             name: ToolName::new(name).unwrap(),
             toolset: ToolName::new("t").unwrap(),
             schema: Arc::new(serde_json::Map::new()),
+            validator: None,
             handler: Handler::Lua(LuaFnId(0)),
             check_fn: Some(Probe::Lua(LuaFnId(probe))),
             requires_env: env.iter().map(|s| s.to_string()).collect(),

@@ -88,6 +88,8 @@ pub struct ToolEntry {
     pub toolset: ToolName,
     /// The model-facing function schema (`description`, `parameters`, …), a JSON object.
     pub schema: Arc<Map<String, Value>>,
+    /// `parameters` compiled once at registration; arguments are validated with it.
+    pub validator: Option<Arc<jsonschema::Validator>>,
     /// The handler.
     pub handler: Handler,
     /// Optional availability probe.

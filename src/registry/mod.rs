@@ -16,7 +16,7 @@ pub use availability::{
 pub use context::{CallContext, NativeFuture, NativeHandler, NativeProbe};
 pub use entry::{Handler, HookEntry, HookEvent, LuaFnId, Probe, ResultLimit, Source, ToolEntry};
 pub use name::ToolName;
-pub use schema::{check_function_schema, default_description, json_type};
+pub use schema::{check_function_schema, compile_parameters, default_description, json_type};
 pub use state::{Applied, RegistryState, Rejection};
 
 use parking_lot::RwLock;

@@ -2,6 +2,7 @@
 //! a JSON object whose `parameters` is an object schema that compiles as JSON Schema.
 
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// The JSON type name of a value, for messages.
 pub fn json_type(value: &Value) -> &'static str {
@@ -24,7 +25,9 @@ pub fn default_description(schema: &Map<String, Value>) -> String {
         .to_string()
 }
 
-/// Validates a function schema; the error names the field (`'schema.parameters' ...`).
+/// Checks a function schema's shape (a `description` string, an object-typed `parameters`);
+/// the error names the field (`'schema.parameters' ...`). Compiling the parameters is
+/// [`compile_parameters`].
 pub fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> {
     if let Some(description) = schema.get("description")
         && !description.is_string()
@@ -58,19 +61,28 @@ pub fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> 
             );
         }
     }
-    let as_value = Value::Object(parameters.clone());
-    if let Err(error) = jsonschema::validator_for(&as_value) {
-        let at = error.instance_path().to_string();
-        let at = if at.is_empty() {
-            String::new()
-        } else {
-            format!(" at {at}")
-        };
-        return Err(format!(
-            "'schema.parameters' is not a valid JSON Schema{at}: {error}"
-        ));
-    }
     Ok(())
+}
+
+/// Compiles a function schema's `parameters` (checked against the meta-schema first); the
+/// validator is kept with the tool so that arguments are validated without recompiling.
+pub fn compile_parameters(
+    schema: &Map<String, Value>,
+) -> Result<Arc<jsonschema::Validator>, String> {
+    let parameters = schema
+        .get("parameters")
+        .ok_or("'schema.parameters' is required (a JSON-Schema object)")?;
+    jsonschema::validator_for(parameters)
+        .map(Arc::new)
+        .map_err(|error| {
+            let at = error.instance_path().to_string();
+            let at = if at.is_empty() {
+                String::new()
+            } else {
+                format!(" at {at}")
+            };
+            format!("'schema.parameters' is not a valid JSON Schema{at}: {error}")
+        })
 }
 
 #[cfg(test)]
@@ -79,7 +91,9 @@ mod tests {
     use serde_json::json;
 
     fn check(v: Value) -> Result<(), String> {
-        check_function_schema(v.as_object().unwrap())
+        let schema = v.as_object().unwrap();
+        check_function_schema(schema)?;
+        compile_parameters(schema).map(|_| ())
     }
 
     #[test]
