@@ -213,11 +213,6 @@ impl Config {
     /// the roadmap); the host warns about each, so a setting is never silently ignored.
     pub fn inert_keys(&self) -> Vec<&'static str> {
         let set = [
-            (self.agent_loop_tools.is_some(), "agent_loop_tools"),
-            (
-                self.default_max_result_size_chars.is_some(),
-                "default_max_result_size_chars",
-            ),
             (!self.sandbox.commands.is_empty(), "sandbox.commands"),
             (self.runtime.vms.is_some(), "runtime.vms"),
             (self.runtime.timeout_ms.is_some(), "runtime.timeout_ms"),
@@ -225,8 +220,6 @@ impl Config {
                 self.runtime.reload_debounce_ms.is_some(),
                 "runtime.reload_debounce_ms",
             ),
-            (!self.approval.tools.is_empty(), "approval.tools"),
-            (self.approval.default.is_some(), "approval.default"),
             (self.tool_search.enabled.is_some(), "tool_search.enabled"),
             (!self.tool_search.core.is_empty(), "tool_search.core"),
             (

@@ -1,10 +1,12 @@
 //! `Host` and `HostBuilder`: the facade the CLI, the MCP server and embedders use. The only
 //! module that knows every layer.
 
-use crate::config::{LoadedConfig, default_cache_dir};
+use crate::config::{ApprovalDefault, LoadedConfig, default_cache_dir};
 use crate::definitions::{self, Definitions, DefinitionsMemo, Inputs, RenderCache, Selection};
 use crate::discovery::{self, ToolDir, Verdict};
-use crate::dispatch::{self, ToolResult};
+use crate::dispatch::{
+    self, Approver, CallEnv, Hook, Middleware, Pipeline, PolicyApprover, ToolResult,
+};
 use crate::error::{Error, Result};
 use crate::lua::api::fs::FsRoots;
 use crate::lua::{LuaVm, VmSettings};
@@ -36,7 +38,14 @@ pub struct HostBuilder {
     cache_dir: Option<PathBuf>,
     natives: Vec<NativeTool>,
     only_files: Option<Vec<PathBuf>>,
+    hooks: Vec<Arc<dyn Hook>>,
+    middleware: Vec<Arc<dyn Middleware>>,
+    approver: Option<Arc<dyn Approver>>,
+    approver_factory: Option<ApproverFactory>,
 }
+
+/// Builds an approver from the configured default.
+type ApproverFactory = Box<dyn FnOnce(ApprovalDefault) -> Arc<dyn Approver>>;
 
 impl HostBuilder {
     /// Adds a built-in tool directory (repeatable; replaces the config's `tools_dirs`).
@@ -66,6 +75,35 @@ impl HostBuilder {
     /// Registers a Rust tool (before any Lua file loads).
     pub fn native_tool(mut self, tool: NativeTool) -> Self {
         self.natives.push(tool);
+        self
+    }
+
+    /// Adds a Rust hook (pre_tool_call, post_tool_call, transform_tool_result); Rust hooks
+    /// run before Lua hooks, in the order added.
+    pub fn hook(mut self, hook: impl Hook + 'static) -> Self {
+        self.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// Adds an execution middleware; the first added is the outermost.
+    pub fn middleware(mut self, middleware: impl Middleware + 'static) -> Self {
+        self.middleware.push(Arc::new(middleware));
+        self
+    }
+
+    /// Sets the approver (default: the config's `[approval] default`, deny unless "allow").
+    pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Sets an approver built from the configured `[approval] default` (known only once
+    /// the configuration is read), e.g. a prompt that falls back to the policy.
+    pub fn approver_from_config<A: Approver + 'static>(
+        mut self,
+        make: impl FnOnce(ApprovalDefault) -> A + 'static,
+    ) -> Self {
+        self.approver_factory = Some(Box::new(move |default| Arc::new(make(default))));
         self
     }
 
@@ -139,7 +177,14 @@ impl HostBuilder {
             .check_ttl_secs
             .map(std::time::Duration::from_secs)
             .unwrap_or(DEFAULT_CHECK_TTL);
+        let default = config.approval.default.unwrap_or_default();
+        let approver = match (self.approver, self.approver_factory) {
+            (Some(approver), _) => approver,
+            (None, Some(make)) => make(default),
+            (None, None) => Arc::new(PolicyApprover(default)),
+        };
         Ok(Host {
+            pipeline: Pipeline::new(self.hooks, self.middleware, approver),
             availability: AvailabilityCache::new(ttl),
             memo: DefinitionsMemo::default(),
             rendered: RenderCache::default(),
@@ -218,6 +263,7 @@ pub struct Host {
     availability: AvailabilityCache,
     memo: DefinitionsMemo,
     rendered: RenderCache,
+    pipeline: Pipeline,
 }
 
 impl Host {
@@ -298,8 +344,8 @@ impl Host {
         }
     }
 
-    /// Runs one call through the dispatch pipeline. Never panics: every failure is an
-    /// error object (SPEC §7.1).
+    /// Runs one call through the dispatch pipeline (SPEC §7). Never panics: every failure
+    /// is an error object (SPEC §7.1).
     pub async fn handle_function_call(
         &self,
         name: &str,
@@ -308,6 +354,14 @@ impl Host {
     ) -> ToolResult {
         let state = self.registry.snapshot();
         let loaded = self.loaded.read().clone();
-        dispatch::dispatch(&state, &loaded.vm, &self.availability, name, args, ctx).await
+        let spill_dir = self.cache_dir.join("spill");
+        let env = CallEnv {
+            state: &state,
+            vm: &loaded.vm,
+            availability: &self.availability,
+            config: &self.config.config,
+            spill_dir: &spill_dir,
+        };
+        self.pipeline.run(&env, name, args, ctx).await
     }
 }

@@ -1,6 +1,7 @@
 //! The clap front end: global flags, one file per subcommand, exit codes of SPEC §12
 //! (0 ok, 1 the result is an error object or `check` found a problem, 2 usage or setup).
 
+mod approve;
 mod call;
 mod check;
 mod discover;
@@ -146,5 +147,8 @@ fn build(cli: &Cli, only_files: Option<Vec<PathBuf>>) -> Result<Host, String> {
     if let Some(files) = only_files {
         builder = builder.only_files(files);
     }
+    builder = builder.approver_from_config(|default| approve::TerminalApprover {
+        fallback: toolhost::dispatch::PolicyApprover(default),
+    });
     builder.build().map_err(|e| e.to_string())
 }

@@ -1,22 +1,56 @@
-//! The dispatch pipeline (SPEC §7). This is the minimal path of the foundation: argument
-//! normalisation, lookup in the caller's scope, availability (environment and `check_fn`),
-//! execution and result
-//! normalisation. Coercion, hooks, approval, validation, middleware and size limits are
-//! separate stages added by the pipeline work; each gets its own file here.
+//! The dispatch pipeline (SPEC §7): every call goes through these stages, in order, and
+//! every failure becomes a result object, never a panic or a lost call.
+//!
+//! 1. coerce (`coerce.rs`) — arguments repaired toward the schema;
+//! 2. the tool-search bridge plugs in here (its own issue);
+//! 3. agent-loop guard (`guard.rs`), then lookup in the caller's scope (`unknown_tool`),
+//!    selection and availability (`unavailable`);
+//! 4. pre_tool_call hooks (`hooks.rs`);
+//! 5. approval (`approval.rs`);
+//! 6. validation (`validate.rs`);
+//! 7. execution middleware (`middleware.rs`) around the handler (`execute.rs`);
+//! 8. post_tool_call observers and transform_tool_result (`hooks.rs`);
+//! 9. size limit (`spill.rs`).
+//!
+//! Calls that fail before stage 4 (agent loop, unknown, unavailable) do not reach hooks.
 
+mod approval;
+mod coerce;
 mod errors;
 mod execute;
+mod guard;
+mod hooks;
+mod middleware;
+mod select;
+mod spill;
+mod validate;
 
+pub use approval::{ApprovalRequest, Approver, PolicyApprover};
+pub use coerce::coerce_args;
 pub use errors::{ErrorType, MAX_ERROR_CHARS, error_result, is_error, sanitise};
+pub use guard::DEFAULT_AGENT_LOOP_TOOLS;
+pub use hooks::{CallStatus, Hook, HookCall, PostCall, PreDecision};
+pub use middleware::{BoxFuture, Middleware, Next, ToolCall};
+pub use spill::PREVIEW_CHARS;
+pub use validate::json_path;
 
+use crate::config::Config;
 use crate::definitions::ProbeRunner;
 use crate::lua::LuaVm;
-use crate::registry::{Availability, AvailabilityCache, CallContext, RegistryState, ToolEntry};
+use crate::registry::{
+    Availability, AvailabilityCache, CallContext, RegistryState, ResultLimit, ToolEntry,
+};
+use hooks::PreOutcome;
 use serde_json::{Map, Value};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// A call's result: a JSON string for text, an object for errors and multimodal envelopes.
 pub type ToolResult = Value;
+
+/// Default `default_max_result_size_chars`.
+pub const DEFAULT_MAX_RESULT_SIZE_CHARS: u64 = 100_000;
 
 /// Arguments as the handler sees them: an object; a JSON string of an object is parsed;
 /// anything else becomes `{}`.
@@ -51,26 +85,190 @@ pub fn availability_of(
     )
 }
 
-/// Runs one call through the pipeline against one registry snapshot and VM.
-pub async fn dispatch(
-    state: &RegistryState,
-    vm: &LuaVm,
-    availability: &AvailabilityCache,
-    name: &str,
-    args: Value,
-    ctx: &CallContext,
-) -> ToolResult {
-    let args = normalise_args(args);
-    let Some(tool) = state.lookup(name, ctx.scope.as_deref()) else {
-        return error_result(ErrorType::UnknownTool, &format!("Unknown tool: {name}"));
-    };
-    let answer = availability_of(availability, vm, state, tool, ctx.scope.as_deref());
-    if !answer.available {
-        let reason = answer.reason.unwrap_or_default();
-        return error_result(
-            ErrorType::Unavailable,
-            &format!("Tool {name} is unavailable: {reason}"),
-        );
+/// What one call runs against: a registry snapshot, the VM holding its functions, the
+/// availability cache and the configuration.
+pub struct CallEnv<'a> {
+    /// The registry snapshot.
+    pub state: &'a RegistryState,
+    /// The VM.
+    pub vm: &'a LuaVm,
+    /// The availability cache.
+    pub availability: &'a AvailabilityCache,
+    /// The configuration.
+    pub config: &'a Config,
+    /// Where oversized results are written.
+    pub spill_dir: &'a Path,
+}
+
+/// The host's Rust extensions of the pipeline.
+pub struct Pipeline {
+    hooks: Vec<Arc<dyn Hook>>,
+    middleware: Vec<Arc<dyn Middleware>>,
+    approver: Arc<dyn Approver>,
+    selections: select::SelectionCache,
+}
+
+impl Pipeline {
+    /// A pipeline with these Rust hooks, middleware (outermost first) and approver.
+    pub fn new(
+        hooks: Vec<Arc<dyn Hook>>,
+        middleware: Vec<Arc<dyn Middleware>>,
+        approver: Arc<dyn Approver>,
+    ) -> Self {
+        Self {
+            hooks,
+            middleware,
+            approver,
+            selections: select::SelectionCache::default(),
+        }
     }
-    execute::execute(vm, tool, &args, ctx).await
+
+    /// Runs one call through every stage.
+    pub async fn run(
+        &self,
+        env: &CallEnv<'_>,
+        name: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> ToolResult {
+        let started = Instant::now();
+        let scope = ctx.scope.as_deref();
+        let found = env.state.lookup(name, scope);
+
+        // Stage 1: coerce against the tool's schema (unknown tools keep their arguments).
+        let mut args = normalise_args(args);
+        if let (Some(tool), Value::Object(map)) = (found, &mut args)
+            && let Some(parameters) = tool.schema.get("parameters")
+        {
+            coerce::coerce_args(map, parameters);
+        }
+
+        // Stage 2: the tool-search bridge will answer its tools here.
+
+        // Stage 3: agent-loop guard, then lookup, selection and availability.
+        if let Some(refused) = guard::guard(env.config, name) {
+            return refused;
+        }
+        let Some(tool) = found else {
+            return error_result(ErrorType::UnknownTool, &format!("Unknown tool: {name}"));
+        };
+        if !self.selections.contains(env.state, env.config, ctx, name) {
+            return error_result(
+                ErrorType::Unavailable,
+                &format!("Tool {name} is unavailable: it is not in the selected toolsets"),
+            );
+        }
+        let answer = availability_of(env.availability, env.vm, env.state, tool, scope);
+        if !answer.available {
+            let reason = answer.reason.unwrap_or_default();
+            return error_result(
+                ErrorType::Unavailable,
+                &format!("Tool {name} is unavailable: {reason}"),
+            );
+        }
+
+        // Stage 4: pre_tool_call hooks.
+        let hooks = env.state.hooks();
+        let (args, hook_approval) =
+            match hooks::run_pre(&self.hooks, hooks, env.vm, name, args, ctx) {
+                PreOutcome::Proceed { args, approval } => (args, approval),
+                PreOutcome::Blocked(message, args) => {
+                    let result = error_result(ErrorType::Blocked, &message);
+                    return self.finish(env, tool, name, &args, ctx, result, started);
+                }
+            };
+
+        // Stage 5: approval.
+        let listed = env.config.approval.tools.iter().any(|t| t == name);
+        if tool.requires_approval || listed || hook_approval.is_some() {
+            let request = ApprovalRequest {
+                tool_name: name,
+                args: &args,
+                ctx,
+                reason: hook_approval.as_ref().and_then(|m| m.as_deref()),
+            };
+            if !self.approver.approve(&request) {
+                let result = error_result(
+                    ErrorType::ApprovalDenied,
+                    &format!("Approval denied for {name}"),
+                );
+                return self.finish(env, tool, name, &args, ctx, result, started);
+            }
+        }
+
+        // Stage 6: validation.
+        if let Err(invalid) = validate::validate(tool, &args) {
+            return self.finish(env, tool, name, &args, ctx, invalid, started);
+        }
+
+        // Stage 7: middleware around the handler.
+        let vm = env.vm;
+        let terminal = move |call: ToolCall| -> BoxFuture<'_, ToolResult> {
+            Box::pin(async move { execute::execute(vm, tool, &call.args, &call.ctx).await })
+        };
+        let call = ToolCall {
+            name: name.to_string(),
+            args: args.clone(),
+            ctx: ctx.clone(),
+        };
+        let result = Next::new(&self.middleware, &terminal).run(call).await;
+
+        // Stages 8 and 9.
+        self.finish(env, tool, name, &args, ctx, result, started)
+    }
+
+    /// Stage 8 (post hooks, transform) and stage 9 (size limit) for a call that reached
+    /// the hooks.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        env: &CallEnv<'_>,
+        tool: &ToolEntry,
+        name: &str,
+        args: &Value,
+        ctx: &CallContext,
+        result: Value,
+        started: Instant,
+    ) -> ToolResult {
+        let hooks = env.state.hooks();
+        let call = HookCall {
+            tool_name: name,
+            args,
+            ctx,
+        };
+        let error_type = result
+            .get("error_type")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let status = match error_type.as_deref() {
+            None => CallStatus::Ok,
+            Some("blocked") => CallStatus::Blocked,
+            Some(_) => CallStatus::Error,
+        };
+        let post = PostCall {
+            call,
+            result: &result,
+            status,
+            error_type: error_type.as_deref(),
+            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        };
+        hooks::run_post(&self.hooks, hooks, env.vm, &post);
+        let mut result = result;
+        if status == CallStatus::Ok
+            && let Value::String(text) = &result
+            && let Some(replacement) = hooks::run_transform(&self.hooks, hooks, env.vm, &call, text)
+        {
+            result = Value::String(replacement);
+        }
+        let limit = match tool.max_result_size_chars {
+            Some(ResultLimit::Unlimited) => None,
+            Some(ResultLimit::Chars(n)) => Some(n),
+            None => Some(
+                env.config
+                    .default_max_result_size_chars
+                    .unwrap_or(DEFAULT_MAX_RESULT_SIZE_CHARS),
+            ),
+        };
+        spill::limit_size(result, limit, env.spill_dir, name)
+    }
 }

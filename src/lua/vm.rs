@@ -303,6 +303,18 @@ impl LuaVm {
         }
     }
 
+    /// Calls a hook with one table argument (the JSON `payload`) under the probe deadline;
+    /// its return value as JSON (nil is null).
+    pub fn call_hook(&self, id: LuaFnId, payload: &Value) -> Result<Value, String> {
+        let function = self.function(id).map_err(|e| lua_error_message(&e))?;
+        let argument =
+            convert::json_to_lua(&self.lua, payload).map_err(|e| lua_error_message(&e))?;
+        let value = self
+            .with_watchdog(|| function.call::<LuaValue>(argument))
+            .map_err(|e| lua_error_message(&e))?;
+        convert::lua_to_json(&self.lua, &value, Mode::Data).map_err(|e| format!("returned {e}"))
+    }
+
     fn function(&self, id: LuaFnId) -> mlua::Result<Function> {
         self.functions
             .get(id.0 as usize)

@@ -16,6 +16,11 @@ pub struct CallContext {
     pub task_id: Option<String>,
     /// The caller's scope overlay (§3); `None` sees only global tools.
     pub scope: Option<String>,
+    /// The caller's enabled toolsets (`None`: the config's `enabled_toolsets`, else all);
+    /// a tool outside the selection is `unavailable` to this caller.
+    pub toolsets: Option<Vec<String>>,
+    /// Toolsets subtracted from the caller's selection (besides `disabled_toolsets`).
+    pub disabled_toolsets: Vec<String>,
 }
 
 /// The future a native handler returns: the tool's result (a JSON string for text, an

@@ -1,0 +1,70 @@
+//! Stage 6: validate arguments against the tool's parameters schema, with the validator
+//! compiled once when the tool was registered.
+
+use super::errors::{ErrorType, error_result};
+use crate::registry::{ToolEntry, compile_parameters};
+use serde_json::Value;
+
+/// `Ok` when `args` satisfy the schema; otherwise the `invalid_arguments` error object of
+/// SPEC §7 stage 6, naming the first failing location as a JSON path.
+pub fn validate(tool: &ToolEntry, args: &Value) -> Result<(), Value> {
+    let compiled;
+    let validator = match &tool.validator {
+        Some(validator) => validator,
+        None => match compile_parameters(&tool.schema) {
+            Ok(validator) => {
+                compiled = validator;
+                &compiled
+            }
+            // Registration rejects such schemas; nothing to validate against.
+            Err(_) => return Ok(()),
+        },
+    };
+    let Some(error) = validator.iter_errors(args).next() else {
+        return Ok(());
+    };
+    let path = json_path(&error.instance_path().to_string());
+    let mut result = error_result(
+        ErrorType::InvalidArguments,
+        &format!("Invalid arguments for {}: {path}: {error}", tool.name),
+    );
+    if let Value::Object(map) = &mut result {
+        map.insert("path".into(), Value::String(path));
+        map.insert(
+            "parameters".into(),
+            tool.schema
+                .get("parameters")
+                .cloned()
+                .unwrap_or(Value::Null),
+        );
+    }
+    Err(result)
+}
+
+/// A JSON Pointer (`/tags/0`) as a JSON path (`$.tags[0]`).
+pub fn json_path(pointer: &str) -> String {
+    let mut path = String::from("$");
+    for segment in pointer.split('/').skip(1) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
+            path.push_str(&format!("[{segment}]"));
+        } else {
+            path.push('.');
+            path.push_str(&segment);
+        }
+    }
+    path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_path;
+
+    #[test]
+    fn pointers_become_paths() {
+        assert_eq!(json_path(""), "$");
+        assert_eq!(json_path("/count"), "$.count");
+        assert_eq!(json_path("/tags/0"), "$.tags[0]");
+        assert_eq!(json_path("/a~1b/c"), "$.a/b.c");
+    }
+}

@@ -1,0 +1,92 @@
+//! Property tests: coercion and validation never panic on arbitrary arguments against the
+//! shared workload's schemas (plus hand-written unions), and coercion is idempotent.
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use toolhost::dispatch::coerce_args;
+use toolhost::registry::compile_parameters;
+
+fn workload_schemas() -> Vec<Value> {
+    let mut schemas = vec![json!({"type": "object", "properties": {
+        "u": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        "s": {"type": ["string", "integer"]},
+        "a": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}},
+        "o": {"type": "object", "properties": {"deep": {"type": "array", "items": {"type": "boolean"}}}},
+        "n": {"type": "integer", "nullable": true},
+        "b": {"type": "boolean"}
+    }})];
+    let manifest =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/workload-133.json");
+    if let Ok(text) = std::fs::read_to_string(manifest) {
+        let parsed: Value = serde_json::from_str(&text).expect("workload manifest is JSON");
+        for tool in parsed["tools"].as_array().into_iter().flatten() {
+            schemas.push(tool["schema"]["parameters"].clone());
+        }
+    }
+    schemas
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        prop_oneof![
+            Just("42".to_string()),
+            Just("1e3".to_string()),
+            Just("3.14".to_string()),
+            Just("true".to_string()),
+            Just(" FALSE ".to_string()),
+            Just("null".to_string()),
+            Just("[1, \"2\", null]".to_string()),
+            Just("{\"n\": \"5\"}".to_string()),
+            Just("[".to_string()),
+            "[a-z0-9 .\\-\\[\\]{}\",:]{0,12}",
+        ]
+        .prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 32, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Arguments that use the schema's own property names, so coercion has work to do.
+fn args_for(schema: &Value) -> impl Strategy<Value = Map<String, Value>> + use<> {
+    let names: Vec<String> = schema["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    let names = if names.is_empty() {
+        vec!["x".to_string()]
+    } else {
+        names
+    };
+    prop::collection::vec((prop::sample::select(names), json_value()), 0..8)
+        .prop_map(|pairs| pairs.into_iter().collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn coercion_never_panics_and_is_idempotent(
+        (schema, args) in prop::sample::select(workload_schemas())
+            .prop_flat_map(|schema| { let args = args_for(&schema); (Just(schema), args) })
+    ) {
+        let mut once = args.clone();
+        coerce_args(&mut once, &schema);
+        let mut twice = once.clone();
+        coerce_args(&mut twice, &schema);
+        prop_assert_eq!(&once, &twice);
+        let validator = compile_parameters(json!({"parameters": schema}).as_object().unwrap())
+            .expect("workload schemas compile");
+        let _ = validator.iter_errors(&Value::Object(once)).count();
+    }
+}
