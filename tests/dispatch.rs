@@ -163,11 +163,16 @@ registry.hook("pre_tool_call", function(call)
 end)
 "#;
 
+/// (tool, hook message) per approval request.
+type Approvals = Arc<Mutex<Vec<(String, Option<String>)>>>;
+/// (tool, status, error_type, duration_ms) per post_tool_call.
+type Posts = Arc<Mutex<Vec<(String, String, Option<String>, f64)>>>;
+
 #[derive(Clone, Default)]
 struct Recorder {
-    approvals: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    approvals: Approvals,
     middleware_calls: Arc<Mutex<Vec<String>>>,
-    posts: Arc<Mutex<Vec<(String, String, Option<String>, f64)>>>,
+    posts: Posts,
     answer: bool,
 }
 
