@@ -190,6 +190,7 @@ impl HostBuilder {
             rendered: RenderCache::default(),
             config: loaded_config,
             dirs,
+            spill_dir: cache_dir.join("spill"),
             cache_dir,
             registry: Registry::new(state),
             loaded: RwLock::new(Arc::new(Loaded { vm, verdicts })),
@@ -258,6 +259,7 @@ pub struct Host {
     config: LoadedConfig,
     dirs: Vec<ToolDir>,
     cache_dir: PathBuf,
+    spill_dir: PathBuf,
     registry: Registry,
     loaded: RwLock<Arc<Loaded>>,
     availability: AvailabilityCache,
@@ -354,13 +356,12 @@ impl Host {
     ) -> ToolResult {
         let state = self.registry.snapshot();
         let loaded = self.loaded.read().clone();
-        let spill_dir = self.cache_dir.join("spill");
         let env = CallEnv {
             state: &state,
             vm: &loaded.vm,
             availability: &self.availability,
             config: &self.config.config,
-            spill_dir: &spill_dir,
+            spill_dir: &self.spill_dir,
         };
         self.pipeline.run(&env, name, args, ctx).await
     }

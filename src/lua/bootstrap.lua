@@ -22,8 +22,10 @@ end
 -- tool's `requires_env`. Coroutines created by tool code inherit their creator's binding.
 local thread_tool = setmetatable({}, { __mode = "k" })
 
-local function bind_thread(co, fn_id)
-  thread_tool[co] = fn_id
+-- Runs a handler on the current (async) thread, bound to its tool for env.get.
+local function invoke(fn_id, handler, args, ctx)
+  thread_tool[running()] = fn_id
+  return handler(args, ctx)
 end
 
 local coroutine_lib = copy(coroutine)
@@ -120,4 +122,4 @@ local function make_env(api, require_fn, registry)
   return env
 end
 
-return make_env, bind_thread
+return make_env, invoke

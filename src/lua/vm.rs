@@ -106,9 +106,9 @@ struct EnvPolicy {
 pub struct LuaVm {
     lua: Lua,
     make_env: Function,
-    bind_thread: Function,
+    invoke: Function,
     registry_api: Table,
-    readonly_mt: Table,
+    refuse_write: Function,
     functions: Vec<Function>,
     /// Probe functions adopted so far, by Lua identity, so that a function shared by many
     /// tools (a toolset-wide `check_fn`) gets one id and one cached answer.
@@ -128,7 +128,7 @@ impl LuaVm {
             | StdLib::UTF8
             | StdLib::COROUTINE
             | StdLib::OS;
-        let lua = Lua::new_with(libs, LuaOptions::new())?;
+        let lua = Lua::new_with(libs, LuaOptions::new().thread_pool_size(64))?;
         if let Some(limit) = settings.memory_limit_bytes {
             lua.set_memory_limit(limit)?;
         }
@@ -174,23 +174,20 @@ impl LuaVm {
                 })
             })?,
         )?;
-        let (make_env, bind_thread): (Function, Function) = lua
+        let (make_env, invoke): (Function, Function) = lua
             .load(include_str!("bootstrap.lua"))
             .set_name("=toolhost-bootstrap")
             .call(host)?;
         let registry_api = register::install(&lua)?;
-        let readonly_mt: Table = lua
-            .load(
-                "return { __newindex = function() error('ctx is read-only', 2) end, \
-                 __metatable = false }",
-            )
+        let refuse_write: Function = lua
+            .load("return function() error('ctx is read-only', 2) end")
             .eval()?;
         Ok(Self {
             lua,
             make_env,
-            bind_thread,
+            invoke,
             registry_api,
-            readonly_mt,
+            refuse_write,
             functions: Vec::new(),
             shared: HashMap::new(),
         })
@@ -378,11 +375,12 @@ impl LuaVm {
         ctx: &CallContext,
     ) -> mlua::Result<LuaValue> {
         let function = self.function(id)?;
-        let thread = self.lua.create_thread(function)?;
-        self.bind_thread.call::<()>((thread.clone(), id.0))?;
         let args = convert::json_to_lua(&self.lua, args)?;
         let ctx = self.ctx_table(ctx, tool_name)?;
-        thread.into_async::<LuaValue>((args, ctx))?.await
+        // call_async runs on a recycled coroutine; `invoke` binds it to the handler first.
+        self.invoke
+            .call_async::<LuaValue>((id.0, function, args, ctx))
+            .await
     }
 
     fn ctx_table(&self, ctx: &CallContext, tool_name: &str) -> mlua::Result<Table> {
@@ -393,11 +391,9 @@ impl LuaVm {
         data.raw_set("task_id", ctx.task_id.as_deref())?;
         data.raw_set("scope", ctx.scope.as_deref())?;
         let meta = self.lua.create_table_with_capacity(0, 3)?;
-        for pair in self.readonly_mt.pairs::<LuaValue, LuaValue>() {
-            let (k, v) = pair?;
-            meta.raw_set(k, v)?;
-        }
         meta.raw_set("__index", data)?;
+        meta.raw_set("__newindex", &self.refuse_write)?;
+        meta.raw_set("__metatable", false)?;
         let proxy = self.lua.create_table()?;
         proxy.set_metatable(Some(meta))?;
         Ok(proxy)
