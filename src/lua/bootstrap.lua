@@ -22,9 +22,21 @@ end
 -- tool's `requires_env`. Coroutines created by tool code inherit their creator's binding.
 local thread_tool = setmetatable({}, { __mode = "k" })
 
--- Runs a handler on the current (async) thread, bound to its tool for env.get.
-local function invoke(fn_id, handler, args, ctx)
+local function refuse_write() error("ctx is read-only", 2) end
+
+-- Runs a handler on the current (async) thread, bound to its tool for env.get, with a
+-- read-only `ctx` (built here: a Lua table constructor is far cheaper than building it
+-- field by field from Rust).
+local function invoke(fn_id, handler, args, tool_name, tool_call_id, session_id, task_id, scope)
   thread_tool[running()] = fn_id
+  local ctx = setmetatable({}, {
+    __index = {
+      tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
+      task_id = task_id, scope = scope,
+    },
+    __newindex = refuse_write,
+    __metatable = false,
+  })
   return handler(args, ctx)
 end
 

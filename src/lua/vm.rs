@@ -108,7 +108,6 @@ pub struct LuaVm {
     make_env: Function,
     invoke: Function,
     registry_api: Table,
-    refuse_write: Function,
     functions: Vec<Function>,
     /// Probe functions adopted so far, by Lua identity, so that a function shared by many
     /// tools (a toolset-wide `check_fn`) gets one id and one cached answer.
@@ -179,15 +178,11 @@ impl LuaVm {
             .set_name("=toolhost-bootstrap")
             .call(host)?;
         let registry_api = register::install(&lua)?;
-        let refuse_write: Function = lua
-            .load("return function() error('ctx is read-only', 2) end")
-            .eval()?;
         Ok(Self {
             lua,
             make_env,
             invoke,
             registry_api,
-            refuse_write,
             functions: Vec::new(),
             shared: HashMap::new(),
         })
@@ -376,27 +371,20 @@ impl LuaVm {
     ) -> mlua::Result<LuaValue> {
         let function = self.function(id)?;
         let args = convert::json_to_lua(&self.lua, args)?;
-        let ctx = self.ctx_table(ctx, tool_name)?;
-        // call_async runs on a recycled coroutine; `invoke` binds it to the handler first.
+        // call_async runs on a recycled coroutine; `invoke` binds it to the handler and
+        // builds the read-only ctx.
         self.invoke
-            .call_async::<LuaValue>((id.0, function, args, ctx))
+            .call_async::<LuaValue>((
+                id.0,
+                function,
+                args,
+                tool_name,
+                ctx.tool_call_id.as_deref(),
+                ctx.session_id.as_deref(),
+                ctx.task_id.as_deref(),
+                ctx.scope.as_deref(),
+            ))
             .await
-    }
-
-    fn ctx_table(&self, ctx: &CallContext, tool_name: &str) -> mlua::Result<Table> {
-        let data = self.lua.create_table_with_capacity(0, 5)?;
-        data.raw_set("tool_name", tool_name)?;
-        data.raw_set("tool_call_id", ctx.tool_call_id.as_deref())?;
-        data.raw_set("session_id", ctx.session_id.as_deref())?;
-        data.raw_set("task_id", ctx.task_id.as_deref())?;
-        data.raw_set("scope", ctx.scope.as_deref())?;
-        let meta = self.lua.create_table_with_capacity(0, 3)?;
-        meta.raw_set("__index", data)?;
-        meta.raw_set("__newindex", &self.refuse_write)?;
-        meta.raw_set("__metatable", false)?;
-        let proxy = self.lua.create_table()?;
-        proxy.set_metatable(Some(meta))?;
-        Ok(proxy)
     }
 
     fn normalise(&self, value: &LuaValue) -> Result<Value, HandlerFailure> {
