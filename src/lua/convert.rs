@@ -1,22 +1,21 @@
 //! JSON ↔ Lua conversion, written by hand (not serde) so that it can name the path of a
 //! bad value, read empty tables as the JSON the author meant, and keep arrays arrays.
 //!
-//! - JSON arrays become Lua sequences tagged with a shared *array marker* metatable, so an
-//!   empty array survives a round trip; `json.array(t)` sets the same marker.
+//! - JSON arrays become Lua sequences tagged with a shared *array marker* metatable (mlua's
+//!   serde array metatable, so the fast serde path and this module agree), so an empty
+//!   array survives a round trip; `json.array(t)` sets the same marker.
 //! - JSON null is `json.null` (mlua's null light userdata).
 //! - A Lua table is an array when it carries the marker, or when its keys are exactly
 //!   `1..n` (n ≥ 1). An empty unmarked table is `{}`, except under a JSON-Schema keyword
 //!   whose value is always an array (`required = {}` → `[]`) in [`Mode::Schema`].
 
-use mlua::{Lua, Table, Value as LuaValue};
+use mlua::serde::ser::Options as SerializeOptions;
+use mlua::{Lua, LuaSerdeExt, Table, Value as LuaValue};
 use serde_json::{Map, Number, Value};
 use std::ffi::c_void;
 
 /// Deepest nesting accepted in either direction; deeper values are an error, not a crash.
 pub const MAX_DEPTH: usize = 128;
-
-/// Named registry slot of the array marker metatable.
-const ARRAY_MARKER: &str = "toolhost.array_marker";
 
 /// How empty tables are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,64 +57,51 @@ impl std::fmt::Display for ConvertError {
     }
 }
 
-/// Creates the array marker metatable; called once per VM.
+/// Prepares the array marker metatable; called once per VM.
 pub fn install_array_marker(lua: &Lua) -> mlua::Result<Table> {
-    let marker = lua.create_table()?;
-    marker.set("__name", "json.array")?;
+    let marker = lua.array_metatable();
+    marker.raw_set("__name", "json.array")?;
     // Shared by every file on the VM: protected so no file can change how another file's
     // arrays behave (getmetatable returns this string instead of the table).
-    marker.set("__metatable", "json.array")?;
-    lua.set_named_registry_value(ARRAY_MARKER, &marker)?;
+    marker.raw_set("__metatable", "json.array")?;
     Ok(marker)
 }
 
-fn array_marker(lua: &Lua) -> mlua::Result<Table> {
-    lua.named_registry_value(ARRAY_MARKER)
-}
-
-/// Builds the Lua value for `value`.
+/// Builds the Lua value for `value` (objects → tables, arrays → marked sequences, null →
+/// `json.null`).
 pub fn json_to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
-    let marker = array_marker(lua)?;
-    to_lua(lua, &marker, value, 0)
-}
-
-fn to_lua(lua: &Lua, marker: &Table, value: &Value, depth: usize) -> mlua::Result<LuaValue> {
-    if depth > MAX_DEPTH {
+    if depth_of(value, 0) > MAX_DEPTH {
         return Err(mlua::Error::runtime(format!(
             "JSON nested deeper than {MAX_DEPTH} levels"
         )));
     }
-    Ok(match value {
-        Value::Null => LuaValue::NULL,
-        Value::Bool(b) => LuaValue::Boolean(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => LuaValue::Integer(i),
-            None => LuaValue::Number(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Value::String(s) => LuaValue::String(lua.create_string(s)?),
-        Value::Array(items) => {
-            let table = lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                table.raw_seti(i + 1, to_lua(lua, marker, item, depth + 1)?)?;
-            }
-            table.set_metatable(Some(marker.clone()))?;
-            LuaValue::Table(table)
-        }
-        Value::Object(map) => {
-            let table = lua.create_table_with_capacity(0, map.len())?;
-            for (k, v) in map {
-                table.raw_set(k.as_str(), to_lua(lua, marker, v, depth + 1)?)?;
-            }
-            LuaValue::Table(table)
-        }
-    })
+    lua.to_value_with(value, SerializeOptions::new().set_array_metatable(true))
+}
+
+/// Nesting depth of a JSON value, stopping early past the limit.
+fn depth_of(value: &Value, depth: usize) -> usize {
+    if depth > MAX_DEPTH {
+        return depth;
+    }
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .map(|v| depth_of(v, depth + 1))
+            .max()
+            .unwrap_or(depth),
+        Value::Object(map) => map
+            .values()
+            .map(|v| depth_of(v, depth + 1))
+            .max()
+            .unwrap_or(depth),
+        _ => depth,
+    }
 }
 
 /// Reads a Lua value as JSON.
 pub fn lua_to_json(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, ConvertError> {
-    let marker = array_marker(lua).ok();
     let mut walker = Walker {
-        marker: marker.as_ref().map(|m| m.to_pointer()),
+        marker: Some(lua.array_metatable().to_pointer()),
         mode,
         seen: Vec::new(),
     };
