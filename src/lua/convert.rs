@@ -167,22 +167,37 @@ impl Walker {
             (Some(marker), Some(mt)) => mt.to_pointer() == marker,
             _ => false,
         };
-        let len = table.raw_len();
-        if marked || (len > 0 && is_sequence(table, len)) {
-            let mut items = Vec::with_capacity(len);
-            for i in 1..=len {
-                let item: LuaValue = table.raw_get(i).map_err(|e| self.fail(e.to_string()))?;
-                let converted = self
-                    .value(&item, None)
-                    .map_err(|e| under(&i.to_string(), e))?;
-                items.push(converted);
+        // One traversal collects the pairs; the keys then say array or object.
+        let mut pairs: Vec<(LuaValue, LuaValue)> = Vec::new();
+        table
+            .for_each(|k: LuaValue, v: LuaValue| {
+                pairs.push((k, v));
+                Ok(())
+            })
+            .map_err(|e| self.fail(e.to_string()))?;
+        let len = if marked { table.raw_len() } else { pairs.len() };
+        let sequence = !pairs.is_empty()
+            && pairs
+                .iter()
+                .all(|(k, _)| matches!(k, LuaValue::Integer(i) if *i >= 1 && (*i as usize) <= len));
+        if marked || sequence {
+            let mut items = vec![Value::Null; len];
+            for (k, v) in &pairs {
+                let LuaValue::Integer(index) = k else {
+                    continue;
+                };
+                let Some(slot) = (*index as usize).checked_sub(1).filter(|i| *i < len) else {
+                    continue;
+                };
+                items[slot] = self
+                    .value(v, None)
+                    .map_err(|e| under(&index.to_string(), e))?;
             }
             return Ok(Value::Array(items));
         }
         let mut map = Map::new();
-        for pair in table.pairs::<LuaValue, LuaValue>() {
-            let (k, v) = pair.map_err(|e| self.fail(e.to_string()))?;
-            let name = match &k {
+        for (k, v) in &pairs {
+            let name = match k {
                 LuaValue::String(s) => s.to_string_lossy(),
                 LuaValue::Integer(i) => i.to_string(),
                 LuaValue::Number(n) => n.to_string(),
@@ -193,7 +208,7 @@ impl Walker {
                     )));
                 }
             };
-            let converted = self.value(&v, Some(&name)).map_err(|e| under(&name, e))?;
+            let converted = self.value(v, Some(&name)).map_err(|e| under(&name, e))?;
             map.insert(name, converted);
         }
         if map.is_empty()
@@ -204,18 +219,6 @@ impl Walker {
         }
         Ok(Value::Object(map))
     }
-}
-
-/// True when the table's keys are exactly `1..=len`.
-fn is_sequence(table: &Table, len: usize) -> bool {
-    let mut count = 0usize;
-    for pair in table.pairs::<LuaValue, mlua::Value>() {
-        match pair {
-            Ok((LuaValue::Integer(i), _)) if i >= 1 && (i as usize) <= len => count += 1,
-            _ => return false,
-        }
-    }
-    count == len
 }
 
 #[cfg(test)]
