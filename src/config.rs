@@ -215,7 +215,6 @@ impl Config {
         let set = [
             (!self.sandbox.commands.is_empty(), "sandbox.commands"),
             (self.runtime.vms.is_some(), "runtime.vms"),
-            (self.runtime.timeout_ms.is_some(), "runtime.timeout_ms"),
             (
                 self.runtime.reload_debounce_ms.is_some(),
                 "runtime.reload_debounce_ms",

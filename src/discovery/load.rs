@@ -9,7 +9,8 @@
 use super::{ToolDir, Verdict};
 use crate::lua::{FileSpec, LoadingFile, LuaVm, SearchDir};
 use crate::registry::{
-    Handler, HookEntry, Probe, RegistryState, ToolEntry, compile_parameters, default_description,
+    FnRole, Handler, HookEntry, LuaFnId, Probe, RegistryState, ToolEntry, compile_parameters,
+    default_description,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -21,7 +22,7 @@ struct Staged {
     entries: Vec<ToolEntry>,
     lines: Vec<u32>,
     hooks: Vec<HookEntry>,
-    env_grants: Vec<(crate::registry::LuaFnId, Vec<String>)>,
+    env_grants: Vec<(LuaFnId, Vec<String>)>,
 }
 
 type Compiled = Result<Arc<jsonschema::Validator>, String>;
@@ -54,7 +55,7 @@ pub fn load_all(
             if !verdict.registers {
                 continue;
             }
-            let Some(source) = verdict.source.take() else {
+            let Some(source) = verdict.source.as_deref() else {
                 continue;
             };
             let Some(dir) = dirs.get(verdict.dir_index) else {
@@ -66,8 +67,8 @@ pub fn load_all(
                 capabilities: dir.capabilities.as_deref(),
             };
             let outcome = vm
-                .load_file(&spec, &source)
-                .map(|loaded| stage(loaded, verdict, dir, vm));
+                .load_file(&spec, source)
+                .map(|loaded| stage(loaded, index as u32, verdict, dir, vm));
             if let Ok(file) = &outcome {
                 for (tool, entry) in file.entries.iter().enumerate() {
                     let key = (index, tool);
@@ -118,13 +119,66 @@ fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>]) -> Vec<SearchDir> 
     dirs
 }
 
+/// Runs the registering files on a replica VM of a pool. Each file's functions get the
+/// same ids as on the first VM; a file that registers differently here (non-deterministic
+/// top-level code) or was rejected on the first VM is forgotten, so its tools only run
+/// where they match the registry.
+pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) {
+    let libs: Vec<Option<SearchDir>> = dirs
+        .iter()
+        .map(|dir| SearchDir::new(&dir.path.join("lib")))
+        .collect();
+    for (index, verdict) in verdicts.iter().enumerate() {
+        let (true, Some(source), Some(dir)) = (
+            verdict.registers,
+            verdict.source.as_deref(),
+            dirs.get(verdict.dir_index),
+        ) else {
+            continue;
+        };
+        let spec = FileSpec {
+            display: &verdict.shown,
+            search_dirs: search_dirs(verdict, &libs),
+            capabilities: dir.capabilities.as_deref(),
+        };
+        let file_index = index as u32;
+        let Ok(loaded) = vm.load_file(&spec, source) else {
+            vm.forget_file(file_index);
+            continue;
+        };
+        let staged = stage(loaded, file_index, verdict, dir, vm);
+        let mut names: Vec<String> = staged.entries.iter().map(|e| e.name.to_string()).collect();
+        names.dedup();
+        if verdict.error.is_some() || names != verdict.tools {
+            if verdict.error.is_none() {
+                tracing::warn!(
+                    "{} registered differently on another VM; its tools run on the first VM only",
+                    verdict.shown
+                );
+            }
+            vm.forget_file(file_index);
+            continue;
+        }
+        for (handler, env) in staged.env_grants {
+            vm.allow_env(handler, &env);
+        }
+    }
+}
+
 /// Adopts the file's functions into the VM and builds its registry entries.
-fn stage(loaded: LoadingFile, verdict: &Verdict, dir: &ToolDir, vm: &mut LuaVm) -> Staged {
+fn stage(
+    loaded: LoadingFile,
+    file_index: u32,
+    verdict: &Verdict,
+    dir: &ToolDir,
+    vm: &mut LuaVm,
+) -> Staged {
     let lines: Vec<u32> = loaded.tools.iter().map(|t| t.line).collect();
     let mut entries = Vec::with_capacity(loaded.tools.len());
     let mut env_grants = Vec::with_capacity(loaded.tools.len());
-    for tool in loaded.tools {
-        let handler = vm.adopt(tool.handler);
+    for (ordinal, tool) in loaded.tools.into_iter().enumerate() {
+        let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
+        let handler = vm.adopt(id(FnRole::Handler), tool.handler);
         env_grants.push((handler, tool.requires_env.clone()));
         let description = tool
             .description
@@ -135,7 +189,9 @@ fn stage(loaded: LoadingFile, verdict: &Verdict, dir: &ToolDir, vm: &mut LuaVm) 
             schema: Arc::new(tool.schema),
             validator: None,
             handler: Handler::Lua(handler),
-            check_fn: tool.check_fn.map(|f| Probe::Lua(vm.adopt_shared(f))),
+            check_fn: tool
+                .check_fn
+                .map(|f| Probe::Lua(vm.adopt_shared(id(FnRole::Check), f))),
             requires_env: tool.requires_env,
             is_async: tool.is_async,
             description,
@@ -143,7 +199,7 @@ fn stage(loaded: LoadingFile, verdict: &Verdict, dir: &ToolDir, vm: &mut LuaVm) 
             max_result_size_chars: tool.max_result_size_chars,
             dynamic_schema_overrides: tool
                 .dynamic_schema_overrides
-                .map(|f| Probe::Lua(vm.adopt(f))),
+                .map(|f| Probe::Lua(vm.adopt(id(FnRole::Overrides), f))),
             override_existing: tool.override_existing,
             scope: tool.scope.or_else(|| dir.scope.clone()),
             timeout_ms: tool.timeout_ms,
@@ -157,9 +213,13 @@ fn stage(loaded: LoadingFile, verdict: &Verdict, dir: &ToolDir, vm: &mut LuaVm) 
     let hooks = loaded
         .hooks
         .into_iter()
-        .map(|hook| HookEntry {
+        .enumerate()
+        .map(|(ordinal, hook)| HookEntry {
             event: hook.event,
-            function: vm.adopt(hook.function),
+            function: vm.adopt(
+                LuaFnId::new(file_index, ordinal as u32, FnRole::Hook),
+                hook.function,
+            ),
             file: verdict.path.clone(),
             line: hook.line,
             source: dir.source.clone(),

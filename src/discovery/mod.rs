@@ -11,7 +11,7 @@ mod toplevel;
 
 pub use cache::VerdictCache;
 pub use candidates::MAX_FILE_BYTES;
-pub use load::load_all;
+pub use load::{load_all, load_replica};
 
 use crate::registry::Source;
 use serde::Serialize;

@@ -5,15 +5,34 @@ use super::errors::{ErrorType, error_result};
 use crate::lua::{HandlerFailure, LuaVm};
 use crate::registry::{CallContext, Handler, ToolEntry};
 use serde_json::Value;
+use std::time::Duration;
 
-/// Calls the tool's handler and returns its normalised result or an error object.
-pub async fn execute(vm: &LuaVm, tool: &ToolEntry, args: &Value, ctx: &CallContext) -> Value {
+/// Default per-call deadline (`[runtime] timeout_ms`).
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+
+/// Calls the tool's handler under its deadline (`timeout_ms`, else `default_timeout_ms`) and
+/// returns its normalised result or an error object.
+pub async fn execute(
+    vm: &LuaVm,
+    tool: &ToolEntry,
+    args: &Value,
+    ctx: &CallContext,
+    default_timeout_ms: u64,
+) -> Value {
+    let budget_ms = tool.timeout_ms.unwrap_or(default_timeout_ms);
+    let budget = Duration::from_millis(budget_ms);
     let outcome = match &tool.handler {
-        Handler::Lua(id) => vm.call_handler(*id, tool.name.as_str(), args, ctx).await,
-        Handler::Native(handler) => match handler(args.clone(), ctx.clone()).await {
-            Ok(value) => normalise_native(value),
-            Err(message) => Err(HandlerFailure::Raised(message)),
-        },
+        Handler::Lua(id) => {
+            vm.call_handler(*id, tool.name.as_str(), args, ctx, budget)
+                .await
+        }
+        Handler::Native(handler) => {
+            match tokio::time::timeout(budget, handler(args.clone(), ctx.clone())).await {
+                Err(_elapsed) => Err(HandlerFailure::Timeout),
+                Ok(Ok(value)) => normalise_native(value),
+                Ok(Err(message)) => Err(HandlerFailure::Raised(message)),
+            }
+        }
     };
     match outcome {
         Ok(value) => value,
@@ -25,6 +44,13 @@ pub async fn execute(vm: &LuaVm, tool: &ToolEntry, args: &Value, ctx: &CallConte
             ErrorType::Memory,
             &format!(
                 "[TOOL_ERROR] Tool execution failed: {} exceeded the memory limit",
+                tool.name
+            ),
+        ),
+        Err(HandlerFailure::Timeout) => error_result(
+            ErrorType::Timeout,
+            &format!(
+                "[TOOL_ERROR] Tool execution failed: {} timed out after {budget_ms} ms",
                 tool.name
             ),
         ),

@@ -28,6 +28,7 @@ mod validate;
 pub use approval::{ApprovalRequest, Approver, PolicyApprover};
 pub use coerce::coerce_args;
 pub use errors::{ErrorType, MAX_ERROR_CHARS, error_result, is_error, sanitise};
+pub use execute::DEFAULT_TIMEOUT_MS;
 pub use guard::DEFAULT_AGENT_LOOP_TOOLS;
 pub use hooks::{CallStatus, Hook, HookCall, PostCall, PreDecision};
 pub use middleware::{BoxFuture, Middleware, Next, ToolCall};
@@ -203,8 +204,15 @@ impl Pipeline {
 
         // Stage 7: middleware around the handler.
         let vm = env.vm;
+        let timeout_ms = env
+            .config
+            .runtime
+            .timeout_ms
+            .unwrap_or(execute::DEFAULT_TIMEOUT_MS);
         let terminal = move |call: ToolCall| -> BoxFuture<'_, ToolResult> {
-            Box::pin(async move { execute::execute(vm, tool, &call.args, &call.ctx).await })
+            Box::pin(
+                async move { execute::execute(vm, tool, &call.args, &call.ctx, timeout_ms).await },
+            )
         };
         let call = ToolCall {
             name: name.to_string(),

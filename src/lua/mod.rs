@@ -2,6 +2,7 @@
 //! JSON ↔ Lua conversion and sandboxed `require`.
 
 pub mod api;
+mod clock;
 pub mod convert;
 mod error_text;
 mod register;

@@ -1,23 +1,25 @@
 //! One sandboxed Lua state with the tool files loaded into it.
 //!
-//! The VM owns the Lua functions of every registered tool in one vector; the registry
-//! refers to them by index ([`LuaFnId`]), so registry entries stay independent of any Lua
-//! state (the pool of later VMs loads the same files in the same order and gets the same
-//! indexes).
+//! The VM owns the Lua functions of every registered tool, keyed by [`LuaFnId`]: an id
+//! derived from the file's position in the load order and the registration's position in
+//! the file, so every VM of a pool that loads the same files gets the same ids and the
+//! registry stays independent of any Lua state.
 
 use super::api;
 use super::api::fs::FsRoots;
+use super::clock::{self, CallClock};
 use super::convert::{self, Mode};
 use super::error_text::lua_error_message;
 use super::register::{self, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
 use crate::registry::{CallContext, LuaFnId};
 use mlua::chunk::ChunkMode;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, VmState};
+use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
+use parking_lot::ReentrantMutex;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How VMs are set up (from `[sandbox]` and `[runtime]`).
 #[derive(Debug, Clone)]
@@ -31,44 +33,6 @@ pub struct VmSettings {
     /// How long a tool file's top-level code, a `check_fn` or a
     /// `dynamic_schema_overrides` call may run (`[runtime] probe_timeout_ms`).
     pub probe_timeout: Duration,
-}
-
-/// Instructions between two deadline checks while a file loads.
-const WATCHDOG_INTERVAL: u32 = 4096;
-
-/// The deadline of the code currently loading, checked from a count hook.
-#[derive(Debug, Default)]
-struct Watchdog {
-    deadline: Option<Instant>,
-    timeout: Duration,
-    tripped: bool,
-}
-
-/// The count hook: past the deadline it raises, and switches itself to fire on *every*
-/// instruction so that a `pcall` inside a loop cannot swallow the error for long: the loop's
-/// own next instruction raises outside the `pcall`.
-fn watchdog_hook(lua: &Lua, _debug: &mlua::debug::Debug) -> mlua::Result<VmState> {
-    let (expired, first_trip, timeout) = match lua.app_data_mut::<Watchdog>() {
-        Some(mut dog) => {
-            let expired = dog.deadline.is_some_and(|d| Instant::now() >= d);
-            let first = expired && !dog.tripped;
-            if first {
-                dog.tripped = true;
-            }
-            (expired, first, dog.timeout)
-        }
-        None => (false, false, Duration::ZERO),
-    };
-    if !expired {
-        return Ok(VmState::Continue);
-    }
-    if first_trip {
-        lua.set_global_hook(HookTriggers::new().every_nth_instruction(1), watchdog_hook)?;
-    }
-    Err(mlua::Error::runtime(format!(
-        "did not finish within {} ms (runaway loop?)",
-        timeout.as_millis()
-    )))
 }
 
 /// One file to run: where it is, how it is shown, where its modules come from and what it
@@ -93,13 +57,15 @@ pub enum HandlerFailure {
     Contract(String),
     /// The VM ran out of memory.
     Memory,
+    /// The handler ran past its deadline (it was stopped).
+    Timeout,
 }
 
 /// `env.get` policy: names every tool may read, plus each handler's `requires_env`.
 #[derive(Debug, Default)]
 struct EnvPolicy {
     everyone: HashSet<String>,
-    by_handler: HashMap<u32, Vec<String>>,
+    by_handler: HashMap<u64, Vec<String>>,
 }
 
 /// A sandboxed Lua state plus the functions registered into it.
@@ -108,10 +74,15 @@ pub struct LuaVm {
     make_env: Function,
     invoke: Function,
     registry_api: Table,
-    functions: Vec<Function>,
+    functions: HashMap<LuaFnId, Function>,
     /// Probe functions adopted so far, by Lua identity, so that a function shared by many
     /// tools (a toolset-wide `check_fn`) gets one id and one cached answer.
     shared: HashMap<usize, LuaFnId>,
+    /// Deadline for probes, hooks and top-level file code.
+    probe_timeout: Duration,
+    /// Held while Lua runs under a deadline: the VM has one current deadline, so two OS
+    /// threads must not run code on it at once (mlua would serialise them anyway).
+    running: ReentrantMutex<()>,
 }
 
 impl LuaVm {
@@ -132,10 +103,7 @@ impl LuaVm {
             lua.set_memory_limit(limit)?;
         }
         lua.set_app_data(LoadSlot::default());
-        lua.set_app_data(Watchdog {
-            timeout: settings.probe_timeout,
-            ..Watchdog::default()
-        });
+        clock::install(&lua)?;
         lua.set_app_data(ModuleCache::default());
         lua.set_app_data(EnvPolicy {
             everyone: settings.sandbox_env.iter().cloned().collect(),
@@ -159,7 +127,7 @@ impl LuaVm {
         host.set("print", api::log::print_function(&lua)?)?;
         host.set(
             "env_get",
-            lua.create_function(|lua, (handler, name): (Option<u32>, String)| {
+            lua.create_function(|lua, (handler, name): (Option<u64>, String)| {
                 let allowed = lua.app_data_ref::<EnvPolicy>().is_some_and(|policy| {
                     policy.everyone.contains(&name)
                         || handler
@@ -183,8 +151,10 @@ impl LuaVm {
             make_env,
             invoke,
             registry_api,
-            functions: Vec::new(),
+            functions: HashMap::new(),
             shared: HashMap::new(),
+            probe_timeout: settings.probe_timeout,
+            running: ReentrantMutex::new(()),
         })
     }
 
@@ -218,22 +188,19 @@ impl LuaVm {
         }
     }
 
-    /// Runs `f` under the load deadline.
+    /// Runs synchronous Lua under the probe deadline; running past it is an error.
     fn with_watchdog<R>(&self, f: impl FnOnce() -> mlua::Result<R>) -> mlua::Result<R> {
-        if let Some(mut dog) = self.lua.app_data_mut::<Watchdog>() {
-            dog.deadline = Some(Instant::now() + dog.timeout);
-            dog.tripped = false;
-        }
-        self.lua.set_global_hook(
-            HookTriggers::new().every_nth_instruction(WATCHDOG_INTERVAL),
-            watchdog_hook,
-        )?;
+        let _running = self.running.lock();
+        let mut call = CallClock::start(self.probe_timeout);
+        call.enter(&self.lua);
         let result = f();
-        self.lua.remove_global_hook();
-        if let Some(mut dog) = self.lua.app_data_mut::<Watchdog>() {
-            dog.deadline = None;
+        call.leave(&self.lua);
+        match result {
+            Ok(_) if call.tripped => Err(mlua::Error::runtime(clock::timeout_message(
+                self.probe_timeout,
+            ))),
+            other => other,
         }
-        result
     }
 
     fn run_file(&self, file: &FileSpec<'_>, source: &[u8]) -> mlua::Result<()> {
@@ -309,27 +276,39 @@ impl LuaVm {
 
     fn function(&self, id: LuaFnId) -> mlua::Result<Function> {
         self.functions
-            .get(id.0 as usize)
+            .get(&id)
             .cloned()
             .ok_or_else(|| mlua::Error::runtime(format!("function #{} is not loaded", id.0)))
     }
 
-    /// Like [`Self::adopt`], but the same Lua function always gets the same id (for
+    /// True when this VM holds the function `id`.
+    pub fn has(&self, id: LuaFnId) -> bool {
+        self.functions.contains_key(&id)
+    }
+
+    /// Like [`Self::adopt`], but a Lua function adopted before keeps its first id (for
     /// `check_fn`s, whose answers are cached per function).
-    pub fn adopt_shared(&mut self, function: Function) -> LuaFnId {
+    pub fn adopt_shared(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
         let identity = function.to_pointer() as usize;
-        if let Some(id) = self.shared.get(&identity) {
-            return *id;
+        if let Some(first) = self.shared.get(&identity) {
+            return *first;
         }
-        let id = self.adopt(function);
+        self.adopt(id, function);
         self.shared.insert(identity, id);
         id
     }
 
-    /// Keeps `function` and returns its id.
-    pub fn adopt(&mut self, function: Function) -> LuaFnId {
-        self.functions.push(function);
-        LuaFnId((self.functions.len() - 1) as u32)
+    /// Keeps `function` under `id`.
+    pub fn adopt(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
+        self.functions.insert(id, function);
+        id
+    }
+
+    /// Forgets the functions of one file (a replica VM whose file registered differently
+    /// from the first VM: its tools then run on the VMs that agree).
+    pub fn forget_file(&mut self, file_index: u32) {
+        self.functions.retain(|id, _| id.file_index() != file_index);
+        self.shared.retain(|_, id| id.file_index() != file_index);
     }
 
     /// Lets the handler `id` read `names` with `env.get` (its `requires_env`).
@@ -342,23 +321,38 @@ impl LuaVm {
         }
     }
 
-    /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield) and
-    /// normalises its return value (SPEC §1): string → text, table → JSON text, multimodal
-    /// envelope → object.
+    /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield)
+    /// under a deadline of `budget`, and normalises its return value (SPEC §1): string →
+    /// text, table → JSON text, multimodal envelope → object.
     pub async fn call_handler(
         &self,
         id: LuaFnId,
         tool_name: &str,
         args: &Value,
         ctx: &CallContext,
+        budget: Duration,
     ) -> Result<Value, HandlerFailure> {
-        let returned =
-            self.invoke(id, tool_name, args, ctx)
-                .await
-                .map_err(|e| match is_memory_error(&e) {
-                    true => HandlerFailure::Memory,
-                    false => HandlerFailure::Raised(lua_error_message(&e)),
-                })?;
+        let call = CallClock::start(budget);
+        let guarded = Deadlined {
+            vm: self,
+            call,
+            inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
+        };
+        // The tokio deadline covers a handler parked in a Rust future (no Lua runs, so the
+        // hook cannot fire); dropping `guarded` then stops the coroutine.
+        let returned = match tokio::time::timeout_at(call.deadline.into(), guarded).await {
+            Err(_elapsed) => return Err(HandlerFailure::Timeout),
+            Ok(Err(DeadlineFailure::Timeout)) => return Err(HandlerFailure::Timeout),
+            Ok(Err(DeadlineFailure::Lua(error))) if is_memory_error(&error) => {
+                // Free what the runaway allocation left behind before the next call.
+                let _ = self.lua.gc_collect();
+                return Err(HandlerFailure::Memory);
+            }
+            Ok(Err(DeadlineFailure::Lua(error))) => {
+                return Err(HandlerFailure::Raised(lua_error_message(&error)));
+            }
+            Ok(Ok(value)) => value,
+        };
         self.normalise(&returned)
     }
 
@@ -413,6 +407,78 @@ impl LuaVm {
             }
             other => Err(HandlerFailure::Contract(other.type_name().to_string())),
         }
+    }
+}
+
+/// How a deadlined call ended without a value.
+enum DeadlineFailure {
+    Timeout,
+    Lua(mlua::Error),
+}
+
+type LuaCall<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = mlua::Result<LuaValue>> + Send + 'a>>;
+
+/// A handler call that runs under its own deadline whenever it is polled, and is stopped
+/// (its coroutine dropped, under an expired deadline so `<close>` handlers cannot loop) once
+/// the deadline passes.
+struct Deadlined<'a> {
+    vm: &'a LuaVm,
+    call: CallClock,
+    inner: Option<LuaCall<'a>>,
+}
+
+impl std::future::Future for Deadlined<'_> {
+    type Output = Result<LuaValue, DeadlineFailure>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let _running = this.vm.running.lock();
+        if this.call.expired() {
+            this.stop();
+            return Poll::Ready(Err(DeadlineFailure::Timeout));
+        }
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(Err(DeadlineFailure::Timeout));
+        };
+        this.call.enter(&this.vm.lua);
+        let polled = inner.as_mut().poll(cx);
+        this.call.leave(&this.vm.lua);
+        match polled {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(_) if this.call.tripped => {
+                this.inner = None;
+                Poll::Ready(Err(DeadlineFailure::Timeout))
+            }
+            Poll::Ready(result) => {
+                this.inner = None;
+                Poll::Ready(result.map_err(DeadlineFailure::Lua))
+            }
+        }
+    }
+}
+
+impl Deadlined<'_> {
+    /// Drops the coroutine with the deadline in force and already past.
+    fn stop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            let _running = self.vm.running.lock();
+            let mut expired = self.call;
+            expired.yielded = true;
+            expired.enter(&self.vm.lua);
+            drop(inner);
+            expired.leave(&self.vm.lua);
+        }
+    }
+}
+
+impl Drop for Deadlined<'_> {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

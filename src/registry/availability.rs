@@ -115,7 +115,7 @@ struct Cached {
 /// Identity of a `check_fn`: the VM function slot or the Rust closure's address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum ProbeKey {
-    Lua(u32),
+    Lua(u64),
     Native(usize),
 }
 
@@ -330,7 +330,7 @@ mod tests {
         probe_tool(name, env, 1)
     }
 
-    fn probe_tool(name: &str, env: &[&str], probe: u32) -> ToolEntry {
+    fn probe_tool(name: &str, env: &[&str], probe: u64) -> ToolEntry {
         ToolEntry {
             name: ToolName::new(name).unwrap(),
             toolset: ToolName::new("t").unwrap(),
@@ -459,7 +459,7 @@ mod tests {
         let cache = AvailabilityCache::new(TTL);
         let t0 = Instant::now();
         for i in 0..600 {
-            let t = probe_tool(&format!("t{i}"), &[], i as u32);
+            let t = probe_tool(&format!("t{i}"), &[], i);
             cache.check(&t, None, 1, t0 + Duration::from_millis(i), || Ok(true));
         }
         assert_eq!(cache.len(), MAX_CACHED_CHECKS);

@@ -28,10 +28,37 @@ impl fmt::Display for Source {
     }
 }
 
-/// A Lua function held by every VM under the same index; the registry only stores the index
-/// so that it never depends on a particular Lua state.
+/// A Lua function held by every VM under the same id; the registry only stores the id so
+/// that it never depends on a particular Lua state. The id is derived from where the
+/// function was registered (file position in the load order, registration position in the
+/// file, role), so every VM that loads the same files derives the same ids.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LuaFnId(pub u32);
+pub struct LuaFnId(pub u64);
+
+/// What a Lua function is for, part of its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FnRole {
+    /// A tool handler.
+    Handler = 0,
+    /// A `check_fn`.
+    Check = 1,
+    /// A `dynamic_schema_overrides` function.
+    Overrides = 2,
+    /// A `registry.hook` function.
+    Hook = 3,
+}
+
+impl LuaFnId {
+    /// The id of the `ordinal`-th registration's `role` function in file `file_index`.
+    pub fn new(file_index: u32, ordinal: u32, role: FnRole) -> Self {
+        Self(((file_index as u64) << 32) | ((ordinal as u64) << 2) | role as u64)
+    }
+
+    /// The file position this id belongs to.
+    pub fn file_index(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+}
 
 /// How a tool's handler runs.
 #[derive(Clone)]

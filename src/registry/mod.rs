@@ -14,7 +14,9 @@ pub use availability::{
     MAX_CACHED_CHECKS, ProbeOutcome, missing_env,
 };
 pub use context::{CallContext, NativeFuture, NativeHandler, NativeProbe};
-pub use entry::{Handler, HookEntry, HookEvent, LuaFnId, Probe, ResultLimit, Source, ToolEntry};
+pub use entry::{
+    FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, ResultLimit, Source, ToolEntry,
+};
 pub use name::ToolName;
 pub use schema::{check_function_schema, compile_parameters, default_description, json_type};
 pub use state::{Applied, RegistryState, Rejection};

@@ -1,0 +1,155 @@
+//! Deadlines for Lua code, enforced from a count hook installed on every VM.
+//!
+//! Whatever runs on a VM runs under the *current deadline* of that VM: the deadline of the
+//! call being polled, or of the probe, hook or file being run. Every 4,096 instructions the
+//! hook compares it with the clock. Past the deadline it first *yields* the running
+//! coroutine (a `pcall` cannot catch a yield; the call's future then sees the deadline and
+//! drops the coroutine). Where yielding is impossible (a `table.sort` comparator, a
+//! metamethod called from C, code outside any coroutine, `<close>` handlers while a dropped
+//! coroutine is reset) it switches that thread to a hook on *every* instruction and raises
+//! on each one, so no `pcall` loop can keep going: the loop's own next instruction raises
+//! outside the `pcall`. A thread switched that way goes back to the cheap hook the next
+//! time it runs without an expired deadline.
+
+use mlua::{HookTriggers, Lua, VmState};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Instructions between two deadline checks.
+pub const CHECK_INTERVAL: u32 = 4096;
+
+/// The VM's current deadline and what the hook has done about it.
+#[derive(Debug, Default)]
+pub struct Clock {
+    /// The deadline of the code running now, if any.
+    pub deadline: Option<Instant>,
+    /// The budget behind the deadline, for the message.
+    pub budget: Duration,
+    /// The hook has tried yielding for this deadline.
+    pub yielded: bool,
+    /// The hook found the deadline passed (the code ran out of time).
+    pub tripped: bool,
+    /// Threads switched to the every-instruction hook.
+    escalated: HashSet<usize>,
+}
+
+/// Installs the hook; call once when the VM is created, before any thread exists.
+pub fn install(lua: &Lua) -> mlua::Result<()> {
+    lua.set_app_data(Clock::default());
+    lua.set_global_hook(
+        HookTriggers::new().every_nth_instruction(CHECK_INTERVAL),
+        deadline_hook,
+    )
+}
+
+/// The message of a deadline error.
+pub fn timeout_message(budget: Duration) -> String {
+    format!(
+        "did not finish within {} ms (runaway loop?)",
+        budget.as_millis()
+    )
+}
+
+fn thread_id(lua: &Lua) -> usize {
+    lua.current_thread().to_pointer() as usize
+}
+
+fn deadline_hook(lua: &Lua, _debug: &mlua::debug::Debug) -> mlua::Result<VmState> {
+    enum Act {
+        Continue,
+        Relax,
+        Yield,
+        Escalate(Duration),
+        Raise(Duration),
+    }
+    let act = {
+        let Some(mut clock) = lua.app_data_mut::<Clock>() else {
+            return Ok(VmState::Continue);
+        };
+        let expired = clock.deadline.is_some_and(|d| Instant::now() >= d);
+        if !expired {
+            if !clock.escalated.is_empty() && clock.escalated.remove(&thread_id(lua)) {
+                Act::Relax
+            } else {
+                Act::Continue
+            }
+        } else {
+            clock.tripped = true;
+            if !clock.yielded {
+                clock.yielded = true;
+                Act::Yield
+            } else if clock.escalated.insert(thread_id(lua)) {
+                Act::Escalate(clock.budget)
+            } else {
+                Act::Raise(clock.budget)
+            }
+        }
+    };
+    match act {
+        Act::Continue => Ok(VmState::Continue),
+        Act::Relax => {
+            lua.set_global_hook(
+                HookTriggers::new().every_nth_instruction(CHECK_INTERVAL),
+                deadline_hook,
+            )?;
+            Ok(VmState::Continue)
+        }
+        Act::Yield => Ok(VmState::Yield),
+        Act::Escalate(budget) => {
+            lua.set_global_hook(HookTriggers::new().every_nth_instruction(1), deadline_hook)?;
+            Err(mlua::Error::runtime(timeout_message(budget)))
+        }
+        Act::Raise(budget) => Err(mlua::Error::runtime(timeout_message(budget))),
+    }
+}
+
+/// Per-call deadline state, saved between polls (several calls may interleave on a VM).
+#[derive(Debug, Clone, Copy)]
+pub struct CallClock {
+    /// The call's deadline.
+    pub deadline: Instant,
+    /// Its budget.
+    pub budget: Duration,
+    /// The hook already tried to yield.
+    pub yielded: bool,
+    /// The deadline passed while Lua ran.
+    pub tripped: bool,
+}
+
+impl CallClock {
+    /// A clock for a call allowed `budget` from now.
+    pub fn start(budget: Duration) -> Self {
+        Self {
+            deadline: Instant::now() + budget,
+            budget,
+            yielded: false,
+            tripped: false,
+        }
+    }
+
+    /// Makes this the VM's current deadline.
+    pub fn enter(&self, lua: &Lua) {
+        if let Some(mut clock) = lua.app_data_mut::<Clock>() {
+            clock.deadline = Some(self.deadline);
+            clock.budget = self.budget;
+            clock.yielded = self.yielded;
+            clock.tripped = self.tripped;
+        }
+    }
+
+    /// Takes the hook's findings back and clears the VM's deadline.
+    pub fn leave(&mut self, lua: &Lua) {
+        if let Some(mut clock) = lua.app_data_mut::<Clock>() {
+            self.yielded = clock.yielded;
+            self.tripped |= clock.tripped;
+            clock.deadline = None;
+            clock.yielded = false;
+            clock.tripped = false;
+        }
+    }
+
+    /// True once the deadline has passed.
+    pub fn expired(&self) -> bool {
+        Instant::now() >= self.deadline
+    }
+}

@@ -1,0 +1,124 @@
+//! The runtime (SPEC §9): deadlines that no Lua trick escapes, memory limits, the VM staying
+//! usable afterwards.
+
+mod common;
+
+use common::{Fixture, call};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+fn runaway(name: &str, body: &str) -> String {
+    format!(
+        "registry.register{{ name = '{name}', toolset = 'r', timeout_ms = 200,\n  schema = {{ parameters = {{ type = 'object' }} }},\n  handler = function(args)\n{body}\nend }}\n"
+    )
+}
+
+#[test]
+fn every_runaway_shape_is_stopped_and_the_host_keeps_answering() {
+    let fx = Fixture::new();
+    let shapes = [
+        ("plain", "while true do end"),
+        (
+            "pcall_loop",
+            "while true do pcall(function() while true do end end) end",
+        ),
+        ("pcall_error_loop", "while true do pcall(error, 'x') end"),
+        (
+            "sort",
+            "local t = {} for i = 1, 100 do t[i] = i end\ntable.sort(t, function(a, b) while true do end end)",
+        ),
+        (
+            "sort_pcall",
+            "local t = {3, 1, 2}\nwhile true do pcall(table.sort, t, function(a, b) while true do pcall(function() while true do end end) end end) end",
+        ),
+        (
+            "coroutine",
+            "coroutine.wrap(function() while true do end end)()",
+        ),
+        (
+            "coroutine_pcall",
+            "local co = coroutine.create(function() while true do pcall(function() while true do end end) end end)\nwhile true do coroutine.resume(co) end",
+        ),
+        (
+            "gsub",
+            "string.gsub(string.rep('a', 10), 'a', function() while true do end end)",
+        ),
+        (
+            "metamethod",
+            "local t = setmetatable({}, { __index = function() while true do end end })\nreturn t.x",
+        ),
+        (
+            "close",
+            "local guard <close> = setmetatable({}, { __close = function() while true do end end })\nwhile true do end",
+        ),
+        ("sleep", "time.sleep(60000) return 'woke'"),
+        ("sleep_loop", "while true do pcall(time.sleep, 60000) end"),
+    ];
+    let mut file = String::new();
+    for (name, body) in shapes {
+        file.push_str(&runaway(name, body));
+    }
+    file.push_str("registry.register{ name = 'fine', toolset = 'r', schema = { parameters = { type = 'object' } },\n  handler = function() return 'still answering' end }\n");
+    fx.tool("runaway.lua", &file);
+    let host = fx.host();
+    for (name, _) in shapes {
+        let started = Instant::now();
+        let out = call(&host, name, json!({}));
+        let took = started.elapsed();
+        assert_eq!(out["error_type"], "timeout", "{name}: {out}");
+        assert_eq!(
+            out["error"],
+            format!("[TOOL_ERROR] Tool execution failed: {name} timed out after 200 ms")
+        );
+        // Liveness bound only: stopped within 5 s of a 200 ms deadline.
+        assert!(took < Duration::from_secs(5), "{name} took {took:?}");
+        assert_eq!(
+            call(&host, "fine", json!({})),
+            json!("still answering"),
+            "after {name}"
+        );
+    }
+}
+
+#[test]
+fn a_handler_within_its_deadline_is_untouched() {
+    let fx = Fixture::new();
+    fx.tool(
+        "ok.lua",
+        &runaway(
+            "busy",
+            "local n = 0 for i = 1, 200000 do n = n + i end\ntime.sleep(20)\nreturn tostring(n)",
+        ),
+    );
+    let host = fx.host();
+    assert_eq!(call(&host, "busy", json!({})), json!("20000100000"));
+}
+
+#[test]
+fn the_default_deadline_comes_from_the_config() {
+    let fx = Fixture::new();
+    fx.tool(
+        "slow.lua",
+        "registry.register{ name = 'slow', toolset = 'r', schema = { parameters = { type = 'object' } },\n  handler = function() while true do end end }",
+    );
+    let host = fx.host_with("[runtime]\ntimeout_ms = 150\n");
+    let out = call(&host, "slow", json!({}));
+    assert_eq!(
+        out["error"],
+        "[TOOL_ERROR] Tool execution failed: slow timed out after 150 ms"
+    );
+}
+
+#[test]
+fn a_memory_bomb_then_a_normal_call_on_the_same_vm() {
+    let fx = Fixture::new();
+    fx.tool(
+        "bomb.lua",
+        "local keep = {}\nregistry.register{ name = 'bomb', toolset = 'x', schema = { parameters = { type = 'object' } },\n  handler = function() local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 4096) .. i end end }\nregistry.register{ name = 'alloc', toolset = 'x', schema = { parameters = { type = 'object' } },\n  handler = function() local t = {} for i = 1, 1000 do t[i] = string.rep('y', 1024) .. i end return tostring(#t) end }",
+    );
+    let host = fx.host_with("[runtime]\nmemory_mb = 64\nvms = 1\n");
+    for _ in 0..3 {
+        assert_eq!(call(&host, "bomb", json!({}))["error_type"], "memory");
+        assert_eq!(call(&host, "alloc", json!({})), json!("1000"));
+    }
+}
