@@ -214,7 +214,6 @@ impl Config {
     pub fn inert_keys(&self) -> Vec<&'static str> {
         let set = [
             (!self.sandbox.commands.is_empty(), "sandbox.commands"),
-            (self.runtime.vms.is_some(), "runtime.vms"),
             (
                 self.runtime.reload_debounce_ms.is_some(),
                 "runtime.reload_debounce_ms",

@@ -7,7 +7,7 @@
 //! keys and never outlives the availability answers a list was built from.
 
 use crate::config::Config;
-use crate::lua::LuaVm;
+use crate::lua::{LuaVm, VmPool};
 use crate::registry::{
     AvailabilityCache, Freshness, Probe, ProbeOutcome, RegistryState, ToolEntry,
 };
@@ -72,6 +72,25 @@ pub trait ProbeRunner {
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
     ) -> Result<Option<Map<String, Value>>, String>;
+}
+
+impl ProbeRunner for VmPool {
+    fn check(&self, probe: &Probe<bool>) -> ProbeOutcome {
+        match probe {
+            Probe::Lua(id) => self.lease(&[*id]).check(probe),
+            Probe::Native(f) => Ok(f()),
+        }
+    }
+
+    fn overrides(
+        &self,
+        probe: &Probe<Option<Map<String, Value>>>,
+    ) -> Result<Option<Map<String, Value>>, String> {
+        match probe {
+            Probe::Lua(id) => self.lease(&[*id]).overrides(probe),
+            Probe::Native(f) => Ok(f()),
+        }
+    }
 }
 
 impl ProbeRunner for LuaVm {

@@ -34,6 +34,6 @@ pub use config::{Config, LoadedConfig};
 pub use definitions::{Definitions, Format, Selection};
 pub use dispatch::{ErrorType, ToolResult};
 pub use error::{Error, Result};
-pub use host::{Host, HostBuilder};
+pub use host::{FunctionCall, Host, HostBuilder};
 pub use native::NativeTool;
 pub use registry::{CallContext, ToolEntry};

@@ -122,3 +122,124 @@ fn a_memory_bomb_then_a_normal_call_on_the_same_vm() {
         assert_eq!(call(&host, "alloc", json!({})), json!("1000"));
     }
 }
+
+const BUSY: &str = r#"
+local function busy(ms)
+  local started = time.now()
+  while time.now() - started < ms do end
+  return { start = started, finish = time.now() }
+end
+registry.register{ name = "busy_a", toolset = "p", parallel_safe = true,
+  schema = { parameters = { type = "object" } }, handler = function() return busy(300) end }
+registry.register{ name = "busy_b", toolset = "p", parallel_safe = true,
+  schema = { parameters = { type = "object" } }, handler = function() return busy(300) end }
+registry.register{ name = "exclusive", toolset = "p",
+  schema = { parameters = { type = "object" } }, handler = function() return busy(100) end }
+"#;
+
+fn interval(result: &serde_json::Value) -> (i64, i64) {
+    let parsed: serde_json::Value =
+        serde_json::from_str(result.as_str().expect("text result")).unwrap();
+    (
+        parsed["start"].as_i64().unwrap(),
+        parsed["finish"].as_i64().unwrap(),
+    )
+}
+
+fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
+#[test]
+fn parallel_safe_calls_overlap_on_two_vms_and_others_run_alone() {
+    let fx = Fixture::new();
+    fx.tool("busy.lua", BUSY);
+    let host = fx.builder().vms(2).build().unwrap();
+    assert_eq!(host.vm_count(), 2);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    use toolhost::FunctionCall;
+    let batch = vec![
+        FunctionCall::new("busy_a", json!({})),
+        FunctionCall::new("busy_b", json!({})),
+        FunctionCall::new("exclusive", json!({})),
+        FunctionCall::new("missing", json!({})),
+        FunctionCall::new("busy_a", json!({})),
+    ];
+    let results =
+        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default()));
+    assert_eq!(results.len(), 5);
+    assert_eq!(
+        results[3]["error_type"], "unknown_tool",
+        "results keep request order"
+    );
+    let (a, b, exclusive, a2) = (
+        interval(&results[0]),
+        interval(&results[1]),
+        interval(&results[2]),
+        interval(&results[4]),
+    );
+    assert!(
+        overlaps(a, b),
+        "two parallel_safe calls on two VMs overlap: {a:?} {b:?}"
+    );
+    for other in [a, b, a2] {
+        assert!(
+            !overlaps(exclusive, other),
+            "the exclusive call runs alone: {exclusive:?} {other:?}"
+        );
+    }
+    assert!(
+        exclusive.0 >= a.1.min(b.1),
+        "it starts after the calls before it"
+    );
+    assert!(a2.0 >= exclusive.1, "and the calls after it start after it");
+}
+
+#[test]
+fn one_vm_runs_the_same_batch_one_at_a_time() {
+    let fx = Fixture::new();
+    fx.tool("busy.lua", BUSY);
+    let host = fx.builder().vms(1).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    use toolhost::FunctionCall;
+    let batch = vec![
+        FunctionCall::new("busy_a", json!({})),
+        FunctionCall::new("busy_b", json!({})),
+    ];
+    let results =
+        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default()));
+    assert!(!overlaps(interval(&results[0]), interval(&results[1])));
+}
+
+#[test]
+fn calls_interleave_on_one_vm_while_they_await() {
+    let fx = Fixture::new();
+    fx.tool(
+        "sleepy.lua",
+        "registry.register{ name = 'nap', toolset = 'p', parallel_safe = true, is_async = true,\n  schema = { parameters = { type = 'object' } },\n  handler = function() local s = time.now() time.sleep(300) return { start = s, finish = time.now() } end }",
+    );
+    let host = fx.builder().vms(1).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    use toolhost::FunctionCall;
+    let batch = (0..4)
+        .map(|_| FunctionCall::new("nap", json!({})))
+        .collect();
+    let results =
+        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default()));
+    let spans: Vec<(i64, i64)> = results.iter().map(interval).collect();
+    assert!(
+        spans.windows(2).all(|w| overlaps(w[0], w[1])),
+        "sleeping calls share the VM: {spans:?}"
+    );
+}

@@ -147,6 +147,8 @@ fn build(cli: &Cli, only_files: Option<Vec<PathBuf>>) -> Result<Host, String> {
     if let Some(files) = only_files {
         builder = builder.only_files(files);
     }
+    // One-shot commands make one call at most: one VM starts fastest.
+    builder = builder.vms(1);
     builder = builder.approver_from_config(|default| approve::TerminalApprover {
         fallback: toolhost::dispatch::PolicyApprover(default),
     });

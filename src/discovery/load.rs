@@ -119,15 +119,22 @@ fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>]) -> Vec<SearchDir> 
     dirs
 }
 
-/// Runs the registering files on a replica VM of a pool. Each file's functions get the
-/// same ids as on the first VM; a file that registers differently here (non-deterministic
-/// top-level code) or was rejected on the first VM is forgotten, so its tools only run
-/// where they match the registry.
-pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) {
+/// What a replica VM made of one file: the tool names it registered, or nothing when the
+/// file failed there.
+pub struct ReplicaFile {
+    file_index: u32,
+    names: Option<Vec<String>>,
+    env_grants: Vec<(LuaFnId, Vec<String>)>,
+}
+
+/// Runs the registering files on a replica VM of a pool (on its own thread, while the first
+/// VM loads). Each file's functions get the same ids as on the first VM.
+pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) -> Vec<ReplicaFile> {
     let libs: Vec<Option<SearchDir>> = dirs
         .iter()
         .map(|dir| SearchDir::new(&dir.path.join("lib")))
         .collect();
+    let mut files = Vec::new();
     for (index, verdict) in verdicts.iter().enumerate() {
         let (true, Some(source), Some(dir)) = (
             verdict.registers,
@@ -142,24 +149,49 @@ pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) {
             capabilities: dir.capabilities.as_deref(),
         };
         let file_index = index as u32;
-        let Ok(loaded) = vm.load_file(&spec, source) else {
-            vm.forget_file(file_index);
+        let file = match vm.load_file(&spec, source) {
+            Ok(loaded) => {
+                let staged = stage(loaded, file_index, verdict, dir, vm);
+                let mut names: Vec<String> =
+                    staged.entries.iter().map(|e| e.name.to_string()).collect();
+                names.dedup();
+                ReplicaFile {
+                    file_index,
+                    names: Some(names),
+                    env_grants: staged.env_grants,
+                }
+            }
+            Err(_) => ReplicaFile {
+                file_index,
+                names: None,
+                env_grants: Vec::new(),
+            },
+        };
+        files.push(file);
+    }
+    files
+}
+
+/// Keeps on a replica only the files that registered exactly what the first VM accepted
+/// (non-deterministic top-level code can differ); the others' tools run on the VMs that
+/// agree.
+pub fn reconcile_replica(primary: &[Verdict], files: Vec<ReplicaFile>, vm: &mut LuaVm) {
+    for file in files {
+        let Some(verdict) = primary.get(file.file_index as usize) else {
             continue;
         };
-        let staged = stage(loaded, file_index, verdict, dir, vm);
-        let mut names: Vec<String> = staged.entries.iter().map(|e| e.name.to_string()).collect();
-        names.dedup();
-        if verdict.error.is_some() || names != verdict.tools {
+        let agrees = verdict.error.is_none() && file.names.as_ref() == Some(&verdict.tools);
+        if !agrees {
             if verdict.error.is_none() {
                 tracing::warn!(
                     "{} registered differently on another VM; its tools run on the first VM only",
                     verdict.shown
                 );
             }
-            vm.forget_file(file_index);
+            vm.forget_file(file.file_index);
             continue;
         }
-        for (handler, env) in staged.env_grants {
+        for (handler, env) in file.env_grants {
             vm.allow_env(handler, &env);
         }
     }

@@ -11,11 +11,12 @@ mod toplevel;
 
 pub use cache::VerdictCache;
 pub use candidates::MAX_FILE_BYTES;
-pub use load::{load_all, load_replica};
+pub use load::{ReplicaFile, load_all, load_replica, reconcile_replica};
 
 use crate::registry::Source;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use toplevel::ParseVerdict;
 
@@ -74,8 +75,8 @@ pub struct Verdict {
     pub error: Option<String>,
     /// Names of the tools this file registered.
     pub tools: Vec<String>,
-    /// The bytes, kept for loading registering files.
-    pub(crate) source: Option<Vec<u8>>,
+    /// The bytes, kept (shared) while the VMs load registering files.
+    pub(crate) source: Option<Arc<[u8]>>,
 }
 
 /// Judges every candidate in `dirs` (in load order), using and refreshing the verdict
@@ -171,7 +172,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
                 (false, true) => Reason::NoTopLevelRegister,
             };
             if registers {
-                verdict.source = Some(bytes);
+                verdict.source = Some(bytes.into());
             }
             verdicts.push(verdict);
             continue;
@@ -204,7 +205,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             verdicts.push(verdict);
             continue;
         }
-        verdict.source = Some(bytes);
+        verdict.source = Some(bytes.into());
         to_parse.push(verdicts.len());
         parse_stamps.push(stamp);
         verdicts.push(verdict);

@@ -37,9 +37,10 @@ pub use validate::json_path;
 
 use crate::config::Config;
 use crate::definitions::ProbeRunner;
-use crate::lua::LuaVm;
+use crate::lua::{LuaVm, VmPool};
 use crate::registry::{
-    Availability, AvailabilityCache, CallContext, RegistryState, ResultLimit, ToolEntry,
+    Availability, AvailabilityCache, CallContext, Handler, HookEntry, LuaFnId, Probe,
+    RegistryState, ResultLimit, ToolEntry,
 };
 use hooks::PreOutcome;
 use serde_json::{Map, Value};
@@ -86,13 +87,25 @@ pub fn availability_of(
     )
 }
 
+/// The Lua functions a call of `tool` may run: handler, `check_fn` and the Lua hooks.
+fn functions_of(tool: &ToolEntry, hooks: &[Arc<HookEntry>]) -> Vec<LuaFnId> {
+    let mut needs: Vec<LuaFnId> = hooks.iter().map(|hook| hook.function).collect();
+    if let Handler::Lua(id) = tool.handler {
+        needs.push(id);
+    }
+    if let Some(Probe::Lua(id)) = tool.check_fn {
+        needs.push(id);
+    }
+    needs
+}
+
 /// What one call runs against: a registry snapshot, the VM holding its functions, the
 /// availability cache and the configuration.
 pub struct CallEnv<'a> {
     /// The registry snapshot.
     pub state: &'a RegistryState,
-    /// The VM.
-    pub vm: &'a LuaVm,
+    /// The VMs; each call leases the least busy one holding its functions.
+    pub pool: &'a VmPool,
     /// The availability cache.
     pub availability: &'a AvailabilityCache,
     /// The configuration.
@@ -159,7 +172,10 @@ impl Pipeline {
                 &format!("Tool {name} is unavailable: it is not in the selected toolsets"),
             );
         }
-        let answer = availability_of(env.availability, env.vm, env.state, tool, scope);
+        let hooks = env.state.hooks();
+        let lease = env.pool.lease(&functions_of(tool, hooks));
+        let vm: &LuaVm = &lease;
+        let answer = availability_of(env.availability, vm, env.state, tool, scope);
         if !answer.available {
             let reason = answer.reason.unwrap_or_default();
             return error_result(
@@ -169,15 +185,13 @@ impl Pipeline {
         }
 
         // Stage 4: pre_tool_call hooks.
-        let hooks = env.state.hooks();
-        let (args, hook_approval) =
-            match hooks::run_pre(&self.hooks, hooks, env.vm, name, args, ctx) {
-                PreOutcome::Proceed { args, approval } => (args, approval),
-                PreOutcome::Blocked(message, args) => {
-                    let result = error_result(ErrorType::Blocked, &message);
-                    return self.finish(env, tool, name, &args, ctx, result, started);
-                }
-            };
+        let (args, hook_approval) = match hooks::run_pre(&self.hooks, hooks, vm, name, args, ctx) {
+            PreOutcome::Proceed { args, approval } => (args, approval),
+            PreOutcome::Blocked(message, args) => {
+                let result = error_result(ErrorType::Blocked, &message);
+                return self.finish(env, vm, tool, name, &args, ctx, result, started);
+            }
+        };
 
         // Stage 5: approval.
         let listed = env.config.approval.tools.iter().any(|t| t == name);
@@ -193,17 +207,16 @@ impl Pipeline {
                     ErrorType::ApprovalDenied,
                     &format!("Approval denied for {name}"),
                 );
-                return self.finish(env, tool, name, &args, ctx, result, started);
+                return self.finish(env, vm, tool, name, &args, ctx, result, started);
             }
         }
 
         // Stage 6: validation.
         if let Err(invalid) = validate::validate(tool, &args) {
-            return self.finish(env, tool, name, &args, ctx, invalid, started);
+            return self.finish(env, vm, tool, name, &args, ctx, invalid, started);
         }
 
         // Stage 7: middleware around the handler.
-        let vm = env.vm;
         let timeout_ms = env
             .config
             .runtime
@@ -222,7 +235,7 @@ impl Pipeline {
         let result = Next::new(&self.middleware, &terminal).run(call).await;
 
         // Stages 8 and 9.
-        self.finish(env, tool, name, &args, ctx, result, started)
+        self.finish(env, vm, tool, name, &args, ctx, result, started)
     }
 
     /// Stage 8 (post hooks, transform) and stage 9 (size limit) for a call that reached
@@ -231,6 +244,7 @@ impl Pipeline {
     fn finish(
         &self,
         env: &CallEnv<'_>,
+        vm: &LuaVm,
         tool: &ToolEntry,
         name: &str,
         args: &Value,
@@ -260,11 +274,11 @@ impl Pipeline {
             error_type: error_type.as_deref(),
             duration_ms: started.elapsed().as_secs_f64() * 1000.0,
         };
-        hooks::run_post(&self.hooks, hooks, env.vm, &post);
+        hooks::run_post(&self.hooks, hooks, vm, &post);
         let mut result = result;
         if status == CallStatus::Ok
             && let Value::String(text) = &result
-            && let Some(replacement) = hooks::run_transform(&self.hooks, hooks, env.vm, &call, text)
+            && let Some(replacement) = hooks::run_transform(&self.hooks, hooks, vm, &call, text)
         {
             result = Value::String(replacement);
         }

@@ -5,11 +5,13 @@ pub mod api;
 mod clock;
 pub mod convert;
 mod error_text;
+mod pool;
 mod register;
 mod require;
 mod vm;
 
 pub use error_text::lua_error_message;
+pub use pool::{Lease, VmPool};
 pub use register::{LoadingFile, PendingHook, PendingTool};
 pub use require::SearchDir;
 pub use vm::{FileSpec, HandlerFailure, LuaVm, VmSettings};

@@ -1,23 +1,18 @@
-//! `Host` and `HostBuilder`: the facade the CLI, the MCP server and embedders use. The only
-//! module that knows every layer.
+//! `HostBuilder`: configuration, tool directories, native tools, Rust extensions.
 
-use crate::config::{ApprovalDefault, LoadedConfig, default_cache_dir};
-use crate::definitions::{self, Definitions, DefinitionsMemo, Inputs, RenderCache, Selection};
-use crate::discovery::{self, ToolDir, Verdict};
-use crate::dispatch::{
-    self, Approver, CallEnv, Hook, Middleware, Pipeline, PolicyApprover, ToolResult,
-};
+use super::generation::{self, Recipe};
+use super::{Host, HostInner, Loaded};
+use crate::config::{ApprovalDefault, Config, LoadedConfig, default_cache_dir};
+use crate::definitions::{DefinitionsMemo, RenderCache};
+use crate::discovery::ToolDir;
+use crate::dispatch::{Approver, Hook, Middleware, Pipeline, PolicyApprover};
 use crate::error::{Error, Result};
+use crate::lua::VmSettings;
 use crate::lua::api::fs::FsRoots;
-use crate::lua::{LuaVm, VmSettings};
 use crate::native::NativeTool;
-use crate::registry::{
-    Availability, AvailabilityCache, CallContext, DEFAULT_CHECK_TTL, Registry, RegistryState,
-    Source, ToolEntry,
-};
+use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, Source};
 use parking_lot::RwLock;
-use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Host-API tables a plugin can be granted (`[plugins.ID] capabilities`).
@@ -28,6 +23,8 @@ pub const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
 pub const DEFAULT_PROBE_TIMEOUT_MS: u64 = 5_000;
 /// Default per-VM memory limit.
 pub const DEFAULT_MEMORY_MB: u64 = 256;
+/// Most VMs a pool may have.
+pub const MAX_VMS: usize = 64;
 
 /// Builds a [`Host`]: configuration, tool directories, native tools.
 #[derive(Default)]
@@ -42,6 +39,7 @@ pub struct HostBuilder {
     middleware: Vec<Arc<dyn Middleware>>,
     approver: Option<Arc<dyn Approver>>,
     approver_factory: Option<ApproverFactory>,
+    vms: Option<usize>,
 }
 
 /// Builds an approver from the configured default.
@@ -114,6 +112,12 @@ impl HostBuilder {
         self
     }
 
+    /// Sets the number of Lua VMs (default: `[runtime] vms`, else one per core).
+    pub fn vms(mut self, vms: usize) -> Self {
+        self.vms = Some(vms);
+        self
+    }
+
     /// Reads the configuration, discovers and loads every tool file. Per-file problems are
     /// reported in [`Host::discovery`], never returned as errors.
     pub fn build(self) -> Result<Host> {
@@ -130,49 +134,36 @@ impl HostBuilder {
             .cache_dir
             .or_else(|| config.cache_dir.clone())
             .unwrap_or_else(default_cache_dir);
-        let settings = VmSettings {
-            fs_roots: Arc::new(FsRoots::new(
-                config.sandbox.fs_roots.as_deref().unwrap_or_default(),
-            )),
-            sandbox_env: config.sandbox.env.clone(),
-            memory_limit_bytes: Some(
-                (config.runtime.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) as usize)
-                    .saturating_mul(1024 * 1024),
-            ),
-            probe_timeout: std::time::Duration::from_millis(
-                config
-                    .runtime
-                    .probe_timeout_ms
-                    .unwrap_or(DEFAULT_PROBE_TIMEOUT_MS),
-            ),
+        let settings = vm_settings(config);
+        let natives = self
+            .natives
+            .into_iter()
+            .map(|native| native.into_entry().map_err(Error::NativeTool))
+            .collect::<Result<Vec<_>>>()?;
+        let vms = self
+            .vms
+            .or(config.runtime.vms)
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map(|n| n.get())
+                    .unwrap_or(1)
+            })
+            .clamp(1, MAX_VMS);
+        let recipe = Recipe {
+            dirs: &dirs,
+            only_files: self.only_files.as_deref(),
+            cache_dir: &cache_dir,
+            settings: &settings,
+            natives: &natives,
+            plugins_allowing_override: config
+                .plugins
+                .iter()
+                .filter(|(_, plugin)| plugin.allow_tool_override)
+                .map(|(id, _)| id.clone())
+                .collect(),
+            vms,
         };
-        let mut vm = LuaVm::new(&settings).map_err(Error::Lua)?;
-        let allow_override = config
-            .plugins
-            .iter()
-            .filter(|(_, plugin)| plugin.allow_tool_override)
-            .map(|(id, _)| id.clone())
-            .collect();
-        let mut state = RegistryState::new(allow_override);
-        for native in self.natives {
-            let entry = native.into_entry().map_err(Error::NativeTool)?;
-            state
-                .apply(vec![entry], Vec::new())
-                .map_err(|rejection| Error::NativeTool(rejection.message))?;
-        }
-        let started = std::time::Instant::now();
-        let mut verdicts = match &self.only_files {
-            Some(files) => discovery::discover_files(files, &dirs, 0, Some(&cache_dir)),
-            None => discovery::discover(&dirs, Some(&cache_dir)),
-        };
-        let judged = started.elapsed();
-        discovery::load_all(&mut verdicts, &dirs, &mut vm, &mut state);
-        tracing::debug!(
-            "discovery: {} candidates judged in {:?}, loaded in {:?}",
-            verdicts.len(),
-            judged,
-            started.elapsed() - judged
-        );
+        let generation = generation::build(&recipe)?;
         let ttl = config
             .check_ttl_secs
             .map(std::time::Duration::from_secs)
@@ -183,7 +174,7 @@ impl HostBuilder {
             (None, Some(make)) => make(default),
             (None, None) => Arc::new(PolicyApprover(default)),
         };
-        Ok(Host {
+        Ok(Host::from_parts(HostInner {
             pipeline: Pipeline::new(self.hooks, self.middleware, approver),
             availability: AvailabilityCache::new(ttl),
             memo: DefinitionsMemo::default(),
@@ -192,9 +183,32 @@ impl HostBuilder {
             dirs,
             spill_dir: cache_dir.join("spill"),
             cache_dir,
-            registry: Registry::new(state),
-            loaded: RwLock::new(Arc::new(Loaded { vm, verdicts })),
-        })
+            registry: Registry::new(generation.state),
+            loaded: RwLock::new(Arc::new(Loaded {
+                pool: generation.pool,
+                verdicts: generation.verdicts,
+            })),
+        }))
+    }
+}
+
+/// VM settings from `[sandbox]` and `[runtime]`.
+fn vm_settings(config: &Config) -> VmSettings {
+    VmSettings {
+        fs_roots: Arc::new(FsRoots::new(
+            config.sandbox.fs_roots.as_deref().unwrap_or_default(),
+        )),
+        sandbox_env: config.sandbox.env.clone(),
+        memory_limit_bytes: Some(
+            (config.runtime.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) as usize)
+                .saturating_mul(1024 * 1024),
+        ),
+        probe_timeout: std::time::Duration::from_millis(
+            config
+                .runtime
+                .probe_timeout_ms
+                .unwrap_or(DEFAULT_PROBE_TIMEOUT_MS),
+        ),
     }
 }
 
@@ -246,123 +260,4 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
         });
     }
     Ok(dirs)
-}
-
-/// A VM with its files loaded, and the discovery report that produced it.
-struct Loaded {
-    vm: LuaVm,
-    verdicts: Vec<Verdict>,
-}
-
-/// A running tool host.
-pub struct Host {
-    config: LoadedConfig,
-    dirs: Vec<ToolDir>,
-    cache_dir: PathBuf,
-    spill_dir: PathBuf,
-    registry: Registry,
-    loaded: RwLock<Arc<Loaded>>,
-    availability: AvailabilityCache,
-    memo: DefinitionsMemo,
-    rendered: RenderCache,
-    pipeline: Pipeline,
-}
-
-impl Host {
-    /// Starts building a host.
-    pub fn builder() -> HostBuilder {
-        HostBuilder::default()
-    }
-
-    /// The registry.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// The configuration in use.
-    pub fn config(&self) -> &LoadedConfig {
-        &self.config
-    }
-
-    /// The tool directories, in load order.
-    pub fn tool_dirs(&self) -> &[ToolDir] {
-        &self.dirs
-    }
-
-    /// The cache directory.
-    pub fn cache_dir(&self) -> &Path {
-        &self.cache_dir
-    }
-
-    /// Per-file verdicts of the last discovery, sorted by path, with load errors and the
-    /// tools each file registered.
-    pub fn discovery(&self) -> Vec<Verdict> {
-        let mut verdicts = self.loaded.read().verdicts.clone();
-        verdicts.sort_by(|a, b| a.path.cmp(&b.path));
-        verdicts
-    }
-
-    /// Every tool visible to `scope`, sorted by name.
-    pub fn tools(&self, scope: Option<&str>) -> Vec<Arc<ToolEntry>> {
-        self.registry.snapshot().visible(scope)
-    }
-
-    /// The model-facing definitions for `selection` (SPEC §5): selected, available tools,
-    /// sorted by name. Memoised: an unchanged selection returns the same shared list.
-    pub fn tool_definitions(&self, selection: &Selection) -> Definitions {
-        let state = self.registry.snapshot();
-        let loaded = self.loaded.read().clone();
-        self.memo
-            .get_or_compute(&self.inputs(&state, &loaded.vm), selection)
-    }
-
-    /// Computes the definitions without the memo (for benchmarks and diagnostics).
-    pub fn tool_definitions_uncached(&self, selection: &Selection) -> Definitions {
-        let state = self.registry.snapshot();
-        let loaded = self.loaded.read().clone();
-        definitions::compute(&self.inputs(&state, &loaded.vm), selection).0
-    }
-
-    /// Whether `tool` is available to callers in `scope`, and why not (SPEC §3).
-    pub fn availability(&self, tool: &ToolEntry, scope: Option<&str>) -> Availability {
-        let state = self.registry.snapshot();
-        let loaded = self.loaded.read().clone();
-        dispatch::availability_of(&self.availability, &loaded.vm, &state, tool, scope)
-    }
-
-    /// Forgets every cached `check_fn` answer; the next definitions or call probes again.
-    pub fn invalidate_availability(&self) {
-        self.availability.invalidate();
-    }
-
-    fn inputs<'a>(&'a self, state: &'a RegistryState, vm: &'a LuaVm) -> Inputs<'a> {
-        Inputs {
-            state,
-            config: &self.config.config,
-            config_fingerprint: self.config.fingerprint,
-            availability: &self.availability,
-            probes: vm,
-            rendered: &self.rendered,
-        }
-    }
-
-    /// Runs one call through the dispatch pipeline (SPEC §7). Never panics: every failure
-    /// is an error object (SPEC §7.1).
-    pub async fn handle_function_call(
-        &self,
-        name: &str,
-        args: Value,
-        ctx: &CallContext,
-    ) -> ToolResult {
-        let state = self.registry.snapshot();
-        let loaded = self.loaded.read().clone();
-        let env = CallEnv {
-            state: &state,
-            vm: &loaded.vm,
-            availability: &self.availability,
-            config: &self.config.config,
-            spill_dir: &self.spill_dir,
-        };
-        self.pipeline.run(&env, name, args, ctx).await
-    }
 }

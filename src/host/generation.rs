@@ -1,0 +1,100 @@
+//! One loaded generation of tools: discovery, the registry contents and a pool of VMs that
+//! all hold the same functions. Building one is what `Host::build` (and hot reload) does.
+
+use crate::discovery::{self, ToolDir, Verdict};
+use crate::error::{Error, Result};
+use crate::lua::{LuaVm, VmPool, VmSettings};
+use crate::registry::{RegistryState, ToolEntry};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// What a generation is built from.
+pub struct Recipe<'a> {
+    /// Tool directories, in load order.
+    pub dirs: &'a [ToolDir],
+    /// Explicit files instead of scanning (`check FILES`).
+    pub only_files: Option<&'a [PathBuf]>,
+    /// Where the verdict cache lives.
+    pub cache_dir: &'a Path,
+    /// VM setup.
+    pub settings: &'a VmSettings,
+    /// Native tools, registered before any Lua file.
+    pub natives: &'a [ToolEntry],
+    /// Plugins whose operator allowed them to override tools.
+    pub plugins_allowing_override: BTreeSet<String>,
+    /// Number of VMs (at least 1).
+    pub vms: usize,
+}
+
+/// A loaded generation.
+pub struct Generation {
+    /// Registry contents.
+    pub state: RegistryState,
+    /// The VMs.
+    pub pool: VmPool,
+    /// Per-file verdicts, sorted by path.
+    pub verdicts: Vec<Verdict>,
+}
+
+/// Discovers, loads the first VM (which decides the registry contents) and, at the same
+/// time on other threads, the replica VMs; replicas keep only the files that registered
+/// the same tools as on the first VM.
+pub fn build(recipe: &Recipe<'_>) -> Result<Generation> {
+    let mut state = RegistryState::new(recipe.plugins_allowing_override.clone());
+    for native in recipe.natives {
+        state
+            .apply(vec![native.clone()], Vec::new())
+            .map_err(|rejection| Error::NativeTool(rejection.message))?;
+    }
+    let started = std::time::Instant::now();
+    let mut verdicts = match recipe.only_files {
+        Some(files) => discovery::discover_files(files, recipe.dirs, 0, Some(recipe.cache_dir)),
+        None => discovery::discover(recipe.dirs, Some(recipe.cache_dir)),
+    };
+    let judged = started.elapsed();
+    let snapshot = verdicts.clone();
+    let mut primary = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
+    let replica_count = recipe.vms.saturating_sub(1);
+    let mut replicas: Vec<(LuaVm, Vec<discovery::ReplicaFile>)> = Vec::new();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..replica_count)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut vm = LuaVm::new(recipe.settings).ok()?;
+                    let files = discovery::load_replica(&snapshot, recipe.dirs, &mut vm);
+                    Some((vm, files))
+                })
+            })
+            .collect();
+        discovery::load_all(&mut verdicts, recipe.dirs, &mut primary, &mut state);
+        for handle in handles {
+            match handle.join() {
+                Ok(Some(replica)) => replicas.push(replica),
+                _ => tracing::warn!("a replica VM could not be loaded; continuing with fewer VMs"),
+            }
+        }
+    });
+    let replicas: Vec<LuaVm> = replicas
+        .into_iter()
+        .map(|(mut vm, files)| {
+            discovery::reconcile_replica(&verdicts, files, &mut vm);
+            vm
+        })
+        .collect();
+    for verdict in &mut verdicts {
+        verdict.source = None;
+    }
+    verdicts.sort_by(|a, b| a.path.cmp(&b.path));
+    tracing::debug!(
+        "discovery: {} candidates judged in {:?}, loaded on {} VM(s) in {:?}",
+        verdicts.len(),
+        judged,
+        replicas.len() + 1,
+        started.elapsed() - judged
+    );
+    Ok(Generation {
+        state,
+        pool: VmPool::new(primary, replicas),
+        verdicts,
+    })
+}
