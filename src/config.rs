@@ -213,7 +213,6 @@ impl Config {
     /// the roadmap); the host warns about each, so a setting is never silently ignored.
     pub fn inert_keys(&self) -> Vec<&'static str> {
         let set = [
-            (!self.sandbox.commands.is_empty(), "sandbox.commands"),
             (
                 self.runtime.reload_debounce_ms.is_some(),
                 "runtime.reload_debounce_ms",

@@ -91,7 +91,7 @@ fn handler_errors_name_file_and_line() {
     let out = result_of("error({ code = 7 })");
     assert_eq!(out["error_type"], "handler_error");
 
-    let out = result_of("return fs.read('/definitely/not/here')");
+    let out = result_of("local text = fs.read('/definitely/not/here')\nreturn text");
     assert!(
         out["error"].as_str().unwrap().contains("t.lua:4: fs.read:"),
         "{out}"

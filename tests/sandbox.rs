@@ -227,33 +227,217 @@ return table.concat(out, ",")"#,
     assert!(!fx.root().join("escape.txt").exists());
 }
 
+const CAPS_PROBE: &str = r#"local out = {}
+for _, name in ipairs({ "json", "log", "time", "env", "fs", "proc", "store" }) do
+  local ok, err = pcall(function() return _ENV[name].anything end)
+  out[#out + 1] = name .. "=" .. (ok and "granted" or tostring(err):gsub("^.-: ", ""))
+end
+return table.concat(out, "\n")"#;
+
 #[test]
-fn plugins_get_only_granted_capabilities() {
+fn plugins_get_only_granted_capabilities_and_are_told_how_to_get_more() {
     let fx = Fixture::new();
-    fx.write(
-        "plugin/p.lua",
-        probe_tool(
-            "caps",
-            "return table.concat({ type(json), type(log), type(time), type(fs), type(env) }, ',')",
-        ),
-    );
+    fx.write("plugin/p.lua", probe_tool("caps", CAPS_PROBE));
     let host = fx.host_with("[plugins.p]\ndir = \"plugin\"\n");
-    assert_eq!(
-        call(&host, "caps", json!({})),
-        json!("table,table,table,nil,nil")
-    );
+    let out = call(&host, "caps", json!({}));
+    let lines: Vec<&str> = out.as_str().unwrap().lines().collect();
+    assert_eq!(lines[..3], ["json=granted", "log=granted", "time=granted"]);
+    for (line, module) in lines[3..].iter().zip(["env", "fs", "proc", "store"]) {
+        assert_eq!(
+            *line,
+            format!(
+                "{module}=capability '{module}' is not granted to plugin 'p'; add it to [plugins.p] capabilities"
+            )
+        );
+    }
     let fx2 = Fixture::new();
-    fx2.write(
-        "plugin/p.lua",
-        probe_tool(
-            "caps",
-            "return table.concat({ type(json), type(log), type(time), type(fs), type(env) }, ',')",
+    fx2.write("plugin/p.lua", probe_tool("caps", CAPS_PROBE));
+    let host = fx2.host_with("[plugins.p]\ndir = \"plugin\"\ncapabilities = [\"fs\", \"store\"]\n");
+    let out = call(&host, "caps", json!({}));
+    let granted: Vec<&str> = out
+        .as_str()
+        .unwrap()
+        .lines()
+        .filter(|l| l.ends_with("=granted"))
+        .collect();
+    assert_eq!(granted, ["fs=granted", "store=granted"]);
+    // Built-in tools get every module.
+    let fx3 = Fixture::new();
+    fx3.tool("b.lua", &probe_tool("caps", CAPS_PROBE));
+    let out = call(&fx3.host(), "caps", json!({}));
+    assert!(
+        out.as_str()
+            .unwrap()
+            .lines()
+            .all(|l| l.ends_with("=granted")),
+        "{out}"
+    );
+}
+
+#[test]
+fn unknown_capabilities_are_config_errors() {
+    let fx = Fixture::new();
+    let path = fx.write(
+        "toolhost.toml",
+        "[plugins.p]\ndir = \"plugin\"\ncapabilities = [\"net\"]\n",
+    );
+    let config = toolhost::LoadedConfig::load(&path).unwrap();
+    let error = fx
+        .builder()
+        .config(config)
+        .build()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.contains("plugins.p.capabilities: unknown capability 'net'"),
+        "{error}"
+    );
+}
+
+#[test]
+fn proc_runs_only_listed_programs_without_a_shell() {
+    let fx = Fixture::new();
+    fx.tool(
+        "proc.lua",
+        &probe_tool(
+            "run",
+            r#"local out = {}
+local r = proc.run{ argv = { "echo", "hello", "$HOME", "; rm -rf /", "`id`" } }
+out[#out + 1] = r.code .. ":" .. r.stdout
+local c = proc.run{ argv = { "cat" }, stdin = "from stdin" }
+out[#out + 1] = c.stdout
+local ok, err = pcall(proc.run, { argv = { "sh", "-c", "echo pwned" } })
+out[#out + 1] = tostring(ok) .. ":" .. tostring(err)
+local ok2, err2 = pcall(proc.run, { argv = { "/bin/echo", "x" } })
+out[#out + 1] = tostring(ok2)
+local t = proc.run{ argv = { "sleep", "5" }, timeout_ms = 100 }
+out[#out + 1] = "timed_out=" .. tostring(t.timed_out)
+return table.concat(out, "|")"#,
         ),
     );
-    let host = fx2.host_with("[plugins.p]\ndir = \"plugin\"\ncapabilities = [\"fs\"]\n");
+    fx.tool(
+        "load_time.lua",
+        &("local ok, err = pcall(proc.run, { argv = { 'echo' } })\nLOAD_ERR = tostring(err)\n"
+            .to_string()
+            + &probe_tool("load_time", "return LOAD_ERR")),
+    );
+    let host = fx.host_with("[sandbox]\ncommands = [\"echo\", \"cat\", \"sleep\"]\n");
+    let out = call(&host, "run", json!({}));
+    let parts: Vec<&str> = out.as_str().unwrap().split('|').collect();
     assert_eq!(
-        call(&host, "caps", json!({})),
-        json!("nil,nil,nil,table,nil")
+        parts[0], "0:hello $HOME ; rm -rf / `id`\n",
+        "arguments are passed literally"
+    );
+    assert_eq!(parts[1], "from stdin");
+    assert!(
+        parts[2].starts_with("false:")
+            && parts[2].contains("'sh' is not allowed; list it in [sandbox] commands"),
+        "{}",
+        parts[2]
+    );
+    assert!(
+        parts[2].contains("proc.lua:"),
+        "the error points at the tool: {}",
+        parts[2]
+    );
+    assert_eq!(parts[3], "false", "a path is not the listed bare name");
+    assert_eq!(parts[4], "timed_out=true");
+    let load = call(&host, "load_time", json!({}));
+    assert!(
+        load.as_str()
+            .unwrap()
+            .contains("can only be called from a tool handler"),
+        "{load}"
+    );
+}
+
+#[test]
+fn store_is_shared_by_every_vm_and_tool() {
+    let fx = Fixture::new();
+    fx.tool(
+        "store.lua",
+        r#"registry.register{ name = "put", toolset = "s", schema = { parameters = { type = "object" } },
+  handler = function(args) store.set(args.key, args.value) return "ok" end }
+registry.register{ name = "get", toolset = "s", schema = { parameters = { type = "object" } },
+  handler = function(args) return json.encode({ value = store.get(args.key) }) end }
+registry.register{ name = "drop", toolset = "s", schema = { parameters = { type = "object" } },
+  handler = function(args) return tostring(store.delete(args.key)) end }
+registry.register{ name = "bad", toolset = "s", schema = { parameters = { type = "object" } },
+  handler = function() store.set("f", print) return "no" end }"#,
+    );
+    let host = fx.builder().vms(2).build().unwrap();
+    assert_eq!(host.vm_count(), 2);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ctx = toolhost::CallContext::default();
+    runtime.block_on(async {
+        assert_eq!(
+            host.handle_function_call("put", json!({"key": "k", "value": {"n": [1, 2]}}), &ctx)
+                .await,
+            json!("ok")
+        );
+        // Whichever VM serves these, they see the same value.
+        for _ in 0..4 {
+            let calls = vec![toolhost::FunctionCall::new("get", json!({"key": "k"})); 2];
+            for out in host.handle_function_calls(calls, &ctx).await {
+                assert_eq!(out, json!(r#"{"value":{"n":[1,2]}}"#));
+            }
+        }
+        assert_eq!(
+            host.handle_function_call("drop", json!({"key": "k"}), &ctx)
+                .await,
+            json!("true")
+        );
+        assert_eq!(
+            host.handle_function_call("get", json!({"key": "k"}), &ctx)
+                .await,
+            json!("{}")
+        );
+        let bad = host.handle_function_call("bad", json!({}), &ctx).await;
+        assert!(
+            bad["error"]
+                .as_str()
+                .unwrap()
+                .contains("store.set: a function is not JSON"),
+            "{bad}"
+        );
+    });
+}
+
+#[test]
+fn glob_and_grep_search_inside_the_roots() {
+    let fx = Fixture::new();
+    fx.write("root/src/a.rs", "fn main() {}\n// TODO: one\n");
+    fx.write("root/src/deep/b.rs", "// TODO: two\nlet x = 1;\n");
+    fx.write("root/notes.md", "TODO: three\n");
+    fx.write("root/bin.dat", b"TODO\x00binary".as_slice());
+    fx.write("outside/c.rs", "// TODO: never\n");
+    fx.tool(
+        "search.lua",
+        &probe_tool(
+            "search",
+            r#"local out = { table.concat(fs.glob("**/*.rs"), ","), table.concat(fs.glob("src/*.rs"), ",") }
+for _, m in ipairs(fs.grep("TODO: [a-z]+")) do out[#out + 1] = m.path .. ":" .. m.line .. ":" .. m.text end
+out[#out + 1] = #fs.grep("TODO", ".", "*.md")
+out[#out + 1] = tostring(pcall(fs.glob, "*", ".."))
+return table.concat(out, "|")"#,
+        ),
+    );
+    let root = fx.root().join("root");
+    let host = fx.host_with(&format!(
+        "[sandbox]\nfs_roots = [{:?}]\n",
+        root.display().to_string()
+    ));
+    let out = call(&host, "search", json!({}));
+    assert_eq!(
+        out,
+        json!(
+            "src/a.rs,src/deep/b.rs|src/a.rs|notes.md:1:TODO: three|src/a.rs:2:// TODO: one|src/deep/b.rs:1:// TODO: two|1|false"
+        )
     );
 }
 

@@ -65,6 +65,7 @@ pub fn load_all(
                 display: &verdict.shown,
                 search_dirs: search_dirs(verdict, &libs),
                 capabilities: dir.capabilities.as_deref(),
+                capability_hint: dir.capability_hint.as_deref(),
             };
             let outcome = vm
                 .load_file(&spec, source)
@@ -147,6 +148,7 @@ pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) -> V
             display: &verdict.shown,
             search_dirs: search_dirs(verdict, &libs),
             capabilities: dir.capabilities.as_deref(),
+            capability_hint: dir.capability_hint.as_deref(),
         };
         let file_index = index as u32;
         let file = match vm.load_file(&spec, source) {

@@ -34,6 +34,8 @@ pub struct ToolDir {
     pub scope: Option<String>,
     /// Host-API tables granted; `None` grants everything (built-in directories).
     pub capabilities: Option<Vec<String>>,
+    /// Appended to "capability 'X' is not granted" to say how to grant it.
+    pub capability_hint: Option<String>,
 }
 
 /// Why a candidate does or does not register.

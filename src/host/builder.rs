@@ -9,6 +9,7 @@ use crate::dispatch::{Approver, Hook, Middleware, Pipeline, PolicyApprover};
 use crate::error::{Error, Result};
 use crate::lua::VmSettings;
 use crate::lua::api::fs::FsRoots;
+use crate::lua::api::store::Store;
 use crate::native::NativeTool;
 use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, Source};
 use parking_lot::RwLock;
@@ -16,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Host-API tables a plugin can be granted (`[plugins.ID] capabilities`).
-pub const CAPABILITIES: &[&str] = &["json", "log", "time", "fs", "env"];
+pub const CAPABILITIES: &[&str] = &["json", "log", "time", "env", "fs", "proc", "store"];
 /// What a plugin gets when its config grants nothing explicitly.
 pub const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
 /// Default deadline for probes and for a tool file's top-level code.
@@ -134,7 +135,8 @@ impl HostBuilder {
             .cache_dir
             .or_else(|| config.cache_dir.clone())
             .unwrap_or_else(default_cache_dir);
-        let settings = vm_settings(config);
+        let store = Arc::new(Store::default());
+        let settings = vm_settings(config, store);
         let natives = self
             .natives
             .into_iter()
@@ -193,11 +195,13 @@ impl HostBuilder {
 }
 
 /// VM settings from `[sandbox]` and `[runtime]`.
-fn vm_settings(config: &Config) -> VmSettings {
+fn vm_settings(config: &Config, store: Arc<Store>) -> VmSettings {
     VmSettings {
         fs_roots: Arc::new(FsRoots::new(
             config.sandbox.fs_roots.as_deref().unwrap_or_default(),
         )),
+        commands: config.sandbox.commands.clone().into(),
+        store,
         sandbox_env: config.sandbox.env.clone(),
         memory_limit_bytes: Some(
             (config.runtime.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) as usize)
@@ -228,6 +232,7 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
             source: Source::Builtin,
             scope: None,
             capabilities: None,
+            capability_hint: None,
         })
         .collect();
     for (id, plugin) in &loaded.config.plugins {
@@ -257,6 +262,9 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
             source: Source::Plugin(id.clone()),
             scope: plugin.scope.clone(),
             capabilities: Some(capabilities),
+            capability_hint: Some(format!(
+                " to plugin '{id}'; add it to [plugins.{id}] capabilities"
+            )),
         });
     }
     Ok(dirs)

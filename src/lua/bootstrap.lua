@@ -24,11 +24,17 @@ local thread_tool = setmetatable({}, { __mode = "k" })
 
 local function refuse_write() error("ctx is read-only", 2) end
 
+-- Threads running a handler right now (call_async's coroutines); host functions that await
+-- work only there.
+local handler_threads = setmetatable({}, { __mode = "k" })
+
 -- Runs a handler on the current (async) thread, bound to its tool for env.get, with a
 -- read-only `ctx` (built here: a Lua table constructor is far cheaper than building it
 -- field by field from Rust).
 local function invoke(fn_id, handler, args, tool_name, tool_call_id, session_id, task_id, scope)
-  thread_tool[running()] = fn_id
+  local co = running()
+  thread_tool[co] = fn_id
+  handler_threads[co] = true
   local ctx = setmetatable({}, {
     __index = {
       tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
@@ -80,11 +86,55 @@ local string_lib = copy(string)
 string_lib.dump = nil -- bytecode never enters or leaves the sandbox
 local os_lib = { time = os.time, clock = os.clock, date = os.date }
 
+-- Errors from awaiting host functions come back through mlua's async glue, positioned in
+-- it; they are raised again at the tool's own call site (error level 2) instead.
+local pack, unpack = table.pack, table.unpack
+local error_text = host.error_text
+local function strip_glue(e)
+  if type(e) == "userdata" then e = error_text(e) end
+  if type(e) ~= "string" then return e end
+  return (e:gsub("^__mlua_async_poll:%d+: ", ""))
+end
+local function call_here(fn, ...)
+  local r = pack(pcall(fn, ...))
+  if not r[1] then return false, strip_glue(r[2]) end
+  return true, r
+end
+
+-- The host-API modules, assembled from the host's table (see src/lua/api/mod.rs).
+local host_modules = {}
+for module, functions in pairs(host.api.api) do
+  local lib = {}
+  local only = host.api.handler_only[module] or {}
+  local async = host.api.async[module] or {}
+  for name, fn in pairs(functions) do
+    if only[name] then
+      local label = module .. "." .. name
+      lib[name] = function(...)
+        if not handler_threads[running()] then
+          error(label .. " can only be called from a tool handler (not at load time, in a probe or inside coroutine.create/wrap)", 2)
+        end
+        local ok, r = call_here(fn, ...)
+        if not ok then error(r, 2) end
+        return unpack(r, 2, r.n)
+      end
+    elseif async[name] then
+      local in_handler = async[name]
+      lib[name] = function(...)
+        if not handler_threads[running()] then return fn(...) end
+        local ok, r = call_here(in_handler, ...)
+        if not ok then error(r, 2) end
+        return unpack(r, 2, r.n)
+      end
+    else
+      lib[name] = fn
+    end
+  end
+  host_modules[module] = lib
+end
 -- env.get consults the calling thread's handler.
-local env_get = host.env_get
-local env_lib = {
-  get = function(name) return env_get(thread_tool[running()], name) end,
-}
+local env_get = host_modules.env.get
+host_modules.env.get = function(name) return env_get(thread_tool[running()], name) end
 
 -- Values every environment may share as they are (functions are immutable).
 local shared = {}
@@ -95,20 +145,32 @@ shared.print = host.print
 -- Library tables: each environment gets its own copy, made on first use.
 local libraries = {
   string = string_lib, table = table, math = math, utf8 = utf8,
-  coroutine = coroutine_lib, os = os_lib, env = env_lib,
+  coroutine = coroutine_lib, os = os_lib,
 }
-for name, lib in pairs(host.api) do libraries[name] = lib end
+for name, lib in pairs(host_modules) do libraries[name] = lib end
+
+-- What a file gets for a host-API module it was not granted: every use raises, naming the
+-- capability and how to grant it.
+local function denied(module, hint)
+  local message = "capability '" .. module .. "' is not granted" .. hint
+  return setmetatable({}, {
+    __index = function() error(message, 2) end,
+    __newindex = function() error(message, 2) end,
+    __metatable = false,
+  })
+end
 
 local rawset = rawset
 
 -- Builds a fresh environment. `api` names the host-API tables this file may use (nil: all);
--- `require_fn` resolves modules for this file; `registry` is the registration binding.
+-- `require_fn` resolves modules for this file; `registry` is the registration binding;
+-- `hint` says how to grant a missing capability.
 --
 -- Globals resolve lazily through __index: a shared base function is stored into the
 -- environment on first use; a library table is *copied* on first use, so whatever the file
 -- does to its copy (even with rawset) stays inside the file. Most files touch a handful of
 -- libraries, so this keeps loading cheap. The metatable is hidden (__metatable = false).
-local function make_env(api, require_fn, registry)
+local function make_env(api, require_fn, registry, hint)
   local env = {}
   env.registry = copy(registry)
   env.require = require_fn
@@ -124,8 +186,12 @@ local function make_env(api, require_fn, registry)
       local value = shared[key]
       if value == nil then
         local lib = libraries[key]
-        if lib == nil or not (api == nil or api[key] or base_libraries[key]) then return nil end
-        value = copy(lib)
+        if lib == nil then return nil end
+        if api == nil or api[key] or base_libraries[key] then
+          value = copy(lib)
+        else
+          value = denied(key, hint or "")
+        end
       end
       rawset(t, key, value)
       return value

@@ -4,7 +4,7 @@
 /// error raised by a Rust function (which has no Lua position of its own) is prefixed with
 /// the `file:line` of the Lua code that called it, taken from the traceback.
 pub fn lua_error_message(error: &mlua::Error) -> String {
-    let message = bare_message(error);
+    let message = strip_internal_position(&bare_message(error));
     if let mlua::Error::CallbackError { traceback, .. } = error
         && let Some(at) = first_lua_position(traceback)
         && !message.starts_with(&at)
@@ -14,11 +14,33 @@ pub fn lua_error_message(error: &mlua::Error) -> String {
     message
 }
 
-/// The first `file:line` in a traceback that is Lua code (not a `[C]` frame).
+/// Chunks of the host's own Lua (mlua's async glue, the sandbox bootstrap): positions in
+/// them mean nothing to a tool author.
+const INTERNAL_CHUNKS: [&str; 2] = ["__mlua_async_poll", "toolhost-bootstrap"];
+
+/// Drops a leading `internal-chunk:LINE: ` that re-raising inside host glue added.
+fn strip_internal_position(message: &str) -> String {
+    for chunk in INTERNAL_CHUNKS {
+        if let Some(rest) = message.strip_prefix(chunk)
+            && let Some(rest) = rest.strip_prefix(':')
+            && let Some(colon) = rest.find(": ")
+            && rest[..colon].bytes().all(|b| b.is_ascii_digit())
+        {
+            return rest[colon + 2..].to_string();
+        }
+    }
+    message.to_string()
+}
+
+/// The first `file:line` in a traceback that is tool code (not a `[C]` frame or the host's
+/// own Lua).
 fn first_lua_position(traceback: &str) -> Option<String> {
     traceback.lines().skip(1).find_map(|line| {
         let line = line.trim();
-        if line.starts_with("[C]") || line.starts_with('(') {
+        if line.starts_with("[C]")
+            || line.starts_with('(')
+            || INTERNAL_CHUNKS.iter().any(|chunk| line.starts_with(chunk))
+        {
             return None;
         }
         let mut parts = line.splitn(3, ':');

@@ -41,6 +41,8 @@ pub struct RequireContext {
     pub registry: Table,
     /// The capability set (`nil`: everything).
     pub capabilities: LuaValue,
+    /// How to grant a missing capability.
+    pub hint: Option<String>,
 }
 
 enum Module {
@@ -148,9 +150,12 @@ fn load_module(
     let source = std::fs::read(path)
         .map_err(|e| mlua::Error::runtime(format!("cannot read {shown}: {e}")))?;
     let require = make_require(lua, ctx.clone())?;
-    let env: Table =
-        ctx.make_env
-            .call((ctx.capabilities.clone(), require, ctx.registry.clone()))?;
+    let env: Table = ctx.make_env.call((
+        ctx.capabilities.clone(),
+        require,
+        ctx.registry.clone(),
+        ctx.hint.as_deref(),
+    ))?;
     let value: LuaValue = lua
         .load(source)
         .set_name(format!("@{shown}"))

@@ -5,8 +5,10 @@
 //! the file, so every VM of a pool that loads the same files gets the same ids and the
 //! registry stays independent of any Lua state.
 
-use super::api;
+use super::api::env::EnvPolicy;
 use super::api::fs::FsRoots;
+use super::api::store::Store;
+use super::api::{self, ApiContext};
 use super::clock::{self, CallClock};
 use super::convert::{self, Mode};
 use super::error_text::lua_error_message;
@@ -17,7 +19,7 @@ use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
 use parking_lot::ReentrantMutex;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,6 +28,10 @@ use std::time::Duration;
 pub struct VmSettings {
     /// Roots for the `fs` API.
     pub fs_roots: Arc<FsRoots>,
+    /// Programs `proc.run` may start.
+    pub commands: Arc<[String]>,
+    /// The store shared by every VM.
+    pub store: Arc<Store>,
     /// Environment variables every tool may read.
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
@@ -45,6 +51,9 @@ pub struct FileSpec<'a> {
     pub search_dirs: Vec<SearchDir>,
     /// Host-API tables granted; `None` grants all (built-in tools).
     pub capabilities: Option<&'a [String]>,
+    /// How to grant a missing capability (for the error message), e.g.
+    /// ` to plugin 'acme': add "fs" to [plugins.acme] capabilities`.
+    pub capability_hint: Option<&'a str>,
 }
 
 /// Why a handler call produced no result.
@@ -59,13 +68,6 @@ pub enum HandlerFailure {
     Memory,
     /// The handler ran past its deadline (it was stopped).
     Timeout,
-}
-
-/// `env.get` policy: names every tool may read, plus each handler's `requires_env`.
-#[derive(Debug, Default)]
-struct EnvPolicy {
-    everyone: HashSet<String>,
-    by_handler: HashMap<u64, Vec<String>>,
 }
 
 /// A sandboxed Lua state plus the functions registered into it.
@@ -107,7 +109,7 @@ impl LuaVm {
         lua.set_app_data(ModuleCache::default());
         lua.set_app_data(EnvPolicy {
             everyone: settings.sandbox_env.iter().cloned().collect(),
-            by_handler: HashMap::new(),
+            by_handler: Default::default(),
         });
         // string.dump would hand out bytecode; the string metatable must not be reachable
         // (getmetatable("").__index would be every file's string library).
@@ -116,28 +118,22 @@ impl LuaVm {
         string.set("dump", LuaValue::Nil)?;
         lua.load(r#"getmetatable("").__metatable = false"#).exec()?;
 
-        let marker = convert::install_array_marker(&lua)?;
-        let host_api = lua.create_table()?;
-        host_api.set("json", api::json::install(&lua, &marker)?)?;
-        host_api.set("log", api::log::install(&lua)?)?;
-        host_api.set("time", api::time::install(&lua)?)?;
-        host_api.set("fs", api::fs::install(&lua, settings.fs_roots.clone())?)?;
+        convert::install_array_marker(&lua)?;
+        let context = ApiContext {
+            fs_roots: settings.fs_roots.clone(),
+            commands: settings.commands.clone(),
+            store: settings.store.clone(),
+        };
         let host = lua.create_table()?;
-        host.set("api", host_api)?;
-        host.set("print", api::log::print_function(&lua)?)?;
+        host.set("api", api::install(&lua, &context)?)?;
+        host.set("print", api::log::logger(&lua, tracing::Level::INFO)?)?;
+        // A host error caught in Lua, as the plain message (no mlua wrapping, no traceback).
         host.set(
-            "env_get",
-            lua.create_function(|lua, (handler, name): (Option<u64>, String)| {
-                let allowed = lua.app_data_ref::<EnvPolicy>().is_some_and(|policy| {
-                    policy.everyone.contains(&name)
-                        || handler
-                            .and_then(|id| policy.by_handler.get(&id))
-                            .is_some_and(|names| names.contains(&name))
-                });
-                Ok(if allowed {
-                    std::env::var(&name).ok()
-                } else {
-                    None
+            "error_text",
+            lua.create_function(|_, value: LuaValue| {
+                Ok(match value {
+                    LuaValue::Error(error) => lua_error_message(&error),
+                    other => other.to_string().unwrap_or_default(),
                 })
             })?,
         )?;
@@ -219,11 +215,15 @@ impl LuaVm {
             make_env: self.make_env.clone(),
             registry: self.registry_api.clone(),
             capabilities: capabilities.clone(),
+            hint: file.capability_hint.map(str::to_string),
         });
         let require = require::make_require(&self.lua, ctx)?;
-        let env: Table = self
-            .make_env
-            .call((capabilities, require, self.registry_api.clone()))?;
+        let env: Table = self.make_env.call((
+            capabilities,
+            require,
+            self.registry_api.clone(),
+            file.capability_hint,
+        ))?;
         self.lua
             .load(source)
             .set_name(format!("@{}", file.display))
@@ -313,11 +313,8 @@ impl LuaVm {
 
     /// Lets the handler `id` read `names` with `env.get` (its `requires_env`).
     pub fn allow_env(&self, id: LuaFnId, names: &[String]) {
-        if names.is_empty() {
-            return;
-        }
         if let Some(mut policy) = self.lua.app_data_mut::<EnvPolicy>() {
-            policy.by_handler.insert(id.0, names.to_vec());
+            policy.grant(id, names);
         }
     }
 

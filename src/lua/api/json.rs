@@ -1,39 +1,79 @@
 //! `json`: encode, decode, `json.null`, and `json.array(t)` to mark a table as an array.
 
+use super::{ApiContext, ApiFunction, Calling, failure, function};
 use crate::lua::convert::{self, Mode};
-use mlua::{Lua, Table, Value as LuaValue};
+use mlua::{Lua, LuaSerdeExt, Table, Value as LuaValue};
 
-/// Builds the `json` table.
-pub fn install(lua: &Lua, array_marker: &Table) -> mlua::Result<Table> {
-    let json = lua.create_table()?;
-    json.set("null", LuaValue::NULL)?;
-    json.set(
-        "encode",
-        lua.create_function(|lua, value: LuaValue| {
-            let json = convert::lua_to_json(lua, &value, Mode::Data)
-                .map_err(|e| mlua::Error::runtime(format!("json.encode: {e}")))?;
-            Ok(json.to_string())
-        })?,
-    )?;
-    json.set(
-        "decode",
-        lua.create_function(|lua, text: mlua::LuaString| {
-            let parsed: serde_json::Value = serde_json::from_slice(&text.as_bytes())
-                .map_err(|e| mlua::Error::runtime(format!("json.decode: {e}")))?;
-            convert::json_to_lua(lua, &parsed)
-        })?,
-    )?;
-    let marker = array_marker.clone();
-    json.set(
-        "array",
-        lua.create_function(move |lua, table: Option<Table>| {
-            let table = match table {
-                Some(t) => t,
-                None => lua.create_table()?,
-            };
-            table.set_metatable(Some(marker.clone()))?;
-            Ok(table)
-        })?,
-    )?;
-    Ok(json)
+/// The `json` entries of the host API.
+pub fn functions() -> Vec<ApiFunction> {
+    vec![
+        ApiFunction {
+            module: "json",
+            name: "null",
+            params: &[],
+            returns: "lightuserdata",
+            doc: "The JSON null value (Lua nil cannot stand in a table)",
+            make: |_, _| Ok(LuaValue::NULL),
+            calling: Calling::Anywhere,
+            constant: true,
+        },
+        ApiFunction {
+            module: "json",
+            name: "encode",
+            params: &[("value", "any")],
+            returns: "string",
+            doc: "Encodes a value as JSON text (an empty table is {}; use json.array for [])",
+            make: make_encode,
+            calling: Calling::Anywhere,
+            constant: false,
+        },
+        ApiFunction {
+            module: "json",
+            name: "decode",
+            params: &[("text", "string")],
+            returns: "any",
+            doc: "Decodes JSON text (null becomes json.null; arrays stay arrays)",
+            make: make_decode,
+            calling: Calling::Anywhere,
+            constant: false,
+        },
+        ApiFunction {
+            module: "json",
+            name: "array",
+            params: &[("t?", "table")],
+            returns: "table",
+            doc: "Marks a table as a JSON array (so an empty one encodes as [])",
+            make: make_array,
+            calling: Calling::Anywhere,
+            constant: false,
+        },
+    ]
+}
+
+fn make_encode(lua: &Lua, _: &ApiContext) -> mlua::Result<LuaValue> {
+    function(lua, |lua, value: LuaValue| {
+        let json = convert::lua_to_json(lua, &value, Mode::Data)
+            .map_err(|e| failure("json", "encode", e))?;
+        Ok(json.to_string())
+    })
+}
+
+fn make_decode(lua: &Lua, _: &ApiContext) -> mlua::Result<LuaValue> {
+    function(lua, |lua, text: mlua::LuaString| {
+        let parsed: serde_json::Value =
+            serde_json::from_slice(&text.as_bytes()).map_err(|e| failure("json", "decode", e))?;
+        convert::json_to_lua(lua, &parsed)
+    })
+}
+
+fn make_array(lua: &Lua, _: &ApiContext) -> mlua::Result<LuaValue> {
+    let marker = lua.array_metatable();
+    function(lua, move |lua, table: Option<Table>| {
+        let table = match table {
+            Some(t) => t,
+            None => lua.create_table()?,
+        };
+        table.set_metatable(Some(marker.clone()))?;
+        Ok(table)
+    })
 }

@@ -1,6 +1,40 @@
-//! `log`: tracing from Lua, tagged with the calling file and line; `print` logs at info.
+//! `log`: tracing from Lua, tagged with the calling file and line; `print` logs at info
+//! (stdout belongs to results and the MCP protocol).
 
-use mlua::{Lua, MultiValue, Table};
+use super::{ApiContext, ApiFunction, Calling};
+use mlua::{Lua, MultiValue, Value as LuaValue};
+
+/// The `log` entries of the host API.
+pub fn functions() -> Vec<ApiFunction> {
+    let entry = |name, doc, make| ApiFunction {
+        module: "log",
+        name,
+        params: &[("...", "any")],
+        returns: "",
+        doc,
+        make,
+        calling: Calling::Anywhere,
+        constant: false,
+    };
+    vec![
+        entry(
+            "debug",
+            "Logs at debug level (shown with -v)",
+            |lua, _: &ApiContext| logger(lua, tracing::Level::DEBUG).map(LuaValue::Function),
+        ),
+        entry("info", "Logs at info level", |lua, _: &ApiContext| {
+            logger(lua, tracing::Level::INFO).map(LuaValue::Function)
+        }),
+        entry("warn", "Logs a warning", |lua, _: &ApiContext| {
+            logger(lua, tracing::Level::WARN).map(LuaValue::Function)
+        }),
+        entry(
+            "error",
+            "Logs an error (does not raise)",
+            |lua, _: &ApiContext| logger(lua, tracing::Level::ERROR).map(LuaValue::Function),
+        ),
+    ]
+}
 
 /// Where the Lua code that called us is, as `file:line`.
 fn caller(lua: &Lua) -> String {
@@ -28,7 +62,7 @@ fn join(lua: &Lua, args: MultiValue) -> mlua::Result<String> {
 }
 
 /// A Lua function logging its arguments at `level`, tagged with the caller's position.
-fn logger(lua: &Lua, level: tracing::Level) -> mlua::Result<mlua::Function> {
+pub fn logger(lua: &Lua, level: tracing::Level) -> mlua::Result<mlua::Function> {
     lua.create_function(move |lua, args: MultiValue| {
         let at = caller(lua);
         let text = join(lua, args)?;
@@ -40,20 +74,4 @@ fn logger(lua: &Lua, level: tracing::Level) -> mlua::Result<mlua::Function> {
         }
         Ok(())
     })
-}
-
-/// Builds the `log` table (`debug`, `info`, `warn`, `error`).
-pub fn install(lua: &Lua) -> mlua::Result<Table> {
-    let log = lua.create_table()?;
-    log.set("debug", logger(lua, tracing::Level::DEBUG)?)?;
-    log.set("info", logger(lua, tracing::Level::INFO)?)?;
-    log.set("warn", logger(lua, tracing::Level::WARN)?)?;
-    log.set("error", logger(lua, tracing::Level::ERROR)?)?;
-    Ok(log)
-}
-
-/// `print` (and `log.info`): stdout belongs to results and the MCP protocol, so Lua output
-/// goes to the log on stderr.
-pub fn print_function(lua: &Lua) -> mlua::Result<mlua::Function> {
-    logger(lua, tracing::Level::INFO)
 }

@@ -1,0 +1,146 @@
+//! `proc.run{argv, cwd, timeout_ms, stdin}`: runs a program listed in `[sandbox] commands`
+//! directly (no shell: arguments are passed as they are, metacharacters mean nothing),
+//! awaiting it so other calls run on the VM meanwhile. The child is killed when its own
+//! timeout passes or the call is stopped.
+
+use super::{ApiContext, ApiFunction, Calling, failure};
+use mlua::{Lua, Table, Value as LuaValue};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// Default `timeout_ms` of a run.
+const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Most bytes kept of stdout and of stderr each.
+const MAX_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
+
+/// The `proc` entries of the host API.
+pub fn functions() -> Vec<ApiFunction> {
+    vec![ApiFunction {
+        module: "proc",
+        name: "run",
+        params: &[(
+            "spec",
+            "{argv: string[], cwd?: string, timeout_ms?: integer, stdin?: string}",
+        )],
+        returns: "{code: integer?, stdout: string, stderr: string, timed_out: boolean}",
+        doc: "Runs argv[1] (which [sandbox] commands must list) with the other arguments, no shell (handlers only)",
+        make: make_run,
+        calling: Calling::HandlerOnly,
+        constant: false,
+    }]
+}
+
+fn refuse(reason: impl std::fmt::Display) -> mlua::Error {
+    failure("proc", "run", reason)
+}
+
+/// Whether `program` may run: `[sandbox] commands` lists it by exactly this name (a bare
+/// name is looked up on PATH; a path must be listed as that path).
+fn allowed(commands: &[String], program: &str) -> bool {
+    commands.iter().any(|c| c == program)
+}
+
+struct Spec {
+    argv: Vec<String>,
+    cwd: Option<String>,
+    timeout: Duration,
+    stdin: Option<Vec<u8>>,
+}
+
+fn read_spec(spec: &Table) -> mlua::Result<Spec> {
+    let argv: Vec<String> = match spec.get::<LuaValue>("argv")? {
+        LuaValue::Table(list) => list
+            .sequence_values::<String>()
+            .collect::<mlua::Result<_>>()
+            .map_err(|_| refuse("'argv' must be a list of strings"))?,
+        _ => {
+            return Err(refuse(
+                "'argv' is required (a list of strings, program first)",
+            ));
+        }
+    };
+    if argv.is_empty() {
+        return Err(refuse("'argv' is empty"));
+    }
+    let timeout_ms = match spec.get::<LuaValue>("timeout_ms")? {
+        LuaValue::Nil => DEFAULT_TIMEOUT_MS,
+        LuaValue::Integer(n) if n > 0 => n as u64,
+        LuaValue::Number(n) if n > 0.0 && n.is_finite() => n as u64,
+        _ => return Err(refuse("'timeout_ms' must be a positive number")),
+    };
+    let stdin = match spec.get::<LuaValue>("stdin")? {
+        LuaValue::Nil => None,
+        LuaValue::String(s) => Some(s.as_bytes().to_vec()),
+        _ => return Err(refuse("'stdin' must be a string")),
+    };
+    let cwd = spec.get::<Option<String>>("cwd")?;
+    Ok(Spec {
+        argv,
+        cwd,
+        timeout: Duration::from_millis(timeout_ms),
+        stdin,
+    })
+}
+
+fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
+    let commands = ctx.commands.clone();
+    let roots = ctx.fs_roots.clone();
+    lua.create_async_function(move |lua, spec: Table| {
+        let commands = commands.clone();
+        let roots = roots.clone();
+        async move {
+            let spec = read_spec(&spec)?;
+            let program = &spec.argv[0];
+            if !allowed(&commands, program) {
+                return Err(refuse(format!(
+                    "'{program}' is not allowed; list it in [sandbox] commands to allow it"
+                )));
+            }
+            let mut command = tokio::process::Command::new(program);
+            command
+                .args(&spec.argv[1..])
+                .stdin(if spec.stdin.is_some() {
+                    Stdio::piped()
+                } else {
+                    Stdio::null()
+                })
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .kill_on_drop(true);
+            let cwd = spec.cwd.as_deref().unwrap_or(".");
+            let dir = roots.resolve(cwd, true).map_err(refuse)?;
+            command.current_dir(dir);
+            let mut child = command
+                .spawn()
+                .map_err(|e| refuse(format!("cannot start '{program}': {e}")))?;
+            if let (Some(input), Some(mut pipe)) = (spec.stdin, child.stdin.take()) {
+                // A child that does not read its stdin must not stall us.
+                tokio::spawn(async move {
+                    let _ = pipe.write_all(&input).await;
+                });
+            }
+            let output = tokio::time::timeout(spec.timeout, child.wait_with_output()).await;
+            let result = lua.create_table()?;
+            match output {
+                Err(_elapsed) => {
+                    // Dropping the wait future dropped the child: kill_on_drop killed it.
+                    result.set("code", LuaValue::Nil)?;
+                    result.set("stdout", "")?;
+                    result.set("stderr", "")?;
+                    result.set("timed_out", true)?;
+                }
+                Ok(Err(e)) => return Err(refuse(format!("'{program}': {e}"))),
+                Ok(Ok(out)) => {
+                    let clip = |bytes: &[u8]| bytes[..bytes.len().min(MAX_OUTPUT_BYTES)].to_vec();
+                    result.set("code", out.status.code())?;
+                    result.set("stdout", lua.create_string(clip(&out.stdout))?)?;
+                    result.set("stderr", lua.create_string(clip(&out.stderr))?)?;
+                    result.set("timed_out", false)?;
+                }
+            }
+            Ok(result)
+        }
+    })
+    .map(LuaValue::Function)
+}
