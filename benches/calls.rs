@@ -37,3 +37,36 @@ fn raw_lua_echo(bencher: divan::Bencher) {
         json
     });
 }
+
+/// A batch of two CPU-bound parallel_safe calls on a pool of `vms` VMs (multi-thread
+/// runtime with two workers): the speedup of 2 VMs over 1 is the pool's scaling.
+#[divan::bench(args = [1, 2], sample_count = 20)]
+fn cpu_batch_of_two(bencher: divan::Bencher, vms: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let tools = dir.path().join("tools-lua");
+    std::fs::create_dir_all(&tools).expect("tools dir");
+    std::fs::write(
+        tools.join("spin.lua"),
+        r#"registry.register{ name = "spin", toolset = "bench", parallel_safe = true,
+  schema = { parameters = { type = "object" } },
+  handler = function() local x = 0 for i = 1, 3000000 do x = x + i % 7 end return tostring(x) end }"#,
+    )
+    .expect("tool file");
+    let host = toolhost::Host::builder()
+        .tools_dir(&tools)
+        .cache_dir(dir.path().join("cache"))
+        .config(toolhost::LoadedConfig::default())
+        .vms(vms)
+        .build()
+        .expect("host");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ctx = CallContext::default();
+    bencher.bench_local(|| {
+        let calls = vec![toolhost::FunctionCall::new("spin", serde_json::json!({})); 2];
+        runtime.block_on(host.handle_function_calls(calls, &ctx))
+    });
+}
