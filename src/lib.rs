@@ -26,6 +26,7 @@ pub mod dispatch;
 pub mod error;
 pub mod host;
 pub mod lua;
+pub mod mcp;
 pub mod native;
 pub mod registry;
 pub mod toolsets;

@@ -26,7 +26,7 @@ pub fn run(cli: &Cli, name: &str, args: Option<&str>) -> Result<ExitCode, String
     } else {
         serde_json::from_str(&text).map_err(|e| format!("ARGS is not valid JSON: {e}"))?
     };
-    let host = super::build(cli, None)?;
+    let host = super::build(cli, None, super::ONE_SHOT_VMS)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -7,6 +7,7 @@ mod check;
 mod discover;
 mod list;
 mod schema;
+mod serve;
 
 use clap::{ArgAction, Parser, Subcommand};
 use std::path::PathBuf;
@@ -59,6 +60,15 @@ enum Command {
         #[arg(long, default_value = "openai", value_parser = parse_format)]
         format: Format,
     },
+    /// Serve the tools over MCP on stdio (tools/list, tools/call, list_changed).
+    Serve {
+        /// Toolsets to offer, comma-separated (default: config `enabled_toolsets`, else all).
+        #[arg(long, value_delimiter = ',')]
+        toolsets: Option<Vec<String>>,
+        /// Toolsets to hide, comma-separated (repeatable).
+        #[arg(long, value_delimiter = ',')]
+        disable: Vec<String>,
+    },
     /// Show the discovery verdict of every candidate file.
     Discover {
         /// Print a JSON array instead of a table.
@@ -79,6 +89,9 @@ enum Command {
     },
 }
 
+/// One-shot commands make one call at most: one VM starts fastest.
+const ONE_SHOT_VMS: Option<usize> = Some(1);
+
 /// Exit code for usage and setup errors.
 pub const EXIT_SETUP: u8 = 2;
 
@@ -87,17 +100,22 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     let outcome = match &cli.command {
-        Command::List { json } => build(&cli, None).map(|host| list::run(&host, &cli, *json)),
+        Command::List { json } => {
+            build(&cli, None, ONE_SHOT_VMS).map(|host| list::run(&host, &cli, *json))
+        }
         Command::Schema {
             toolsets,
             disable,
             format,
-        } => build(&cli, None)
+        } => build(&cli, None, ONE_SHOT_VMS)
             .map(|host| schema::run(&host, &cli, toolsets.as_deref(), disable, *format)),
-        Command::Discover { json } => build(&cli, None).map(|host| discover::run(&host, *json)),
+        Command::Serve { toolsets, disable } => serve::run(&cli, toolsets.as_deref(), disable),
+        Command::Discover { json } => {
+            build(&cli, None, ONE_SHOT_VMS).map(|host| discover::run(&host, *json))
+        }
         Command::Check { files } => {
             let only = (!files.is_empty()).then(|| files.clone());
-            build(&cli, only).map(|host| check::run(&host, files))
+            build(&cli, only, ONE_SHOT_VMS).map(|host| check::run(&host, files))
         }
         Command::Call { name, args } => call::run(&cli, name, args.as_deref()),
     };
@@ -133,7 +151,19 @@ fn init_logging(verbose: u8, quiet: bool) {
 }
 
 /// Builds the host from the global flags.
-fn build(cli: &Cli, only_files: Option<Vec<PathBuf>>) -> Result<Host, String> {
+/// Builds the host from the global flags; `vms` overrides the pool size. One-shot commands
+/// may ask for approval on the terminal; the MCP server never reads the terminal (stdin is
+/// the protocol), so it uses the configured `[approval] default`.
+fn build(cli: &Cli, only_files: Option<Vec<PathBuf>>, vms: Option<usize>) -> Result<Host, String> {
+    build_with(cli, only_files, vms, /*interactive*/ true)
+}
+
+fn build_with(
+    cli: &Cli,
+    only_files: Option<Vec<PathBuf>>,
+    vms: Option<usize>,
+    interactive: bool,
+) -> Result<Host, String> {
     let mut builder: HostBuilder = Host::builder();
     for dir in &cli.tools_dir {
         builder = builder.tools_dir(dir);
@@ -147,10 +177,13 @@ fn build(cli: &Cli, only_files: Option<Vec<PathBuf>>) -> Result<Host, String> {
     if let Some(files) = only_files {
         builder = builder.only_files(files);
     }
-    // One-shot commands make one call at most: one VM starts fastest.
-    builder = builder.vms(1);
-    builder = builder.approver_from_config(|default| approve::TerminalApprover {
-        fallback: toolhost::dispatch::PolicyApprover(default),
-    });
+    if let Some(vms) = vms {
+        builder = builder.vms(vms);
+    }
+    if interactive {
+        builder = builder.approver_from_config(|default| approve::TerminalApprover {
+            fallback: toolhost::dispatch::PolicyApprover(default),
+        });
+    }
     builder.build().map_err(|e| e.to_string())
 }

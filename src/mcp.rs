@@ -1,0 +1,187 @@
+//! The MCP server: `toolhost serve` speaks the Model Context Protocol over stdio (rmcp),
+//! so any MCP client can list and call the Lua tools.
+//!
+//! - `tools/list` returns exactly the `mcp`-format definitions of the selection (SPEC §5);
+//! - `tools/call` runs the whole pipeline; a host error object comes back as
+//!   `isError: true` with the error JSON as text; text results as text content; a JSON
+//!   object result also as `structuredContent`; multimodal envelopes as content blocks;
+//! - `notifications/cancelled` stops the call (its coroutine is dropped);
+//! - with a reload event stream, each reload sends `notifications/tools/list_changed`.
+//!
+//! Logs go to stderr only: stdout is the protocol.
+
+use crate::definitions::{Format, Selection};
+use crate::dispatch::is_error;
+use crate::host::Host;
+use crate::registry::CallContext;
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value};
+
+/// Serves one host to one MCP client.
+#[derive(Clone)]
+pub struct McpServer {
+    host: Host,
+    selection: Selection,
+}
+
+impl McpServer {
+    /// A server offering `selection` of `host`'s tools (its format is forced to `mcp`).
+    pub fn new(host: Host, selection: Selection) -> Self {
+        Self {
+            host,
+            selection: Selection {
+                format: Format::Mcp,
+                ..selection
+            },
+        }
+    }
+
+    fn context(&self) -> CallContext {
+        CallContext {
+            scope: self.selection.scope.clone(),
+            toolsets: self.selection.enabled.clone(),
+            disabled_toolsets: self.selection.disabled.clone(),
+            ..CallContext::default()
+        }
+    }
+
+    /// The MCP `Tool` list of the selection.
+    pub fn tools(&self) -> Vec<Tool> {
+        self.host
+            .tool_definitions(&self.selection)
+            .iter()
+            .filter_map(
+                |definition| match serde_json::from_value::<Tool>((**definition).clone()) {
+                    Ok(tool) => Some(tool),
+                    Err(e) => {
+                        tracing::warn!("definition cannot be offered over MCP: {e}: {definition}");
+                        None
+                    }
+                },
+            )
+            .collect()
+    }
+}
+
+/// Maps a pipeline result to an MCP tool result.
+pub fn to_call_result(result: Value) -> CallToolResult {
+    match result {
+        Value::String(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
+        ref error if is_error(error) => {
+            CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+        }
+        Value::Object(map) if map.get("_multimodal") == Some(&Value::Bool(true)) => {
+            CallToolResult::success(multimodal_blocks(&map))
+        }
+        other => {
+            let mut out = CallToolResult::success(vec![ContentBlock::text(other.to_string())]);
+            if other.is_object() {
+                out.structured_content = Some(other);
+            }
+            out
+        }
+    }
+}
+
+/// The blocks of a multimodal envelope: `{type = "text", text}` and
+/// `{type = "image", data, mime_type | mimeType}` parts; anything else as its JSON text. An
+/// envelope without parts falls back to its `text_summary`.
+fn multimodal_blocks(envelope: &Map<String, Value>) -> Vec<ContentBlock> {
+    let parts = envelope
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut blocks: Vec<ContentBlock> = parts
+        .iter()
+        .map(|part| {
+            let field = |name: &str| part.get(name).and_then(Value::as_str);
+            match field("type") {
+                Some("text") => ContentBlock::text(field("text").unwrap_or_default()),
+                Some("image") => ContentBlock::image(
+                    field("data").unwrap_or_default(),
+                    field("mime_type")
+                        .or_else(|| field("mimeType"))
+                        .unwrap_or("application/octet-stream"),
+                ),
+                _ => ContentBlock::text(part.to_string()),
+            }
+        })
+        .collect();
+    if blocks.is_empty() {
+        let summary = envelope
+            .get("text_summary")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        blocks.push(ContentBlock::text(summary));
+    }
+    blocks
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = Implementation::from_build_env();
+        info.name = "toolhost".into();
+        info.version = env!("CARGO_PKG_VERSION").into();
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(info)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.map(Value::Object).unwrap_or_default();
+        let mut ctx = self.context();
+        ctx.tool_call_id = Some(format!("{:?}", context.id));
+        let call = self.host.handle_function_call(&request.name, args, &ctx);
+        let result = tokio::select! {
+            result = call => result,
+            () = context.ct.cancelled() => crate::dispatch::error_result(
+                crate::dispatch::ErrorType::HandlerError,
+                &format!("[TOOL_ERROR] Tool execution failed: {} was cancelled", request.name),
+            ),
+        };
+        Ok(to_call_result(result).into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_map_to_mcp_shapes() {
+        let text = to_call_result(json!("hi"));
+        assert_eq!(text.is_error, Some(false));
+        let error = to_call_result(json!({"error": "x", "error_type": "timeout"}));
+        assert_eq!(error.is_error, Some(true));
+        let image = to_call_result(json!({"_multimodal": true, "content": [
+            {"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mime_type": "image/png"}]}));
+        assert_eq!(image.content.len(), 2);
+        let serialized = serde_json::to_value(&image).unwrap();
+        assert_eq!(serialized["content"][1]["type"], "image");
+        assert_eq!(serialized["content"][1]["mimeType"], "image/png");
+    }
+}

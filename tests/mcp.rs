@@ -1,0 +1,173 @@
+//! The MCP server, driven by the official MCP Python client (`mcp` from PyPI, installed
+//! into `target/mcp-venv` on first use) against the real `toolhost serve`.
+
+mod common;
+
+use common::Fixture;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The venv's python, creating the venv and installing `mcp` the first time.
+fn python() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let venv = root.join("target/mcp-venv");
+    let python = venv.join("bin/python");
+    let ready = || {
+        Command::new(&python)
+            .args(["-c", "import mcp.client.stdio"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !ready() {
+        let made = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .expect("python3 is needed for the MCP client test");
+        assert!(made.success(), "python3 -m venv failed");
+        let installed = Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "mcp"])
+            .status()
+            .expect("pip runs");
+        assert!(installed.success(), "pip install mcp failed");
+    }
+    assert!(
+        ready(),
+        "the mcp package is not importable from {}",
+        venv.display()
+    );
+    python
+}
+
+fn run_client(fx: &Fixture, scenario: &str, extra: &[&str]) -> Vec<Value> {
+    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
+    let output = Command::new(python())
+        .arg(client)
+        .arg(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .arg(fx.root())
+        .arg(scenario)
+        .args(extra)
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .expect("client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "client failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect()
+}
+
+fn step<'a>(steps: &'a [Value], name: &str) -> &'a Value {
+    steps
+        .iter()
+        .find(|s| s["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name} in {steps:#?}"))
+}
+
+fn text(step: &Value) -> String {
+    step["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+const TOOLS: &str = r#"
+registry.register{ name = "echo", toolset = "debug", parallel_safe = true,
+  schema = { description = "Echo the arguments", parameters = { type = "object",
+    properties = { text = { type = "string" }, count = { type = "integer" } } } },
+  handler = function(args) return args end }
+registry.register{ name = "needs_n", toolset = "debug",
+  schema = { description = "Needs an integer", parameters = { type = "object",
+    properties = { n = { type = "integer" } }, required = { "n" } } },
+  handler = function(args) return "n=" .. args.n end }
+registry.register{ name = "spin", toolset = "debug", timeout_ms = 300,
+  schema = { description = "Never finishes", parameters = { type = "object" } },
+  handler = function() while true do pcall(function() while true do end end) end end }
+registry.register{ name = "picture", toolset = "media",
+  schema = { description = "An image", parameters = { type = "object" } },
+  handler = function()
+    return { _multimodal = true, text_summary = "a dot",
+      content = { { type = "text", text = "a dot" },
+                  { type = "image", data = "iVBORw0KGgo=", mime_type = "image/png" } } }
+  end }
+registry.register{ name = "nap", toolset = "debug", parallel_safe = true,
+  schema = { description = "Sleeps half a second", parameters = { type = "object" } },
+  handler = function() time.sleep(500) return "rested" end }
+registry.register{ name = "hidden", toolset = "secret",
+  schema = { description = "Not offered", parameters = { type = "object" } },
+  handler = function() return "x" end }
+"#;
+
+#[test]
+fn a_full_mcp_session_with_the_official_client() {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    let steps = run_client(&fx, "session", &["--disable", "secret"]);
+
+    let init = step(&steps, "initialize");
+    assert_eq!(init["name"], "toolhost");
+    assert_eq!(init["tools_capability"]["listChanged"], true);
+
+    let listed = step(&steps, "list")["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = listed.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["echo", "nap", "needs_n", "picture", "spin"],
+        "sorted, selection applied"
+    );
+    assert_eq!(
+        listed[2]["inputSchema"]["required"],
+        serde_json::json!(["n"])
+    );
+    assert_eq!(listed[0]["description"], "Echo the arguments");
+
+    let call = step(&steps, "call");
+    assert_eq!(call["is_error"], false);
+    assert_eq!(
+        text(call),
+        r#"{"count":3,"text":"hi"}"#,
+        "coerced through the pipeline"
+    );
+
+    let invalid = step(&steps, "invalid");
+    assert_eq!(invalid["is_error"], true);
+    let error: Value = serde_json::from_str(&text(invalid)).unwrap();
+    assert_eq!(error["error_type"], "invalid_arguments");
+    assert_eq!(error["path"], "$.n");
+
+    let unknown = step(&steps, "unknown");
+    assert_eq!(unknown["is_error"], true);
+    assert!(text(unknown).contains("unknown_tool"));
+
+    let timeout = step(&steps, "timeout");
+    assert_eq!(timeout["is_error"], true);
+    assert!(
+        text(timeout).contains("spin timed out after 300 ms"),
+        "{timeout}"
+    );
+    assert!(timeout["seconds"].as_f64().unwrap() < 5.0, "liveness bound");
+    assert_eq!(
+        step(&steps, "after_timeout")["is_error"],
+        false,
+        "the server still answers"
+    );
+
+    let picture = step(&steps, "multimodal");
+    assert_eq!(picture["content"][0]["type"], "text");
+    assert_eq!(picture["content"][1]["type"], "image");
+    assert_eq!(picture["content"][1]["mimeType"], "image/png");
+
+    let concurrent = step(&steps, "concurrent");
+    assert_eq!(concurrent["errors"], serde_json::json!([false, false]));
+    // Two 500 ms naps overlapped (sequential would take 1 s); generous bound either way.
+    assert!(
+        concurrent["seconds"].as_f64().unwrap() < 0.95,
+        "{concurrent}"
+    );
+}
