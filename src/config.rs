@@ -213,10 +213,6 @@ impl Config {
     /// the roadmap); the host warns about each, so a setting is never silently ignored.
     pub fn inert_keys(&self) -> Vec<&'static str> {
         let set = [
-            (
-                self.runtime.reload_debounce_ms.is_some(),
-                "runtime.reload_debounce_ms",
-            ),
             (self.tool_search.enabled.is_some(), "tool_search.enabled"),
             (!self.tool_search.core.is_empty(), "tool_search.core"),
             (

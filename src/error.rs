@@ -30,6 +30,9 @@ pub enum Error {
     /// The Lua runtime could not be created (out of memory, broken sandbox bootstrap).
     #[error("cannot start the Lua runtime: {0}")]
     Lua(String),
+    /// Watching the tool directories or the config file for changes could not start.
+    #[error("cannot watch for changes: {0}")]
+    Watch(String),
     /// A native tool given to the builder was rejected by the registry (invalid name,
     /// invalid schema, collision without `override`).
     #[error("native tool rejected: {0}")]

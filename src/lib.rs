@@ -35,6 +35,6 @@ pub use config::{Config, LoadedConfig};
 pub use definitions::{Definitions, Format, Selection};
 pub use dispatch::{ErrorType, ToolResult};
 pub use error::{Error, Result};
-pub use host::{FunctionCall, Host, HostBuilder};
+pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, Watch};
 pub use native::NativeTool;
 pub use registry::{CallContext, ToolEntry};

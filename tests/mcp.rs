@@ -108,7 +108,7 @@ registry.register{ name = "hidden", toolset = "secret",
 fn a_full_mcp_session_with_the_official_client() {
     let fx = Fixture::new();
     fx.tool("tools.lua", TOOLS);
-    let steps = run_client(&fx, "session", &["--disable", "secret"]);
+    let steps = run_client(&fx, "session", &["--disable", "secret", "--watch"]);
 
     let init = step(&steps, "initialize");
     assert_eq!(init["name"], "toolhost");

@@ -8,6 +8,7 @@ mod discover;
 mod list;
 mod schema;
 mod serve;
+mod watch;
 
 use clap::{ArgAction, Parser, Subcommand};
 use std::path::PathBuf;
@@ -68,7 +69,12 @@ enum Command {
         /// Toolsets to hide, comma-separated (repeatable).
         #[arg(long, value_delimiter = ',')]
         disable: Vec<String>,
+        /// Reload on changes and notify the client (notifications/tools/list_changed).
+        #[arg(long)]
+        watch: bool,
     },
+    /// Reload on every change to the tool directories or config; print each reload.
+    Watch,
     /// Show the discovery verdict of every candidate file.
     Discover {
         /// Print a JSON array instead of a table.
@@ -109,7 +115,12 @@ pub fn run() -> ExitCode {
             format,
         } => build(&cli, None, ONE_SHOT_VMS)
             .map(|host| schema::run(&host, &cli, toolsets.as_deref(), disable, *format)),
-        Command::Serve { toolsets, disable } => serve::run(&cli, toolsets.as_deref(), disable),
+        Command::Serve {
+            toolsets,
+            disable,
+            watch,
+        } => serve::run(&cli, toolsets.as_deref(), disable, *watch),
+        Command::Watch => watch::run(&cli),
         Command::Discover { json } => {
             build(&cli, None, ONE_SHOT_VMS).map(|host| discover::run(&host, *json))
         }

@@ -14,6 +14,7 @@ use crate::registry::{
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc;
 
@@ -27,18 +28,36 @@ struct Staged {
 
 type Compiled = Result<Arc<jsonschema::Validator>, String>;
 
+/// The source each file loaded from (the current one, or its last good version).
+pub type Sources = HashMap<PathBuf, Arc<[u8]>>;
+
+/// Suffix of the error of a file whose previous version still serves.
+pub const KEPT_LAST_GOOD: &str = " (still serving the last good version)";
+
+/// One file after its Lua ran (phase 1).
+struct Ran {
+    index: usize,
+    outcome: Result<Staged, String>,
+    source: Arc<[u8]>,
+    /// The current version's error when the last good version was loaded instead.
+    replaced_error: Option<String>,
+}
+
 /// Loads every registering verdict, in order, recording each file's tools or error in its
-/// verdict.
+/// verdict. A file whose current version fails and that has a different `last_good`
+/// source loads that instead (its error still reported). Returns the sources that loaded.
 pub fn load_all(
     verdicts: &mut [Verdict],
     dirs: &[ToolDir],
     vm: &mut LuaVm,
     state: &mut RegistryState,
-) {
+    last_good: &Sources,
+) -> Sources {
     let libs: Vec<Option<SearchDir>> = dirs
         .iter()
         .map(|dir| SearchDir::new(&dir.path.join("lib")))
         .collect();
+    let mut sources = Sources::new();
     let (jobs, job_queue) = mpsc::channel::<((usize, usize), Arc<Map<String, Value>>)>();
     let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled)>();
     std::thread::scope(|scope| {
@@ -50,28 +69,31 @@ pub fn load_all(
                 }
             });
         let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
-        let mut staged: Vec<(usize, Result<Staged, String>)> = Vec::new();
-        for (index, verdict) in verdicts.iter_mut().enumerate() {
-            if !verdict.registers {
+        let mut ran: Vec<Ran> = Vec::new();
+        for (index, verdict) in verdicts.iter().enumerate() {
+            let (true, Some(source), Some(dir)) = (
+                verdict.registers,
+                verdict.source.clone(),
+                dirs.get(verdict.dir_index),
+            ) else {
                 continue;
+            };
+            let mut file = Ran {
+                index,
+                outcome: run_file(verdict, dir, &libs, index, &source, vm),
+                source,
+                replaced_error: None,
+            };
+            if let (Err(error), Some(fallback)) = (
+                &file.outcome,
+                fallback_for(verdict, &file.source, last_good),
+            ) {
+                file.replaced_error = Some(error.clone());
+                file.outcome = run_file(verdict, dir, &libs, index, &fallback, vm);
+                file.source = fallback;
             }
-            let Some(source) = verdict.source.as_deref() else {
-                continue;
-            };
-            let Some(dir) = dirs.get(verdict.dir_index) else {
-                continue;
-            };
-            let spec = FileSpec {
-                display: &verdict.shown,
-                search_dirs: search_dirs(verdict, &libs),
-                capabilities: dir.capabilities.as_deref(),
-                capability_hint: dir.capability_hint.as_deref(),
-            };
-            let outcome = vm
-                .load_file(&spec, source)
-                .map(|loaded| stage(loaded, index as u32, verdict, dir, vm));
-            if let Ok(file) = &outcome {
-                for (tool, entry) in file.entries.iter().enumerate() {
+            if let Ok(staged) = &file.outcome {
+                for (tool, entry) in staged.entries.iter().enumerate() {
                     let key = (index, tool);
                     let sent = worker.is_ok() && jobs.send((key, entry.schema.clone())).is_ok();
                     if !sent {
@@ -79,26 +101,78 @@ pub fn load_all(
                     }
                 }
             }
-            staged.push((index, outcome));
+            ran.push(file);
         }
         drop(jobs);
         if let Ok(worker) = worker {
             let _ = worker.join();
         }
         compiled.extend(compiled_queue.try_iter());
-        for (index, outcome) in staged {
+        for mut file in ran {
+            let index = file.index;
             let verdict = &mut verdicts[index];
-            let result =
-                outcome.and_then(|file| commit(file, index, &mut compiled, verdict, vm, state));
-            match result {
-                Ok(names) => verdict.tools = names,
-                Err(error) => {
+            let mut result = std::mem::replace(&mut file.outcome, Err(String::new()))
+                .and_then(|staged| commit(staged, index, &mut compiled, verdict, vm, state));
+            if let Err(error) = &result
+                && file.replaced_error.is_none()
+                && let Some(fallback) = fallback_for(verdict, &file.source, last_good)
+                && let Some(dir) = dirs.get(verdict.dir_index)
+            {
+                // Rejected by the registry (or a schema that does not compile): the last
+                // good version takes its place; its functions overwrite this version's.
+                file.replaced_error = Some(error.clone());
+                compiled.retain(|(i, _), _| *i != index);
+                result = run_file(verdict, dir, &libs, index, &fallback, vm)
+                    .and_then(|staged| commit(staged, index, &mut compiled, verdict, vm, state));
+                file.source = fallback;
+            }
+            match (result, file.replaced_error) {
+                (Ok(names), replaced) => {
+                    verdict.tools = names;
+                    if let Some(error) = replaced {
+                        let error = format!("{error}{KEPT_LAST_GOOD}");
+                        tracing::warn!("{error}");
+                        verdict.error = Some(error);
+                        verdict.last_good = true;
+                    }
+                    sources.insert(verdict.path.clone(), file.source);
+                }
+                (Err(error), replaced) => {
+                    let error = replaced.unwrap_or(error);
                     tracing::warn!("{error}");
                     verdict.error = Some(error);
                 }
             }
         }
     });
+    sources
+}
+
+/// The last good source of a file, when it differs from `current`.
+fn fallback_for(verdict: &Verdict, current: &Arc<[u8]>, last_good: &Sources) -> Option<Arc<[u8]>> {
+    last_good
+        .get(&verdict.path)
+        .filter(|good| good[..] != current[..])
+        .cloned()
+}
+
+/// Runs one file's source on the VM and stages its registrations.
+fn run_file(
+    verdict: &Verdict,
+    dir: &ToolDir,
+    libs: &[Option<SearchDir>],
+    index: usize,
+    source: &[u8],
+    vm: &mut LuaVm,
+) -> Result<Staged, String> {
+    let spec = FileSpec {
+        display: &verdict.shown,
+        search_dirs: search_dirs(verdict, libs),
+        capabilities: dir.capabilities.as_deref(),
+        capability_hint: dir.capability_hint.as_deref(),
+    };
+    vm.load_file(&spec, source)
+        .map(|loaded| stage(loaded, index as u32, verdict, dir, vm))
 }
 
 /// Where `require` looks for this file: its package dir, its own `lib/`, then the other
@@ -130,7 +204,12 @@ pub struct ReplicaFile {
 
 /// Runs the registering files on a replica VM of a pool (on its own thread, while the first
 /// VM loads). Each file's functions get the same ids as on the first VM.
-pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) -> Vec<ReplicaFile> {
+pub fn load_replica(
+    verdicts: &[Verdict],
+    dirs: &[ToolDir],
+    vm: &mut LuaVm,
+    last_good: &Sources,
+) -> Vec<ReplicaFile> {
     let libs: Vec<Option<SearchDir>> = dirs
         .iter()
         .map(|dir| SearchDir::new(&dir.path.join("lib")))
@@ -139,21 +218,20 @@ pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) -> V
     for (index, verdict) in verdicts.iter().enumerate() {
         let (true, Some(source), Some(dir)) = (
             verdict.registers,
-            verdict.source.as_deref(),
+            verdict.source.clone(),
             dirs.get(verdict.dir_index),
         ) else {
             continue;
         };
-        let spec = FileSpec {
-            display: &verdict.shown,
-            search_dirs: search_dirs(verdict, &libs),
-            capabilities: dir.capabilities.as_deref(),
-            capability_hint: dir.capability_hint.as_deref(),
-        };
+        let mut outcome = run_file(verdict, dir, &libs, index, &source, vm);
+        if outcome.is_err()
+            && let Some(fallback) = fallback_for(verdict, &source, last_good)
+        {
+            outcome = run_file(verdict, dir, &libs, index, &fallback, vm);
+        }
         let file_index = index as u32;
-        let file = match vm.load_file(&spec, source) {
-            Ok(loaded) => {
-                let staged = stage(loaded, file_index, verdict, dir, vm);
+        files.push(match outcome {
+            Ok(staged) => {
                 let mut names: Vec<String> =
                     staged.entries.iter().map(|e| e.name.to_string()).collect();
                 names.dedup();
@@ -168,8 +246,7 @@ pub fn load_replica(verdicts: &[Verdict], dirs: &[ToolDir], vm: &mut LuaVm) -> V
                 names: None,
                 env_grants: Vec::new(),
             },
-        };
-        files.push(file);
+        });
     }
     files
 }
@@ -182,9 +259,10 @@ pub fn reconcile_replica(primary: &[Verdict], files: Vec<ReplicaFile>, vm: &mut 
         let Some(verdict) = primary.get(file.file_index as usize) else {
             continue;
         };
-        let agrees = verdict.error.is_none() && file.names.as_ref() == Some(&verdict.tools);
+        let loaded = verdict.error.is_none() || verdict.last_good;
+        let agrees = loaded && file.names.as_ref() == Some(&verdict.tools);
         if !agrees {
-            if verdict.error.is_none() {
+            if loaded {
                 tracing::warn!(
                     "{} registered differently on another VM; its tools run on the first VM only",
                     verdict.shown

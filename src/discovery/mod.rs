@@ -10,8 +10,8 @@ mod prefilter;
 mod toplevel;
 
 pub use cache::VerdictCache;
-pub use candidates::MAX_FILE_BYTES;
-pub use load::{ReplicaFile, load_all, load_replica, reconcile_replica};
+pub use candidates::{MAX_FILE_BYTES, absolutize};
+pub use load::{KEPT_LAST_GOOD, ReplicaFile, Sources, load_all, load_replica, reconcile_replica};
 
 use crate::registry::Source;
 use serde::Serialize;
@@ -77,6 +77,8 @@ pub struct Verdict {
     pub error: Option<String>,
     /// Names of the tools this file registered.
     pub tools: Vec<String>,
+    /// The file failed and its tools come from its last good version (hot reload).
+    pub last_good: bool,
     /// The bytes, kept (shared) while the VMs load registering files.
     pub(crate) source: Option<Arc<[u8]>>,
 }
@@ -144,6 +146,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             cached: false,
             error: None,
             tools: Vec::new(),
+            last_good: false,
             source: None,
         };
         if let Some(why) = candidate.skip {

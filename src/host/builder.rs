@@ -1,18 +1,18 @@
 //! `HostBuilder`: configuration, tool directories, native tools, Rust extensions.
 
 use super::generation::{self, Recipe};
-use super::{Host, HostInner, Loaded};
+use super::{BuildInputs, Host, HostInner, World};
 use crate::config::{ApprovalDefault, Config, LoadedConfig, default_cache_dir};
 use crate::definitions::{DefinitionsMemo, RenderCache};
-use crate::discovery::ToolDir;
+use crate::discovery::{Sources, ToolDir};
 use crate::dispatch::{Approver, Hook, Middleware, Pipeline, PolicyApprover};
 use crate::error::{Error, Result};
 use crate::lua::VmSettings;
 use crate::lua::api::fs::FsRoots;
 use crate::lua::api::store::Store;
 use crate::native::NativeTool;
-use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, Source};
-use parking_lot::RwLock;
+use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, RegistryState, Source};
+use parking_lot::{Mutex, RwLock};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -126,72 +126,103 @@ impl HostBuilder {
             Some(config) => config,
             None => LoadedConfig::discover(self.config_file.as_deref())?,
         };
-        let config = &loaded_config.config;
-        for key in config.inert_keys() {
-            tracing::warn!("config key '{key}' is accepted but has no effect yet in this version");
-        }
-        let dirs = tool_dirs(&self.tools_dirs, &loaded_config)?;
-        let cache_dir = self
-            .cache_dir
-            .or_else(|| config.cache_dir.clone())
-            .unwrap_or_else(default_cache_dir);
-        let store = Arc::new(Store::default());
-        let settings = vm_settings(config, store);
         let natives = self
             .natives
             .into_iter()
             .map(|native| native.into_entry().map_err(Error::NativeTool))
             .collect::<Result<Vec<_>>>()?;
-        let vms = self
-            .vms
-            .or(config.runtime.vms)
-            .unwrap_or_else(|| {
-                std::thread::available_parallelism()
-                    .map(|n| n.get())
-                    .unwrap_or(1)
-            })
-            .clamp(1, MAX_VMS);
-        let recipe = Recipe {
-            dirs: &dirs,
-            only_files: self.only_files.as_deref(),
-            cache_dir: &cache_dir,
-            settings: &settings,
-            natives: &natives,
-            plugins_allowing_override: config
-                .plugins
-                .iter()
-                .filter(|(_, plugin)| plugin.allow_tool_override)
-                .map(|(id, _)| id.clone())
-                .collect(),
-            vms,
+        let inputs = BuildInputs {
+            tools_dir_flags: self.tools_dirs,
+            config_path: loaded_config.path.clone(),
+            cache_dir_flag: self.cache_dir,
+            natives,
+            vms: self.vms,
+            only_files: self.only_files,
+            store: Arc::new(Store::default()),
         };
-        let generation = generation::build(&recipe)?;
-        let ttl = config
-            .check_ttl_secs
-            .map(std::time::Duration::from_secs)
-            .unwrap_or(DEFAULT_CHECK_TTL);
+        let config = &loaded_config.config;
         let default = config.approval.default.unwrap_or_default();
         let approver = match (self.approver, self.approver_factory) {
             (Some(approver), _) => approver,
             (None, Some(make)) => make(default),
             (None, None) => Arc::new(PolicyApprover(default)),
         };
+        let ttl = config
+            .check_ttl_secs
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(DEFAULT_CHECK_TTL);
+        let (world, state, sources) =
+            build_world(&inputs, Arc::new(loaded_config), &Sources::new())?;
         Ok(Host::from_parts(HostInner {
+            inputs,
+            world: RwLock::new(Arc::new(world)),
+            registry: Registry::new(state),
+            last_good: Mutex::new(sources),
+            reloading: Mutex::new(()),
             pipeline: Pipeline::new(self.hooks, self.middleware, approver),
             availability: AvailabilityCache::new(ttl),
             memo: DefinitionsMemo::default(),
             rendered: RenderCache::default(),
-            config: loaded_config,
-            dirs,
-            spill_dir: cache_dir.join("spill"),
-            cache_dir,
-            registry: Registry::new(generation.state),
-            loaded: RwLock::new(Arc::new(Loaded {
-                pool: generation.pool,
-                verdicts: generation.verdicts,
-            })),
         }))
     }
+}
+
+/// A freshly loaded world, the registry contents that go with it, and the sources its
+/// files loaded from.
+pub(super) type Built = (World, RegistryState, Sources);
+
+/// Loads a world from `config`: tool directories, VMs, verdicts, registry contents, and
+/// the sources that loaded. `last_good` stands in for files that now fail.
+pub(super) fn build_world(
+    inputs: &BuildInputs,
+    config: Arc<LoadedConfig>,
+    last_good: &Sources,
+) -> Result<Built> {
+    let settings_config = &config.config;
+    for key in settings_config.inert_keys() {
+        tracing::warn!("config key '{key}' is accepted but has no effect yet in this version");
+    }
+    let dirs = tool_dirs(&inputs.tools_dir_flags, &config)?;
+    let cache_dir = inputs
+        .cache_dir_flag
+        .clone()
+        .or_else(|| settings_config.cache_dir.clone())
+        .unwrap_or_else(default_cache_dir);
+    let settings = vm_settings(settings_config, inputs.store.clone());
+    let vms = inputs
+        .vms
+        .or(settings_config.runtime.vms)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+        .clamp(1, MAX_VMS);
+    let recipe = Recipe {
+        dirs: &dirs,
+        only_files: inputs.only_files.as_deref(),
+        cache_dir: &cache_dir,
+        settings: &settings,
+        natives: &inputs.natives,
+        plugins_allowing_override: settings_config
+            .plugins
+            .iter()
+            .filter(|(_, plugin)| plugin.allow_tool_override)
+            .map(|(id, _)| id.clone())
+            .collect(),
+        vms,
+        last_good,
+    };
+    let generation = generation::build(&recipe)?;
+    let world = World {
+        config,
+        dirs,
+        spill_dir: cache_dir.join("spill"),
+        cache_dir,
+        pool: generation.pool,
+        verdicts: generation.verdicts,
+    };
+    Ok((world, generation.state, generation.sources))
 }
 
 /// VM settings from `[sandbox]` and `[runtime]`.

@@ -24,6 +24,8 @@ pub struct Recipe<'a> {
     pub plugins_allowing_override: BTreeSet<String>,
     /// Number of VMs (at least 1).
     pub vms: usize,
+    /// Sources of the previous generation, serving files that now fail.
+    pub last_good: &'a discovery::Sources,
 }
 
 /// A loaded generation.
@@ -34,6 +36,8 @@ pub struct Generation {
     pub pool: VmPool,
     /// Per-file verdicts, sorted by path.
     pub verdicts: Vec<Verdict>,
+    /// The source each loaded file came from.
+    pub sources: discovery::Sources,
 }
 
 /// Discovers, loads the first VM (which decides the registry contents) and, at the same
@@ -52,21 +56,42 @@ pub fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         None => discovery::discover(recipe.dirs, Some(recipe.cache_dir)),
     };
     let judged = started.elapsed();
+    // A file that no longer parses (or cannot be read) but loaded before keeps serving
+    // its last good version.
+    let mut unparsable = Vec::new();
+    for (index, verdict) in verdicts.iter_mut().enumerate() {
+        if verdict.error.is_some()
+            && !verdict.registers
+            && let Some(good) = recipe.last_good.get(&verdict.path)
+        {
+            verdict.registers = true;
+            verdict.source = Some(good.clone());
+            unparsable.push(index);
+        }
+    }
     let snapshot = verdicts.clone();
     let mut primary = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
     let replica_count = recipe.vms.saturating_sub(1);
     let mut replicas: Vec<(LuaVm, Vec<discovery::ReplicaFile>)> = Vec::new();
+    let mut sources = discovery::Sources::new();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..replica_count)
             .map(|_| {
                 scope.spawn(|| {
                     let mut vm = LuaVm::new(recipe.settings).ok()?;
-                    let files = discovery::load_replica(&snapshot, recipe.dirs, &mut vm);
+                    let files =
+                        discovery::load_replica(&snapshot, recipe.dirs, &mut vm, recipe.last_good);
                     Some((vm, files))
                 })
             })
             .collect();
-        discovery::load_all(&mut verdicts, recipe.dirs, &mut primary, &mut state);
+        sources = discovery::load_all(
+            &mut verdicts,
+            recipe.dirs,
+            &mut primary,
+            &mut state,
+            recipe.last_good,
+        );
         for handle in handles {
             match handle.join() {
                 Ok(Some(replica)) => replicas.push(replica),
@@ -74,6 +99,17 @@ pub fn build(recipe: &Recipe<'_>) -> Result<Generation> {
             }
         }
     });
+    for index in unparsable {
+        let verdict = &mut verdicts[index];
+        if !verdict.tools.is_empty() {
+            verdict.last_good = true;
+            if let Some(error) = &mut verdict.error
+                && !error.ends_with(discovery::KEPT_LAST_GOOD)
+            {
+                error.push_str(discovery::KEPT_LAST_GOOD);
+            }
+        }
+    }
     let replicas: Vec<LuaVm> = replicas
         .into_iter()
         .map(|(mut vm, files)| {
@@ -96,5 +132,6 @@ pub fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         state,
         pool: VmPool::new(primary, replicas),
         verdicts,
+        sources,
     })
 }

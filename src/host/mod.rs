@@ -1,43 +1,70 @@
 //! `Host`: the facade the CLI, the MCP server and embedders use. The only module that
 //! knows every layer. A `Host` is a cheap handle (`Clone` shares it), so calls can run on
 //! several tasks at once.
+//!
+//! Everything a reload replaces (configuration, tool directories, the VM pool, discovery
+//! verdicts) lives in one [`World`] behind one lock, swapped together with the registry
+//! contents: a call takes both at its start and finishes on them, whatever happens after.
 
 mod batch;
 mod builder;
 mod generation;
+mod reload;
+mod watch;
 
 pub use batch::FunctionCall;
 pub use builder::{
     CAPABILITIES, DEFAULT_MEMORY_MB, DEFAULT_PLUGIN_CAPABILITIES, DEFAULT_PROBE_TIMEOUT_MS,
     HostBuilder, MAX_VMS,
 };
+pub use reload::ReloadEvent;
+pub use watch::Watch;
 
 use crate::config::LoadedConfig;
 use crate::definitions::{self, Definitions, DefinitionsMemo, Inputs, RenderCache, Selection};
 use crate::discovery::{ToolDir, Verdict};
 use crate::dispatch::{self, CallEnv, Pipeline, ToolResult};
 use crate::lua::VmPool;
+use crate::lua::api::store::Store;
 use crate::registry::{
     Availability, AvailabilityCache, CallContext, Registry, RegistryState, ToolEntry,
 };
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-/// The VMs of the current generation and the discovery report that produced it.
-struct Loaded {
+/// The state a reload replaces as a whole.
+struct World {
+    config: Arc<LoadedConfig>,
+    dirs: Vec<ToolDir>,
+    cache_dir: PathBuf,
+    spill_dir: PathBuf,
     pool: VmPool,
     verdicts: Vec<Verdict>,
 }
 
+/// What the host was built from that reloads need again.
+struct BuildInputs {
+    tools_dir_flags: Vec<PathBuf>,
+    config_path: Option<PathBuf>,
+    cache_dir_flag: Option<PathBuf>,
+    natives: Vec<ToolEntry>,
+    vms: Option<usize>,
+    only_files: Option<Vec<PathBuf>>,
+    store: Arc<Store>,
+}
+
 struct HostInner {
-    config: LoadedConfig,
-    dirs: Vec<ToolDir>,
-    cache_dir: PathBuf,
-    spill_dir: PathBuf,
+    inputs: BuildInputs,
+    world: RwLock<Arc<World>>,
     registry: Registry,
-    loaded: RwLock<Arc<Loaded>>,
+    /// The source each file last loaded from successfully: a file that breaks keeps
+    /// serving this version.
+    last_good: Mutex<HashMap<PathBuf, Arc<[u8]>>>,
+    /// One reload at a time.
+    reloading: Mutex<()>,
     availability: AvailabilityCache,
     memo: DefinitionsMemo,
     rendered: RenderCache,
@@ -62,35 +89,41 @@ impl Host {
         }
     }
 
+    /// The world and the registry contents that go with it, taken together.
+    fn current(&self) -> (Arc<World>, Arc<RegistryState>) {
+        let world = self.inner.world.read();
+        (world.clone(), self.inner.registry.snapshot())
+    }
+
     /// The registry.
     pub fn registry(&self) -> &Registry {
         &self.inner.registry
     }
 
     /// The configuration in use.
-    pub fn config(&self) -> &LoadedConfig {
-        &self.inner.config
+    pub fn config(&self) -> Arc<LoadedConfig> {
+        self.inner.world.read().config.clone()
     }
 
     /// The tool directories, in load order.
-    pub fn tool_dirs(&self) -> &[ToolDir] {
-        &self.inner.dirs
+    pub fn tool_dirs(&self) -> Vec<ToolDir> {
+        self.inner.world.read().dirs.clone()
     }
 
     /// The cache directory.
-    pub fn cache_dir(&self) -> &Path {
-        &self.inner.cache_dir
+    pub fn cache_dir(&self) -> PathBuf {
+        self.inner.world.read().cache_dir.clone()
     }
 
     /// Number of Lua VMs serving calls.
     pub fn vm_count(&self) -> usize {
-        self.inner.loaded.read().pool.len()
+        self.inner.world.read().pool.len()
     }
 
     /// Per-file verdicts of the last discovery, sorted by path, with load errors and the
     /// tools each file registered.
     pub fn discovery(&self) -> Vec<Verdict> {
-        self.inner.loaded.read().verdicts.clone()
+        self.inner.world.read().verdicts.clone()
     }
 
     /// Every tool visible to `scope`, sorted by name.
@@ -101,25 +134,22 @@ impl Host {
     /// The model-facing definitions for `selection` (SPEC §5): selected, available tools,
     /// sorted by name. Memoised: an unchanged selection returns the same shared list.
     pub fn tool_definitions(&self, selection: &Selection) -> Definitions {
-        let state = self.inner.registry.snapshot();
-        let loaded = self.inner.loaded.read().clone();
+        let (world, state) = self.current();
         self.inner
             .memo
-            .get_or_compute(&self.inputs(&state, &loaded.pool), selection)
+            .get_or_compute(&self.inputs(&world, &state), selection)
     }
 
     /// Computes the definitions without the memo (for benchmarks and diagnostics).
     pub fn tool_definitions_uncached(&self, selection: &Selection) -> Definitions {
-        let state = self.inner.registry.snapshot();
-        let loaded = self.inner.loaded.read().clone();
-        definitions::compute(&self.inputs(&state, &loaded.pool), selection).0
+        let (world, state) = self.current();
+        definitions::compute(&self.inputs(&world, &state), selection).0
     }
 
     /// Whether `tool` is available to callers in `scope`, and why not (SPEC §3).
     pub fn availability(&self, tool: &ToolEntry, scope: Option<&str>) -> Availability {
-        let state = self.inner.registry.snapshot();
-        let loaded = self.inner.loaded.read().clone();
-        let vm = loaded.pool.lease(&[]);
+        let (world, state) = self.current();
+        let vm = world.pool.lease(&[]);
         dispatch::availability_of(&self.inner.availability, &vm, &state, tool, scope)
     }
 
@@ -128,34 +158,33 @@ impl Host {
         self.inner.availability.invalidate();
     }
 
-    fn inputs<'a>(&'a self, state: &'a RegistryState, pool: &'a VmPool) -> Inputs<'a> {
+    fn inputs<'a>(&'a self, world: &'a World, state: &'a RegistryState) -> Inputs<'a> {
         Inputs {
             state,
-            config: &self.inner.config.config,
-            config_fingerprint: self.inner.config.fingerprint,
+            config: &world.config.config,
+            config_fingerprint: world.config.fingerprint,
             availability: &self.inner.availability,
-            probes: pool,
+            probes: &world.pool,
             rendered: &self.inner.rendered,
         }
     }
 
     /// Runs one call through the dispatch pipeline (SPEC §7). Never panics: every failure
     /// is an error object (SPEC §7.1). The call runs on the least busy VM; it finishes on
-    /// the generation of tools it started on.
+    /// the generation of tools it started on, even if a reload happens meanwhile.
     pub async fn handle_function_call(
         &self,
         name: &str,
         args: Value,
         ctx: &CallContext,
     ) -> ToolResult {
-        let state = self.inner.registry.snapshot();
-        let loaded = self.inner.loaded.read().clone();
+        let (world, state) = self.current();
         let env = CallEnv {
             state: &state,
-            pool: &loaded.pool,
+            pool: &world.pool,
             availability: &self.inner.availability,
-            config: &self.inner.config.config,
-            spill_dir: &self.inner.spill_dir,
+            config: &world.config.config,
+            spill_dir: &world.spill_dir,
         };
         self.inner.pipeline.run(&env, name, args, ctx).await
     }

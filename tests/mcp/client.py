@@ -43,8 +43,9 @@ async def session_scenario(binary, workdir, extra):
     changed = asyncio.Event()
 
     async def on_message(message):
-        root = getattr(message, "root", None)
-        if getattr(root, "method", None) == "notifications/tools/list_changed":
+        # mcp 1.x wraps notifications in a RootModel (.root); 2.x hands them over directly.
+        inner = getattr(message, "root", message)
+        if getattr(inner, "method", None) == "notifications/tools/list_changed":
             changed.set()
 
     async with stdio_client(params) as (read, write):
@@ -87,9 +88,10 @@ async def session_scenario(binary, workdir, extra):
                         '  schema = { description = "hot", parameters = { type = "object" } },\n'
                         '  handler = function() return "new tool" end }\n'
                     )
+                waited = time.monotonic()
                 try:
                     await asyncio.wait_for(changed.wait(), timeout=20)
-                    emit("list_changed", received=True)
+                    emit("list_changed", received=True, seconds=time.monotonic() - waited)
                 except asyncio.TimeoutError:
                     emit("list_changed", received=False)
                 relisted = await session.list_tools()

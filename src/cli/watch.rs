@@ -1,0 +1,23 @@
+//! `toolhost watch`: reload on every change and print one line per reload.
+
+use super::Cli;
+use std::process::ExitCode;
+
+/// Watches until interrupted; errors of each reload follow its line, indented.
+pub fn run(cli: &Cli) -> Result<ExitCode, String> {
+    let host = super::build(cli, None, None)?;
+    let mut watch = host.watch().map_err(|e| e.to_string())?;
+    let dirs: Vec<String> = host
+        .tool_dirs()
+        .iter()
+        .map(|d| d.path.display().to_string())
+        .collect();
+    eprintln!("watching {} for changes (Ctrl-C to stop)", dirs.join(", "));
+    while let Some(event) = watch.blocking_next() {
+        println!("{}", event.summary());
+        for error in &event.errors {
+            println!("  {error}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

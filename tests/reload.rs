@@ -1,0 +1,189 @@
+//! Hot reload (SPEC §10): changes become visible, broken files keep their last good
+//! version, in-flight calls finish on the version they started on.
+
+mod common;
+
+use common::{Fixture, call, names, simple_tool};
+use serde_json::json;
+use std::time::Duration;
+use toolhost::{CallContext, FunctionCall, Host, Selection};
+
+fn definitions(host: &Host) -> Vec<String> {
+    host.tool_definitions(&Selection::default())
+        .iter()
+        .map(|d| d["function"]["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn adding_changing_and_deleting_files_show_up_after_a_reload() {
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("alpha", "t", "one"));
+    let host = fx.host();
+    assert_eq!(definitions(&host), ["alpha"]);
+    let generation = host.registry().generation();
+
+    fx.tool("b.lua", &simple_tool("beta", "t", "b"));
+    fx.tool("a.lua", &simple_tool("alpha", "t", "two"));
+    let event = host.reload();
+    assert_eq!(event.added, ["beta"]);
+    assert_eq!(event.changed, ["alpha"], "a new source counts as a change");
+    assert!(event.removed.is_empty() && event.errors.is_empty());
+    assert!(host.registry().generation() > generation);
+    assert_eq!(definitions(&host), ["alpha", "beta"]);
+    assert_eq!(call(&host, "alpha", json!({})), json!("two"));
+
+    std::fs::remove_file(fx.tools().join("b.lua")).unwrap();
+    let event = host.reload();
+    assert_eq!(event.removed, ["beta"]);
+    assert_eq!(definitions(&host), ["alpha"]);
+    assert_eq!(call(&host, "beta", json!({}))["error_type"], "unknown_tool");
+    assert!(host.reload().summary().contains("no tool changes"));
+}
+
+#[test]
+fn a_broken_file_keeps_its_last_good_version_until_fixed() {
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("alpha", "t", "good"));
+    let host = fx.host();
+
+    fx.tool("a.lua", "registry.register{ name = 'alpha', \n");
+    let event = host.reload();
+    assert!(
+        event.added.is_empty() && event.removed.is_empty(),
+        "{event:?}"
+    );
+    assert_eq!(event.errors.len(), 1);
+    assert!(
+        event.errors[0].contains("a.lua:")
+            && event.errors[0].ends_with("(still serving the last good version)"),
+        "{event:?}"
+    );
+    assert_eq!(call(&host, "alpha", json!({})), json!("good"));
+    let verdicts = host.discovery();
+    assert!(verdicts[0].last_good);
+
+    fx.tool(
+        "a.lua",
+        &(simple_tool("alpha", "t", "still") + "error('boom at load')\n"),
+    );
+    let event = host.reload();
+    assert!(event.errors[0].contains("boom at load"), "{event:?}");
+    assert_eq!(call(&host, "alpha", json!({})), json!("good"));
+
+    fx.tool("a.lua", &simple_tool("alpha", "t", "fixed"));
+    let event = host.reload();
+    assert!(event.errors.is_empty(), "{event:?}");
+    assert_eq!(event.changed, ["alpha"]);
+    assert_eq!(call(&host, "alpha", json!({})), json!("fixed"));
+}
+
+const VERSIONED: &str = r#"registry.register{ name = "version", toolset = "v", parallel_safe = true,
+  schema = { parameters = { type = "object" } },
+  handler = function() time.sleep(400) return "VERSION" end }"#;
+
+#[test]
+fn calls_in_flight_finish_on_the_version_they_started_on() {
+    let fx = Fixture::new();
+    fx.tool("v.lua", &VERSIONED.replace("VERSION", "v1"));
+    let host = fx.builder().vms(2).build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let in_flight = {
+        let host = host.clone();
+        runtime.spawn(async move {
+            let calls = vec![FunctionCall::new("version", json!({})); 50];
+            host.handle_function_calls(calls, &CallContext::default())
+                .await
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    fx.tool("v.lua", &VERSIONED.replace("VERSION", "v2"));
+    let event = host.reload();
+    assert_eq!(event.changed, ["version"]);
+    let results = runtime.block_on(in_flight).unwrap();
+    assert_eq!(results.len(), 50);
+    assert!(results.iter().all(|r| *r == json!("v1")), "{results:?}");
+    let after =
+        runtime.block_on(host.handle_function_call("version", json!({}), &CallContext::default()));
+    assert_eq!(after, json!("v2"));
+}
+
+#[test]
+fn a_config_change_takes_effect_and_a_broken_config_keeps_the_old_one() {
+    let fx = Fixture::new();
+    fx.tool(
+        "a.lua",
+        &(simple_tool("alpha", "one", "a") + &simple_tool("beta", "two", "b")),
+    );
+    let path = fx.write("toolhost.toml", "");
+    let host = Host::builder()
+        .tools_dir(fx.tools())
+        .cache_dir(fx.cache())
+        .config_file(&path)
+        .build()
+        .unwrap();
+    assert_eq!(definitions(&host), ["alpha", "beta"]);
+    fx.write("toolhost.toml", "disabled_toolsets = [\"two\"]\n");
+    let event = host.reload();
+    assert!(event.errors.is_empty(), "{event:?}");
+    assert_eq!(definitions(&host), ["alpha"]);
+    fx.write("toolhost.toml", "disabled_toolsets = [\n");
+    let event = host.reload();
+    assert!(
+        event.errors[0].contains("keeping the previous configuration"),
+        "{event:?}"
+    );
+    assert_eq!(definitions(&host), ["alpha"]);
+}
+
+#[test]
+fn changing_a_lib_module_reloads_its_users() {
+    let fx = Fixture::new();
+    fx.tool("lib/greeting.lua", "return { text = 'hello' }");
+    fx.tool(
+        "greet.lua",
+        &("local g = require('greeting')\n".to_string()
+            + &simple_tool("greet", "t", "x").replace("return \"x\"", "return g.text")),
+    );
+    let host = fx.host();
+    assert_eq!(call(&host, "greet", json!({})), json!("hello"));
+    fx.tool("lib/greeting.lua", "return { text = 'bonjour' }");
+    host.reload();
+    assert_eq!(call(&host, "greet", json!({})), json!("bonjour"));
+}
+
+#[test]
+fn the_watcher_reloads_on_save_including_atomic_renames() {
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("alpha", "t", "one"));
+    let host = fx.host_with("[runtime]\nreload_debounce_ms = 100\n");
+    let mut watch = host.watch().unwrap();
+
+    fx.tool("b.lua", &simple_tool("beta", "t", "b"));
+    let event = watch
+        .next_timeout(Duration::from_secs(10))
+        .expect("a reload within 10 s");
+    assert!(event.added.contains(&"beta".to_string()), "{event:?}");
+
+    // An editor-style save: write a temp file, rename it over the tool.
+    let temp = fx.tools().join(".a.lua.swp");
+    std::fs::write(&temp, simple_tool("alpha", "t", "two")).unwrap();
+    std::fs::rename(&temp, fx.tools().join("a.lua")).unwrap();
+    let mut seen = false;
+    for _ in 0..5 {
+        match watch.next_timeout(Duration::from_secs(10)) {
+            Some(_) if call(&host, "alpha", json!({})) == json!("two") => {
+                seen = true;
+                break;
+            }
+            Some(_) => continue,
+            None => break,
+        }
+    }
+    assert!(seen, "the renamed file was reloaded");
+    assert_eq!(names(&host, None), ["alpha", "beta"]);
+}
