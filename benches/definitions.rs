@@ -29,3 +29,18 @@ fn memo_hit(bencher: divan::Bencher, n: usize) {
     let selection = Selection::default();
     bencher.bench_local(|| host.tool_definitions(&selection));
 }
+
+/// One `tool_search` call (three queries) over the 1000-tool workload, where search is on.
+#[divan::bench]
+fn tool_search_1000(bencher: divan::Bencher) {
+    let (host, _cache) = host(1000);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let ctx = toolhost::CallContext::default();
+    let args = serde_json::json!({"queries": ["archive file", "list users", "weather forecast"]});
+    bencher.bench_local(|| {
+        runtime.block_on(host.handle_function_call("tool_search", args.clone(), &ctx))
+    });
+}

@@ -208,25 +208,6 @@ impl LoadedConfig {
     }
 }
 
-impl Config {
-    /// Keys that are set but have no effect yet in this version (their features are on
-    /// the roadmap); the host warns about each, so a setting is never silently ignored.
-    pub fn inert_keys(&self) -> Vec<&'static str> {
-        let set = [
-            (self.tool_search.enabled.is_some(), "tool_search.enabled"),
-            (!self.tool_search.core.is_empty(), "tool_search.core"),
-            (
-                self.tool_search.auto_threshold.is_some(),
-                "tool_search.auto_threshold",
-            ),
-        ];
-        set.into_iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, key)| key)
-            .collect()
-    }
-}
-
 /// `(mtime_ns, size)` of a file, or `None` when it cannot be read.
 pub fn file_fingerprint(path: &Path) -> Option<(u128, u64)> {
     let meta = std::fs::metadata(path).ok()?;

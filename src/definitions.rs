@@ -11,6 +11,7 @@ use crate::lua::{LuaVm, VmPool};
 use crate::registry::{
     AvailabilityCache, Freshness, Probe, ProbeOutcome, RegistryState, ToolEntry,
 };
+use crate::search::{SearchPlan, SearchPlans};
 use crate::toolsets::Toolsets;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
@@ -126,6 +127,8 @@ pub struct Inputs<'a> {
     pub probes: &'a dyn ProbeRunner,
     /// Already rendered static definitions.
     pub rendered: &'a RenderCache,
+    /// Tool-search plans.
+    pub search: &'a SearchPlans,
 }
 
 /// The tools a selection picks that are available now, sorted by name, and how long that
@@ -213,10 +216,14 @@ impl RenderCache {
 
 /// Computes the definition list (no memo; rendered static definitions are reused).
 pub fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definitions, Freshness) {
-    let (tools, freshness) = selected_available(inputs, selection);
+    let (mut tools, freshness) = selected_available(inputs, selection);
+    let plan = search_plan(inputs, selection);
+    if plan.active {
+        tools.retain(|tool| !plan.deferred.contains(tool.name.as_str()));
+    }
     let generation = inputs.state.generation();
     let format = selection.format;
-    let list: Vec<Arc<Value>> = tools
+    let mut list: Vec<Arc<Value>> = tools
         .iter()
         .map(|tool| {
             if tool.dynamic_schema_overrides.is_some() {
@@ -232,7 +239,28 @@ pub fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definitions, Fres
             rendered
         })
         .collect();
+    if plan.active {
+        for (name, schema) in plan.bridge_schemas() {
+            list.push(Arc::new(render_named(
+                name,
+                schema.as_object().cloned().unwrap_or_default(),
+                format,
+            )));
+        }
+    }
     (list.into(), freshness)
+}
+
+/// The tool-search plan of a selection.
+fn search_plan(inputs: &Inputs<'_>, selection: &Selection) -> Arc<SearchPlan> {
+    inputs.search.plan(
+        inputs.state,
+        inputs.config,
+        inputs.config_fingerprint,
+        selection.scope.as_deref(),
+        selection.enabled.as_deref(),
+        &selection.disabled,
+    )
 }
 
 /// The static schema with the tool's dynamic overrides shallow-merged over it.
@@ -262,7 +290,11 @@ fn effective_schema<'t>(
 
 /// One definition in `format`; the registered name wins over any `name` in the schema.
 fn render(tool: &ToolEntry, schema: &Map<String, Value>, format: Format) -> Value {
-    let name = tool.name.as_str();
+    render_named(tool.name.as_str(), schema.clone(), format)
+}
+
+fn render_named(name: &str, schema: Map<String, Value>, format: Format) -> Value {
+    let schema = &schema;
     let description = schema
         .get("description")
         .cloned()
@@ -335,6 +367,7 @@ impl DefinitionsMemo {
     /// availability answers behind it are still fresh.
     pub fn get_or_compute(&self, inputs: &Inputs<'_>, selection: &Selection) -> Definitions {
         let key = MemoKey {
+            tool_search: search_plan(inputs, selection).active,
             scope: selection.scope.clone(),
             enabled: selection.enabled.as_deref().map(normalised),
             disabled: normalised(&selection.disabled),
@@ -342,7 +375,6 @@ impl DefinitionsMemo {
             config_fingerprint: inputs.config_fingerprint,
             availability_epoch: inputs.availability.epoch(),
             format: selection.format,
-            tool_search: false,
         };
         let now = Instant::now();
         {

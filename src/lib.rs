@@ -17,7 +17,7 @@
 //! ```
 //!
 //! Layering (each layer imports only those before it): `registry` ← `lua` ← `discovery`
-//! ← `toolsets` ← `definitions` ← `dispatch` ← `host` ← CLI.
+//! ← `toolsets` ← `search` ← `definitions` ← `dispatch` ← `host` ← CLI / `mcp`.
 
 pub mod config;
 pub mod definitions;
@@ -29,6 +29,7 @@ pub mod lua;
 pub mod mcp;
 pub mod native;
 pub mod registry;
+pub mod search;
 pub mod toolsets;
 
 pub use config::{Config, LoadedConfig};

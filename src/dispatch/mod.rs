@@ -2,7 +2,8 @@
 //! every failure becomes a result object, never a panic or a lost call.
 //!
 //! 1. coerce (`coerce.rs`) — arguments repaired toward the schema;
-//! 2. the tool-search bridge plugs in here (its own issue);
+//! 2. the tool-search bridge (`bridge.rs`): `tool_search`/`tool_describe` answered,
+//!    `tool_call` re-enters the pipeline under the real name;
 //! 3. agent-loop guard (`guard.rs`), then lookup in the caller's scope (`unknown_tool`),
 //!    selection and availability (`unavailable`);
 //! 4. pre_tool_call hooks (`hooks.rs`);
@@ -15,6 +16,7 @@
 //! Calls that fail before stage 4 (agent loop, unknown, unavailable) do not reach hooks.
 
 mod approval;
+mod bridge;
 mod coerce;
 mod errors;
 mod execute;
@@ -42,6 +44,7 @@ use crate::registry::{
     Availability, AvailabilityCache, CallContext, Handler, HookEntry, LuaFnId, Probe,
     RegistryState, ResultLimit, ToolEntry,
 };
+use crate::search::{BRIDGE_TOOLS, SearchPlans};
 use hooks::PreOutcome;
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -112,6 +115,10 @@ pub struct CallEnv<'a> {
     pub config: &'a Config,
     /// Where oversized results are written.
     pub spill_dir: &'a Path,
+    /// The configuration file's fingerprint (part of the tool-search plan key).
+    pub config_fingerprint: Option<(u128, u64)>,
+    /// Tool-search plans.
+    pub search: &'a SearchPlans,
 }
 
 /// The host's Rust extensions of the pipeline.
@@ -157,7 +164,30 @@ impl Pipeline {
             coerce::coerce_args(map, parameters);
         }
 
-        // Stage 2: the tool-search bridge will answer its tools here.
+        // Stage 2: the tool-search bridge.
+        if BRIDGE_TOOLS.contains(&name) {
+            let plan = env.search.plan(
+                env.state,
+                env.config,
+                env.config_fingerprint,
+                scope,
+                ctx.toolsets.as_deref(),
+                &ctx.disabled_toolsets,
+            );
+            if plan.active {
+                let lease = env.pool.lease(&[]);
+                let available = |tool: &ToolEntry| {
+                    availability_of(env.availability, &lease, env.state, tool, scope).available
+                };
+                match bridge::route(&plan, name, &args, available) {
+                    bridge::Routed::Answer(answer) => return answer,
+                    bridge::Routed::Call(real, arguments) => {
+                        drop(lease);
+                        return Box::pin(self.run(env, &real, arguments, ctx)).await;
+                    }
+                }
+            }
+        }
 
         // Stage 3: agent-loop guard, then lookup, selection and availability.
         if let Some(refused) = guard::guard(env.config, name) {

@@ -12,6 +12,7 @@ use crate::lua::api::fs::FsRoots;
 use crate::lua::api::store::Store;
 use crate::native::NativeTool;
 use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, RegistryState, Source};
+use crate::search::SearchPlans;
 use parking_lot::{Mutex, RwLock};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -163,6 +164,7 @@ impl HostBuilder {
             availability: AvailabilityCache::new(ttl),
             memo: DefinitionsMemo::default(),
             rendered: RenderCache::default(),
+            search: SearchPlans::default(),
         }))
     }
 }
@@ -179,9 +181,6 @@ pub(super) fn build_world(
     last_good: &Sources,
 ) -> Result<Built> {
     let settings_config = &config.config;
-    for key in settings_config.inert_keys() {
-        tracing::warn!("config key '{key}' is accepted but has no effect yet in this version");
-    }
     let dirs = tool_dirs(&inputs.tools_dir_flags, &config)?;
     let cache_dir = inputs
         .cache_dir_flag

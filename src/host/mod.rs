@@ -29,6 +29,7 @@ use crate::lua::api::store::Store;
 use crate::registry::{
     Availability, AvailabilityCache, CallContext, Registry, RegistryState, ToolEntry,
 };
+use crate::search::SearchPlans;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -68,6 +69,7 @@ struct HostInner {
     availability: AvailabilityCache,
     memo: DefinitionsMemo,
     rendered: RenderCache,
+    search: SearchPlans,
     pipeline: Pipeline,
 }
 
@@ -166,6 +168,7 @@ impl Host {
             availability: &self.inner.availability,
             probes: &world.pool,
             rendered: &self.inner.rendered,
+            search: &self.inner.search,
         }
     }
 
@@ -185,6 +188,8 @@ impl Host {
             availability: &self.inner.availability,
             config: &world.config.config,
             spill_dir: &world.spill_dir,
+            config_fingerprint: world.config.fingerprint,
+            search: &self.inner.search,
         };
         self.inner.pipeline.run(&env, name, args, ctx).await
     }

@@ -1,0 +1,201 @@
+//! Tool search (SPEC §7.2): with many tools, the non-core ones are *deferred* — left out
+//! of the definitions — and three bridge tools let the model find, inspect and call them.
+//! A plan (which tools are deferred, and their BM25 index) is built once per selection and
+//! registry generation and reused.
+
+mod index;
+
+pub use index::{Index, stem, terms};
+
+use crate::config::{Config, ToolSearchMode};
+use crate::registry::{RegistryState, ToolEntry};
+use crate::toolsets::Toolsets;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
+
+/// The bridge tools, in the order they are appended to the definitions.
+pub const BRIDGE_TOOLS: [&str; 3] = ["tool_search", "tool_describe", "tool_call"];
+/// `auto` activates search above this many selected tools.
+pub const DEFAULT_AUTO_THRESHOLD: usize = 40;
+/// Most queries per `tool_search` call.
+pub const MAX_QUERIES: usize = 7;
+/// Most names per `tool_describe` call.
+pub const MAX_DESCRIBE: usize = 10;
+/// Default and largest `limit` of `tool_search`.
+pub const DEFAULT_LIMIT: usize = 5;
+/// Largest `limit` of `tool_search`.
+pub const MAX_LIMIT: usize = 20;
+const CAPACITY: usize = 8;
+
+/// Which tools a selection defers, and how to find them.
+pub struct SearchPlan {
+    /// Search is on for this selection.
+    pub active: bool,
+    /// Names of the deferred tools.
+    pub deferred: HashSet<String>,
+    /// The deferred tools' index.
+    pub index: Index,
+    /// The deferred tools by name.
+    pub tools: BTreeMap<String, Arc<ToolEntry>>,
+    /// Deferred toolsets with their tool counts, for the bridge descriptions.
+    pub toolsets: Vec<(String, usize)>,
+}
+
+impl SearchPlan {
+    /// The three bridge tools' function schemas (`description`, `parameters`).
+    pub fn bridge_schemas(&self) -> [(&'static str, Value); 3] {
+        let sets: Vec<String> = self
+            .toolsets
+            .iter()
+            .map(|(name, count)| format!("{name} ({count})"))
+            .collect();
+        let summary = format!(
+            "{} more tools are available but not listed, in toolsets: {}.",
+            self.deferred.len(),
+            sets.join(", ")
+        );
+        [
+            (
+                "tool_search",
+                json!({
+                    "description": format!("{summary} Search them by what you need; returns matching tool names with descriptions. Then use tool_describe for parameters and tool_call to run one."),
+                    "parameters": {"type": "object", "properties": {
+                        "queries": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_QUERIES,
+                                    "description": "Up to 7 short searches, e.g. [\"read file\", \"list directory\"]"},
+                        "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                                  "description": "Matches per query (default 5)"}},
+                        "required": ["queries"]}
+                }),
+            ),
+            (
+                "tool_describe",
+                json!({
+                    "description": "Parameters and description of up to 10 unlisted tools, by name (names come from tool_search).",
+                    "parameters": {"type": "object", "properties": {
+                        "names": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_DESCRIBE}},
+                        "required": ["names"]}
+                }),
+            ),
+            (
+                "tool_call",
+                json!({
+                    "description": "Calls one unlisted tool: {name, arguments}. Listed tools are called directly, not through this.",
+                    "parameters": {"type": "object", "properties": {
+                        "name": {"type": "string", "description": "The tool, as tool_search named it"},
+                        "arguments": {"type": ["object", "string", "null"], "description": "Its arguments (an object)"}}}
+                }),
+            ),
+        ]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Key {
+    generation: u64,
+    scope: Option<String>,
+    enabled: Option<Vec<String>>,
+    disabled: Vec<String>,
+    config: Option<(u128, u64)>,
+}
+
+/// Plans per selection, most recently used first.
+#[derive(Default)]
+pub struct SearchPlans {
+    entries: Mutex<VecDeque<(Key, Arc<SearchPlan>)>>,
+}
+
+fn sorted(names: &[String]) -> Vec<String> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    names
+}
+
+impl SearchPlans {
+    /// The plan for a selection (`enabled`/`disabled` as the caller gave them; the config's
+    /// defaults are applied here).
+    pub fn plan(
+        &self,
+        state: &RegistryState,
+        config: &Config,
+        config_fingerprint: Option<(u128, u64)>,
+        scope: Option<&str>,
+        enabled: Option<&[String]>,
+        disabled: &[String],
+    ) -> Arc<SearchPlan> {
+        let enabled = enabled.or(config.enabled_toolsets.as_deref());
+        let mut all_disabled = config.disabled_toolsets.clone().unwrap_or_default();
+        all_disabled.extend(disabled.iter().cloned());
+        let key = Key {
+            generation: state.generation(),
+            scope: scope.map(str::to_string),
+            enabled: enabled.map(sorted),
+            disabled: sorted(&all_disabled),
+            config: config_fingerprint,
+        };
+        {
+            let mut entries = self.entries.lock();
+            if let Some(position) = entries.iter().position(|(k, _)| *k == key)
+                && let Some(entry) = entries.remove(position)
+            {
+                let plan = entry.1.clone();
+                entries.push_front(entry);
+                return plan;
+            }
+        }
+        let plan = Arc::new(build(state, config, &key));
+        let mut entries = self.entries.lock();
+        entries.push_front((key, plan.clone()));
+        entries.truncate(CAPACITY);
+        plan
+    }
+}
+
+fn build(state: &RegistryState, config: &Config, key: &Key) -> SearchPlan {
+    let visible = state.visible(key.scope.as_deref());
+    let toolsets = Toolsets::new(&visible, &config.toolsets);
+    let selected = toolsets.select(key.enabled.as_deref(), &key.disabled);
+    let settings = &config.tool_search;
+    let threshold = settings.auto_threshold.unwrap_or(DEFAULT_AUTO_THRESHOLD);
+    let active = match settings.enabled.unwrap_or_default() {
+        ToolSearchMode::On => true,
+        ToolSearchMode::Off => false,
+        ToolSearchMode::Auto => selected.len() > threshold,
+    };
+    // `core` lists tool names and toolset names.
+    let (names, sets): (Vec<String>, Vec<String>) = settings
+        .core
+        .iter()
+        .cloned()
+        .partition(|entry| visible.iter().any(|t| t.name.as_str() == entry));
+    let mut core: HashSet<String> = toolsets
+        .resolve(&sets)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    core.extend(names);
+    let deferred_tools: Vec<Arc<ToolEntry>> = match active {
+        false => Vec::new(),
+        true => visible
+            .iter()
+            .filter(|t| selected.contains(t.name.as_str()) && !core.contains(t.name.as_str()))
+            .cloned()
+            .collect(),
+    };
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for tool in &deferred_tools {
+        *counts.entry(tool.toolset.to_string()).or_default() += 1;
+    }
+    SearchPlan {
+        active,
+        deferred: deferred_tools.iter().map(|t| t.name.to_string()).collect(),
+        index: Index::new(&deferred_tools),
+        tools: deferred_tools
+            .iter()
+            .map(|t| (t.name.to_string(), t.clone()))
+            .collect(),
+        toolsets: counts.into_iter().collect(),
+    }
+}
