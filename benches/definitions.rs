@@ -33,7 +33,8 @@ fn memo_hit(bencher: divan::Bencher, n: usize) {
 /// One `tool_search` call (three queries) over the 1000-tool workload, where search is on.
 #[divan::bench]
 fn tool_search_1000(bencher: divan::Bencher) {
-    let (host, _cache) = host(1000);
+    let cache = tempfile::tempdir().expect("temp dir");
+    let host = common::host_with(1000, cache.path(), toolhost::config::ToolSearchMode::On);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use toolhost::config::ToolSearchMode;
 use toolhost::{Host, LoadedConfig};
 
 /// The crate root.
@@ -34,10 +35,17 @@ pub fn workload(n: usize) -> PathBuf {
     out
 }
 
-/// A host over workload `n` with its cache in `cache`.
+/// A host over workload `n` with its cache in `cache`. Tool search is off, so definitions
+/// list every tool, as the reference registry's do.
 pub fn host(n: usize, cache: &Path) -> Host {
+    host_with(n, cache, ToolSearchMode::Off)
+}
+
+/// A host over workload `n` with tool search in `mode`.
+pub fn host_with(n: usize, cache: &Path, mode: ToolSearchMode) -> Host {
     let dir = workload(n);
-    let config = LoadedConfig::load(&dir.join("toolhost.toml")).expect("workload config");
+    let mut config = LoadedConfig::load(&dir.join("toolhost.toml")).expect("workload config");
+    config.config.tool_search.enabled = Some(mode);
     Host::builder()
         .tools_dir(dir.join("tools-lua"))
         .cache_dir(cache)
