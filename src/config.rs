@@ -275,6 +275,7 @@ mod tests {
             .collect();
         let config: Config = toml::from_str(&uncommented).expect("example parses");
         assert_eq!(config.runtime.vms, Some(2));
+        assert_eq!(config.toolsets["coding"].includes, ["file", "shell"]);
         assert!(config.plugins.contains_key("acme"));
         assert_eq!(config.approval.default, Some(ApprovalDefault::Deny));
     }

@@ -6,8 +6,10 @@ mod call;
 mod check;
 mod discover;
 mod list;
+mod new;
 mod schema;
 mod serve;
+mod stubs;
 mod watch;
 
 use clap::{ArgAction, Parser, Subcommand};
@@ -75,6 +77,16 @@ enum Command {
     },
     /// Reload on every change to the tool directories or config; print each reload.
     Watch,
+    /// Write a commented tool file NAME.lua into the first tool directory.
+    New {
+        /// The tool's name.
+        name: String,
+        /// Its toolset.
+        #[arg(long, default_value = "custom")]
+        toolset: String,
+    },
+    /// Write LuaLS definitions of the host API to <first tool dir>/types/toolhost.lua.
+    Stubs,
     /// Show the discovery verdict of every candidate file.
     Discover {
         /// Print a JSON array instead of a table.
@@ -121,6 +133,8 @@ pub fn run() -> ExitCode {
             watch,
         } => serve::run(&cli, toolsets.as_deref(), disable, *watch),
         Command::Watch => watch::run(&cli),
+        Command::New { name, toolset } => new::run(&cli, name, toolset),
+        Command::Stubs => stubs::run(&cli),
         Command::Discover { json } => {
             build(&cli, None, ONE_SHOT_VMS).map(|host| discover::run(&host, *json))
         }

@@ -7,6 +7,7 @@ pub mod json;
 pub mod log;
 pub mod proc;
 pub mod store;
+pub mod stubs;
 pub mod time;
 
 pub mod env;

@@ -16,19 +16,38 @@ const MAX_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 
 /// The `proc` entries of the host API.
 pub fn functions() -> Vec<ApiFunction> {
-    vec![ApiFunction {
-        module: "proc",
-        name: "run",
-        params: &[(
-            "spec",
-            "{argv: string[], cwd?: string, timeout_ms?: integer, stdin?: string}",
-        )],
-        returns: "{code: integer?, stdout: string, stderr: string, timed_out: boolean}",
-        doc: "Runs argv[1] (which [sandbox] commands must list) with the other arguments, no shell (handlers only)",
-        make: make_run,
-        calling: Calling::HandlerOnly,
-        constant: false,
-    }]
+    vec![
+        ApiFunction {
+            module: "proc",
+            name: "allowed",
+            params: &[],
+            returns: "string[]",
+            doc: "The programs [sandbox] commands allows (empty: proc.run refuses everything)",
+            make: |lua, ctx: &ApiContext| {
+                let commands = ctx.commands.clone();
+                super::function(lua, move |lua, ()| {
+                    let list = lua.create_sequence_from(commands.iter().cloned())?;
+                    list.set_metatable(Some(mlua::LuaSerdeExt::array_metatable(lua)))?;
+                    Ok(list)
+                })
+            },
+            calling: Calling::Anywhere,
+            constant: false,
+        },
+        ApiFunction {
+            module: "proc",
+            name: "run",
+            params: &[(
+                "spec",
+                "{argv: string[], cwd?: string, timeout_ms?: integer, stdin?: string}",
+            )],
+            returns: "{code: integer?, stdout: string, stderr: string, timed_out: boolean}",
+            doc: "Runs argv[1] (which [sandbox] commands must list) with the other arguments, no shell (handlers only)",
+            make: make_run,
+            calling: Calling::HandlerOnly,
+            constant: false,
+        },
+    ]
 }
 
 fn refuse(reason: impl std::fmt::Display) -> mlua::Error {

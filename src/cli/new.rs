@@ -1,0 +1,57 @@
+//! `toolhost new NAME [--toolset T]`: a commented tool file that passes `check` and runs.
+
+use super::Cli;
+use std::process::ExitCode;
+use toolhost::registry::ToolName;
+
+/// The template; NAME and TOOLSET are replaced.
+const TEMPLATE: &str = r#"-- NAME: describe what the tool does, for the model.
+-- Check it with `toolhost check`, try it with `toolhost call NAME '{"text": "hi"}'`.
+-- Editor completion: `toolhost stubs` writes LuaLS definitions of the host API.
+
+registry.register{
+  name = "NAME",
+  toolset = "TOOLSET",
+  -- The model sees this schema: say precisely what each parameter means.
+  schema = {
+    description = "Repeat a text a number of times",
+    parameters = {
+      type = "object",
+      properties = {
+        text = { type = "string", description = "What to repeat" },
+        times = { type = "integer", minimum = 1, maximum = 10, description = "How often (default 1)" },
+      },
+      required = { "text" },
+    },
+  },
+  -- Arguments arrive validated against the schema ("3" is already 3).
+  handler = function(args, ctx)
+    local times = args.times or 1
+    -- Return text, or a table (sent as JSON). Raise with error() for a failure.
+    return string.rep(args.text, times, " ")
+  end,
+}
+"#;
+
+/// Writes `<first tool dir>/NAME.lua`; refuses to overwrite.
+pub fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, String> {
+    ToolName::new(name).map_err(|e| format!("NAME {e}"))?;
+    ToolName::new(toolset).map_err(|e| format!("--toolset {e}"))?;
+    let dir = cli
+        .tools_dir
+        .first()
+        .cloned()
+        .unwrap_or_else(|| std::path::PathBuf::from("tools-lua"));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join(format!("{name}.lua"));
+    if path.exists() {
+        return Err(format!(
+            "{} already exists; pick another name",
+            path.display()
+        ));
+    }
+    let text = TEMPLATE.replace("NAME", name).replace("TOOLSET", toolset);
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("{}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

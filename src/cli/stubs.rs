@@ -1,0 +1,21 @@
+//! `toolhost stubs`: writes `<first tool dir>/types/toolhost.lua`, the LuaLS definitions of
+//! the host API (point LuaLS at it with `.luarc.json`: `"workspace.library": ["tools-lua/types"]`).
+
+use super::Cli;
+use std::process::ExitCode;
+
+/// Writes the stubs file and prints its path.
+pub fn run(cli: &Cli) -> Result<ExitCode, String> {
+    let dir = cli
+        .tools_dir
+        .first()
+        .cloned()
+        .unwrap_or_else(|| std::path::PathBuf::from("tools-lua"))
+        .join("types");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join("toolhost.lua");
+    std::fs::write(&path, toolhost::lua::api::stubs::stubs())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("{}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

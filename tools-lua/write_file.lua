@@ -1,0 +1,25 @@
+-- write_file: create or replace a text file (its folder must exist).
+local args = require("args")
+
+registry.register{
+  name = "write_file",
+  toolset = "file",
+  emoji = "✏️",
+  schema = {
+    description = "Create or replace a text file with the given content",
+    parameters = {
+      type = "object",
+      properties = {
+        path = { type = "string", description = "File path, relative to the working directory" },
+        content = { type = "string", description = "The complete new content" },
+      },
+      required = { "path", "content" },
+    },
+  },
+  handler = function(a)
+    local path = args.string("write_file", a.path, "path")
+    if type(a.content) ~= "string" then args.fail("write_file", "'content' must be a string") end
+    fs.write(path, a.content)
+    return string.format("wrote %d bytes to %s", #a.content, path)
+  end,
+}
