@@ -22,6 +22,26 @@ fn call_echo(bencher: divan::Bencher) {
 }
 
 #[divan::bench]
+fn call_echo_coerce(bencher: divan::Bencher) {
+    let cache = tempfile::tempdir().expect("temp dir");
+    let host = common::host(133, cache.path());
+    let calls = common::bench_calls(133);
+    let args = calls["coerce_args"].clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let ctx = CallContext::default();
+    let expected: serde_json::Value = calls["coerce_expected"].clone();
+    let out = runtime.block_on(host.handle_function_call("echo", args.clone(), &ctx));
+    let got: serde_json::Value = serde_json::from_str(out.as_str().expect("text")).expect("json");
+    assert_eq!(
+        got, expected,
+        "coercion gives the manifest's expected arguments"
+    );
+    bencher.bench_local(|| runtime.block_on(host.handle_function_call("echo", args.clone(), &ctx)));
+}
+
+#[divan::bench]
 fn raw_lua_echo(bencher: divan::Bencher) {
     use mlua::{Lua, LuaSerdeExt};
     let lua = Lua::new();

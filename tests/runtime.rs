@@ -243,3 +243,21 @@ fn calls_interleave_on_one_vm_while_they_await() {
         "sleeping calls share the VM: {spans:?}"
     );
 }
+
+#[test]
+fn deadlines_and_sleep_work_without_the_runtimes_timers() {
+    let fx = Fixture::new();
+    fx.tool("t.lua", &(runaway("spin", "while true do end") + &runaway("nap", "time.sleep(20) return 'rested'") + &runaway("parked", "time.sleep(60000)")));
+    let host = fx.host();
+    // A bare runtime: no `enable_time`, no IO.
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let ctx = toolhost::CallContext::default();
+    let spin = runtime.block_on(host.handle_function_call("spin", json!({}), &ctx));
+    assert_eq!(spin["error_type"], "timeout");
+    let nap = runtime.block_on(host.handle_function_call("nap", json!({}), &ctx));
+    assert_eq!(nap, json!("rested"));
+    let started = Instant::now();
+    let parked = runtime.block_on(host.handle_function_call("parked", json!({}), &ctx));
+    assert_eq!(parked["error_type"], "timeout");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

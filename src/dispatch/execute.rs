@@ -27,10 +27,11 @@ pub async fn execute(
                 .await
         }
         Handler::Native(handler) => {
-            match tokio::time::timeout(budget, handler(args.clone(), ctx.clone())).await {
-                Err(_elapsed) => Err(HandlerFailure::Timeout),
-                Ok(Ok(value)) => normalise_native(value),
-                Ok(Err(message)) => Err(HandlerFailure::Raised(message)),
+            let deadline = std::time::Instant::now() + budget;
+            match crate::lua::timer::until(deadline, handler(args.clone(), ctx.clone())).await {
+                None => Err(HandlerFailure::Timeout),
+                Some(Ok(value)) => normalise_native(value),
+                Some(Err(message)) => Err(HandlerFailure::Raised(message)),
             }
         }
     };

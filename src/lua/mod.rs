@@ -8,6 +8,7 @@ mod error_text;
 mod pool;
 mod register;
 mod require;
+pub mod timer;
 mod vm;
 
 pub use error_text::lua_error_message;

@@ -14,6 +14,7 @@ use super::convert::{self, Mode};
 use super::error_text::lua_error_message;
 use super::register::{self, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
+use super::timer;
 use crate::registry::{CallContext, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
@@ -335,20 +336,20 @@ impl LuaVm {
             call,
             inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
         };
-        // The tokio deadline covers a handler parked in a Rust future (no Lua runs, so the
-        // hook cannot fire); dropping `guarded` then stops the coroutine.
-        let returned = match tokio::time::timeout_at(call.deadline.into(), guarded).await {
-            Err(_elapsed) => return Err(HandlerFailure::Timeout),
-            Ok(Err(DeadlineFailure::Timeout)) => return Err(HandlerFailure::Timeout),
-            Ok(Err(DeadlineFailure::Lua(error))) if is_memory_error(&error) => {
+        // The timer covers a handler parked in a Rust future (no Lua runs, so the hook
+        // cannot fire); dropping `guarded` then stops the coroutine.
+        let returned = match timer::until(call.deadline, guarded).await {
+            None => return Err(HandlerFailure::Timeout),
+            Some(Err(DeadlineFailure::Timeout)) => return Err(HandlerFailure::Timeout),
+            Some(Err(DeadlineFailure::Lua(error))) if is_memory_error(&error) => {
                 // Free what the runaway allocation left behind before the next call.
                 let _ = self.lua.gc_collect();
                 return Err(HandlerFailure::Memory);
             }
-            Ok(Err(DeadlineFailure::Lua(error))) => {
+            Some(Err(DeadlineFailure::Lua(error))) => {
                 return Err(HandlerFailure::Raised(lua_error_message(&error)));
             }
-            Ok(Ok(value)) => value,
+            Some(Ok(value)) => value,
         };
         self.normalise(&returned)
     }

@@ -139,10 +139,13 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                     let _ = pipe.write_all(&input).await;
                 });
             }
-            let output = tokio::time::timeout(spec.timeout, child.wait_with_output()).await;
+            let deadline = std::time::Instant::now() + spec.timeout;
+            let output = crate::lua::timer::until(deadline, child.wait_with_output())
+                .await
+                .ok_or(());
             let result = lua.create_table()?;
             match output {
-                Err(_elapsed) => {
+                Err(()) => {
                     // Dropping the wait future dropped the child: kill_on_drop killed it.
                     result.set("code", LuaValue::Nil)?;
                     result.set("stdout", "")?;

@@ -43,8 +43,8 @@ pub fn functions() -> Vec<ApiFunction> {
                             format!("milliseconds must be a finite number >= 0, got {ms}"),
                         ));
                     }
-                    tokio::time::sleep(Duration::from_secs_f64(ms.min(MAX_SLEEP_MS) / 1000.0))
-                        .await;
+                    let wait = Duration::from_secs_f64(ms.min(MAX_SLEEP_MS) / 1000.0);
+                    crate::lua::timer::sleep_until(std::time::Instant::now() + wait).await;
                     Ok(())
                 })
                 .map(LuaValue::Function)

@@ -1,0 +1,85 @@
+"""Reads the outputs scripts/bench.sh collected and prints the table (and the JSON line).
+
+usage: bench_figures.py OUT_DIR JSON(true|false)
+"""
+import json
+import re
+import sys
+from pathlib import Path
+
+UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+ROW = re.compile(r"^[│├╰─\s]*([\w.]+)\s+([\d.]+)\s*(ns|µs|us|ms|s)\s*│\s*([\d.]+)\s*(ns|µs|us|ms|s)\s*│\s*([\d.]+)\s*(ns|µs|us|ms|s)")
+
+
+def medians(text):
+    """Median seconds of each divan row, keyed by its path (group/arg)."""
+    found = {}
+    parents = []
+    for line in text.splitlines():
+        depth = len(re.match(r"^[│├╰─\s]*", line).group(0)) // 3
+        name_only = re.match(r"^[│├╰─\s]*([\w.]+)\s*(│|$)", line)
+        row = ROW.match(line)
+        if row:
+            name, value, unit = row.group(1), row.group(6), row.group(7)
+            path = "/".join(parents[:depth] + [name])
+            found[path] = float(value) * UNITS[unit]
+        elif name_only:
+            parents = parents[:depth] + [name_only.group(1)]
+    return found
+
+
+def main():
+    out, as_json = Path(sys.argv[1]), sys.argv[2] == "true"
+    rows = {}
+    for bench in ["discovery", "definitions", "calls"]:
+        path = out / f"{bench}.txt"
+        if path.exists():
+            rows.update({f"{bench}/{k}": v for k, v in medians(path.read_text()).items()})
+    figures = {}
+
+    def put(key, row, scale):
+        for name, value in rows.items():
+            if name.endswith(row):
+                figures[key] = round(value * scale, 3)
+                return
+
+    put("discovery_warm_ms_133", "warm/133", 1e3)
+    put("discovery_cold_ms_133", "cold/133", 1e3)
+    put("discovery_warm_ms_1000", "warm/1000", 1e3)
+    put("discovery_cold_ms_1000", "cold/1000", 1e3)
+    put("definitions_recompute_us_133", "recompute/133", 1e6)
+    put("definitions_memo_us_133", "memo_hit/133", 1e6)
+    put("definitions_recompute_us_1000", "recompute/1000", 1e6)
+    put("call_echo_us", "calls/call_echo", 1e6)
+    put("call_echo_coerce_us", "call_echo_coerce", 1e6)
+    put("raw_lua_echo_us", "raw_lua_echo", 1e6)
+    put("tool_search_us_1000", "tool_search_1000", 1e6)
+    reload = next((v for k, v in rows.items() if k.endswith("reload/133")), None)
+    if reload is not None:
+        figures["reload_visible_ms_133"] = round(200 + reload * 1e3, 3)
+    one = next((v for k, v in rows.items() if k.endswith("cpu_batch_of_two/1")), None)
+    two = next((v for k, v in rows.items() if k.endswith("cpu_batch_of_two/2")), None)
+    if one and two:
+        figures["parallel_speedup_2vms"] = round(one / two, 3)
+    process = out / "process.txt"
+    if process.exists() and process.read_text().strip():
+        figures["whole_process_call_ms"] = round(float(process.read_text()), 3)
+    mcp = out / "mcp.txt"
+    if mcp.exists():
+        for line in mcp.read_text().splitlines():
+            try:
+                step = json.loads(line)
+            except ValueError:
+                continue
+            if step.get("step") == "throughput":
+                figures["mcp_calls_per_s"] = round(step["calls_per_s"], 1)
+    width = max(len(k) for k in figures) if figures else 10
+    print(f"{'figure':<{width}}  median")
+    for key, value in figures.items():
+        print(f"{key:<{width}}  {value}")
+    if as_json:
+        print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
