@@ -247,10 +247,17 @@ fn calls_interleave_on_one_vm_while_they_await() {
 #[test]
 fn deadlines_and_sleep_work_without_the_runtimes_timers() {
     let fx = Fixture::new();
-    fx.tool("t.lua", &(runaway("spin", "while true do end") + &runaway("nap", "time.sleep(20) return 'rested'") + &runaway("parked", "time.sleep(60000)")));
+    fx.tool(
+        "t.lua",
+        &(runaway("spin", "while true do end")
+            + &runaway("nap", "time.sleep(20) return 'rested'")
+            + &runaway("parked", "time.sleep(60000)")),
+    );
     let host = fx.host();
     // A bare runtime: no `enable_time`, no IO.
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let ctx = toolhost::CallContext::default();
     let spin = runtime.block_on(host.handle_function_call("spin", json!({}), &ctx));
     assert_eq!(spin["error_type"], "timeout");

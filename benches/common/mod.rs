@@ -41,7 +41,8 @@ pub fn host(n: usize, cache: &Path) -> Host {
     host_with(n, cache, ToolSearchMode::Off)
 }
 
-/// A host over workload `n` with tool search in `mode`.
+/// A host over workload `n` with tool search in `mode`, on one VM (what a one-shot
+/// process or a single agent loop uses; the pool's scaling is measured separately).
 pub fn host_with(n: usize, cache: &Path, mode: ToolSearchMode) -> Host {
     let dir = workload(n);
     let mut config = LoadedConfig::load(&dir.join("toolhost.toml")).expect("workload config");
@@ -50,6 +51,7 @@ pub fn host_with(n: usize, cache: &Path, mode: ToolSearchMode) -> Host {
         .tools_dir(dir.join("tools-lua"))
         .cache_dir(cache)
         .config(config)
+        .vms(1)
         .build()
         .expect("workload host builds")
 }
