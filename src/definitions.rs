@@ -12,7 +12,7 @@ use crate::registry::{
     AvailabilityCache, Freshness, Probe, ProbeOutcome, RegistryState, ToolEntry,
 };
 use crate::search::{SearchPlan, SearchPlans};
-use crate::toolsets::Toolsets;
+use crate::toolsets::{EffectiveSelection, Toolsets, sorted_unique};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
@@ -140,13 +140,12 @@ pub fn selected_available(
     let scope = selection.scope.as_deref();
     let visible = inputs.state.visible(scope);
     let toolsets = Toolsets::new(&visible, &inputs.config.toolsets);
-    let enabled = selection
-        .enabled
-        .as_deref()
-        .or(inputs.config.enabled_toolsets.as_deref());
-    let mut disabled = inputs.config.disabled_toolsets.clone().unwrap_or_default();
-    disabled.extend(selection.disabled.iter().cloned());
-    let selected = toolsets.select(enabled, &disabled);
+    let effective = EffectiveSelection::new(
+        inputs.config,
+        selection.enabled.as_deref(),
+        &selection.disabled,
+    );
+    let selected = toolsets.select(effective.enabled.as_deref(), &effective.disabled);
     let generation = inputs.state.generation();
     let now = Instant::now();
     let mut freshness = Freshness::Always;
@@ -343,13 +342,6 @@ struct MemoKey {
     tool_search: bool,
 }
 
-fn normalised(names: &[String]) -> Vec<String> {
-    let mut names = names.to_vec();
-    names.sort();
-    names.dedup();
-    names
-}
-
 struct MemoEntry {
     key: MemoKey,
     list: Definitions,
@@ -369,8 +361,8 @@ impl DefinitionsMemo {
         let key = MemoKey {
             tool_search: search_plan(inputs, selection).active,
             scope: selection.scope.clone(),
-            enabled: selection.enabled.as_deref().map(normalised),
-            disabled: normalised(&selection.disabled),
+            enabled: selection.enabled.as_deref().map(sorted_unique),
+            disabled: sorted_unique(&selection.disabled),
             generation: inputs.state.generation(),
             config_fingerprint: inputs.config_fingerprint,
             availability_epoch: inputs.availability.epoch(),

@@ -12,6 +12,49 @@ use crate::registry::ToolEntry;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
+/// A caller's selection with the config's defaults applied, in a canonical form (sorted,
+/// deduplicated) so it can key caches: enabled toolsets (`None`: all) and disabled ones.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EffectiveSelection {
+    /// Enabled toolsets, or `None` for all.
+    pub enabled: Option<Vec<String>>,
+    /// Disabled toolsets (the config's and the caller's).
+    pub disabled: Vec<String>,
+}
+
+impl EffectiveSelection {
+    /// The caller's `enabled` (else the config's `enabled_toolsets`) and the config's
+    /// `disabled_toolsets` plus the caller's `disabled`.
+    pub fn new(
+        config: &crate::config::Config,
+        enabled: Option<&[String]>,
+        disabled: &[String],
+    ) -> Self {
+        let enabled = enabled
+            .or(config.enabled_toolsets.as_deref())
+            .map(sorted_unique);
+        let mut all = config.disabled_toolsets.clone().unwrap_or_default();
+        all.extend(disabled.iter().cloned());
+        Self {
+            enabled,
+            disabled: sorted_unique(&all),
+        }
+    }
+
+    /// True when every tool is selected (nothing enabled explicitly, nothing disabled).
+    pub fn is_everything(&self) -> bool {
+        self.enabled.is_none() && self.disabled.is_empty()
+    }
+}
+
+/// `names` sorted and without duplicates.
+pub fn sorted_unique(names: &[String]) -> Vec<String> {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Names that mean "every toolset".
 pub const ALL_NAMES: [&str; 2] = ["all", "*"];
 
@@ -112,31 +155,10 @@ impl<'a> Toolsets<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Handler, LuaFnId, Source, ToolName};
+    use crate::registry::test_entry;
 
     fn tool(name: &str, toolset: &str) -> Arc<ToolEntry> {
-        Arc::new(ToolEntry {
-            name: ToolName::new(name).unwrap(),
-            toolset: ToolName::new(toolset).unwrap(),
-            schema: Arc::new(serde_json::Map::new()),
-            validator: None,
-            handler: Handler::Lua(LuaFnId(0)),
-            check_fn: None,
-            requires_env: Vec::new(),
-            is_async: false,
-            description: String::new(),
-            emoji: String::new(),
-            max_result_size_chars: None,
-            dynamic_schema_overrides: None,
-            override_existing: false,
-            scope: None,
-            timeout_ms: None,
-            parallel_safe: false,
-            requires_approval: false,
-            source: Source::Builtin,
-            file: None,
-            line: None,
-        })
+        Arc::new(test_entry(name, toolset))
     }
 
     fn composite(tools: &[&str], includes: &[&str]) -> ToolsetConfig {

@@ -53,10 +53,7 @@ pub fn load_all(
     state: &mut RegistryState,
     last_good: &Sources,
 ) -> Sources {
-    let libs: Vec<Option<SearchDir>> = dirs
-        .iter()
-        .map(|dir| SearchDir::new(&dir.path.join("lib")))
-        .collect();
+    let libs = lib_dirs(dirs);
     let mut sources = Sources::new();
     let (jobs, job_queue) = mpsc::channel::<((usize, usize), Arc<Map<String, Value>>)>();
     let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled)>();
@@ -175,6 +172,13 @@ fn run_file(
         .map(|loaded| stage(loaded, index as u32, verdict, dir, vm))
 }
 
+/// Each tool directory's `lib/` (when it exists).
+fn lib_dirs(dirs: &[ToolDir]) -> Vec<Option<SearchDir>> {
+    dirs.iter()
+        .map(|dir| SearchDir::new(&dir.path.join("lib")))
+        .collect()
+}
+
 /// Where `require` looks for this file: its package dir, its own `lib/`, then the other
 /// tool directories' `lib/` in order.
 fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>]) -> Vec<SearchDir> {
@@ -210,10 +214,7 @@ pub fn load_replica(
     vm: &mut LuaVm,
     last_good: &Sources,
 ) -> Vec<ReplicaFile> {
-    let libs: Vec<Option<SearchDir>> = dirs
-        .iter()
-        .map(|dir| SearchDir::new(&dir.path.join("lib")))
-        .collect();
+    let libs = lib_dirs(dirs);
     let mut files = Vec::new();
     for (index, verdict) in verdicts.iter().enumerate() {
         let (true, Some(source), Some(dir)) = (

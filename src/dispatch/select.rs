@@ -4,7 +4,7 @@
 
 use crate::config::Config;
 use crate::registry::{CallContext, RegistryState};
-use crate::toolsets::Toolsets;
+use crate::toolsets::{EffectiveSelection, Toolsets};
 use parking_lot::Mutex;
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -15,21 +15,13 @@ const CAPACITY: usize = 8;
 struct Key {
     generation: u64,
     scope: Option<String>,
-    enabled: Option<Vec<String>>,
-    disabled: Vec<String>,
+    selection: EffectiveSelection,
 }
 
 /// Resolved selections, most recently used first.
 #[derive(Default)]
 pub struct SelectionCache {
     entries: Mutex<VecDeque<(Key, Arc<HashSet<String>>)>>,
-}
-
-fn sorted(names: &[String]) -> Vec<String> {
-    let mut names = names.to_vec();
-    names.sort();
-    names.dedup();
-    names
 }
 
 impl SelectionCache {
@@ -41,21 +33,15 @@ impl SelectionCache {
         ctx: &CallContext,
         name: &str,
     ) -> bool {
-        let enabled = ctx
-            .toolsets
-            .as_deref()
-            .or(config.enabled_toolsets.as_deref());
-        let config_disabled = config.disabled_toolsets.as_deref().unwrap_or_default();
-        if enabled.is_none() && config_disabled.is_empty() && ctx.disabled_toolsets.is_empty() {
+        let selection =
+            EffectiveSelection::new(config, ctx.toolsets.as_deref(), &ctx.disabled_toolsets);
+        if selection.is_everything() {
             return true;
         }
-        let mut disabled = config_disabled.to_vec();
-        disabled.extend(ctx.disabled_toolsets.iter().cloned());
         let key = Key {
             generation: state.generation(),
             scope: ctx.scope.clone(),
-            enabled: enabled.map(sorted),
-            disabled: sorted(&disabled),
+            selection,
         };
         if let Some(selected) = self.lookup(&key) {
             return selected.contains(name);
@@ -63,7 +49,7 @@ impl SelectionCache {
         let visible = state.visible(ctx.scope.as_deref());
         let toolsets = Toolsets::new(&visible, &config.toolsets);
         let selected: HashSet<String> = toolsets
-            .select(key.enabled.as_deref(), &key.disabled)
+            .select(key.selection.enabled.as_deref(), &key.selection.disabled)
             .into_iter()
             .map(str::to_string)
             .collect();

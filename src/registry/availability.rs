@@ -323,8 +323,7 @@ impl AvailabilityCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Handler, LuaFnId, Source, ToolName};
-    use std::sync::Arc;
+    use crate::registry::{LuaFnId, test_entry};
 
     fn tool(name: &str, env: &[&str]) -> ToolEntry {
         probe_tool(name, env, 1)
@@ -332,26 +331,9 @@ mod tests {
 
     fn probe_tool(name: &str, env: &[&str], probe: u64) -> ToolEntry {
         ToolEntry {
-            name: ToolName::new(name).unwrap(),
-            toolset: ToolName::new("t").unwrap(),
-            schema: Arc::new(serde_json::Map::new()),
-            validator: None,
-            handler: Handler::Lua(LuaFnId(0)),
             check_fn: Some(Probe::Lua(LuaFnId(probe))),
             requires_env: env.iter().map(|s| s.to_string()).collect(),
-            is_async: false,
-            description: String::new(),
-            emoji: String::new(),
-            max_result_size_chars: None,
-            dynamic_schema_overrides: None,
-            override_existing: false,
-            scope: None,
-            timeout_ms: None,
-            parallel_safe: false,
-            requires_approval: false,
-            source: Source::Builtin,
-            file: None,
-            line: None,
+            ..test_entry(name, "t")
         }
     }
 

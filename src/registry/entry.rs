@@ -203,3 +203,30 @@ pub struct HookEntry {
     /// Where the file came from.
     pub source: Source,
 }
+
+/// A minimal Lua tool entry for unit tests.
+#[cfg(test)]
+pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
+    ToolEntry {
+        name: ToolName::new(name).expect("valid test name"),
+        toolset: ToolName::new(toolset).expect("valid test toolset"),
+        schema: Arc::new(Map::new()),
+        validator: None,
+        handler: Handler::Lua(LuaFnId(0)),
+        check_fn: None,
+        requires_env: Vec::new(),
+        is_async: false,
+        description: String::new(),
+        emoji: String::new(),
+        max_result_size_chars: None,
+        dynamic_schema_overrides: None,
+        override_existing: false,
+        scope: None,
+        timeout_ms: None,
+        parallel_safe: false,
+        requires_approval: false,
+        source: Source::Builtin,
+        file: None,
+        line: None,
+    }
+}

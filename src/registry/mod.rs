@@ -5,6 +5,8 @@
 mod availability;
 mod context;
 mod entry;
+#[cfg(test)]
+pub(crate) use entry::test_entry;
 mod name;
 mod schema;
 mod state;

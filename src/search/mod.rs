@@ -9,7 +9,7 @@ pub use index::{Index, stem, terms};
 
 use crate::config::{Config, ToolSearchMode};
 use crate::registry::{RegistryState, ToolEntry};
-use crate::toolsets::Toolsets;
+use crate::toolsets::{EffectiveSelection, Toolsets};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -95,8 +95,7 @@ impl SearchPlan {
 struct Key {
     generation: u64,
     scope: Option<String>,
-    enabled: Option<Vec<String>>,
-    disabled: Vec<String>,
+    selection: EffectiveSelection,
     config: Option<(u128, u64)>,
 }
 
@@ -104,13 +103,6 @@ struct Key {
 #[derive(Default)]
 pub struct SearchPlans {
     entries: Mutex<VecDeque<(Key, Arc<SearchPlan>)>>,
-}
-
-fn sorted(names: &[String]) -> Vec<String> {
-    let mut names = names.to_vec();
-    names.sort();
-    names.dedup();
-    names
 }
 
 impl SearchPlans {
@@ -125,14 +117,10 @@ impl SearchPlans {
         enabled: Option<&[String]>,
         disabled: &[String],
     ) -> Arc<SearchPlan> {
-        let enabled = enabled.or(config.enabled_toolsets.as_deref());
-        let mut all_disabled = config.disabled_toolsets.clone().unwrap_or_default();
-        all_disabled.extend(disabled.iter().cloned());
         let key = Key {
             generation: state.generation(),
             scope: scope.map(str::to_string),
-            enabled: enabled.map(sorted),
-            disabled: sorted(&all_disabled),
+            selection: EffectiveSelection::new(config, enabled, disabled),
             config: config_fingerprint,
         };
         {
@@ -156,7 +144,7 @@ impl SearchPlans {
 fn build(state: &RegistryState, config: &Config, key: &Key) -> SearchPlan {
     let visible = state.visible(key.scope.as_deref());
     let toolsets = Toolsets::new(&visible, &config.toolsets);
-    let selected = toolsets.select(key.enabled.as_deref(), &key.disabled);
+    let selected = toolsets.select(key.selection.enabled.as_deref(), &key.selection.disabled);
     let settings = &config.tool_search;
     let threshold = settings.auto_threshold.unwrap_or(DEFAULT_AUTO_THRESHOLD);
     let active = match settings.enabled.unwrap_or_default() {
