@@ -250,6 +250,55 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     verdicts
 }
 
+/// The verdict discovery gives `bytes` (prefilter, UTF-8, the nesting guard, then the
+/// `full_moon` rule on a large-stack thread), without touching the filesystem; `shown`
+/// names the file in messages. For fuzzing and tools.
+pub fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
+    if !prefilter::may_register(bytes) {
+        return (Reason::Prefilter, None);
+    }
+    if let Err(e) = std::str::from_utf8(bytes) {
+        return (
+            Reason::ParseError,
+            Some(format!(
+                "{shown}: not valid UTF-8 (at byte {})",
+                e.valid_up_to()
+            )),
+        );
+    }
+    if let Some(line) = depth::too_deep(bytes, depth::MAX_NESTING) {
+        return (
+            Reason::ParseError,
+            Some(format!(
+                "{shown}:{line}: nesting deeper than {} levels",
+                depth::MAX_NESTING
+            )),
+        );
+    }
+    let verdict = Verdict {
+        path: PathBuf::from(shown),
+        shown: shown.to_string(),
+        dir_index: 0,
+        package_dir: None,
+        registers: false,
+        reason: Reason::Registers,
+        cached: false,
+        error: None,
+        tools: Vec::new(),
+        last_good: false,
+        source: Some(bytes.into()),
+    };
+    match parse_all(std::slice::from_ref(&verdict), &[0]).pop() {
+        Some(ParseVerdict::Registers) => (Reason::Registers, None),
+        Some(ParseVerdict::NoTopLevelRegister) => (Reason::NoTopLevelRegister, None),
+        Some(ParseVerdict::ParseError(message)) => (Reason::ParseError, Some(message)),
+        None => (
+            Reason::ParseError,
+            Some(format!("{shown}: the parser could not run")),
+        ),
+    }
+}
+
 /// Parses the selected files on a few large-stack threads (never on the caller's stack,
 /// which may be a small async worker stack).
 fn parse_all(verdicts: &[Verdict], indexes: &[usize]) -> Vec<ParseVerdict> {
@@ -280,7 +329,18 @@ fn parse_all(verdicts: &[Verdict], indexes: &[usize]) -> Vec<ParseVerdict> {
                             .as_deref()
                             .and_then(|b| std::str::from_utf8(b).ok())
                             .unwrap_or("");
-                        *results[i].lock() = Some(toplevel::check(&verdict.shown, text));
+                        // full_moon can panic on some malformed input (an internal
+                        // "unreachable"): that is a parse error of the file, never a crash.
+                        let outcome = std::panic::catch_unwind(|| {
+                            toplevel::check(&verdict.shown, text)
+                        })
+                        .unwrap_or_else(|_| {
+                            ParseVerdict::ParseError(format!(
+                                "{}: the Lua parser failed on this file (try `luac -p` on it)",
+                                verdict.shown
+                            ))
+                        });
+                        *results[i].lock() = Some(outcome);
                     }
                 });
             if let Err(e) = spawned {
