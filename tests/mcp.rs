@@ -99,6 +99,14 @@ registry.register{ name = "picture", toolset = "media",
 registry.register{ name = "nap", toolset = "debug", parallel_safe = true,
   schema = { description = "Sleeps half a second", parameters = { type = "object" } },
   handler = function() time.sleep(500) return "rested" end }
+registry.register{ name = "ticker", toolset = "debug", timeout_ms = 60000,
+  schema = { description = "Counts until stopped", parameters = { type = "object" } },
+  handler = function()
+    while true do store.set("ticks", (store.get("ticks") or 0) + 1) time.sleep(20) end
+  end }
+registry.register{ name = "ticks", toolset = "debug",
+  schema = { description = "The ticker's count", parameters = { type = "object" } },
+  handler = function() return tostring(store.get("ticks") or 0) end }
 registry.register{ name = "hidden", toolset = "secret",
   schema = { description = "Not offered", parameters = { type = "object" } },
   handler = function() return "x" end }
@@ -118,7 +126,9 @@ fn a_full_mcp_session_with_the_official_client() {
     let names: Vec<&str> = listed.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["echo", "nap", "needs_n", "picture", "spin"],
+        [
+            "echo", "nap", "needs_n", "picture", "spin", "ticker", "ticks"
+        ],
         "sorted, selection applied"
     );
     assert_eq!(

@@ -81,6 +81,17 @@ async def session_scenario(binary, workdir, extra):
                 session.call_tool("nap", {}), session.call_tool("nap", {})
             )
             emit("concurrent", seconds=time.monotonic() - started, errors=[is_error(r) for r in both])
+            # Cancellation: abandoning a call sends notifications/cancelled; the server must
+            # stop the handler (its counter stops moving).
+            try:
+                await asyncio.wait_for(session.call_tool("ticker", {}), timeout=0.5)
+                emit("cancel", finished=True)
+            except asyncio.TimeoutError:
+                await asyncio.sleep(0.4)
+                first = await session.call_tool("ticks", {})
+                await asyncio.sleep(0.4)
+                second = await session.call_tool("ticks", {})
+                emit("cancel", finished=False, first=content_of(first), second=content_of(second))
             if "--watch" in extra:
                 with open(workdir + "/tools-lua/added.lua", "w") as f:
                     f.write(
