@@ -243,3 +243,30 @@ fn an_unwritable_cache_dir_never_fails_discovery() {
     let host = fx.host();
     assert_eq!(common::names(&host, None), ["a"]);
 }
+
+#[test]
+fn a_stray_backtick_is_a_parse_error_not_a_parser_panic() {
+    // full_moon's lexer panics on a bare backtick; the pre-scan refuses it first.
+    let fx = Fixture::new();
+    fx.tool("tick.lua", "registry.register{ name = `x` }\n");
+    fx.tool(
+        "quoted.lua",
+        &simple_tool("quoted", "t", "use `path`").replace("\"d\"", "\"a `code` word\""),
+    );
+    let host = fx.host();
+    let verdicts = host.discovery();
+    let tick = verdict(&verdicts, "tick.lua");
+    assert_eq!(tick.reason, Reason::ParseError);
+    assert!(
+        tick.error
+            .as_deref()
+            .unwrap()
+            .contains("tick.lua:1: unexpected '`'"),
+        "{tick:?}"
+    );
+    assert_eq!(
+        common::names(&host, None),
+        ["quoted"],
+        "backticks inside strings are fine"
+    );
+}

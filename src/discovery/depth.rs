@@ -6,8 +6,27 @@
 /// Lua's own limit on nested syntactic levels (`LUAI_MAXCCALLS`).
 pub const MAX_NESTING: usize = 200;
 
+/// What the pre-scan found that must not reach the parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Nesting exceeds the limit at this line.
+    TooDeep(usize),
+    /// A backtick outside strings and comments at this line: not Lua, and `full_moon`'s
+    /// lexer panics on it.
+    Backtick(usize),
+}
+
 /// The line where nesting first exceeds `limit`, if it does.
+#[cfg(test)]
 pub fn too_deep(src: &[u8], limit: usize) -> Option<usize> {
+    match prescan(src, limit) {
+        Some(Refusal::TooDeep(line)) => Some(line),
+        _ => None,
+    }
+}
+
+/// Scans `src` for what the parser must not see (see [`Refusal`]).
+pub fn prescan(src: &[u8], limit: usize) -> Option<Refusal> {
     let mut depth = 0usize;
     let mut line = 1usize;
     let mut i = 0usize;
@@ -49,10 +68,11 @@ pub fn too_deep(src: &[u8], limit: usize) -> Option<usize> {
             b'(' | b'{' | b'[' => {
                 depth += 1;
                 if depth > limit {
-                    return Some(line);
+                    return Some(Refusal::TooDeep(line));
                 }
                 i += 1;
             }
+            b'`' => return Some(Refusal::Backtick(line)),
             b')' | b'}' | b']' => {
                 depth = depth.saturating_sub(1);
                 i += 1;
@@ -66,7 +86,7 @@ pub fn too_deep(src: &[u8], limit: usize) -> Option<usize> {
                     b"function" | b"do" | b"if" | b"repeat" => {
                         depth += 1;
                         if depth > limit {
-                            return Some(line);
+                            return Some(Refusal::TooDeep(line));
                         }
                     }
                     b"end" | b"until" => depth = depth.saturating_sub(1),
@@ -128,5 +148,13 @@ mod tests {
         assert_eq!(too_deep(quoted.as_bytes(), MAX_NESTING), None);
         let normal = "for i = 1, 3 do if i then f({a = {b = (1)}}) end end";
         assert_eq!(too_deep(normal.as_bytes(), MAX_NESTING), None);
+        assert_eq!(
+            prescan(b"x = 1\ny = `z`", MAX_NESTING),
+            Some(Refusal::Backtick(2))
+        );
+        assert_eq!(
+            prescan(b"d = 'use `path`' -- `x`\n--[[ `y` ]]", MAX_NESTING),
+            None
+        );
     }
 }

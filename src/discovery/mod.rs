@@ -200,13 +200,9 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             verdicts.push(verdict);
             continue;
         }
-        if let Some(line) = depth::too_deep(&bytes, depth::MAX_NESTING) {
+        if let Some(refusal) = depth::prescan(&bytes, depth::MAX_NESTING) {
             verdict.reason = Reason::ParseError;
-            verdict.error = Some(format!(
-                "{}:{line}: nesting deeper than {} levels (Lua's limit)",
-                verdict.shown,
-                depth::MAX_NESTING
-            ));
+            verdict.error = Some(refusal_message(&verdict.shown, refusal));
             verdicts.push(verdict);
             continue;
         }
@@ -250,6 +246,19 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     verdicts
 }
 
+/// The parse error for what the pre-scan refused.
+fn refusal_message(shown: &str, refusal: depth::Refusal) -> String {
+    match refusal {
+        depth::Refusal::TooDeep(line) => format!(
+            "{shown}:{line}: nesting deeper than {} levels (Lua's limit)",
+            depth::MAX_NESTING
+        ),
+        depth::Refusal::Backtick(line) => {
+            format!("{shown}:{line}: unexpected '`' (backticks are not Lua)")
+        }
+    }
+}
+
 /// The verdict discovery gives `bytes` (prefilter, UTF-8, the nesting guard, then the
 /// `full_moon` rule on a large-stack thread), without touching the filesystem; `shown`
 /// names the file in messages. For fuzzing and tools.
@@ -266,14 +275,8 @@ pub fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
             )),
         );
     }
-    if let Some(line) = depth::too_deep(bytes, depth::MAX_NESTING) {
-        return (
-            Reason::ParseError,
-            Some(format!(
-                "{shown}:{line}: nesting deeper than {} levels",
-                depth::MAX_NESTING
-            )),
-        );
+    if let Some(refusal) = depth::prescan(bytes, depth::MAX_NESTING) {
+        return (Reason::ParseError, Some(refusal_message(shown, refusal)));
     }
     let verdict = Verdict {
         path: PathBuf::from(shown),
