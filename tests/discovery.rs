@@ -135,8 +135,9 @@ fn deep_nesting_is_a_verdict_not_a_crash() {
 #[test]
 fn large_files_are_skipped() {
     let fx = Fixture::new();
+    // A 50 MB file: never read, only its size is looked at.
     let mut big = simple_tool("big", "t", "x");
-    big.push_str(&"-- padding\n".repeat(17 * 1024 * 1024 / 11 + 10));
+    big.push_str(&"-- padding\n".repeat(50 * 1024 * 1024 / 11 + 10));
     fx.tool("big.lua", &big);
     let host = fx.host();
     let verdicts = host.discovery();
