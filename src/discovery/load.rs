@@ -67,28 +67,8 @@ pub fn load_all(
             });
         let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
         let mut ran: Vec<Ran> = Vec::new();
-        for (index, verdict) in verdicts.iter().enumerate() {
-            let (true, Some(source), Some(dir)) = (
-                verdict.registers,
-                verdict.source.clone(),
-                dirs.get(verdict.dir_index),
-            ) else {
-                continue;
-            };
-            let mut file = Ran {
-                index,
-                outcome: run_file(verdict, dir, &libs, index, &source, vm),
-                source,
-                replaced_error: None,
-            };
-            if let (Err(error), Some(fallback)) = (
-                &file.outcome,
-                fallback_for(verdict, &file.source, last_good),
-            ) {
-                file.replaced_error = Some(error.clone());
-                file.outcome = run_file(verdict, dir, &libs, index, &fallback, vm);
-                file.source = fallback;
-            }
+        for (index, verdict, source, dir) in registering(verdicts, dirs) {
+            let file = run_with_fallback(verdict, dir, &libs, index, source, last_good, vm);
             if let Ok(staged) = &file.outcome {
                 for (tool, entry) in staged.entries.iter().enumerate() {
                     let key = (index, tool);
@@ -143,6 +123,45 @@ pub fn load_all(
         }
     });
     sources
+}
+
+/// The registering files that have a source and a directory, with their positions.
+fn registering<'a>(
+    verdicts: &'a [Verdict],
+    dirs: &'a [ToolDir],
+) -> impl Iterator<Item = (usize, &'a Verdict, Arc<[u8]>, &'a ToolDir)> {
+    verdicts.iter().enumerate().filter_map(|(index, verdict)| {
+        let source = verdict.source.clone()?;
+        let dir = dirs.get(verdict.dir_index)?;
+        verdict.registers.then_some((index, verdict, source, dir))
+    })
+}
+
+/// Runs a file's current source, or its last good version when the current one fails.
+fn run_with_fallback(
+    verdict: &Verdict,
+    dir: &ToolDir,
+    libs: &[Option<SearchDir>],
+    index: usize,
+    source: Arc<[u8]>,
+    last_good: &Sources,
+    vm: &mut LuaVm,
+) -> Ran {
+    let mut file = Ran {
+        index,
+        outcome: run_file(verdict, dir, libs, index, &source, vm),
+        source,
+        replaced_error: None,
+    };
+    if let (Err(error), Some(fallback)) = (
+        &file.outcome,
+        fallback_for(verdict, &file.source, last_good),
+    ) {
+        file.replaced_error = Some(error.clone());
+        file.outcome = run_file(verdict, dir, libs, index, &fallback, vm);
+        file.source = fallback;
+    }
+    file
 }
 
 /// The last good source of a file, when it differs from `current`.
@@ -216,20 +235,8 @@ pub fn load_replica(
 ) -> Vec<ReplicaFile> {
     let libs = lib_dirs(dirs);
     let mut files = Vec::new();
-    for (index, verdict) in verdicts.iter().enumerate() {
-        let (true, Some(source), Some(dir)) = (
-            verdict.registers,
-            verdict.source.clone(),
-            dirs.get(verdict.dir_index),
-        ) else {
-            continue;
-        };
-        let mut outcome = run_file(verdict, dir, &libs, index, &source, vm);
-        if outcome.is_err()
-            && let Some(fallback) = fallback_for(verdict, &source, last_good)
-        {
-            outcome = run_file(verdict, dir, &libs, index, &fallback, vm);
-        }
+    for (index, verdict, source, dir) in registering(verdicts, dirs) {
+        let outcome = run_with_fallback(verdict, dir, &libs, index, source, last_good, vm).outcome;
         let file_index = index as u32;
         files.push(match outcome {
             Ok(staged) => {
