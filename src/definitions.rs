@@ -9,7 +9,7 @@
 use crate::config::Config;
 use crate::lua::{LuaVm, VmPool};
 use crate::registry::{
-    AvailabilityCache, Freshness, Probe, ProbeOutcome, RegistryState, ToolEntry,
+    AvailabilityCache, Freshness, LuaFnId, Probe, ProbeOutcome, RegistryState, ToolEntry,
 };
 use crate::search::{SearchPlan, SearchPlans};
 use crate::toolsets::{EffectiveSelection, Toolsets, sorted_unique};
@@ -75,22 +75,25 @@ pub trait ProbeRunner {
     ) -> Result<Option<Map<String, Value>>, String>;
 }
 
+/// The pool runs a probe on the least busy VM holding its function.
 impl ProbeRunner for VmPool {
     fn check(&self, probe: &Probe<bool>) -> ProbeOutcome {
-        match probe {
-            Probe::Lua(id) => self.lease(&[*id]).check(probe),
-            Probe::Native(f) => Ok(f()),
-        }
+        self.lease(&lua_function(probe)).check(probe)
     }
 
     fn overrides(
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
     ) -> Result<Option<Map<String, Value>>, String> {
-        match probe {
-            Probe::Lua(id) => self.lease(&[*id]).overrides(probe),
-            Probe::Native(f) => Ok(f()),
-        }
+        self.lease(&lua_function(probe)).overrides(probe)
+    }
+}
+
+/// The VM function a probe needs, if it is a Lua one.
+fn lua_function<T>(probe: &Probe<T>) -> Vec<LuaFnId> {
+    match probe {
+        Probe::Lua(id) => vec![*id],
+        Probe::Native(_) => Vec::new(),
     }
 }
 

@@ -76,11 +76,7 @@ fn ten_thousand_calls_during_reloads_lose_nothing_and_memory_settles() {
     let fx = Fixture::new();
     tools(&fx, 0);
     let host = fx.builder().vms(2).build().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::two_worker_runtime();
 
     let reloading = Arc::new(AtomicBool::new(true));
     let reloader = {

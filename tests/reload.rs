@@ -87,11 +87,7 @@ fn calls_in_flight_finish_on_the_version_they_started_on() {
     let fx = Fixture::new();
     fx.tool("v.lua", &VERSIONED.replace("VERSION", "v1"));
     let host = fx.builder().vms(2).build().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::two_worker_runtime();
     let in_flight = {
         let host = host.clone();
         runtime.spawn(async move {

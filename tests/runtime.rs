@@ -156,11 +156,7 @@ fn parallel_safe_calls_overlap_on_two_vms_and_others_run_alone() {
     fx.tool("busy.lua", BUSY);
     let host = fx.builder().vms(2).build().unwrap();
     assert_eq!(host.vm_count(), 2);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::two_worker_runtime();
     use toolhost::FunctionCall;
     let batch = vec![
         FunctionCall::new("busy_a", json!({})),
@@ -204,11 +200,7 @@ fn one_vm_runs_the_same_batch_one_at_a_time() {
     let fx = Fixture::new();
     fx.tool("busy.lua", BUSY);
     let host = fx.builder().vms(1).build().unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::two_worker_runtime();
     use toolhost::FunctionCall;
     let batch = vec![
         FunctionCall::new("busy_a", json!({})),

@@ -368,11 +368,7 @@ registry.register{ name = "bad", toolset = "s", schema = { parameters = { type =
     );
     let host = fx.builder().vms(2).build().unwrap();
     assert_eq!(host.vm_count(), 2);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::two_worker_runtime();
     let ctx = toolhost::CallContext::default();
     runtime.block_on(async {
         assert_eq!(

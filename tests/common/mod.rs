@@ -118,3 +118,12 @@ pub fn simple_tool(name: &str, toolset: &str, result: &str) -> String {
 "#
     )
 }
+
+/// A multi-thread runtime with two workers (the machine's cores), timers and IO on.
+pub fn two_worker_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
