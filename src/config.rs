@@ -80,7 +80,8 @@ pub struct PluginConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// Directories `fs` may touch (default: the working directory).
+    /// Directories `fs` may touch (default: the working directory, unless that is `/` or
+    /// the home directory itself); `[]` grants no fs access.
     pub fs_roots: Option<Vec<PathBuf>>,
     /// Programs `proc.run` may start.
     #[serde(default)]
@@ -88,6 +89,10 @@ pub struct SandboxConfig {
     /// Environment variables every tool may read with `env.get`.
     #[serde(default)]
     pub env: Vec<String>,
+    /// Environment variables `proc.run` children get besides `PATH`, `HOME` and `LANG`
+    /// (children never inherit the host's whole environment).
+    #[serde(default)]
+    pub proc_env: Vec<String>,
 }
 
 /// `[runtime]`: VM pool and limits.
@@ -193,6 +198,14 @@ impl LoadedConfig {
             path: path.to_path_buf(),
             message: describe_toml_error(&text, &e),
         })?;
+        if config.runtime.memory_mb == Some(0) {
+            return Err(Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message: "runtime.memory_mb: must be at least 1 (a VM always has a memory \
+                          limit; 0 would disable it)"
+                    .to_string(),
+            });
+        }
         // Plugin directories are relative to the config file, so a config works from any cwd.
         let base = path.parent().unwrap_or(Path::new(""));
         for plugin in config.plugins.values_mut() {

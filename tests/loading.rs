@@ -258,7 +258,7 @@ fn registering_outside_loading_is_an_error() {
         out["error"]
             .as_str()
             .unwrap()
-            .contains("only be called while a tool file loads"),
+            .contains("registry.register is only available while"),
         "{out}"
     );
     assert_eq!(names(&host, None), ["late"]);

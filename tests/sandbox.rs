@@ -152,14 +152,8 @@ fn require_through_a_symlink_out_of_lib_is_refused() {
 }
 
 #[test]
-fn env_get_returns_only_declared_or_allowed_names() {
+fn env_get_returns_only_names_the_defining_file_declared_or_config_allows() {
     let fx = Fixture::new();
-    // SAFETY of the test: these variables are unique to this test.
-    unsafe {
-        std::env::set_var("TOOLHOST_TEST_DECLARED", "declared-value");
-        std::env::set_var("TOOLHOST_TEST_UNDECLARED", "hidden");
-        std::env::set_var("TOOLHOST_TEST_SANDBOX", "everyone");
-    }
     fx.tool(
         "env.lua",
         r#"
@@ -172,21 +166,40 @@ registry.register{ name = "declares", toolset = "t", requires_env = { "TOOLHOST_
       tostring(env.get("TOOLHOST_TEST_UNDECLARED")), tostring(env.get("TOOLHOST_TEST_SANDBOX")),
       at_load }, ",")
   end }
-registry.register{ name = "other", toolset = "t",
+registry.register{ name = "same_file", toolset = "t",
   schema = { parameters = { type = "object" } },
   handler = function() return tostring(env.get("TOOLHOST_TEST_DECLARED")) end }
 "#,
     );
-    let host = fx.host_with("[sandbox]\nenv = [\"TOOLHOST_TEST_SANDBOX\"]\n");
-    assert_eq!(
-        call(&host, "declares", json!({})),
-        json!("declared-value,declared-value,nil,everyone,nil")
+    fx.tool(
+        "other.lua",
+        &probe_tool(
+            "other_file",
+            r#"return tostring(env.get("TOOLHOST_TEST_DECLARED")) .. "," .. tostring(env.get("TOOLHOST_TEST_SANDBOX"))"#,
+        ),
     );
-    assert_eq!(
-        call(&host, "other", json!({})),
-        json!("nil"),
-        "env.get is per tool, not per file"
+    fx.write(
+        "toolhost.toml",
+        "[sandbox]\nenv = [\"TOOLHOST_TEST_SANDBOX\"]\n",
     );
+    let run = |tool: &str| -> String {
+        let output = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .env("TOOLHOST_TEST_DECLARED", "declared-value")
+            .env("TOOLHOST_TEST_UNDECLARED", "hidden")
+            .env("TOOLHOST_TEST_SANDBOX", "everyone")
+            .args(["--cache-dir", "cache", "call", tool])
+            .output()
+            .expect("toolhost runs");
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    assert_eq!(
+        run("declares"),
+        "declared-value,declared-value,nil,everyone,nil"
+    );
+    assert_eq!(run("same_file"), "declared-value", "grants are per file");
+    assert_eq!(run("other_file"), "nil,everyone");
 }
 
 #[test]

@@ -23,7 +23,8 @@ struct Staged {
     entries: Vec<ToolEntry>,
     lines: Vec<u32>,
     hooks: Vec<HookEntry>,
-    env_grants: Vec<(LuaFnId, Vec<String>)>,
+    /// The `requires_env` of every tool of the file: what its code may read.
+    env_grants: Vec<String>,
 }
 
 type Compiled = Result<Arc<jsonschema::Validator>, String>;
@@ -183,6 +184,8 @@ fn run_file(
 ) -> Result<Staged, String> {
     let spec = FileSpec {
         display: &verdict.shown,
+        index: index as u32,
+        domain: dir.source.to_string().into(),
         search_dirs: search_dirs(verdict, libs),
         capabilities: dir.capabilities.as_deref(),
         capability_hint: dir.capability_hint.as_deref(),
@@ -222,7 +225,7 @@ fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>]) -> Vec<SearchDir> 
 pub struct ReplicaFile {
     file_index: u32,
     names: Option<Vec<String>>,
-    env_grants: Vec<(LuaFnId, Vec<String>)>,
+    env_grants: Vec<String>,
 }
 
 /// Runs the registering files on a replica VM of a pool (on its own thread, while the first
@@ -279,9 +282,7 @@ pub fn reconcile_replica(primary: &[Verdict], files: Vec<ReplicaFile>, vm: &mut 
             vm.forget_file(file.file_index);
             continue;
         }
-        for (handler, env) in file.env_grants {
-            vm.allow_env(handler, &env);
-        }
+        vm.allow_env(file.file_index, &file.env_grants);
     }
 }
 
@@ -295,11 +296,11 @@ fn stage(
 ) -> Staged {
     let lines: Vec<u32> = loaded.tools.iter().map(|t| t.line).collect();
     let mut entries = Vec::with_capacity(loaded.tools.len());
-    let mut env_grants = Vec::with_capacity(loaded.tools.len());
+    let mut env_grants = Vec::new();
     for (ordinal, tool) in loaded.tools.into_iter().enumerate() {
         let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
         let handler = vm.adopt(id(FnRole::Handler), tool.handler);
-        env_grants.push((handler, tool.requires_env.clone()));
+        env_grants.extend(tool.requires_env.iter().cloned());
         let description = tool
             .description
             .unwrap_or_else(|| default_description(&tool.schema));
@@ -343,6 +344,10 @@ fn stage(
             file: verdict.path.clone(),
             line: hook.line,
             source: dir.source.clone(),
+            sees_every_call: dir
+                .capabilities
+                .as_ref()
+                .is_none_or(|granted| granted.iter().any(|c| c == "hooks")),
         })
         .collect();
     Staged {
@@ -383,9 +388,7 @@ fn commit(
             for warning in applied.warnings {
                 tracing::warn!("{warning}");
             }
-            for (handler, env) in file.env_grants {
-                vm.allow_env(handler, &env);
-            }
+            vm.allow_env(index as u32, &file.env_grants);
             names.dedup();
             Ok(names)
         }

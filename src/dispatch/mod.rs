@@ -90,6 +90,15 @@ pub fn availability_of(
     )
 }
 
+/// The Lua hooks that see a call of `tool`: a plugin's hooks see only its own tools'
+/// calls unless the plugin holds the `hooks` capability.
+fn hooks_for(all: &[Arc<HookEntry>], tool: &ToolEntry) -> Vec<Arc<HookEntry>> {
+    all.iter()
+        .filter(|hook| hook.applies_to(&tool.source))
+        .cloned()
+        .collect()
+}
+
 /// The Lua functions a call of `tool` may run: handler, `check_fn` and the Lua hooks.
 fn functions_of(tool: &ToolEntry, hooks: &[Arc<HookEntry>]) -> Vec<LuaFnId> {
     let mut needs: Vec<LuaFnId> = hooks.iter().map(|hook| hook.function).collect();
@@ -202,7 +211,7 @@ impl Pipeline {
                 &format!("Tool {name} is unavailable: it is not in the selected toolsets"),
             );
         }
-        let hooks = env.state.hooks();
+        let hooks = &hooks_for(env.state.hooks(), tool);
         let lease = env.pool.lease(&functions_of(tool, hooks));
         let vm: &LuaVm = &lease;
         let answer = availability_of(env.availability, vm, env.state, tool, scope);
@@ -219,7 +228,7 @@ impl Pipeline {
             PreOutcome::Proceed { args, approval } => (args, approval),
             PreOutcome::Blocked(message, args) => {
                 let result = error_result(ErrorType::Blocked, &message);
-                return self.finish(env, vm, tool, name, &args, ctx, result, started);
+                return self.finish(env, vm, hooks, tool, name, &args, ctx, result, started);
             }
         };
 
@@ -237,13 +246,13 @@ impl Pipeline {
                     ErrorType::ApprovalDenied,
                     &format!("Approval denied for {name}"),
                 );
-                return self.finish(env, vm, tool, name, &args, ctx, result, started);
+                return self.finish(env, vm, hooks, tool, name, &args, ctx, result, started);
             }
         }
 
         // Stage 6: validation.
         if let Err(invalid) = validate::validate(tool, &args) {
-            return self.finish(env, vm, tool, name, &args, ctx, invalid, started);
+            return self.finish(env, vm, hooks, tool, name, &args, ctx, invalid, started);
         }
 
         // Stage 7: middleware around the handler.
@@ -265,7 +274,7 @@ impl Pipeline {
         let result = Next::new(&self.middleware, &terminal).run(call).await;
 
         // Stages 8 and 9.
-        self.finish(env, vm, tool, name, &args, ctx, result, started)
+        self.finish(env, vm, hooks, tool, name, &args, ctx, result, started)
     }
 
     /// Stage 8 (post hooks, transform) and stage 9 (size limit) for a call that reached
@@ -275,6 +284,7 @@ impl Pipeline {
         &self,
         env: &CallEnv<'_>,
         vm: &LuaVm,
+        hooks: &[Arc<HookEntry>],
         tool: &ToolEntry,
         name: &str,
         args: &Value,
@@ -282,7 +292,6 @@ impl Pipeline {
         result: Value,
         started: Instant,
     ) -> ToolResult {
-        let hooks = env.state.hooks();
         let call = HookCall {
             tool_name: name,
             args,

@@ -18,7 +18,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Host-API tables a plugin can be granted (`[plugins.ID] capabilities`).
-pub const CAPABILITIES: &[&str] = &["json", "log", "time", "env", "fs", "proc", "store"];
+/// `hooks` is not a Lua table: it lets the plugin's hooks see and change every call (by
+/// default they see only calls of the plugin's own tools).
+pub const CAPABILITIES: &[&str] = &["json", "log", "time", "env", "fs", "proc", "store", "hooks"];
 /// What a plugin gets when its config grants nothing explicitly.
 pub const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
 /// Default deadline for probes and for a tool file's top-level code.
@@ -227,10 +229,9 @@ pub(super) fn build_world(
 /// VM settings from `[sandbox]` and `[runtime]`.
 fn vm_settings(config: &Config, store: Arc<Store>) -> VmSettings {
     VmSettings {
-        fs_roots: Arc::new(FsRoots::new(
-            config.sandbox.fs_roots.as_deref().unwrap_or_default(),
-        )),
+        fs_roots: Arc::new(FsRoots::new(config.sandbox.fs_roots.as_deref())),
         commands: config.sandbox.commands.clone().into(),
+        proc_env: config.sandbox.proc_env.clone().into(),
         store,
         sandbox_env: config.sandbox.env.clone(),
         memory_limit_bytes: Some(

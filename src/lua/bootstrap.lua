@@ -1,15 +1,20 @@
 -- toolhost sandbox bootstrap. Runs once per VM against the VM's private globals (which no
--- tool file ever sees) and returns the per-file environment factory.
+-- tool file ever sees) and returns the per-file environment factory, the handler
+-- trampoline and the function that opens a new synchronous run (load, probe, hook).
 --
 -- Every tool file and every required module gets its own environment table holding its own
 -- *copies* of the standard-library and host-API tables: a file may scribble over its copy
--- (even with rawset) without changing what another file sees.
+-- (even with rawset) without changing what another file sees. Host functions that act on
+-- someone's behalf (`env.get`, `registry.*`) are bound per environment, so they act with
+-- the grants of the file that *defined* the calling function (identity is lexical), never
+-- with those of whichever call happens to be running.
 local host = ...
 
 local G = _G
-local pairs, ipairs, setmetatable = pairs, ipairs, setmetatable
+local pairs, ipairs, type, error = pairs, ipairs, type, error
+local real_setmetatable, rawget = setmetatable, rawget
 local real_load, running = load, coroutine.running
-local real_create, real_wrap = coroutine.create, coroutine.wrap
+local real_create, real_resume, real_close = coroutine.create, coroutine.resume, coroutine.close
 local collect = collectgarbage
 
 local function copy(t)
@@ -18,24 +23,32 @@ local function copy(t)
   return c
 end
 
--- Which handler a Lua thread (coroutine) runs for, so that env.get can apply the calling
--- tool's `requires_env`. Coroutines created by tool code inherit their creator's binding.
-local thread_tool = setmetatable({}, { __mode = "k" })
-
 local function refuse_write() error("ctx is read-only", 2) end
+
+-- Which call a Lua thread belongs to (a fresh token per handler call; coroutines created by
+-- tool code inherit their creator's), and which call created a coroutine. Tool code may
+-- resume or close only coroutines its own call created, so a thread kept from an earlier
+-- call (or a recycled handler thread) is useless to it.
+local call_of = real_setmetatable({}, { __mode = "k" })
+local created_by = real_setmetatable({}, { __mode = "k" })
+-- The token of code running outside any handler (a file's top level, a probe, a hook);
+-- renewed by `begin_sync` before each such run.
+local sync_call = {}
+local function current_call() return call_of[running()] or sync_call end
+local function begin_sync() sync_call = {} end
 
 -- Threads running a handler right now (call_async's coroutines); host functions that await
 -- work only there.
-local handler_threads = setmetatable({}, { __mode = "k" })
+local handler_threads = real_setmetatable({}, { __mode = "k" })
 
--- Runs a handler on the current (async) thread, bound to its tool for env.get, with a
--- read-only `ctx` (built here: a Lua table constructor is far cheaper than building it
--- field by field from Rust).
-local function invoke(fn_id, handler, args, tool_name, tool_call_id, session_id, task_id, scope)
+-- Runs a handler on the current (async) thread as a new call, with a read-only `ctx`
+-- (built here: a Lua table constructor is far cheaper than building it field by field
+-- from Rust).
+local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope)
   local co = running()
-  thread_tool[co] = fn_id
+  call_of[co] = {}
   handler_threads[co] = true
-  local ctx = setmetatable({}, {
+  local ctx = real_setmetatable({}, {
     __index = {
       tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
       task_id = task_id, scope = scope,
@@ -46,20 +59,53 @@ local function invoke(fn_id, handler, args, tool_name, tool_call_id, session_id,
   return handler(args, ctx)
 end
 
+local pack, unpack = table.pack, table.unpack
+
+local function owned(co, what)
+  if type(co) == "thread" and created_by[co] ~= current_call() then
+    error("coroutine." .. what .. ": this coroutine was not created by the current call", 3)
+  end
+end
+
 local coroutine_lib = copy(coroutine)
 coroutine_lib.create = function(f)
-  local owner = thread_tool[running()]
-  return real_create(function(...)
-    thread_tool[running()] = owner
-    return f(...)
-  end)
+  local token = current_call()
+  local co = real_create(f)
+  call_of[co] = token
+  created_by[co] = token
+  return co
 end
+coroutine_lib.resume = function(co, ...)
+  owned(co, "resume")
+  return real_resume(co, ...)
+end
+coroutine_lib.close = function(co)
+  owned(co, "close")
+  return real_close(co)
+end
+-- wrap on top of the checked create/resume, so a wrapped function kept by another call
+-- cannot resume this call's coroutine either.
 coroutine_lib.wrap = function(f)
-  local owner = thread_tool[running()]
-  return real_wrap(function(...)
-    thread_tool[running()] = owner
-    return f(...)
-  end)
+  local co = coroutine_lib.create(f)
+  return function(...)
+    owned(co, "wrap")
+    local r = pack(real_resume(co, ...))
+    if r[1] then return unpack(r, 2, r.n) end
+    real_close(co)
+    local e = r[2]
+    if type(e) == "string" then error(e, 2) end
+    error(e, 0)
+  end
+end
+
+-- No finalizers: a `__gc` metamethod would run tool code outside any call (on whichever
+-- call happens to trigger a collection, or while the VM closes) where no deadline and no
+-- identity applies.
+local function safe_setmetatable(t, mt)
+  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+    error("setmetatable: metatables with __gc (finalizers) are not allowed in the sandbox", 2)
+  end
+  return real_setmetatable(t, mt)
 end
 
 local allowed_gc = { collect = true, count = true, step = true }
@@ -73,7 +119,7 @@ end
 
 local base_names = {
   "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",
-  "rawget", "rawlen", "rawset", "select", "setmetatable", "tonumber", "tostring", "type",
+  "rawget", "rawlen", "rawset", "select", "tonumber", "tostring", "type",
   "xpcall", "_VERSION",
 }
 
@@ -88,7 +134,6 @@ local os_lib = { time = os.time, clock = os.clock, date = os.date }
 
 -- Errors from awaiting host functions come back through mlua's async glue, positioned in
 -- it; they are raised again at the tool's own call site (error level 2) instead.
-local pack, unpack = table.pack, table.unpack
 local error_text = host.error_text
 local function strip_glue(e)
   if type(e) == "userdata" then e = error_text(e) end
@@ -132,13 +177,11 @@ for module, functions in pairs(host.api.api) do
   end
   host_modules[module] = lib
 end
--- env.get consults the calling thread's handler.
-local env_get = host_modules.env.get
-host_modules.env.get = function(name) return env_get(thread_tool[running()], name) end
 
 -- Values every environment may share as they are (functions are immutable).
 local shared = {}
 for _, name in ipairs(base_names) do shared[name] = G[name] end
+shared.setmetatable = safe_setmetatable
 shared.collectgarbage = safe_collectgarbage
 shared.print = host.print
 
@@ -149,11 +192,21 @@ local libraries = {
 }
 for name, lib in pairs(host_modules) do libraries[name] = lib end
 
+-- Library functions bound to the environment's identity: `env.get` answers with the
+-- grants of the file (or module) whose environment it is.
+local env_get = host_modules.env.get
+local function bind(key, lib, identity)
+  if key == "env" then
+    lib.get = function(name) return env_get(identity, name) end
+  end
+  return lib
+end
+
 -- What a file gets for a host-API module it was not granted: every use raises, naming the
 -- capability and how to grant it.
 local function denied(module, hint)
   local message = "capability '" .. module .. "' is not granted" .. hint
-  return setmetatable({}, {
+  return real_setmetatable({}, {
     __index = function() error(message, 2) end,
     __newindex = function() error(message, 2) end,
     __metatable = false,
@@ -163,16 +216,17 @@ end
 local rawset = rawset
 
 -- Builds a fresh environment. `api` names the host-API tables this file may use (nil: all);
--- `require_fn` resolves modules for this file; `registry` is the registration binding;
--- `hint` says how to grant a missing capability.
+-- `require_fn` resolves modules for this file; `registry` is the file's own registration
+-- binding; `hint` says how to grant a missing capability; `identity` is the file's index
+-- (nil for a module), whose grants `env.get` applies.
 --
 -- Globals resolve lazily through __index: a shared base function is stored into the
 -- environment on first use; a library table is *copied* on first use, so whatever the file
 -- does to its copy (even with rawset) stays inside the file. Most files touch a handful of
 -- libraries, so this keeps loading cheap. The metatable is hidden (__metatable = false).
-local function make_env(api, require_fn, registry, hint)
+local function make_env(api, require_fn, registry, hint, identity)
   local env = {}
-  env.registry = copy(registry)
+  env.registry = registry
   env.require = require_fn
   -- Text chunks only; a chunk without an explicit environment sees this file's globals.
   env.load = function(chunk, name, _mode, chunk_env)
@@ -180,7 +234,7 @@ local function make_env(api, require_fn, registry, hint)
     return real_load(chunk, name, "t", chunk_env)
   end
   env._G = env
-  setmetatable(env, {
+  real_setmetatable(env, {
     __metatable = false,
     __index = function(t, key)
       local value = shared[key]
@@ -188,7 +242,7 @@ local function make_env(api, require_fn, registry, hint)
         local lib = libraries[key]
         if lib == nil then return nil end
         if api == nil or api[key] or base_libraries[key] then
-          value = copy(lib)
+          value = bind(key, copy(lib), identity)
         else
           value = denied(key, hint or "")
         end
@@ -200,4 +254,4 @@ local function make_env(api, require_fn, registry, hint)
   return env
 end
 
-return make_env, invoke
+return make_env, invoke, begin_sync

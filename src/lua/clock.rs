@@ -153,3 +153,9 @@ impl CallClock {
         Instant::now() >= self.deadline
     }
 }
+
+/// The deadline of the code running on this VM now (for host functions that loop: they
+/// stop when it passes instead of running on past the call).
+pub fn current_deadline(lua: &Lua) -> Option<Instant> {
+    lua.app_data_ref::<Clock>().and_then(|clock| clock.deadline)
+}

@@ -61,6 +61,8 @@ pub struct PendingHook {
 /// What one file has registered so far while it runs.
 #[derive(Debug, Default)]
 pub struct LoadingFile {
+    /// Identifies this run of the file: only its own `registry` binding may record into it.
+    pub token: u64,
     /// The file as shown in messages (`tools-lua/x.lua`).
     pub display: String,
     /// Validated tool registrations, in call order.
@@ -94,13 +96,31 @@ const FIELDS: &[&str] = &[
     "requires_approval",
 ];
 
-/// Builds the `registry` table (copied into each file's environment).
-pub fn install(lua: &Lua) -> mlua::Result<Table> {
+/// Who a `registry` table belongs to.
+#[derive(Debug, Clone)]
+pub enum Binding {
+    /// A tool file: its load token (fresh per run of the file) and how it is shown.
+    File {
+        /// The [`LoadingFile::token`] of the run this table was made for.
+        token: u64,
+        /// The file as shown in messages.
+        display: String,
+    },
+    /// A required module: it can never register (only tool files' top levels can).
+    Module(String),
+}
+
+/// Builds the `registry` table of one environment. Its functions register only while the
+/// run of the file they were made for is in progress: a saved reference called later
+/// (from a handler, a coroutine, another file's load) raises, so nothing can register on
+/// another file's behalf.
+pub fn binding(lua: &Lua, binding: Binding) -> mlua::Result<Table> {
     let registry = lua.create_table()?;
+    let owner = binding.clone();
     registry.set(
         "register",
-        lua.create_function(|lua, args: MultiValue| {
-            record(lua, "register", |lua, line| {
+        lua.create_function(move |lua, args: MultiValue| {
+            record(lua, &owner, "register", |lua, line| {
                 let spec = spec_table(lua, args)?;
                 let tool = parse_tool(lua, &spec, line)?;
                 Ok(Recorded::Tool(Box::new(tool)))
@@ -109,8 +129,8 @@ pub fn install(lua: &Lua) -> mlua::Result<Table> {
     )?;
     registry.set(
         "hook",
-        lua.create_function(|lua, (event, function): (LuaValue, LuaValue)| {
-            record(lua, "hook", |_, line| {
+        lua.create_function(move |lua, (event, function): (LuaValue, LuaValue)| {
+            record(lua, &binding, "hook", |_, line| {
                 let event = match &event {
                     LuaValue::String(s) => {
                         let name = s.to_string_lossy();
@@ -145,17 +165,27 @@ enum Recorded {
 /// error is that message even if the file catches the raise with pcall).
 fn record(
     lua: &Lua,
+    owner: &Binding,
     verb: &str,
     parse: impl FnOnce(&Lua, u32) -> Result<Recorded, String>,
 ) -> mlua::Result<()> {
     let line = caller_line(lua);
-    let loading = lua
+    let current = lua
         .app_data_ref::<LoadSlot>()
-        .is_some_and(|slot| slot.0.is_some());
-    if !loading {
-        return Err(mlua::Error::runtime(format!(
-            "registry.{verb} can only be called while a tool file loads (at its top level)"
-        )));
+        .and_then(|slot| slot.0.as_ref().map(|file| file.token));
+    match owner {
+        Binding::File { token, .. } if current == Some(*token) => {}
+        Binding::File { display, .. } => {
+            return Err(mlua::Error::runtime(format!(
+                "registry.{verb} is only available while {display} loads (at its top level)"
+            )));
+        }
+        Binding::Module(name) => {
+            return Err(mlua::Error::runtime(format!(
+                "registry.{verb} is only available while a tool file loads, not in module \
+                 '{name}'; call it from the tool file"
+            )));
+        }
     }
     let outcome = parse(lua, line);
     let mut slot = lua

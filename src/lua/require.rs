@@ -1,9 +1,13 @@
 //! `require` inside the sandbox: dotted module names resolved only inside the file's
 //! package directory and the tool directories' `lib/` folders. Absolute paths, `..` and
-//! symlinks leading out of those folders are refused. Loaded modules are cached per VM
-//! (like `package.loaded`), so every file on a VM shares one copy of a module.
+//! symlinks leading out of those folders are refused. Loaded modules are cached per VM and
+//! per *trust domain* (like `package.loaded`): the built-in tool directories share one
+//! instance of a module, each plugin gets instances of its own that run with the plugin's
+//! capabilities. So a plugin can neither reach a function that runs with a built-in's
+//! grants nor change what a built-in tool's module does.
 
 use super::error_text::lua_error_message;
+use super::register::{Binding, binding};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use std::collections::HashMap;
@@ -37,9 +41,9 @@ pub struct RequireContext {
     pub dirs: Vec<SearchDir>,
     /// The bootstrap's environment factory.
     pub make_env: Function,
-    /// The `registry` binding.
-    pub registry: Table,
-    /// The capability set (`nil`: everything).
+    /// The trust domain (`builtin`, `plugin:<id>`): modules are instantiated per domain.
+    pub domain: Arc<str>,
+    /// The domain's capability set (`nil`: everything).
     pub capabilities: LuaValue,
     /// How to grant a missing capability.
     pub hint: Option<String>,
@@ -50,9 +54,9 @@ enum Module {
     Loaded(LuaValue),
 }
 
-/// Per-VM module cache, keyed by canonical path.
+/// Per-VM module cache, keyed by trust domain and canonical path.
 #[derive(Default)]
-pub struct ModuleCache(HashMap<PathBuf, Module>);
+pub struct ModuleCache(HashMap<(Arc<str>, PathBuf), Module>);
 
 fn valid_module_name(name: &str) -> bool {
     !name.is_empty()
@@ -102,9 +106,10 @@ fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String
 pub fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
     lua.create_function(move |lua, name: String| {
         let (path, shown) = resolve(&ctx, &name).map_err(mlua::Error::runtime)?;
+        let key = (ctx.domain.clone(), path);
         {
             let cache = lua.app_data_ref::<ModuleCache>();
-            match cache.as_ref().and_then(|c| c.0.get(&path)) {
+            match cache.as_ref().and_then(|c| c.0.get(&key)) {
                 Some(Module::Loaded(value)) => return Ok(value.clone()),
                 Some(Module::Loading) => {
                     return Err(mlua::Error::runtime(format!(
@@ -114,16 +119,16 @@ pub fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Functio
                 None => {}
             }
         }
-        set_module(lua, &path, Module::Loading);
-        let loaded = load_module(lua, &ctx, &name, &path, &shown);
+        set_module(lua, &key, Module::Loading);
+        let loaded = load_module(lua, &ctx, &name, &key.1, &shown);
         match loaded {
             Ok(value) => {
-                set_module(lua, &path, Module::Loaded(value.clone()));
+                set_module(lua, &key, Module::Loaded(value.clone()));
                 Ok(value)
             }
             Err(error) => {
                 if let Some(mut cache) = lua.app_data_mut::<ModuleCache>() {
-                    cache.0.remove(&path);
+                    cache.0.remove(&key);
                 }
                 Err(mlua::Error::runtime(format!(
                     "error loading module '{name}': {}",
@@ -134,9 +139,9 @@ pub fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Functio
     })
 }
 
-fn set_module(lua: &Lua, path: &Path, module: Module) {
+fn set_module(lua: &Lua, key: &(Arc<str>, PathBuf), module: Module) {
     if let Some(mut cache) = lua.app_data_mut::<ModuleCache>() {
-        cache.0.insert(path.to_path_buf(), module);
+        cache.0.insert(key.clone(), module);
     }
 }
 
@@ -150,11 +155,15 @@ fn load_module(
     let source = std::fs::read(path)
         .map_err(|e| mlua::Error::runtime(format!("cannot read {shown}: {e}")))?;
     let require = make_require(lua, ctx.clone())?;
+    let registry = binding(lua, Binding::Module(name.to_string()))?;
+    // No identity: a module's `env.get` reads only `[sandbox] env` (a tool passes what it
+    // read to its helpers).
     let env: Table = ctx.make_env.call((
         ctx.capabilities.clone(),
         require,
-        ctx.registry.clone(),
+        registry,
         ctx.hint.as_deref(),
+        LuaValue::Nil,
     ))?;
     let value: LuaValue = lua
         .load(source)

@@ -12,7 +12,7 @@ use super::api::{self, ApiContext};
 use super::clock::{self, CallClock};
 use super::convert::{self, Mode};
 use super::error_text::lua_error_message;
-use super::register::{self, LoadSlot, LoadingFile};
+use super::register::{self, Binding, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
 use super::timer;
 use crate::registry::{CallContext, LuaFnId};
@@ -22,6 +22,7 @@ use parking_lot::ReentrantMutex;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How VMs are set up (from `[sandbox]` and `[runtime]`).
@@ -31,6 +32,8 @@ pub struct VmSettings {
     pub fs_roots: Arc<FsRoots>,
     /// Programs `proc.run` may start.
     pub commands: Arc<[String]>,
+    /// Variables `proc.run` children get besides PATH, HOME, LANG.
+    pub proc_env: Arc<[String]>,
     /// The store shared by every VM.
     pub store: Arc<Store>,
     /// Environment variables every tool may read.
@@ -48,6 +51,10 @@ pub struct VmSettings {
 pub struct FileSpec<'a> {
     /// The file as shown in messages and Lua error positions.
     pub display: &'a str,
+    /// The file's index in the load order: its identity for `env.get` grants.
+    pub index: u32,
+    /// Its trust domain (`builtin`, `plugin:<id>`): which module instances it shares.
+    pub domain: Arc<str>,
     /// Folders `require` searches, in order.
     pub search_dirs: Vec<SearchDir>,
     /// Host-API tables granted; `None` grants all (built-in tools).
@@ -76,7 +83,11 @@ pub struct LuaVm {
     lua: Lua,
     make_env: Function,
     invoke: Function,
-    registry_api: Table,
+    /// Opens a new synchronous run (file, probe, hook): coroutines created by an earlier
+    /// run cannot be resumed by it.
+    begin_sync: Function,
+    /// Numbers the runs of tool files (each run's `registry` binding works only for it).
+    load_tokens: AtomicU64,
     functions: HashMap<LuaFnId, Function>,
     /// Probe functions adopted so far, by Lua identity, so that a function shared by many
     /// tools (a toolset-wide `check_fn`) gets one id and one cached answer.
@@ -110,7 +121,7 @@ impl LuaVm {
         lua.set_app_data(ModuleCache::default());
         lua.set_app_data(EnvPolicy {
             everyone: settings.sandbox_env.iter().cloned().collect(),
-            by_handler: Default::default(),
+            by_file: Default::default(),
         });
         // string.dump would hand out bytecode; the string metatable must not be reachable
         // (getmetatable("").__index would be every file's string library).
@@ -123,6 +134,7 @@ impl LuaVm {
         let context = ApiContext {
             fs_roots: settings.fs_roots.clone(),
             commands: settings.commands.clone(),
+            proc_env: settings.proc_env.clone(),
             store: settings.store.clone(),
         };
         let host = lua.create_table()?;
@@ -138,16 +150,16 @@ impl LuaVm {
                 })
             })?,
         )?;
-        let (make_env, invoke): (Function, Function) = lua
+        let (make_env, invoke, begin_sync): (Function, Function, Function) = lua
             .load(include_str!("bootstrap.lua"))
             .set_name("=toolhost-bootstrap")
             .call(host)?;
-        let registry_api = register::install(&lua)?;
         Ok(Self {
             lua,
             make_env,
             invoke,
-            registry_api,
+            begin_sync,
+            load_tokens: AtomicU64::new(0),
             functions: HashMap::new(),
             shared: HashMap::new(),
             probe_timeout: settings.probe_timeout,
@@ -163,13 +175,15 @@ impl LuaVm {
     /// Runs one tool file in a fresh environment and returns what it registered. On error
     /// (the file raised, or a registration was invalid) nothing is kept.
     pub fn load_file(&self, file: &FileSpec<'_>, source: &[u8]) -> Result<LoadingFile, String> {
+        let token = self.load_tokens.fetch_add(1, Ordering::Relaxed);
         if let Some(mut slot) = self.lua.app_data_mut::<LoadSlot>() {
             slot.0 = Some(LoadingFile {
+                token,
                 display: file.display.to_string(),
                 ..LoadingFile::default()
             });
         }
-        let result = self.with_watchdog(|| self.run_file(file, source));
+        let result = self.with_watchdog(|| self.run_file(file, source, token));
         let loading = self
             .lua
             .app_data_mut::<LoadSlot>()
@@ -190,7 +204,7 @@ impl LuaVm {
         let _running = self.running.lock();
         let mut call = CallClock::start(self.probe_timeout);
         call.enter(&self.lua);
-        let result = f();
+        let result = self.begin_sync.call::<()>(()).and_then(|()| f());
         call.leave(&self.lua);
         match result {
             Ok(_) if call.tripped => Err(mlua::Error::runtime(clock::timeout_message(
@@ -200,7 +214,7 @@ impl LuaVm {
         }
     }
 
-    fn run_file(&self, file: &FileSpec<'_>, source: &[u8]) -> mlua::Result<()> {
+    fn run_file(&self, file: &FileSpec<'_>, source: &[u8], token: u64) -> mlua::Result<()> {
         let capabilities = match file.capabilities {
             None => LuaValue::Nil,
             Some(names) => {
@@ -214,16 +228,24 @@ impl LuaVm {
         let ctx = Arc::new(RequireContext {
             dirs: file.search_dirs.clone(),
             make_env: self.make_env.clone(),
-            registry: self.registry_api.clone(),
+            domain: file.domain.clone(),
             capabilities: capabilities.clone(),
             hint: file.capability_hint.map(str::to_string),
         });
         let require = require::make_require(&self.lua, ctx)?;
+        let registry = register::binding(
+            &self.lua,
+            Binding::File {
+                token,
+                display: file.display.to_string(),
+            },
+        )?;
         let env: Table = self.make_env.call((
             capabilities,
             require,
-            self.registry_api.clone(),
+            registry,
             file.capability_hint,
+            file.index,
         ))?;
         self.lua
             .load(source)
@@ -312,10 +334,11 @@ impl LuaVm {
         self.shared.retain(|_, id| id.file_index() != file_index);
     }
 
-    /// Lets the handler `id` read `names` with `env.get` (its `requires_env`).
-    pub fn allow_env(&self, id: LuaFnId, names: &[String]) {
+    /// Lets code defined in tool file `file_index` read `names` with `env.get` (the
+    /// `requires_env` of a tool it registered).
+    pub fn allow_env(&self, file_index: u32, names: &[String]) {
         if let Some(mut policy) = self.lua.app_data_mut::<EnvPolicy>() {
-            policy.grant(id, names);
+            policy.grant(file_index, names);
         }
     }
 
@@ -367,7 +390,6 @@ impl LuaVm {
         // builds the read-only ctx.
         self.invoke
             .call_async::<LuaValue>((
-                id.0,
                 function,
                 args,
                 tool_name,

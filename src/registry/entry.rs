@@ -202,6 +202,16 @@ pub struct HookEntry {
     pub line: u32,
     /// Where the file came from.
     pub source: Source,
+    /// It sees every call (built-in files, and plugins granted the `hooks` capability);
+    /// otherwise only calls of its own plugin's tools.
+    pub sees_every_call: bool,
+}
+
+impl HookEntry {
+    /// Whether this hook runs for a call of a tool from `tool_source`.
+    pub fn applies_to(&self, tool_source: &Source) -> bool {
+        self.sees_every_call || self.source == *tool_source
+    }
 }
 
 /// A minimal Lua tool entry for unit tests.

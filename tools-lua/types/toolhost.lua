@@ -93,7 +93,7 @@ function time.sleep(ms) end
 ---Environment variables the calling tool declared in `requires_env` (or `[sandbox] env` allows)
 env = {}
 
----The variable's value if the calling tool declared it in requires_env (or [sandbox] env allows it), else nil
+---The variable's value if a tool of this file declared it in requires_env (or [sandbox] env allows it), else nil
 ---@param name string
 ---@return string?
 function env.get(name) end
@@ -106,7 +106,7 @@ fs = {}
 ---@return string
 function fs.read(path) end
 
----Writes (replaces) a file whose directory exists inside the roots
+---Writes (replaces) a regular file whose directory exists inside the roots; never follows a symlink at the path itself
 ---@param path string
 ---@param text string
 ---@return boolean

@@ -1,25 +1,29 @@
-//! `env.get(name)`: the value of an environment variable the *calling tool* declared in
-//! `requires_env` (or that `[sandbox] env` allows for everyone), else nil. The bootstrap
-//! wraps the raw function below with the calling thread's handler.
+//! `env.get(name)`: the value of an environment variable the *file that defined the
+//! calling function* may read: the union of the `requires_env` of the tools that file
+//! registers, plus `[sandbox] env` for everyone; else nil. The bootstrap binds the raw
+//! function below to each environment's identity (a tool file's index; modules have
+//! none and read only `[sandbox] env`), so the answer never depends on which call runs.
 
 use super::{ApiFunction, Calling, function};
-use crate::registry::LuaFnId;
 use std::collections::{HashMap, HashSet};
 
-/// `env.get` policy: names every tool may read, plus each handler's `requires_env`.
+/// `env.get` policy: names every file may read, plus each tool file's own grants.
 #[derive(Debug, Default)]
 pub struct EnvPolicy {
     /// `[sandbox] env`.
     pub everyone: HashSet<String>,
-    /// Handler id → its `requires_env`.
-    pub by_handler: HashMap<u64, Vec<String>>,
+    /// Tool file index → the `requires_env` of the tools it registered.
+    pub by_file: HashMap<u32, HashSet<String>>,
 }
 
 impl EnvPolicy {
-    /// Lets the handler `id` read `names`.
-    pub fn grant(&mut self, id: LuaFnId, names: &[String]) {
+    /// Lets the tool file `file_index` read `names`.
+    pub fn grant(&mut self, file_index: u32, names: &[String]) {
         if !names.is_empty() {
-            self.by_handler.insert(id.0, names.to_vec());
+            self.by_file
+                .entry(file_index)
+                .or_default()
+                .extend(names.iter().cloned());
         }
     }
 }
@@ -31,13 +35,13 @@ pub fn functions() -> Vec<ApiFunction> {
         name: "get",
         params: &[("name", "string")],
         returns: "string?",
-        doc: "The variable's value if the calling tool declared it in requires_env (or [sandbox] env allows it), else nil",
+        doc: "The variable's value if a tool of this file declared it in requires_env (or [sandbox] env allows it), else nil",
         make: |lua, _| {
-            function(lua, |lua, (handler, name): (Option<u64>, String)| {
+            function(lua, |lua, (file, name): (Option<u32>, String)| {
                 let allowed = lua.app_data_ref::<EnvPolicy>().is_some_and(|policy| {
                     policy.everyone.contains(&name)
-                        || handler
-                            .and_then(|id| policy.by_handler.get(&id))
+                        || file
+                            .and_then(|index| policy.by_file.get(&index))
                             .is_some_and(|names| names.contains(&name))
                 });
                 Ok(if allowed {

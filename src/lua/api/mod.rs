@@ -24,6 +24,8 @@ pub struct ApiContext {
     pub fs_roots: Arc<FsRoots>,
     /// Programs `proc.run` may start (`[sandbox] commands`).
     pub commands: Arc<[String]>,
+    /// Variables `proc.run` children get besides PATH, HOME, LANG (`[sandbox] proc_env`).
+    pub proc_env: Arc<[String]>,
     /// The key/value store shared by every VM.
     pub store: Arc<Store>,
 }

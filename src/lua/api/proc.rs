@@ -11,6 +11,8 @@ use tokio::io::AsyncWriteExt;
 
 /// Default `timeout_ms` of a run.
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Variables every child gets (from the host's environment); `[sandbox] proc_env` adds more.
+pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG"];
 /// Most bytes kept of stdout and of stderr each.
 const MAX_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 
@@ -105,9 +107,11 @@ fn read_spec(spec: &Table) -> mlua::Result<Spec> {
 fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
     let commands = ctx.commands.clone();
     let roots = ctx.fs_roots.clone();
+    let proc_env = ctx.proc_env.clone();
     lua.create_async_function(move |lua, spec: Table| {
         let commands = commands.clone();
         let roots = roots.clone();
+        let proc_env = proc_env.clone();
         async move {
             let spec = read_spec(&spec)?;
             let program = &spec.argv[0];
@@ -128,8 +132,24 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                 .stderr(Stdio::piped())
                 .kill_on_drop(true);
             let cwd = spec.cwd.as_deref().unwrap_or(".");
-            let dir = roots.resolve(cwd, true).map_err(refuse)?;
-            command.current_dir(dir);
+            let at = roots.resolve(cwd).map_err(refuse)?;
+            at.root
+                .dir
+                .open_dir(&at.relative)
+                .map_err(|e| refuse(super::fs::describe_path_error(cwd, &e)))?;
+            command.current_dir(roots.absolute(&at));
+            // A clean environment: env.get's policy must not be bypassed by a program that
+            // prints its environment.
+            command.env_clear();
+            for name in BASE_ENV
+                .iter()
+                .copied()
+                .chain(proc_env.iter().map(String::as_str))
+            {
+                if let Some(value) = std::env::var_os(name) {
+                    command.env(name, value);
+                }
+            }
             let mut child = command
                 .spawn()
                 .map_err(|e| refuse(format!("cannot start '{program}': {e}")))?;

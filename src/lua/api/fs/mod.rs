@@ -1,105 +1,81 @@
 //! `fs`: file access confined to the configured roots (`[sandbox] fs_roots`, default the
-//! working directory). Relative paths resolve against the first root; symlinks are
-//! resolved before the check, so a link pointing outside a root is refused.
+//! working directory). Relative paths resolve against the first root. Every access goes
+//! through a capability handle of its root ([`roots`]), so no symlink or race leads outside
+//! it; writes never follow a final-component symlink; non-regular files are refused.
+//! Walking functions ([`walk`]) stop at the call's deadline.
+
+mod roots;
+mod walk;
+
+pub use roots::FsRoots;
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};
+use crate::lua::clock::current_deadline;
+use cap_std::fs::Dir;
 use mlua::{Lua, LuaSerdeExt, Value as LuaValue};
-use std::path::{Component, Path, PathBuf};
+use roots::{Resolved, describe, open_regular_read, open_regular_read_in, open_regular_write};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Instant;
+use walk::{Flow, deadline_message, passed, walk_files};
 
-/// The directories tool code may touch.
-#[derive(Debug, Clone)]
-pub struct FsRoots {
-    roots: Vec<PathBuf>,
-}
-
-impl FsRoots {
-    /// Canonicalises `roots` (missing ones are dropped with a warning); empty means the
-    /// working directory.
-    pub fn new(roots: &[PathBuf]) -> Self {
-        let wanted: Vec<PathBuf> = if roots.is_empty() {
-            vec![std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."))]
-        } else {
-            roots.to_vec()
-        };
-        let roots = wanted
-            .iter()
-            .filter_map(|root| match root.canonicalize() {
-                Ok(path) => Some(path),
-                Err(e) => {
-                    tracing::warn!("[sandbox] fs_roots: {} is unusable: {e}", root.display());
-                    None
-                }
-            })
-            .collect();
-        Self { roots }
-    }
-
-    /// Resolves `path` to an absolute path inside a root, or says why not. `must_exist`
-    /// false allows a new file whose parent directory exists.
-    pub fn resolve(&self, path: &str, must_exist: bool) -> Result<PathBuf, String> {
-        let Some(base) = self.roots.first() else {
-            return Err("no filesystem roots are configured".to_string());
-        };
-        let given = Path::new(path);
-        let joined = if given.is_absolute() {
-            given.to_path_buf()
-        } else {
-            base.join(given)
-        };
-        let resolved = match joined.canonicalize() {
-            Ok(p) => p,
-            Err(e) if must_exist => return Err(format!("'{path}': {e}")),
-            Err(_) => {
-                let name = match joined.components().next_back() {
-                    Some(Component::Normal(name)) => name.to_owned(),
-                    _ => return Err(format!("'{path}' does not name a file")),
-                };
-                let parent = joined.parent().unwrap_or(base);
-                let parent = parent
-                    .canonicalize()
-                    .map_err(|e| format!("'{path}': parent directory: {e}"))?;
-                parent.join(name)
-            }
-        };
-        if self.roots.iter().any(|root| resolved.starts_with(root)) {
-            Ok(resolved)
-        } else {
-            Err(format!("'{path}' is outside the allowed roots"))
-        }
-    }
-}
-
-/// Largest file `fs.read` returns and `fs.grep` searches.
+/// Largest file `fs.read` returns.
 const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
 /// Most paths `fs.glob` returns.
 const MAX_GLOB_RESULTS: usize = 10_000;
-/// Most files `fs.glob`/`fs.grep` look at.
-const MAX_WALKED: usize = 200_000;
 /// Most matches `fs.grep` returns.
 const MAX_GREP_MATCHES: usize = 1_000;
 /// Files larger than this are skipped by `fs.grep`.
 const MAX_GREP_FILE_BYTES: u64 = 4 * 1024 * 1024;
+/// `fs.grep` matches at most this many bytes of each line (the rest of a longer line is
+/// not searched): one huge line cannot make a model-chosen regex run for long.
+pub const MAX_GREP_LINE_BYTES: usize = 16 * 1024;
+/// Compiled-size limit of a `fs.grep` regex.
+const MAX_REGEX_BYTES: usize = 1024 * 1024;
 
 fn refuse(function: &str, reason: impl std::fmt::Display) -> mlua::Error {
     failure("fs", function, reason)
 }
 
 fn read_checked(roots: &FsRoots, path: &str) -> mlua::Result<Vec<u8>> {
-    let full = roots.resolve(path, true).map_err(|e| refuse("read", e))?;
-    let meta = std::fs::metadata(&full).map_err(|e| refuse("read", format!("'{path}': {e}")))?;
-    if !meta.is_file() {
-        return Err(refuse("read", format!("'{path}' is not a file")));
-    }
-    if meta.len() > MAX_READ_BYTES {
+    let at = roots.resolve(path).map_err(|e| refuse("read", e))?;
+    let file = open_regular_read(&at, path).map_err(|e| refuse("read", e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_READ_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refuse("read", describe(path, &e)))?;
+    if bytes.len() as u64 > MAX_READ_BYTES {
         return Err(refuse(
             "read",
-            format!(
-                "'{path}' is {} bytes, more than the 64 MiB limit",
-                meta.len()
-            ),
+            format!("'{path}' is more than the 64 MiB limit"),
         ));
     }
-    std::fs::read(&full).map_err(|e| refuse("read", format!("'{path}': {e}")))
+    Ok(bytes)
+}
+
+fn write_checked(roots: &FsRoots, path: &str, text: &[u8]) -> mlua::Result<()> {
+    let at = roots.resolve(path).map_err(|e| refuse("write", e))?;
+    let mut file = open_regular_write(&at, path).map_err(|e| refuse("write", e))?;
+    file.set_len(0)
+        .and_then(|()| file.write_all(text))
+        .map_err(|e| refuse("write", describe(path, &e)))
+}
+
+/// The directory `at` names, opened through its root's handle.
+fn open_dir(function: &str, at: &Resolved<'_>, shown: &str) -> mlua::Result<Dir> {
+    at.root
+        .dir
+        .open_dir(&at.relative)
+        .map_err(|e| refuse(function, describe(shown, &e)))
+}
+
+/// How opening `path` failed, as a tool author should read it.
+pub(crate) fn describe_path_error(path: &str, error: &std::io::Error) -> String {
+    describe(path, error)
+}
+
+fn stop_at_deadline(function: &str) -> mlua::Error {
+    refuse(function, deadline_message())
 }
 
 /// A glob pattern (`*`, `**`, `?`, `[...]`) as an anchored regex over `/`-separated paths.
@@ -145,26 +121,6 @@ fn glob_regex(pattern: &str) -> Result<regex::Regex, String> {
     regex::Regex::new(&out).map_err(|e| format!("bad pattern '{pattern}': {e}"))
 }
 
-/// Files under `base` (inside the roots), as paths relative to `base`, in sorted order.
-fn walk_files(base: &Path, mut visit: impl FnMut(&Path, &str) -> bool) {
-    let walker = walkdir::WalkDir::new(base)
-        .follow_links(false)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-        .take(MAX_WALKED);
-    for entry in walker {
-        let Ok(relative) = entry.path().strip_prefix(base) else {
-            continue;
-        };
-        let relative = relative.to_string_lossy().replace('\\', "/");
-        if !visit(entry.path(), &relative) {
-            break;
-        }
-    }
-}
-
 /// The `fs` entries of the host API.
 pub fn functions() -> Vec<ApiFunction> {
     vec![
@@ -201,15 +157,11 @@ pub fn functions() -> Vec<ApiFunction> {
             name: "write",
             params: &[("path", "string"), ("text", "string")],
             returns: "boolean",
-            doc: "Writes (replaces) a file whose directory exists inside the roots",
+            doc: "Writes (replaces) a regular file whose directory exists inside the roots; never follows a symlink at the path itself",
             make: |lua, ctx: &ApiContext| {
                 let roots = ctx.fs_roots.clone();
                 function(lua, move |_, (path, text): (String, mlua::LuaString)| {
-                    let full = roots
-                        .resolve(&path, false)
-                        .map_err(|e| refuse("write", e))?;
-                    std::fs::write(&full, text.as_bytes())
-                        .map_err(|e| refuse("write", format!("'{path}': {e}")))?;
+                    write_checked(&roots, &path, &text.as_bytes())?;
                     Ok(true)
                 })
             },
@@ -225,7 +177,9 @@ pub fn functions() -> Vec<ApiFunction> {
             make: |lua, ctx: &ApiContext| {
                 let roots = ctx.fs_roots.clone();
                 function(lua, move |_, path: String| {
-                    Ok(roots.resolve(&path, true).is_ok())
+                    Ok(roots
+                        .resolve(&path)
+                        .is_ok_and(|at| at.root.dir.metadata(&at.relative).is_ok()))
                 })
             },
             calling: Calling::Anywhere,
@@ -272,11 +226,14 @@ fn make_list(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
     let roots = ctx.fs_roots.clone();
     function(lua, move |lua, path: Option<String>| {
         let path = path.unwrap_or_else(|| ".".to_string());
-        let full = roots.resolve(&path, true).map_err(|e| refuse("list", e))?;
-        let mut entries: Vec<(String, &'static str, u64)> = std::fs::read_dir(&full)
-            .map_err(|e| refuse("list", format!("'{path}': {e}")))?
+        let at = roots.resolve(&path).map_err(|e| refuse("list", e))?;
+        let dir = open_dir("list", &at, &path)?;
+        let mut entries: Vec<(String, &'static str, u64)> = dir
+            .entries()
+            .map_err(|e| refuse("list", describe(&path, &e)))?
             .filter_map(|entry| entry.ok())
             .map(|entry| {
+                // Not followed: a symlink is listed as "other".
                 let meta = entry.metadata().ok();
                 let kind = match &meta {
                     Some(m) if m.is_dir() => "dir",
@@ -296,6 +253,7 @@ fn make_list(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
             item.set("size", size)?;
             list.raw_seti(i + 1, item)?;
         }
+        list.set_metatable(Some(lua.array_metatable()))?;
         Ok(list)
     })
 }
@@ -306,20 +264,63 @@ fn make_glob(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
         lua,
         move |lua, (pattern, path): (String, Option<String>)| {
             let path = path.unwrap_or_else(|| ".".to_string());
-            let base = roots.resolve(&path, true).map_err(|e| refuse("glob", e))?;
+            let at = roots.resolve(&path).map_err(|e| refuse("glob", e))?;
             let matcher = glob_regex(&pattern).map_err(|e| refuse("glob", e))?;
+            let base = open_dir("glob", &at, &path)?;
             let mut found = Vec::new();
-            walk_files(&base, |_, relative| {
+            walk_files(base, current_deadline(lua), |_, _, relative| {
                 if matcher.is_match(relative) {
                     found.push(relative.to_string());
                 }
-                found.len() < MAX_GLOB_RESULTS
-            });
+                match found.len() < MAX_GLOB_RESULTS {
+                    true => Flow::Continue,
+                    false => Flow::Stop,
+                }
+            })
+            .map_err(|_| stop_at_deadline("glob"))?;
             let list = lua.create_sequence_from(found)?;
             list.set_metatable(Some(lua.array_metatable()))?;
             Ok(list)
         },
     )
+}
+
+/// Searches one open file line by line (at most [`MAX_GREP_LINE_BYTES`] of each line),
+/// adding matches; false when the match limit is reached.
+fn grep_file(
+    file: cap_std::fs::File,
+    shown: &str,
+    matcher: &regex::Regex,
+    deadline: Option<Instant>,
+    matches: &mut Vec<(String, usize, String)>,
+) -> Result<bool, walk::DeadlinePassed> {
+    let mut bytes = Vec::new();
+    if file
+        .take(MAX_GREP_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .is_err()
+        || bytes.len() as u64 > MAX_GREP_FILE_BYTES
+    {
+        return Ok(true);
+    }
+    // Binary files (a NUL byte early on) are skipped.
+    if bytes.iter().take(8192).any(|&b| b == 0) {
+        return Ok(true);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    for (number, line) in text.lines().enumerate() {
+        if number % 256 == 0 && passed(deadline) {
+            return Err(walk::DeadlinePassed);
+        }
+        let scanned = &line[..line.floor_char_boundary(MAX_GREP_LINE_BYTES)];
+        if matcher.is_match(scanned) {
+            matches.push((shown.to_string(), number + 1, line.to_string()));
+            if matches.len() >= MAX_GREP_MATCHES {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
 }
 
 fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
@@ -328,50 +329,54 @@ fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
         lua,
         move |lua, (pattern, path, glob): (String, Option<String>, Option<String>)| {
             let path = path.unwrap_or_else(|| ".".to_string());
-            let target = roots.resolve(&path, true).map_err(|e| refuse("grep", e))?;
-            let matcher = regex::Regex::new(&pattern)
+            let at = roots.resolve(&path).map_err(|e| refuse("grep", e))?;
+            let matcher = regex::RegexBuilder::new(&pattern)
+                .size_limit(MAX_REGEX_BYTES)
+                .build()
                 .map_err(|e| refuse("grep", format!("bad regex: {e}")))?;
             let filter = glob
                 .as_deref()
                 .map(glob_regex)
                 .transpose()
                 .map_err(|e| refuse("grep", e))?;
+            let deadline = current_deadline(lua);
             let mut matches: Vec<(String, usize, String)> = Vec::new();
-            let mut search = |file: &Path, shown: &str| -> bool {
-                let too_big =
-                    std::fs::metadata(file).map_or(true, |m| m.len() > MAX_GREP_FILE_BYTES);
-                let Ok(bytes) = (if too_big {
-                    Err(())
-                } else {
-                    std::fs::read(file).map_err(|_| ())
-                }) else {
-                    return true;
-                };
-                // Binary files (a NUL byte early on) are skipped.
-                if bytes.iter().take(8192).any(|&b| b == 0) {
-                    return true;
-                }
-                let text = String::from_utf8_lossy(&bytes);
-                for (number, line) in text.lines().enumerate() {
-                    if matcher.is_match(line) {
-                        matches.push((shown.to_string(), number + 1, line.to_string()));
-                        if matches.len() >= MAX_GREP_MATCHES {
-                            return false;
+            let is_dir = at
+                .root
+                .dir
+                .metadata(&at.relative)
+                .is_ok_and(|meta| meta.is_dir());
+            let outcome = if is_dir {
+                let base = open_dir("grep", &at, &path)?;
+                let mut stopped = false;
+                walk_files(base, deadline, |dir, name, relative| {
+                    if filter.as_ref().is_some_and(|f| !f.is_match(relative)) {
+                        return Flow::Continue;
+                    }
+                    let Ok(file) = open_regular_read_in(dir, Path::new(name), relative) else {
+                        return Flow::Continue;
+                    };
+                    match grep_file(file, relative, &matcher, deadline, &mut matches) {
+                        Ok(true) => Flow::Continue,
+                        Ok(false) => Flow::Stop,
+                        Err(_) => {
+                            stopped = true;
+                            Flow::Stop
                         }
                     }
-                }
-                true
-            };
-            if target.is_file() {
-                search(&target, &path);
-            } else {
-                walk_files(&target, |file, relative| {
-                    if filter.as_ref().is_some_and(|f| !f.is_match(relative)) {
-                        return true;
+                })
+                .and_then(|()| {
+                    if stopped {
+                        Err(walk::DeadlinePassed)
+                    } else {
+                        Ok(())
                     }
-                    search(file, relative)
-                });
-            }
+                })
+            } else {
+                let file = open_regular_read(&at, &path).map_err(|e| refuse("grep", e))?;
+                grep_file(file, &path, &matcher, deadline, &mut matches).map(|_| ())
+            };
+            outcome.map_err(|_| stop_at_deadline("grep"))?;
             let list = lua.create_table_with_capacity(matches.len(), 0)?;
             for (i, (file, number, text)) in matches.into_iter().enumerate() {
                 let item = lua.create_table_with_capacity(0, 3)?;
@@ -394,20 +399,17 @@ mod tests {
     fn refuses_paths_outside_the_roots() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.txt"), "x").unwrap();
-        let roots = FsRoots::new(&[dir.path().to_path_buf()]);
-        assert!(roots.resolve("a.txt", true).is_ok());
-        assert!(roots.resolve("new.txt", false).is_ok());
-        assert!(roots.resolve("../a.txt", true).is_err());
-        assert!(roots.resolve("/etc/passwd", true).is_err());
+        let roots = FsRoots::new(Some(&[dir.path().to_path_buf()]));
+        assert!(read_checked(&roots, "a.txt").is_ok());
+        assert!(write_checked(&roots, "new.txt", b"y").is_ok());
+        assert!(read_checked(&roots, "../a.txt").is_err());
+        assert!(read_checked(&roots, "/etc/passwd").is_err());
         assert!(glob_regex("**/*.lua").unwrap().is_match("a/b/c.lua"));
         assert!(glob_regex("**/*.lua").unwrap().is_match("c.lua"));
         assert!(!glob_regex("*.lua").unwrap().is_match("a/c.lua"));
         assert!(glob_regex("src/[a-c]?.rs").unwrap().is_match("src/b1.rs"));
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
-            let err = roots.resolve("out/passwd", true).unwrap_err();
-            assert!(err.contains("outside the allowed roots"), "{err}");
-        }
+        std::os::unix::fs::symlink("/etc", dir.path().join("out")).unwrap();
+        let err = read_checked(&roots, "out/passwd").unwrap_err().to_string();
+        assert!(err.contains("outside the allowed roots"), "{err}");
     }
 }

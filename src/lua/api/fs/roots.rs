@@ -1,0 +1,232 @@
+//! The roots `fs` may touch, held as capability handles (`cap_std::fs::Dir`): every path is
+//! opened *relative to a root's handle*, and cap-std refuses any resolution that would leave
+//! it (`..` past the root, absolute symlinks, symlinks pointing out, dangling or not), with
+//! no check-then-use window. Opening never blocks: non-regular files (FIFOs, devices,
+//! sockets) are opened non-blocking and refused before any read or write.
+
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, File, OpenOptions, OpenOptionsExt};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+/// One root: its handle and the absolute paths that name it.
+#[derive(Debug)]
+pub(crate) struct Root {
+    /// The open directory every access goes through.
+    pub(crate) dir: Dir,
+    /// Its canonical path.
+    canonical: PathBuf,
+    /// As configured (absolute), when that differs from the canonical path.
+    given: PathBuf,
+}
+
+/// Why `fs` has no roots at all.
+#[derive(Debug, Clone)]
+enum NoRoots {
+    /// `[sandbox] fs_roots = []`.
+    EmptyConfig,
+    /// No `fs_roots` configured and the working directory may not be the implicit root.
+    UnsafeWorkingDir(PathBuf),
+    /// Every configured root was unusable.
+    Unusable,
+}
+
+/// The directories tool code may touch.
+#[derive(Debug)]
+pub struct FsRoots {
+    roots: Vec<Root>,
+    none: Option<NoRoots>,
+}
+
+/// A path resolved to a root and a path relative to it.
+pub(crate) struct Resolved<'a> {
+    pub(crate) root: &'a Root,
+    pub(crate) relative: PathBuf,
+}
+
+impl FsRoots {
+    /// Opens the configured roots (`None`: not configured, so the working directory, unless
+    /// that is `/` or the home directory itself). `Some(&[])` grants no fs access at all.
+    /// Missing roots are dropped with a warning.
+    pub fn new(configured: Option<&[PathBuf]>) -> Self {
+        let wanted: Vec<PathBuf> = match configured {
+            Some([]) => return Self::without(NoRoots::EmptyConfig),
+            Some(roots) => roots.to_vec(),
+            None => {
+                let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+                if !implicit_root_allowed(&cwd) {
+                    return Self::without(NoRoots::UnsafeWorkingDir(cwd));
+                }
+                vec![cwd]
+            }
+        };
+        let roots: Vec<Root> = wanted
+            .iter()
+            .filter_map(|root| match open_root(root) {
+                Ok(root) => Some(root),
+                Err(e) => {
+                    tracing::warn!("[sandbox] fs_roots: {} is unusable: {e}", root.display());
+                    None
+                }
+            })
+            .collect();
+        let none = roots.is_empty().then_some(NoRoots::Unusable);
+        Self { roots, none }
+    }
+
+    fn without(reason: NoRoots) -> Self {
+        Self {
+            roots: Vec::new(),
+            none: Some(reason),
+        }
+    }
+
+    /// Which root `path` lies in, and the path relative to it. Relative paths resolve
+    /// against the first root; an absolute path must start with a root's path.
+    pub(crate) fn resolve(&self, path: &str) -> Result<Resolved<'_>, String> {
+        let Some(first) = self.roots.first() else {
+            return Err(self.no_roots_message());
+        };
+        let given = Path::new(path);
+        if !given.is_absolute() {
+            return Ok(Resolved {
+                root: first,
+                relative: relative_or_dot(given),
+            });
+        }
+        for root in &self.roots {
+            for prefix in [&root.canonical, &root.given] {
+                if let Ok(rest) = given.strip_prefix(prefix) {
+                    return Ok(Resolved {
+                        root,
+                        relative: relative_or_dot(rest),
+                    });
+                }
+            }
+        }
+        Err(format!("'{path}' is outside the allowed roots"))
+    }
+
+    fn no_roots_message(&self) -> String {
+        match &self.none {
+            Some(NoRoots::EmptyConfig) | None => {
+                "fs access is not granted: [sandbox] fs_roots is empty; list the directories \
+                 tools may use in [sandbox] fs_roots"
+                    .to_string()
+            }
+            Some(NoRoots::UnsafeWorkingDir(cwd)) => format!(
+                "fs access is not granted: the working directory {} cannot be the implicit \
+                 root (it is / or the home directory); set [sandbox] fs_roots",
+                cwd.display()
+            ),
+            Some(NoRoots::Unusable) => "fs access is not granted: none of [sandbox] fs_roots \
+                 could be opened"
+                .to_string(),
+        }
+    }
+
+    /// The absolute path of the first root (where a relative `cwd` resolves).
+    pub(crate) fn absolute(&self, resolved: &Resolved<'_>) -> PathBuf {
+        resolved.root.canonical.join(&resolved.relative)
+    }
+}
+
+/// `/` and the home directory itself are never implicit roots: a tool would reach every
+/// file of the user.
+fn implicit_root_allowed(cwd: &Path) -> bool {
+    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    if cwd.parent().is_none() {
+        return false;
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    !home.is_some_and(|home| home.canonicalize().unwrap_or(home) == cwd)
+}
+
+fn open_root(root: &Path) -> std::io::Result<Root> {
+    let canonical = root.canonicalize()?;
+    let given = std::path::absolute(root).unwrap_or_else(|_| canonical.clone());
+    let dir = Dir::open_ambient_dir(&canonical, ambient_authority())?;
+    Ok(Root {
+        dir,
+        canonical,
+        given,
+    })
+}
+
+fn relative_or_dot(path: &Path) -> PathBuf {
+    if path.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// How a path failed to open, as a tool author should read it.
+pub(crate) fn describe(path: &str, error: &std::io::Error) -> String {
+    if error.raw_os_error() == Some(libc::ELOOP) {
+        return format!("'{path}' is a symlink (fs.write never follows a symlink)");
+    }
+    match error.kind() {
+        ErrorKind::PermissionDenied if error.raw_os_error().is_none() => {
+            format!("'{path}' is outside the allowed roots")
+        }
+        ErrorKind::NotFound => format!("'{path}': no such file or directory"),
+        _ if error.raw_os_error() == Some(libc::ENXIO) => {
+            format!("'{path}' is not a regular file")
+        }
+        _ => {
+            let text = error.to_string();
+            if text.contains("outside of the filesystem") || text.contains("sandbox") {
+                format!("'{path}' is outside the allowed roots")
+            } else {
+                format!("'{path}': {text}")
+            }
+        }
+    }
+}
+
+/// Opens a regular file for reading without blocking (a FIFO would block `open`).
+pub(crate) fn open_regular_read(at: &Resolved<'_>, shown: &str) -> Result<File, String> {
+    open_regular_read_in(&at.root.dir, &at.relative, shown)
+}
+
+/// [`open_regular_read`] of `relative` inside `dir` (a directory met while walking).
+pub(crate) fn open_regular_read_in(
+    dir: &Dir,
+    relative: &Path,
+    shown: &str,
+) -> Result<File, String> {
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(libc::O_NONBLOCK);
+    let file = dir
+        .open_with(relative, &options)
+        .map_err(|e| describe(shown, &e))?;
+    regular(file, shown)
+}
+
+/// Opens (creating) a regular file for writing: never through a final-component symlink,
+/// never blocking, and without truncating anything before it is known to be a regular file.
+pub(crate) fn open_regular_write(at: &Resolved<'_>, shown: &str) -> Result<File, String> {
+    let mut options = OpenOptions::new();
+    options
+        .write(true)
+        .create(true)
+        .follow(FollowSymlinks::No)
+        .custom_flags(libc::O_NONBLOCK);
+    let file = at
+        .root
+        .dir
+        .open_with(&at.relative, &options)
+        .map_err(|e| describe(shown, &e))?;
+    regular(file, shown)
+}
+
+fn regular(file: File, shown: &str) -> Result<File, String> {
+    let meta = file.metadata().map_err(|e| describe(shown, &e))?;
+    if meta.is_file() {
+        Ok(file)
+    } else {
+        Err(format!("'{shown}' is not a regular file"))
+    }
+}
