@@ -37,8 +37,8 @@ pub fn run(cli: &Cli, name: &str, args: Option<&str>) -> Result<ExitCode, String
     };
     let result = runtime.block_on(host.handle_function_call(name, args, &ctx));
     match &result {
-        Value::String(text) => println!("{text}"),
-        other => println!("{other}"),
+        Value::String(text) => outln!("{text}"),
+        other => outln!("{other}"),
     }
     Ok(if is_error(&result) {
         ExitCode::from(1)

@@ -22,13 +22,13 @@ pub fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
         }
     }
     for problem in &problems {
-        println!("{problem}");
+        outln!("{problem}");
     }
     if problems.is_empty() {
-        println!("ok: {} files checked, {tools} tools", verdicts.len());
+        outln!("ok: {} files checked, {tools} tools", verdicts.len());
         ExitCode::SUCCESS
     } else {
-        println!(
+        outln!(
             "{} problem(s) in {} files checked",
             problems.len(),
             verdicts.len()

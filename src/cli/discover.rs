@@ -23,7 +23,7 @@ pub fn run(host: &Host, as_json: bool) -> ExitCode {
     let verdicts = host.discovery();
     if as_json {
         let rows: Vec<Value> = verdicts.iter().map(verdict_json).collect();
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
         return ExitCode::SUCCESS;
     }
     let rows: Vec<[String; 4]> = verdicts

@@ -24,7 +24,7 @@ pub fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
         })
         .collect();
     if as_json {
-        println!("{}", Value::Array(rows));
+        outln!("{}", Value::Array(rows));
         return ExitCode::SUCCESS;
     }
     let header = ["NAME", "TOOLSET", "EMOJI", "AVAILABLE", "SOURCE"];
@@ -66,7 +66,7 @@ pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
             .zip(widths)
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
-        println!("{}", padded.join("  ").trim_end());
+        outln!("{}", padded.join("  ").trim_end());
     };
     line(header.to_vec());
     for row in rows {

@@ -1,6 +1,14 @@
 //! The clap front end: global flags, one file per subcommand, exit codes of SPEC §12
 //! (0 ok, 1 the result is an error object or `check` found a problem, 2 usage or setup).
 
+/// Prints a line to stdout like `println!`, but a closed stdout (`toolhost list | head`)
+/// ends the process quietly with status 0, as `ls | head` does, instead of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cli::print_line(format_args!($($arg)*))
+    };
+}
+
 mod approve;
 mod call;
 mod check;
@@ -13,6 +21,7 @@ mod stubs;
 mod watch;
 
 use clap::{ArgAction, Parser, Subcommand};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toolhost::{Format, Host, HostBuilder};
@@ -211,4 +220,20 @@ fn build_with(
         });
     }
     builder.build().map_err(|e| e.to_string())
+}
+
+/// Writes one line to stdout (see `outln!`).
+pub(crate) fn print_line(line: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout
+        .write_fmt(line)
+        .and_then(|()| stdout.write_all(b"\n"))
+        .and_then(|()| stdout.flush());
+    if let Err(error) = written {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("toolhost: cannot write to stdout: {error}");
+        std::process::exit(2);
+    }
 }

@@ -52,6 +52,6 @@ pub fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, String> {
     }
     let text = TEMPLATE.replace("NAME", name).replace("TOOLSET", toolset);
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    println!("{}", path.display());
+    outln!("{}", path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -20,7 +20,7 @@ pub fn run(
     };
     let definitions = host.tool_definitions(&selection);
     match serde_json::to_string(&*definitions) {
-        Ok(text) => println!("{text}"),
+        Ok(text) => outln!("{text}"),
         Err(e) => {
             eprintln!("toolhost: cannot print definitions: {e}");
             return ExitCode::from(super::EXIT_SETUP);

@@ -16,6 +16,6 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
     let path = dir.join("toolhost.lua");
     std::fs::write(&path, toolhost::lua::api::stubs::stubs())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    println!("{}", path.display());
+    outln!("{}", path.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -14,9 +14,9 @@ pub fn run(cli: &Cli) -> Result<ExitCode, String> {
         .collect();
     eprintln!("watching {} for changes (Ctrl-C to stop)", dirs.join(", "));
     while let Some(event) = watch.blocking_next() {
-        println!("{}", event.summary());
+        outln!("{}", event.summary());
         for error in &event.errors {
-            println!("  {error}");
+            outln!("  {error}");
         }
     }
     Ok(ExitCode::SUCCESS)

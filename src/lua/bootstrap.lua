@@ -108,6 +108,21 @@ local function safe_setmetatable(t, mt)
   return real_setmetatable(t, mt)
 end
 
+-- xpcall whose message handler runs as ordinary code after the error unwound: Lua runs a
+-- real message handler inside error handling, where a looping handler escapes the deadline
+-- hook (raising there only re-enters the handler). The handler sees the error value as
+-- usual; there is no debug library in the sandbox to inspect the failing stack anyway.
+local real_pcall = pcall
+local function safe_xpcall(f, handler, ...)
+  if type(handler) ~= "function" then
+    error("bad argument #2 to 'xpcall' (function expected, got " .. type(handler) .. ")", 2)
+  end
+  local r = pack(real_pcall(f, ...))
+  if r[1] then return unpack(r, 1, r.n) end
+  local _, handled = real_pcall(handler, r[2])
+  return false, handled
+end
+
 local allowed_gc = { collect = true, count = true, step = true }
 local function safe_collectgarbage(opt, ...)
   opt = opt or "collect"
@@ -119,8 +134,7 @@ end
 
 local base_names = {
   "assert", "error", "getmetatable", "ipairs", "next", "pairs", "pcall", "rawequal",
-  "rawget", "rawlen", "rawset", "select", "tonumber", "tostring", "type",
-  "xpcall", "_VERSION",
+  "rawget", "rawlen", "rawset", "select", "tonumber", "tostring", "type", "_VERSION",
 }
 
 -- Standard libraries every environment gets; host-API tables need a capability.
@@ -128,8 +142,6 @@ local base_libraries = {
   string = true, table = true, math = true, utf8 = true, coroutine = true, os = true,
 }
 
-local string_lib = copy(string)
-string_lib.dump = nil -- bytecode never enters or leaves the sandbox
 local os_lib = { time = os.time, clock = os.clock, date = os.date }
 
 -- Errors from awaiting host functions come back through mlua's async glue, positioned in
@@ -145,6 +157,26 @@ local function call_here(fn, ...)
   if not r[1] then return false, strip_glue(r[2]) end
   return true, r
 end
+
+-- The pattern functions on the host's deadline-checking matcher, raising plain messages
+-- like stock Lua's (no position: stock errors come from a C function). Installed into the
+-- VM's own string table too, which is what method calls on strings (`s:find(p)`) index.
+local function plain_errors(fn)
+  return function(...)
+    local ok, r = call_here(fn, ...)
+    if not ok then error(r, 0) end
+    return unpack(r, 2, r.n)
+  end
+end
+local patterns = host.patterns
+string.find = plain_errors(patterns.find)
+string.match = plain_errors(patterns.match)
+string.gsub = plain_errors(patterns.gsub)
+local raw_gmatch = plain_errors(patterns.gmatch)
+string.gmatch = function(...) return plain_errors(raw_gmatch(...)) end
+
+local string_lib = copy(string)
+string_lib.dump = nil -- bytecode never enters or leaves the sandbox
 
 -- The host-API modules, assembled from the host's table (see src/lua/api/mod.rs).
 local host_modules = {}
@@ -190,6 +222,7 @@ end
 local shared = {}
 for _, name in ipairs(base_names) do shared[name] = G[name] end
 shared.setmetatable = safe_setmetatable
+shared.xpcall = safe_xpcall
 shared.collectgarbage = safe_collectgarbage
 shared.print = host.print
 

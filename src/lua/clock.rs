@@ -159,3 +159,16 @@ impl CallClock {
 pub fn current_deadline(lua: &Lua) -> Option<Instant> {
     lua.app_data_ref::<Clock>().and_then(|clock| clock.deadline)
 }
+
+/// Marks the running code as out of time (a host function found the deadline passed) and
+/// returns the timeout error to raise.
+pub fn trip(lua: &Lua) -> mlua::Error {
+    let budget = match lua.app_data_mut::<Clock>() {
+        Some(mut clock) => {
+            clock.tripped = true;
+            clock.budget
+        }
+        None => Duration::ZERO,
+    };
+    mlua::Error::runtime(timeout_message(budget))
+}

@@ -5,6 +5,7 @@ pub mod api;
 mod clock;
 pub mod convert;
 mod error_text;
+mod patterns;
 mod pool;
 mod register;
 mod require;

@@ -140,6 +140,7 @@ impl LuaVm {
         let host = lua.create_table()?;
         host.set("api", api::install(&lua, &context)?)?;
         host.set("print", api::log::logger(&lua, tracing::Level::INFO)?)?;
+        host.set("patterns", super::patterns::install(&lua)?)?;
         // A host error caught in Lua, as the plain message (no mlua wrapping, no traceback).
         host.set(
             "error_text",
