@@ -192,7 +192,7 @@ impl LuaVm {
             .unwrap_or_default();
         match (result, loading.error) {
             (_, Some(registration_error)) => Err(registration_error),
-            (Err(error), None) => Err(lua_error_message(&error)),
+            (Err(error), None) => Err(naming_the_file(file.display, lua_error_message(&error))),
             (Ok(()), None) => Ok(LoadingFile {
                 error: None,
                 ..loading
@@ -500,6 +500,16 @@ impl Deadlined<'_> {
 impl Drop for Deadlined<'_> {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A load error that names its file: Lua positions most errors (`file:line:`), but not a
+/// deadline, a memory or a C-stack error.
+fn naming_the_file(display: &str, message: String) -> String {
+    if message.contains(display) {
+        message
+    } else {
+        format!("{display}: {message}")
     }
 }
 

@@ -111,7 +111,7 @@ fn opt_integer(
 /// now has passed (then the clock is marked as tripped, so the call ends as a timeout).
 fn budget(lua: &Lua) -> impl FnMut() -> bool + '_ {
     let deadline = clock::current_deadline(lua);
-    move || !deadline.is_some_and(|d| Instant::now() >= d)
+    move || deadline.is_none_or(|d| Instant::now() < d)
 }
 
 fn failure(lua: &Lua, failure: Failure) -> mlua::Error {
@@ -376,3 +376,6 @@ fn add_value(
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests;

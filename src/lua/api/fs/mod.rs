@@ -312,7 +312,7 @@ fn grep_file(
         if number % 256 == 0 && passed(deadline) {
             return Err(walk::DeadlinePassed);
         }
-        let scanned = &line[..line.floor_char_boundary(MAX_GREP_LINE_BYTES)];
+        let scanned = prefix_of(line, MAX_GREP_LINE_BYTES);
         if matcher.is_match(scanned) {
             matches.push((shown.to_string(), number + 1, line.to_string()));
             if matches.len() >= MAX_GREP_MATCHES {
@@ -321,6 +321,18 @@ fn grep_file(
         }
     }
     Ok(true)
+}
+
+/// At most `limit` bytes of `line`, cut at a character boundary.
+fn prefix_of(line: &str, limit: usize) -> &str {
+    if line.len() <= limit {
+        return line;
+    }
+    let mut end = limit;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    &line[..end]
 }
 
 fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
@@ -365,12 +377,10 @@ fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                         }
                     }
                 })
-                .and_then(|()| {
-                    if stopped {
-                        Err(walk::DeadlinePassed)
-                    } else {
-                        Ok(())
-                    }
+                .and(if stopped {
+                    Err(walk::DeadlinePassed)
+                } else {
+                    Ok(())
                 })
             } else {
                 let file = open_regular_read(&at, &path).map_err(|e| refuse("grep", e))?;

@@ -140,7 +140,7 @@ fn implicit_root_allowed(cwd: &Path) -> bool {
         return false;
     }
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    !home.is_some_and(|home| home.canonicalize().unwrap_or(home) == cwd)
+    home.is_none_or(|home| home.canonicalize().unwrap_or(home) != cwd)
 }
 
 fn open_root(root: &Path) -> std::io::Result<Root> {

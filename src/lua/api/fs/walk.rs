@@ -75,7 +75,7 @@ pub(crate) fn walk_files(
         if walked > MAX_WALKED {
             return Ok(());
         }
-        if walked % 64 == 0 && passed(deadline) {
+        if walked.is_multiple_of(64) && passed(deadline) {
             return Err(DeadlinePassed);
         }
         let relative = format!("{}{name}", top.prefix);
