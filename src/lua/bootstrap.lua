@@ -204,11 +204,11 @@ for module, functions in pairs(host.api.api) do
         return unpack(r, 2, r.n)
       end
     elseif type(fn) == "function" then
-      -- Raised again as a plain message at the tool's own call site (a caught error is the
-      -- text the author expects, not mlua's wrapped error with a traceback).
+      -- Raised again as a plain message (a caught error is the text the author expects, not
+      -- mlua's wrapped error with a traceback); it already names the tool's file:line.
       lib[name] = function(...)
         local ok, r = call_here(fn, ...)
-        if not ok then error(r, 2) end
+        if not ok then error(r, 0) end
         return unpack(r, 2, r.n)
       end
     else

@@ -43,7 +43,7 @@ pub fn functions() -> Vec<ApiFunction> {
                 "spec",
                 "{argv: string[], cwd?: string, timeout_ms?: integer, stdin?: string}",
             )],
-            returns: "{code: integer?, stdout: string, stderr: string, timed_out: boolean}",
+            returns: "{code: integer?, stdout: string, stderr: string, timed_out: boolean, truncated: boolean}",
             doc: "Runs argv[1] (which [sandbox] commands must list) with the other arguments, no shell (handlers only)",
             make: make_run,
             calling: Calling::HandlerOnly,
@@ -159,30 +159,81 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                     let _ = pipe.write_all(&input).await;
                 });
             }
+            // The call's own deadline drops this future (and so kills the child) too.
             let deadline = std::time::Instant::now() + spec.timeout;
-            let output = crate::lua::timer::until(deadline, child.wait_with_output())
+            let output = crate::lua::timer::until(deadline, collect(child))
                 .await
                 .ok_or(());
             let result = lua.create_table()?;
             match output {
                 Err(()) => {
-                    // Dropping the wait future dropped the child: kill_on_drop killed it.
+                    // Dropping the future dropped the child: kill_on_drop killed it.
                     result.set("code", LuaValue::Nil)?;
                     result.set("stdout", "")?;
                     result.set("stderr", "")?;
                     result.set("timed_out", true)?;
+                    result.set("truncated", false)?;
                 }
                 Ok(Err(e)) => return Err(refuse(format!("'{program}': {e}"))),
                 Ok(Ok(out)) => {
-                    let clip = |bytes: &[u8]| bytes[..bytes.len().min(MAX_OUTPUT_BYTES)].to_vec();
-                    result.set("code", out.status.code())?;
-                    result.set("stdout", lua.create_string(clip(&out.stdout))?)?;
-                    result.set("stderr", lua.create_string(clip(&out.stderr))?)?;
+                    result.set("code", out.code)?;
+                    result.set("stdout", lua.create_string(&out.stdout)?)?;
+                    result.set("stderr", lua.create_string(&out.stderr)?)?;
                     result.set("timed_out", false)?;
+                    result.set("truncated", out.truncated)?;
                 }
             }
             Ok(result)
         }
     })
     .map(LuaValue::Function)
+}
+
+/// What a finished child left.
+struct Collected {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    /// An output reached [`MAX_OUTPUT_BYTES`]: the child was killed there.
+    truncated: bool,
+}
+
+/// Reads stdout and stderr as they come, keeping at most [`MAX_OUTPUT_BYTES`] of each; a
+/// child that writes more is killed at the cap (its output is never buffered whole).
+async fn collect(mut child: tokio::process::Child) -> std::io::Result<Collected> {
+    use tokio::io::AsyncReadExt;
+    let mut stdout = child.stdout.take();
+    let mut stderr = child.stderr.take();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let (mut out_buf, mut err_buf) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    let mut truncated = false;
+    let keep = |kept: &mut Vec<u8>, chunk: &[u8]| -> bool {
+        let room = MAX_OUTPUT_BYTES - kept.len();
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        chunk.len() <= room && kept.len() < MAX_OUTPUT_BYTES
+    };
+    while !truncated && (stdout.is_some() || stderr.is_some()) {
+        tokio::select! {
+            read = async { stdout.as_mut().map(|p| p.read(&mut out_buf)).expect("guarded").await },
+                if stdout.is_some() => match read {
+                Ok(0) | Err(_) => stdout = None,
+                Ok(n) => truncated = !keep(&mut out, &out_buf[..n]),
+            },
+            read = async { stderr.as_mut().map(|p| p.read(&mut err_buf)).expect("guarded").await },
+                if stderr.is_some() => match read {
+                Ok(0) | Err(_) => stderr = None,
+                Ok(n) => truncated = !keep(&mut err, &err_buf[..n]),
+            },
+        }
+    }
+    if truncated {
+        let _ = child.start_kill();
+    }
+    let status = child.wait().await?;
+    Ok(Collected {
+        code: if truncated { None } else { status.code() },
+        stdout: out,
+        stderr: err,
+        truncated,
+    })
 }

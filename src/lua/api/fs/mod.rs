@@ -74,7 +74,9 @@ pub(crate) fn describe_path_error(path: &str, error: &std::io::Error) -> String 
     describe(path, error)
 }
 
-fn stop_at_deadline(function: &str) -> mlua::Error {
+/// The call ran out of time inside `fs.FUNCTION`: it ends as a timeout.
+fn stop_at_deadline(lua: &Lua, function: &str) -> mlua::Error {
+    crate::lua::clock::trip(lua);
     refuse(function, deadline_message())
 }
 
@@ -277,7 +279,7 @@ fn make_glob(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                     false => Flow::Stop,
                 }
             })
-            .map_err(|_| stop_at_deadline("glob"))?;
+            .map_err(|_| stop_at_deadline(lua, "glob"))?;
             let list = lua.create_sequence_from(found)?;
             list.set_metatable(Some(lua.array_metatable()))?;
             Ok(list)
@@ -386,7 +388,7 @@ fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                 let file = open_regular_read(&at, &path).map_err(|e| refuse("grep", e))?;
                 grep_file(file, &path, &matcher, deadline, &mut matches).map(|_| ())
             };
-            outcome.map_err(|_| stop_at_deadline("grep"))?;
+            outcome.map_err(|_| stop_at_deadline(lua, "grep"))?;
             let list = lua.create_table_with_capacity(matches.len(), 0)?;
             for (i, (file, number, text)) in matches.into_iter().enumerate() {
                 let item = lua.create_table_with_capacity(0, 3)?;

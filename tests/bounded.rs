@@ -1,0 +1,95 @@
+//! Bounded resources (SPEC §9, README "Reliability"): host functions stop at the call's
+//! deadline or their caps, bad limits are config errors, and the CLI survives a closed pipe.
+
+mod common;
+
+use assert_cmd::Command;
+use common::{Fixture, call, simple_tool};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+#[cfg(unix)]
+#[test]
+fn proc_run_keeps_at_most_the_cap_of_an_endless_output_and_kills_the_child() {
+    let fx = Fixture::new();
+    fx.tool(
+        "yes.lua",
+        r#"registry.register{ name = "yes", toolset = "t", timeout_ms = 20000,
+  schema = { parameters = { type = "object" } },
+  handler = function()
+    local r = proc.run{ argv = { "yes" } }
+    return #r.stdout .. "|" .. tostring(r.truncated) .. "|" .. tostring(r.timed_out)
+  end }"#,
+    );
+    let host = fx.host_with("[sandbox]\ncommands = [\"yes\"]\n[runtime]\nmemory_mb = 64\n");
+    let started = Instant::now();
+    let out = call(&host, "yes", json!({}));
+    assert_eq!(out, json!(format!("{}|true|false", 8 * 1024 * 1024)));
+    assert!(started.elapsed() < Duration::from_secs(15));
+}
+
+#[test]
+fn fs_grep_with_a_costly_regex_over_a_huge_line_stops_at_the_deadline() {
+    let fx = Fixture::new();
+    fx.write("data/one_line.txt", "ab".repeat(2_000_000));
+    fx.tool(
+        "g.lua",
+        r#"registry.register{ name = "g", toolset = "t", timeout_ms = 1000,
+  schema = { parameters = { type = "object" } },
+  handler = function()
+    local found = 0
+    for _ = 1, 1000 do found = found + #fs.grep("(a|b|ab|ba)*x", "data") end
+    return tostring(found)
+  end }"#,
+    );
+    let host = fx.host_with(&format!(
+        "[sandbox]\nfs_roots = [{:?}]\n",
+        fx.root().display().to_string()
+    ));
+    let started = Instant::now();
+    let out = call(&host, "g", json!({}));
+    assert_eq!(out["error_type"], "timeout", "{out}");
+    // Liveness bound only: stopped within 5 s of a 1 s deadline.
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn memory_mb_zero_is_a_config_error_naming_the_key() {
+    let fx = Fixture::new();
+    let path = fx.write("toolhost.toml", "[runtime]\nmemory_mb = 0\n");
+    let error = toolhost::LoadedConfig::load(&path)
+        .err()
+        .expect("memory_mb = 0 is refused")
+        .to_string();
+    assert!(error.contains("runtime.memory_mb"), "{error}");
+}
+
+#[cfg(unix)]
+#[test]
+fn list_into_a_closed_pipe_exits_quietly() {
+    let fx = Fixture::new();
+    for i in 0..200 {
+        fx.tool(
+            &format!("t{i:03}.lua"),
+            &simple_tool(&format!("t{i:03}"), "t", "x"),
+        );
+    }
+    // `toolhost list | head -1`: head exits after one line and closes the pipe.
+    let script = format!(
+        "{} --cache-dir cache list | head -1; exit ${{PIPESTATUS[0]}}",
+        assert_cmd::cargo::cargo_bin!("toolhost").display()
+    );
+    let output = Command::new("bash")
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["-c", &script])
+        .output()
+        .expect("bash runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+}
