@@ -8,6 +8,9 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Largest configuration file read.
+const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
 /// The whole configuration file. Every key is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,9 +193,16 @@ impl LoadedConfig {
 
     /// Reads and parses one configuration file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::ConfigRead {
+        let bytes =
+            crate::bounded_read::read_regular(path, MAX_CONFIG_BYTES).map_err(|source| {
+                Error::ConfigRead {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::ConfigInvalid {
             path: path.to_path_buf(),
-            source,
+            message: "not valid UTF-8".to_string(),
         })?;
         let mut config: Config = toml::from_str(&text).map_err(|e| Error::ConfigInvalid {
             path: path.to_path_buf(),

@@ -19,6 +19,7 @@
 //! Layering (each layer imports only those before it): `registry` ← `lua` ← `discovery`
 //! ← `toolsets` ← `search` ← `definitions` ← `dispatch` ← `host` ← CLI / `mcp`.
 
+mod bounded_read;
 pub mod config;
 pub mod definitions;
 pub mod discovery;

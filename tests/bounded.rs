@@ -93,3 +93,63 @@ fn list_into_a_closed_pipe_exits_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(output.status.code(), Some(0), "{stderr}");
 }
+
+/// Builds a host on another thread; fails (instead of hanging the suite) if it blocks.
+#[cfg(unix)]
+fn builds_without_blocking(fx: &Fixture) -> Vec<String> {
+    let (tools, cache) = (fx.tools(), fx.cache());
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let host = toolhost::Host::builder()
+            .tools_dir(tools)
+            .cache_dir(cache)
+            .config(toolhost::LoadedConfig::default())
+            .build()
+            .expect("host builds");
+        let _ = done.send(common::names(&host, None));
+    });
+    finished
+        .recv_timeout(Duration::from_secs(30))
+        .expect("start-up finished instead of blocking")
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_the_verdict_cache_does_not_block_start_up() {
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("a", "t", "x"));
+    std::fs::create_dir_all(fx.cache()).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(fx.cache().join("discovery.json"))
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    assert_eq!(builds_without_blocking(&fx), ["a"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn dev_zero_as_the_verdict_cache_is_ignored() {
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("a", "t", "x"));
+    std::fs::create_dir_all(fx.cache()).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", fx.cache().join("discovery.json")).unwrap();
+    assert_eq!(builds_without_blocking(&fx), ["a"]);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_the_config_file_is_a_clear_error() {
+    let fx = Fixture::new();
+    let path = fx.root().join("toolhost.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let error = toolhost::LoadedConfig::load(&path)
+        .err()
+        .expect("a FIFO is refused")
+        .to_string();
+    assert!(error.contains("not a regular file"), "{error}");
+}

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
+/// Largest verdict cache read.
+const MAX_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 /// `(mtime_ns, size)`: a verdict is reused only when both match.
 pub type Stamp = (u64, u64);
 
@@ -29,10 +32,11 @@ impl VerdictCache {
         cache_dir.join("discovery.json")
     }
 
-    /// Reads the cache; anything unusable gives an empty cache.
+    /// Reads the cache; anything unusable (not a regular file, over 64 MiB, not the
+    /// expected JSON) gives an empty cache.
     pub fn read(cache_dir: &Path) -> Self {
         let path = Self::file(cache_dir);
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(bytes) = crate::bounded_read::read_regular(&path, MAX_CACHE_BYTES) else {
             return Self::default();
         };
         match Self::parse(&bytes) {

@@ -155,7 +155,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             continue;
         }
         let stamp = candidate.stamp;
-        let bytes = match std::fs::read(&verdict.path) {
+        let bytes = match crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(e) => {
                 verdict.reason = Reason::ReadError;
