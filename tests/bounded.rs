@@ -62,8 +62,7 @@ fn memory_mb_zero_is_a_config_error_naming_the_key() {
     let fx = Fixture::new();
     let path = fx.write("toolhost.toml", "[runtime]\nmemory_mb = 0\n");
     let error = toolhost::LoadedConfig::load(&path)
-        .err()
-        .expect("memory_mb = 0 is refused")
+        .expect_err("memory_mb = 0 is refused")
         .to_string();
     assert!(error.contains("runtime.memory_mb"), "{error}");
 }
@@ -148,8 +147,7 @@ fn a_fifo_as_the_config_file_is_a_clear_error() {
         .expect("mkfifo runs");
     assert!(made.success());
     let error = toolhost::LoadedConfig::load(&path)
-        .err()
-        .expect("a FIFO is refused")
+        .expect_err("a FIFO is refused")
         .to_string();
     assert!(error.contains("not a regular file"), "{error}");
 }
