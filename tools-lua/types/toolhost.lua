@@ -144,7 +144,7 @@ function proc.allowed() end
 
 ---Runs argv[1] (which [sandbox] commands must list) with the other arguments, no shell (handlers only)
 ---@param spec {argv: string[], cwd?: string, timeout_ms?: integer, stdin?: string}
----@return {code: integer?, stdout: string, stderr: string, timed_out: boolean}
+---@return {code: integer?, stdout: string, stderr: string, timed_out: boolean, truncated: boolean}
 function proc.run(spec) end
 
 ---A key/value map of JSON values shared by every VM and every tool
