@@ -136,7 +136,7 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
             at.root
                 .dir
                 .open_dir(&at.relative)
-                .map_err(|e| refuse(super::fs::describe_path_error(cwd, &e)))?;
+                .map_err(|e| refuse(super::fs::describe(cwd, &e)))?;
             command.current_dir(roots.absolute(&at));
             // A clean environment: env.get's policy must not be bypassed by a program that
             // prints its environment.

@@ -13,7 +13,9 @@ use super::{ApiContext, ApiFunction, Calling, failure, function};
 use crate::lua::clock::current_deadline;
 use cap_std::fs::Dir;
 use mlua::{Lua, LuaSerdeExt, Value as LuaValue};
-use roots::{Resolved, describe, open_regular_read, open_regular_read_in, open_regular_write};
+pub(crate) use roots::describe;
+use roots::{Resolved, open_regular_read, open_regular_read_in, open_regular_write};
+use serde::Serialize;
 use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -67,11 +69,6 @@ fn open_dir(function: &str, at: &Resolved<'_>, shown: &str) -> mlua::Result<Dir>
         .dir
         .open_dir(&at.relative)
         .map_err(|e| refuse(function, describe(shown, &e)))
-}
-
-/// How opening `path` failed, as a tool author should read it.
-pub(crate) fn describe_path_error(path: &str, error: &std::io::Error) -> String {
-    describe(path, error)
 }
 
 /// The call ran out of time inside `fs.FUNCTION`: it ends as a timeout.
@@ -224,13 +221,30 @@ pub fn functions() -> Vec<ApiFunction> {
     ]
 }
 
+/// One entry of `fs.list` (a Lua array of these, through mlua's serializer).
+#[derive(Serialize)]
+struct ListEntry {
+    name: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    size: u64,
+}
+
+/// One match of `fs.grep`.
+#[derive(Serialize)]
+struct GrepMatch {
+    path: String,
+    line: usize,
+    text: String,
+}
+
 fn make_list(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
     let roots = ctx.fs_roots.clone();
     function(lua, move |lua, path: Option<String>| {
         let path = path.unwrap_or_else(|| ".".to_string());
         let at = roots.resolve(&path).map_err(|e| refuse("list", e))?;
         let dir = open_dir("list", &at, &path)?;
-        let mut entries: Vec<(String, &'static str, u64)> = dir
+        let mut entries: Vec<ListEntry> = dir
             .entries()
             .map_err(|e| refuse("list", describe(&path, &e)))?
             .filter_map(|entry| entry.ok())
@@ -242,21 +256,15 @@ fn make_list(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                     Some(m) if m.is_file() => "file",
                     _ => "other",
                 };
-                let size = meta.map(|m| m.len()).unwrap_or(0);
-                (entry.file_name().to_string_lossy().into_owned(), kind, size)
+                ListEntry {
+                    name: entry.file_name().to_string_lossy().into_owned(),
+                    kind,
+                    size: meta.map(|m| m.len()).unwrap_or(0),
+                }
             })
             .collect();
-        entries.sort();
-        let list = lua.create_table_with_capacity(entries.len(), 0)?;
-        for (i, (name, kind, size)) in entries.into_iter().enumerate() {
-            let item = lua.create_table_with_capacity(0, 3)?;
-            item.set("name", name)?;
-            item.set("type", kind)?;
-            item.set("size", size)?;
-            list.raw_seti(i + 1, item)?;
-        }
-        list.set_metatable(Some(lua.array_metatable()))?;
-        Ok(list)
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        lua.to_value(&entries)
     })
 }
 
@@ -294,7 +302,7 @@ fn grep_file(
     shown: &str,
     matcher: &regex::Regex,
     deadline: Option<Instant>,
-    matches: &mut Vec<(String, usize, String)>,
+    matches: &mut Vec<GrepMatch>,
 ) -> Result<bool, walk::DeadlinePassed> {
     let mut bytes = Vec::new();
     if file
@@ -316,7 +324,11 @@ fn grep_file(
         }
         let scanned = prefix_of(line, MAX_GREP_LINE_BYTES);
         if matcher.is_match(scanned) {
-            matches.push((shown.to_string(), number + 1, line.to_string()));
+            matches.push(GrepMatch {
+                path: shown.to_string(),
+                line: number + 1,
+                text: line.to_string(),
+            });
             if matches.len() >= MAX_GREP_MATCHES {
                 return Ok(false);
             }
@@ -354,7 +366,7 @@ fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                 .transpose()
                 .map_err(|e| refuse("grep", e))?;
             let deadline = current_deadline(lua);
-            let mut matches: Vec<(String, usize, String)> = Vec::new();
+            let mut matches: Vec<GrepMatch> = Vec::new();
             let is_dir = at
                 .root
                 .dir
@@ -389,16 +401,7 @@ fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                 grep_file(file, &path, &matcher, deadline, &mut matches).map(|_| ())
             };
             outcome.map_err(|_| stop_at_deadline(lua, "grep"))?;
-            let list = lua.create_table_with_capacity(matches.len(), 0)?;
-            for (i, (file, number, text)) in matches.into_iter().enumerate() {
-                let item = lua.create_table_with_capacity(0, 3)?;
-                item.set("path", file)?;
-                item.set("line", number)?;
-                item.set("text", text)?;
-                list.raw_seti(i + 1, item)?;
-            }
-            list.set_metatable(Some(lua.array_metatable()))?;
-            Ok(list)
+            lua.to_value(&matches)
         },
     )
 }
