@@ -151,3 +151,51 @@ fn a_fifo_as_the_config_file_is_a_clear_error() {
         .to_string();
     assert!(error.contains("not a regular file"), "{error}");
 }
+
+#[test]
+fn load_refuses_text_no_parser_should_see() {
+    let fx = Fixture::new();
+    fx.tool(
+        "l.lua",
+        r#"registry.register{ name = "l", toolset = "t",
+  schema = { parameters = { type = "object" } },
+  handler = function()
+    local f1, e1 = load(("not "):rep(100000) .. "x", "=deep")
+    local f2, e2 = load("return a" .. (" and a"):rep(1000000))
+    local parts = { "return ", ("- "):rep(1000), "1" }
+    local i = 0
+    local f3, e3 = load(function() i = i + 1 return parts[i] end, "=reader")
+    return table.concat({ tostring(f1), e1, tostring(f2), e2, tostring(f3), e3 }, "|")
+  end }"#,
+    );
+    let out = call(&fx.host(), "l", json!({}));
+    assert_eq!(
+        out,
+        json!(
+            "nil|deep:1: nesting too deep (limit 200)|nil|load:1: too many chained and/or operators in one expression (limit 5000)|nil|reader:1: nesting too deep (limit 200)"
+        )
+    );
+}
+
+#[test]
+fn a_module_no_parser_should_see_fails_the_requiring_file_naming_the_module() {
+    let fx = Fixture::new();
+    fx.tool(
+        "lib/chain.lua",
+        &format!("return a{}", " and a".repeat(100_000)),
+    );
+    fx.tool(
+        "user.lua",
+        &("require('chain')\n".to_string() + &simple_tool("user", "t", "x")),
+    );
+    fx.tool("fine.lua", &simple_tool("fine", "t", "x"));
+    let started = Instant::now();
+    let host = fx.host();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(common::names(&host, None), ["fine"]);
+    let error = common::error_of(&host, "user.lua");
+    assert!(
+        error.contains("lib/chain.lua:1: too many chained and/or operators"),
+        "{error}"
+    );
+}

@@ -124,7 +124,10 @@ fn deep_nesting_is_a_verdict_not_a_crash() {
         let v = verdict(&verdicts, name);
         assert_eq!(v.reason, Reason::ParseError, "{name}");
         assert!(
-            v.error.as_deref().unwrap().contains("nesting deeper"),
+            v.error
+                .as_deref()
+                .unwrap()
+                .contains("nesting too deep (limit 200)"),
             "{:?}",
             v.error
         );

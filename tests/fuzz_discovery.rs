@@ -68,3 +68,60 @@ proptest! {
         let _ = classify("bytes.lua", &with_words);
     }
 }
+
+/// Every shape either parser descends into recursively, at depths up to 1,000,000: the
+/// nesting ones are refused with `nesting too deep`, the rest get an ordinary verdict. None
+/// may overflow a stack (that would abort this test process).
+#[test]
+fn every_recursive_shape_up_to_a_million_deep_gets_a_verdict() {
+    const HEAD: &str = "registry.register{ name = 'x' }\nx = ";
+    let nesting: &[(&str, &str, &str)] = &[
+        ("not ", "y", ""),
+        ("- ", "y", ""),
+        ("#", "t", ""),
+        ("~", "y", ""),
+        ("'a' .. ", "'a'", ""),
+        ("2 ^ ", "2", ""),
+        ("a .. -", "a", ""),
+        ("(", "1", ")"),
+        ("{", "1", "}"),
+        ("t[", "1", "]"),
+        ("function() return ", "1", " end"),
+    ];
+    for depth in [1_000, 10_000, 100_000, 1_000_000] {
+        for (open, middle, close) in nesting {
+            let source = format!(
+                "{HEAD}{}{middle}{}",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
+            let (reason, error) = classify("deep.lua", source.as_bytes());
+            assert_eq!(reason, Reason::ParseError, "{open:?} × {depth}");
+            let error = error.unwrap_or_default();
+            assert!(
+                error.starts_with("deep.lua:2: nesting too deep (limit 200)"),
+                "{open:?} × {depth}: {error}"
+            );
+        }
+    }
+    let flat: &[&str] = &[" + 1", "()", ".b", ":m()", " == a", "[1]"];
+    for depth in [1_000, 100_000, 1_000_000] {
+        for tail in flat {
+            let source = format!("{HEAD}a{}", tail.repeat(depth));
+            let (reason, _) = classify("flat.lua", source.as_bytes());
+            assert_eq!(reason, Reason::Registers, "{tail:?} × {depth}");
+        }
+        if depth <= 5_000 {
+            continue; // within the and/or limit: an ordinary expression
+        }
+        let logical = format!("{HEAD}a{}", " and a".repeat(depth));
+        let (reason, error) = classify("logic.lua", logical.as_bytes());
+        assert_eq!(reason, Reason::ParseError);
+        assert!(
+            error
+                .unwrap_or_default()
+                .contains("too many chained and/or"),
+            "and × {depth}"
+        );
+    }
+}

@@ -4,7 +4,6 @@
 
 mod cache;
 mod candidates;
-mod depth;
 mod load;
 mod prefilter;
 mod toplevel;
@@ -13,6 +12,7 @@ pub use cache::VerdictCache;
 pub use candidates::{MAX_FILE_BYTES, absolutize};
 pub use load::{KEPT_LAST_GOOD, ReplicaFile, Sources, load_all, load_replica, reconcile_replica};
 
+use crate::lua::depth;
 use crate::registry::Source;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -202,7 +202,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
         }
         if let Some(refusal) = depth::prescan(&bytes, depth::MAX_NESTING) {
             verdict.reason = Reason::ParseError;
-            verdict.error = Some(refusal_message(&verdict.shown, refusal));
+            verdict.error = Some(depth::refusal_message(&verdict.shown, refusal));
             verdicts.push(verdict);
             continue;
         }
@@ -246,19 +246,6 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     verdicts
 }
 
-/// The parse error for what the pre-scan refused.
-fn refusal_message(shown: &str, refusal: depth::Refusal) -> String {
-    match refusal {
-        depth::Refusal::TooDeep(line) => format!(
-            "{shown}:{line}: nesting deeper than {} levels (Lua's limit)",
-            depth::MAX_NESTING
-        ),
-        depth::Refusal::Backtick(line) => {
-            format!("{shown}:{line}: unexpected '`' (backticks are not Lua)")
-        }
-    }
-}
-
 /// The verdict discovery gives `bytes` (prefilter, UTF-8, the nesting guard, then the
 /// `full_moon` rule on a large-stack thread), without touching the filesystem; `shown`
 /// names the file in messages. For fuzzing and tools.
@@ -276,7 +263,10 @@ pub fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
         );
     }
     if let Some(refusal) = depth::prescan(bytes, depth::MAX_NESTING) {
-        return (Reason::ParseError, Some(refusal_message(shown, refusal)));
+        return (
+            Reason::ParseError,
+            Some(depth::refusal_message(shown, refusal)),
+        );
     }
     let verdict = Verdict {
         path: PathBuf::from(shown),

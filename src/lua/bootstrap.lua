@@ -14,6 +14,7 @@ local G = _G
 local pairs, ipairs, type, error = pairs, ipairs, type, error
 local real_setmetatable, rawget = setmetatable, rawget
 local real_load, running = load, coroutine.running
+local table_concat, prescan = table.concat, host.prescan
 local real_create, real_resume, real_close = coroutine.create, coroutine.resume, coroutine.close
 local collect = collectgarbage
 
@@ -270,8 +271,24 @@ local function make_env(api, require_fn, registry, hint, identity)
   env.registry = registry
   env.require = require_fn
   -- Text chunks only; a chunk without an explicit environment sees this file's globals.
+  -- The text passes the same pre-scan as tool files: Lua's compiler runs outside any
+  -- deadline and is quadratic in long and/or chains.
   env.load = function(chunk, name, _mode, chunk_env)
     if chunk_env == nil then chunk_env = env end
+    if type(chunk) == "function" then
+      local parts = {}
+      while true do
+        local part = chunk()
+        if part == nil or part == "" then break end
+        if type(part) ~= "string" then return nil, "reader function must return a string" end
+        parts[#parts + 1] = part
+      end
+      chunk = table_concat(parts)
+    end
+    if type(chunk) == "string" then
+      local refused = prescan(chunk, name)
+      if refused then return nil, refused end
+    end
     return real_load(chunk, name, "t", chunk_env)
   end
   env._G = env

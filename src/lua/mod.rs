@@ -4,6 +4,7 @@
 pub mod api;
 mod clock;
 pub mod convert;
+pub(crate) mod depth;
 mod error_text;
 mod patterns;
 mod pool;

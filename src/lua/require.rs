@@ -6,6 +6,7 @@
 //! capabilities. So a plugin can neither reach a function that runs with a built-in's
 //! grants nor change what a built-in tool's module does.
 
+use super::depth;
 use super::error_text::lua_error_message;
 use super::register::{Binding, binding};
 use mlua::chunk::ChunkMode;
@@ -53,6 +54,9 @@ enum Module {
     Loading,
     Loaded(LuaValue),
 }
+
+/// Largest module file read (as for tool files).
+const MAX_MODULE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Per-VM module cache, keyed by trust domain and canonical path.
 #[derive(Default)]
@@ -152,8 +156,13 @@ fn load_module(
     path: &Path,
     shown: &str,
 ) -> mlua::Result<LuaValue> {
-    let source = std::fs::read(path)
+    let source = crate::bounded_read::read_regular(path, MAX_MODULE_BYTES)
         .map_err(|e| mlua::Error::runtime(format!("cannot read {shown}: {e}")))?;
+    // The same guard as for tool files: Lua's parser compiles long and/or chains in
+    // quadratic time, outside any deadline.
+    if let Some(refusal) = depth::prescan(&source, depth::MAX_NESTING) {
+        return Err(mlua::Error::runtime(depth::refusal_message(shown, refusal)));
+    }
     let require = make_require(lua, ctx.clone())?;
     let registry = binding(lua, Binding::Module(name.to_string()))?;
     // No identity: a module's `env.get` reads only `[sandbox] env` (a tool passes what it

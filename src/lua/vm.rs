@@ -141,6 +141,17 @@ impl LuaVm {
         host.set("api", api::install(&lua, &context)?)?;
         host.set("print", api::log::logger(&lua, tracing::Level::INFO)?)?;
         host.set("patterns", super::patterns::install(&lua)?)?;
+        host.set(
+            "prescan",
+            lua.create_function(|_, (chunk, name): (mlua::LuaString, Option<String>)| {
+                let shown = name.as_deref().unwrap_or("load");
+                let shown = shown.trim_start_matches(['=', '@']);
+                Ok(
+                    super::depth::prescan(&chunk.as_bytes(), super::depth::MAX_NESTING)
+                        .map(|refusal| super::depth::refusal_message(shown, refusal)),
+                )
+            })?,
+        )?;
         // A host error caught in Lua, as the plain message (no mlua wrapping, no traceback).
         host.set(
             "error_text",
