@@ -47,6 +47,18 @@ pub struct Config {
     /// Tool search.
     #[serde(default)]
     pub tool_search: ToolSearchConfig,
+    /// The MCP server.
+    #[serde(default)]
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`: the MCP server.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeConfig {
+    /// Longest message accepted from a client, in bytes (default 4 MiB); a longer one gets
+    /// an error reply and the server goes on.
+    pub max_request_bytes: Option<usize>,
 }
 
 /// `[toolsets.NAME]`: a composite toolset.
@@ -208,6 +220,12 @@ impl LoadedConfig {
             path: path.to_path_buf(),
             message: describe_toml_error(&text, &e),
         })?;
+        if config.serve.max_request_bytes == Some(0) {
+            return Err(Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message: "serve.max_request_bytes: must be at least 1".to_string(),
+            });
+        }
         if config.runtime.memory_mb == Some(0) {
             return Err(Error::ConfigInvalid {
                 path: path.to_path_buf(),

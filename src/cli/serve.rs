@@ -1,10 +1,10 @@
 //! `toolhost serve [--toolsets a,b] [--disable c] [--watch]`: the MCP server on stdio.
 
 use super::Cli;
-use rmcp::ServiceExt;
 use std::process::ExitCode;
+use std::time::Duration;
 use toolhost::Selection;
-use toolhost::mcp::McpServer;
+use toolhost::mcp::{McpServer, guard};
 
 /// Serves until the client closes stdin.
 pub fn run(
@@ -29,27 +29,32 @@ pub fn run(
         true => Some(host.watch().map_err(|e| e.to_string())?),
         false => None,
     };
-    runtime.block_on(async move {
+    let max_line_bytes = host
+        .config()
+        .config
+        .serve
+        .max_request_bytes
+        .unwrap_or(guard::DEFAULT_MAX_LINE_BYTES);
+    let served = runtime.block_on(async move {
         let server = McpServer::new(host, selection);
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| format!("MCP session failed to start: {e}"))?;
-        if let Some(mut watcher) = watcher {
-            let peer = running.peer().clone();
-            tokio::spawn(async move {
-                while let Some(_event) = watcher.next().await {
-                    if let Err(e) = peer.notify_tool_list_changed().await {
-                        tracing::warn!("cannot send tools/list_changed: {e}");
-                        break;
+        let input = tokio::io::BufReader::new(tokio::io::stdin());
+        guard::serve(server, input, tokio::io::stdout(), max_line_bytes, |peer| {
+            if let Some(mut watcher) = watcher {
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    while let Some(_event) = watcher.next().await {
+                        if let Err(e) = peer.notify_tool_list_changed().await {
+                            tracing::warn!("cannot send tools/list_changed: {e}");
+                            break;
+                        }
                     }
-                }
-            });
-        }
-        running
-            .waiting()
-            .await
-            .map_err(|e| format!("MCP session ended abnormally: {e}"))?;
-        Ok(ExitCode::SUCCESS)
-    })
+                });
+            }
+        })
+        .await
+    });
+    // Calls still running when the client left are not waited for.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    served?;
+    Ok(ExitCode::SUCCESS)
 }

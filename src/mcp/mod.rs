@@ -8,7 +8,10 @@
 //! - `notifications/cancelled` stops the call (its coroutine is dropped);
 //! - with a reload event stream, each reload sends `notifications/tools/list_changed`.
 //!
-//! Logs go to stderr only: stdout is the protocol.
+//! Logs go to stderr only: stdout is the protocol. Every line from the client passes the
+//! [`guard`] first, so every request gets an answer.
+
+pub mod guard;
 
 use crate::definitions::{Format, Selection};
 use crate::dispatch::is_error;

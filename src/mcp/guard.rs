@@ -1,0 +1,456 @@
+//! A thin validating layer between the MCP client and rmcp, so that every JSON-RPC request
+//! gets an answer. rmcp (3.11) drops or misanswers some messages — it silently drops a
+//! line that is not valid JSON or not a valid message (a client then waits forever),
+//! answers `tools/call` with malformed params as `-32601 Method not found`, and stores
+//! request ids as `i64` (so `u64::MAX`, huge integers and floats are lost or wrapped).
+//!
+//! The guard reads the client's lines itself (at most `max_line_bytes` each) and:
+//! - answers parse errors (`-32700`), non-objects, batches and broken envelopes (`-32600`)
+//!   and invalid params (`-32602`, naming the field) itself, with the request's id when it
+//!   has one;
+//! - gives every request an internal integer id before rmcp sees it and puts the client's id
+//!   back, byte for byte, on rmcp's answer (also in `notifications/cancelled`);
+//! - passes everything else to rmcp unchanged.
+//!
+//! Messages that are not requests (notifications, responses) get no answer, as JSON-RPC
+//! requires; a broken one is logged and dropped.
+
+use parking_lot::Mutex;
+use rmcp::model::ClientJsonRpcMessage;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// Default longest line (one message) read from the client (`[serve] max_request_bytes`).
+pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// JSON-RPC error codes.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+/// Client ids by internal id, and back, for requests rmcp has not answered yet.
+#[derive(Default)]
+struct Ids {
+    next: i64,
+    original: HashMap<i64, String>,
+    internal: HashMap<String, i64>,
+}
+
+impl Ids {
+    fn assign(&mut self, raw: &str) -> i64 {
+        self.next += 1;
+        self.original.insert(self.next, raw.to_string());
+        self.internal.insert(raw.to_string(), self.next);
+        self.next
+    }
+
+    fn take(&mut self, internal: i64) -> Option<String> {
+        let raw = self.original.remove(&internal)?;
+        self.internal.remove(&raw);
+        Some(raw)
+    }
+}
+
+/// What to do with one line from the client.
+enum Verdict {
+    /// Forward this line to rmcp.
+    Forward(String),
+    /// Answer the client with this line.
+    Answer(String),
+    /// Nothing (a blank line, or a broken notification or response).
+    Drop,
+}
+
+/// An error response with the id as the client wrote it (`null` when unknown).
+fn error_line(raw_id: Option<&str>, code: i64, message: &str) -> String {
+    let body = json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}});
+    splice_id(raw_id.unwrap_or("null"), &body)
+}
+
+/// `{"id":RAW, ...rest of object}` — the id text kept exactly as the client sent it.
+fn splice_id(raw_id: &str, object: &Value) -> String {
+    let rest = object.to_string();
+    match rest.strip_prefix('{') {
+        Some("}") | None => format!("{{\"id\":{raw_id}}}"),
+        Some(tail) => format!("{{\"id\":{raw_id},{tail}"),
+    }
+}
+
+/// The `id` of a message as raw JSON text, if it has one.
+fn raw_id(line: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct IdOnly<'a> {
+        #[serde(borrow, default)]
+        id: Option<&'a RawValue>,
+    }
+    let parsed: IdOnly<'_> = serde_json::from_str(line).ok()?;
+    parsed.id.map(|raw| raw.get().to_string())
+}
+
+fn type_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The `-32602` message for a `tools/call` whose params rmcp would misread, if any.
+fn tools_call_params_problem(params: Option<&Value>) -> Option<String> {
+    let Some(Value::Object(params)) = params else {
+        return Some(format!(
+            "Invalid params: 'params' must be an object with 'name', got {}",
+            params.map_or("nothing", type_of)
+        ));
+    };
+    match params.get("name") {
+        Some(Value::String(_)) => {}
+        Some(other) => {
+            return Some(format!(
+                "Invalid params: 'name' must be a string, got {}",
+                type_of(other)
+            ));
+        }
+        None => return Some("Invalid params: 'name' is required".to_string()),
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null) | Some(Value::Object(_)) => None,
+        Some(other) => Some(format!(
+            "Invalid params: 'arguments' must be an object, got {}",
+            type_of(other)
+        )),
+    }
+}
+
+/// Judges one line from the client.
+fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
+    if line.trim().is_empty() {
+        return Verdict::Drop;
+    }
+    let value: Value = match serde_json::from_str(line) {
+        Ok(value) => value,
+        Err(e) => {
+            return Verdict::Answer(error_line(None, PARSE_ERROR, &format!("Parse error: {e}")));
+        }
+    };
+    let raw = raw_id(line);
+    let Value::Object(mut message) = value else {
+        let why = match value {
+            Value::Array(_) => "Invalid Request: batches are not supported".to_string(),
+            other => format!(
+                "Invalid Request: a message must be an object, got {}",
+                type_of(&other)
+            ),
+        };
+        return Verdict::Answer(error_line(None, INVALID_REQUEST, &why));
+    };
+    let is_request = message.contains_key("method") && message.contains_key("id");
+    let envelope_problem = match (message.get("jsonrpc"), message.get("method")) {
+        (Some(Value::String(v)), _) if v != "2.0" => Some("'jsonrpc' must be \"2.0\"".to_string()),
+        (Some(Value::String(_)), Some(Value::String(_))) => None,
+        (Some(Value::String(_)), Some(other)) => {
+            Some(format!("'method' must be a string, got {}", type_of(other)))
+        }
+        (Some(Value::String(_)), None)
+            if message.contains_key("result") || message.contains_key("error") =>
+        {
+            None // a response to one of the server's requests
+        }
+        (Some(Value::String(_)), None) => Some("'method' is missing".to_string()),
+        (Some(other), _) => Some(format!("'jsonrpc' must be \"2.0\", got {}", type_of(other))),
+        (None, _) => Some("'jsonrpc' is missing (must be \"2.0\")".to_string()),
+    };
+    let id_problem = match message.get("id") {
+        None | Some(Value::String(_) | Value::Number(_) | Value::Null) => None,
+        Some(other) => Some(format!(
+            "'id' must be a string, number or null, got {}",
+            type_of(other)
+        )),
+    };
+    if let Some(problem) = envelope_problem.or(id_problem) {
+        if message.contains_key("id") {
+            let id = raw
+                .as_deref()
+                .filter(|_| matches!(message.get("id"), Some(Value::String(_) | Value::Number(_))));
+            return Verdict::Answer(error_line(
+                id,
+                INVALID_REQUEST,
+                &format!("Invalid Request: {problem}"),
+            ));
+        }
+        tracing::warn!("MCP: dropping a malformed notification: {problem}");
+        return Verdict::Drop;
+    }
+    let method = message
+        .get("method")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if is_request
+        && method.as_deref() == Some("tools/call")
+        && let Some(problem) = tools_call_params_problem(message.get("params"))
+    {
+        return Verdict::Answer(error_line(raw.as_deref(), INVALID_PARAMS, &problem));
+    }
+    if is_request {
+        let raw = raw.unwrap_or_else(|| "null".to_string());
+        let internal = ids.lock().assign(&raw);
+        message.insert("id".into(), Value::from(internal));
+    } else if method.as_deref() == Some("notifications/cancelled")
+        && let Some(Value::Object(params)) = message.get_mut("params")
+        && let Some(request_id) = params.get("requestId")
+        && let Some(internal) = ids.lock().internal.get(&request_id.to_string()).copied()
+    {
+        params.insert("requestId".into(), Value::from(internal));
+    }
+    let message = Value::Object(message);
+    // Read (without copying) exactly as rmcp will: what it cannot read is answered here.
+    if let Err(e) = ClientJsonRpcMessage::deserialize(&message) {
+        if is_request && let Some(internal) = message.get("id").and_then(Value::as_i64) {
+            let original = ids.lock().take(internal);
+            return Verdict::Answer(error_line(
+                original.as_deref(),
+                INVALID_PARAMS,
+                &format!(
+                    "Invalid params for {}: {e}",
+                    method.as_deref().unwrap_or("?")
+                ),
+            ));
+        }
+        tracing::warn!("MCP: dropping a message rmcp cannot read: {e}");
+        return Verdict::Drop;
+    }
+    Verdict::Forward(message.to_string())
+}
+
+/// Puts the client's id back on one of rmcp's lines (answers to requests it forwarded).
+fn restore(line: &str, ids: &Mutex<Ids>) -> String {
+    let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(line) else {
+        return line.to_string();
+    };
+    if message.contains_key("method") {
+        return line.to_string(); // the server's own requests and notifications
+    }
+    let Some(internal) = message.get("id").and_then(Value::as_i64) else {
+        return line.to_string();
+    };
+    let Some(original) = ids.lock().take(internal) else {
+        return line.to_string();
+    };
+    message.remove("id");
+    splice_id(&original, &Value::Object(message))
+}
+
+/// Reads one line of at most `max` bytes (without its newline). `Ok(None)` at the end of
+/// input; `Err(n)` when the line was longer than `max` (its `n` bytes are skipped).
+async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> std::io::Result<Option<Result<Vec<u8>, usize>>> {
+    let mut line = Vec::new();
+    let mut skipped = 0usize;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(match (line.is_empty() && skipped == 0, skipped) {
+                (true, _) => None,
+                (false, 0) => Some(Ok(line)),
+                (false, n) => Some(Err(n)),
+            });
+        }
+        let (chunk, found) = match memchr::memchr(b'\n', buffer) {
+            Some(at) => (&buffer[..at], Some(at)),
+            None => (buffer, None),
+        };
+        if skipped > 0 || line.len() + chunk.len() > max {
+            skipped += line.len() + chunk.len();
+            line.clear();
+        } else {
+            line.extend_from_slice(chunk);
+        }
+        let used = found.map_or(chunk.len(), |at| at + 1);
+        reader.consume(used);
+        if found.is_some() {
+            return Ok(Some(match skipped {
+                0 => Ok(line),
+                n => Err(n),
+            }));
+        }
+    }
+}
+
+/// Serves `server` to a client speaking on `input`/`output` through the guard; returns
+/// when the client closes its input and rmcp has finished.
+pub async fn serve<R, W>(
+    server: super::McpServer,
+    input: R,
+    output: W,
+    max_line_bytes: usize,
+    on_running: impl FnOnce(&rmcp::Peer<rmcp::RoleServer>),
+) -> Result<(), String>
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    use rmcp::ServiceExt;
+    let ids = Arc::new(Mutex::new(Ids::default()));
+    let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 16);
+    let (from_rmcp, rmcp_out) = tokio::io::duplex(1 << 16);
+    let (lines, mut outgoing) = mpsc::channel::<String>(256);
+
+    // One writer owns the client's output.
+    let writer = tokio::spawn(async move {
+        let mut output = output;
+        while let Some(line) = outgoing.recv().await {
+            let written = async {
+                output.write_all(line.as_bytes()).await?;
+                output.write_all(b"\n").await?;
+                output.flush().await
+            };
+            if written.await.is_err() {
+                break;
+            }
+        }
+    });
+
+    // rmcp's answers, with the client's ids put back.
+    let answers = {
+        let ids = ids.clone();
+        let lines = lines.clone();
+        tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(from_rmcp).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if lines.send(restore(&line, &ids)).await.is_err() {
+                    break;
+                }
+            }
+        })
+    };
+
+    // The client's lines, judged.
+    let reader = {
+        let ids = ids.clone();
+        tokio::spawn(async move {
+            let mut input = input;
+            loop {
+                let line = match read_line(&mut input, max_line_bytes).await {
+                    Ok(Some(line)) => line,
+                    Ok(None) | Err(_) => break,
+                };
+                let verdict = match line {
+                    Err(length) => Verdict::Answer(error_line(
+                        None,
+                        INVALID_REQUEST,
+                        &format!(
+                            "Invalid Request: a message of {length} bytes is over the limit of \
+                             {max_line_bytes} bytes ([serve] max_request_bytes)"
+                        ),
+                    )),
+                    Ok(bytes) => match String::from_utf8(bytes) {
+                        Ok(text) => judge(&text, &ids),
+                        Err(e) => Verdict::Answer(error_line(
+                            None,
+                            PARSE_ERROR,
+                            &format!(
+                                "Parse error: not valid UTF-8 (at byte {})",
+                                e.utf8_error().valid_up_to()
+                            ),
+                        )),
+                    },
+                };
+                let sent = match verdict {
+                    Verdict::Forward(text) => {
+                        to_rmcp.write_all(text.as_bytes()).await.is_ok()
+                            && to_rmcp.write_all(b"\n").await.is_ok()
+                    }
+                    Verdict::Answer(text) => lines.send(text).await.is_ok(),
+                    Verdict::Drop => true,
+                };
+                if !sent {
+                    break;
+                }
+            }
+            // Dropping `to_rmcp` closes rmcp's input: the session ends.
+        })
+    };
+
+    let running = server
+        .serve((rmcp_in, rmcp_out))
+        .await
+        .map_err(|e| format!("MCP session failed to start: {e}"))?;
+    on_running(running.peer());
+    let ended = running.waiting().await;
+    reader.abort();
+    // The answers task and the reader held the last senders: the writer then drains.
+    let _ = answers.await;
+    let _ = writer.await;
+    ended
+        .map(|_| ())
+        .map_err(|e| format!("MCP session ended abnormally: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(line: &str) -> Value {
+        match judge(line, &Mutex::new(Ids::default())) {
+            Verdict::Answer(text) => serde_json::from_str(&text).expect("an answer is JSON"),
+            Verdict::Forward(text) => panic!("forwarded: {text}"),
+            Verdict::Drop => panic!("dropped"),
+        }
+    }
+
+    #[test]
+    fn ids_are_spliced_back_exactly() {
+        let body = json!({"jsonrpc": "2.0", "result": {}});
+        assert_eq!(
+            splice_id("18446744073709551615", &body),
+            r#"{"id":18446744073709551615,"jsonrpc":"2.0","result":{}}"#
+        );
+        assert_eq!(splice_id("1.5e300", &json!({})), r#"{"id":1.5e300}"#);
+    }
+
+    #[test]
+    fn broken_requests_get_the_right_codes() {
+        assert_eq!(answer("{nope")["error"]["code"], PARSE_ERROR);
+        assert_eq!(answer("[1]")["error"]["code"], INVALID_REQUEST);
+        assert_eq!(answer(r#"{"jsonrpc":"2.0","id":7,"method":5}"#)["id"], 7);
+        let bad_args = answer(
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":"s"}}"#,
+        );
+        assert_eq!(bad_args["error"]["code"], INVALID_PARAMS);
+        assert_eq!(bad_args["id"], "a");
+        assert!(
+            bad_args["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("'arguments' must be an object, got string")
+        );
+    }
+
+    #[test]
+    fn a_request_is_forwarded_with_an_internal_id_and_answered_with_the_original() {
+        let ids = Mutex::new(Ids::default());
+        let Verdict::Forward(line) = judge(
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#,
+            &ids,
+        ) else {
+            panic!("not forwarded");
+        };
+        let forwarded: Value = serde_json::from_str(&line).unwrap();
+        let internal = forwarded["id"].as_i64().unwrap();
+        let answer = format!(r#"{{"jsonrpc":"2.0","id":{internal},"result":{{}}}}"#);
+        assert_eq!(
+            restore(&answer, &ids),
+            r#"{"id":123456789012345678901234567890,"jsonrpc":"2.0","result":{}}"#
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! Every JSON-RPC request gets an answer (SPEC §12 `serve`, README "Reliability"): raw
+//! exchanges with the real `toolhost serve` over stdio, each hostile message followed by a
+//! `ping` that must still be answered.
+
+mod common;
+
+use common::Fixture;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+struct Server {
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Server {
+    fn start(fx: &Fixture) -> Self {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .args(["--cache-dir", "cache", "-q", "serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("toolhost serve starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut server = Self {
+            child: Some(child),
+            stdin,
+            lines,
+        };
+        let init = server.request(
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+        );
+        assert!(init.contains("\"result\""), "{init}");
+        server.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next line the server writes (fails after 20 s instead of hanging).
+    fn next_line(&self) -> String {
+        self.lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the server answered")
+    }
+
+    fn request(&mut self, line: &str) -> String {
+        self.send(line.as_bytes());
+        self.next_line()
+    }
+
+    fn assert_alive(&mut self) {
+        let pong = self.request(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#);
+        let pong: Value = serde_json::from_str(&pong).expect("JSON");
+        assert_eq!(pong["id"], "ping", "{pong}");
+        assert!(pong.get("result").is_some(), "{pong}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn fixture() -> Fixture {
+    let fx = Fixture::new();
+    fx.tool(
+        "echo.lua",
+        r#"registry.register{ name = "echo", toolset = "t",
+  schema = { parameters = { type = "object", properties = { text = { type = "string" } } } },
+  handler = function(args) return args.text or "" end }
+registry.register{ name = "nap", toolset = "t", timeout_ms = 60000,
+  schema = { parameters = { type = "object" } },
+  handler = function() time.sleep(60000) return "woke" end }"#,
+    );
+    fx
+}
+
+fn error_of(line: &str) -> (Value, i64, String) {
+    let value: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let code = value["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("no error: {line}"));
+    let message = value["error"]["message"].as_str().unwrap_or("").to_string();
+    (value["id"].clone(), code, message)
+}
+
+#[test]
+fn malformed_json_gets_a_parse_error_and_the_server_goes_on() {
+    let mut server = Server::start(&fixture());
+    for bad in [
+        b"{not json".to_vec(),
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\xff\xfe}".to_vec(),
+        br#"{"jsonrpc":"2.0","id":2,"method":"ping","params":{"x":"\ud800"}}"#.to_vec(),
+        format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes(),
+    ] {
+        server.send(&bad);
+        let (id, code, _) = error_of(&server.next_line());
+        assert_eq!((id, code), (Value::Null, -32700));
+        server.assert_alive();
+    }
+}
+
+#[test]
+fn invalid_requests_get_invalid_request_with_their_id() {
+    let mut server = Server::start(&fixture());
+    for (line, id) in [
+        (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, Value::Null),
+        (r#""just a string""#, Value::Null),
+        (r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#, json!(3)),
+        (r#"{"id":4,"method":"ping"}"#, json!(4)),
+        (r#"{"jsonrpc":"2.0","id":5,"method":7}"#, json!(5)),
+        (r#"{"jsonrpc":"2.0","id":6}"#, json!(6)),
+    ] {
+        let (got_id, code, _) = error_of(&server.request(line));
+        assert_eq!((got_id, code), (id, -32600), "{line}");
+        server.assert_alive();
+    }
+}
+
+#[test]
+fn bad_tools_call_params_get_invalid_params_naming_the_field() {
+    let mut server = Server::start(&fixture());
+    for (params, field) in [
+        (
+            r#"{"name":"echo","arguments":"text"}"#,
+            "'arguments' must be an object, got string",
+        ),
+        (
+            r#"{"name":"echo","arguments":[1,2]}"#,
+            "'arguments' must be an object, got array",
+        ),
+        (r#"{"arguments":{}}"#, "'name' is required"),
+        (r#"{"name":42}"#, "'name' must be a string, got number"),
+        (r#""echo""#, "'params' must be an object"),
+    ] {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{params}}}"#);
+        let (id, code, message) = error_of(&server.request(&line));
+        assert_eq!((id, code), (json!("c"), -32602), "{params}");
+        assert!(message.contains(field), "{params}: {message}");
+        server.assert_alive();
+    }
+}
+
+#[test]
+fn any_legal_id_is_echoed_back_exactly() {
+    let mut server = Server::start(&fixture());
+    for id in [
+        "18446744073709551615",
+        "123456789012345678901234567890",
+        "-9223372036854775809",
+        "1.5",
+        "2e3",
+        "\"text id\"",
+        "0",
+    ] {
+        let answer = server.request(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#));
+        assert!(
+            answer.starts_with(&format!("{{\"id\":{id},")),
+            "{id}: {answer}"
+        );
+        assert!(answer.contains("\"result\""), "{answer}");
+    }
+    let call = server.request(
+        r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}"#,
+    );
+    assert!(call.starts_with("{\"id\":18446744073709551615,"), "{call}");
+    assert!(call.contains("\"hi\""), "{call}");
+}
+
+#[test]
+fn an_over_long_line_gets_an_error_reply() {
+    let mut server = Server::start(&fixture());
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(20 * 1024 * 1024)
+    );
+    server.send(huge.as_bytes());
+    let (id, code, message) = error_of(&server.next_line());
+    assert_eq!((id, code), (Value::Null, -32600));
+    assert!(message.contains("max_request_bytes"), "{message}");
+    server.assert_alive();
+}
+
+#[test]
+fn serve_exits_promptly_when_stdin_closes_during_a_long_call() {
+    let mut server = Server::start(&fixture());
+    server.send(
+        br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nap","arguments":{}}}"#,
+    );
+    server.assert_alive();
+    let mut child = server.child.take().expect("child");
+    let (exited, exit) = channel();
+    std::thread::spawn(move || {
+        let _ = exited.send(child.wait());
+    });
+    drop(server.stdin.take());
+    // Liveness bound only: the call would run 60 s.
+    let status = exit
+        .recv_timeout(Duration::from_secs(10))
+        .expect("serve exited after stdin closed")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+}
