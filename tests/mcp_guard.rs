@@ -95,6 +95,9 @@ fn fixture() -> Fixture {
         r#"registry.register{ name = "echo", toolset = "t",
   schema = { parameters = { type = "object", properties = { text = { type = "string" } } } },
   handler = function(args) return args.text or "" end }
+registry.register{ name = "spin", toolset = "t", timeout_ms = 3000, parallel_safe = true,
+  schema = { parameters = { type = "object" } },
+  handler = function() while true do pcall(string.rep, "x", 10) end end }
 registry.register{ name = "nap", toolset = "t", timeout_ms = 60000,
   schema = { parameters = { type = "object" } },
   handler = function() time.sleep(60000) return "woke" end }"#,
@@ -228,4 +231,27 @@ fn serve_exits_promptly_when_stdin_closes_during_a_long_call() {
         .expect("serve exited after stdin closed")
         .expect("wait");
     assert!(status.success(), "{status}");
+}
+
+#[test]
+fn ping_is_answered_while_every_vm_runs_a_runaway_handler() {
+    let fx = fixture();
+    fx.write("toolhost.toml", "[runtime]\nvms = 2\n");
+    let mut server = Server::start(&fx);
+    for id in [1, 2] {
+        server.send(
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"spin","arguments":{{}}}}}}"#)
+                .as_bytes(),
+        );
+    }
+    // Both VMs spin until their 3 s deadline; the runtime that answers the protocol does not.
+    let pong = server.request(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#);
+    assert!(
+        pong.starts_with(r#"{"id":"ping","#),
+        "answered after the calls: {pong}"
+    );
+    for _ in 0..2 {
+        let line = server.next_line();
+        assert!(line.contains("timed out after 3000 ms"), "{line}");
+    }
 }

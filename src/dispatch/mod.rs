@@ -99,6 +99,28 @@ fn hooks_for(all: &[Arc<HookEntry>], tool: &ToolEntry) -> Vec<Arc<HookEntry>> {
         .collect()
 }
 
+/// The Lua functions a call of `name` (with `args`) needs on its VM: those of the tool it
+/// reaches — through `tool_call` too — and the hooks that see it.
+pub fn functions_needed(
+    state: &RegistryState,
+    name: &str,
+    args: &Value,
+    scope: Option<&str>,
+) -> Vec<LuaFnId> {
+    let target = match name {
+        "tool_call" => args
+            .get("name")
+            .or_else(|| args.pointer("/calls/0/name"))
+            .and_then(Value::as_str)
+            .unwrap_or(name),
+        _ => name,
+    };
+    match state.lookup(target, scope) {
+        Some(tool) => functions_of(tool, &hooks_for(state.hooks(), tool)),
+        None => Vec::new(),
+    }
+}
+
 /// The Lua functions a call of `tool` may run: handler, `check_fn` and the Lua hooks.
 fn functions_of(tool: &ToolEntry, hooks: &[Arc<HookEntry>]) -> Vec<LuaFnId> {
     let mut needs: Vec<LuaFnId> = hooks.iter().map(|hook| hook.function).collect();
@@ -153,10 +175,12 @@ impl Pipeline {
         }
     }
 
-    /// Runs one call through every stage.
+    /// Runs one call through every stage on `vm` (the caller has sent the call to the VM's
+    /// thread: see [`functions_needed`] and `VmPool::run`).
     pub async fn run(
         &self,
         env: &CallEnv<'_>,
+        vm: &LuaVm,
         name: &str,
         args: Value,
         ctx: &CallContext,
@@ -184,15 +208,13 @@ impl Pipeline {
                 &ctx.disabled_toolsets,
             );
             if plan.active {
-                let lease = env.pool.lease(&[]);
                 let available = |tool: &ToolEntry| {
-                    availability_of(env.availability, &lease, env.state, tool, scope).available
+                    availability_of(env.availability, vm, env.state, tool, scope).available
                 };
                 match bridge::route(&plan, name, &args, available) {
                     bridge::Routed::Answer(answer) => return answer,
                     bridge::Routed::Call(real, arguments) => {
-                        drop(lease);
-                        return Box::pin(self.run(env, &real, arguments, ctx)).await;
+                        return Box::pin(self.run(env, vm, &real, arguments, ctx)).await;
                     }
                 }
             }
@@ -212,8 +234,13 @@ impl Pipeline {
             );
         }
         let hooks = &hooks_for(env.state.hooks(), tool);
-        let lease = env.pool.lease(&functions_of(tool, hooks));
-        let vm: &LuaVm = &lease;
+        // The VM was chosen for these functions; only a replica that registered a file
+        // differently can lack them (a call routed through `tool_call` to another tool):
+        // then the first VM, which holds everything, serves it from this thread.
+        let vm = match functions_of(tool, hooks).iter().all(|id| vm.has(*id)) {
+            true => vm,
+            false => env.pool.primary(),
+        };
         let answer = availability_of(env.availability, vm, env.state, tool, scope);
         if !answer.available {
             let reason = answer.reason.unwrap_or_default();

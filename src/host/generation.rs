@@ -130,7 +130,7 @@ pub fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     );
     Ok(Generation {
         state,
-        pool: VmPool::new(primary, replicas),
+        pool: VmPool::new(primary, replicas).map_err(Error::Lua)?,
         verdicts,
         sources,
     })

@@ -175,6 +175,9 @@ impl Host {
     /// Runs one call through the dispatch pipeline (SPEC §7). Never panics: every failure
     /// is an error object (SPEC §7.1). The call runs on the least busy VM; it finishes on
     /// the generation of tools it started on, even if a reload happens meanwhile.
+    ///
+    /// The whole pipeline of the call runs on the chosen VM's own thread; this future only
+    /// awaits the answer (dropping it cancels the call).
     pub async fn handle_function_call(
         &self,
         name: &str,
@@ -182,15 +185,32 @@ impl Host {
         ctx: &CallContext,
     ) -> ToolResult {
         let (world, state) = self.current();
-        let env = CallEnv {
-            state: &state,
-            pool: &world.pool,
-            availability: &self.inner.availability,
-            config: &world.config.config,
-            spill_dir: &world.spill_dir,
-            config_fingerprint: world.config.fingerprint,
-            search: &self.inner.search,
-        };
-        self.inner.pipeline.run(&env, name, args, ctx).await
+        let needs = dispatch::functions_needed(&state, name, &args, ctx.scope.as_deref());
+        let host = self.clone();
+        let on_vm = world.clone();
+        let name = name.to_string();
+        let ctx = ctx.clone();
+        let answer = world
+            .pool
+            .run(&needs, move |vm| async move {
+                let world = on_vm;
+                let env = CallEnv {
+                    state: &state,
+                    pool: &world.pool,
+                    availability: &host.inner.availability,
+                    config: &world.config.config,
+                    spill_dir: &world.spill_dir,
+                    config_fingerprint: world.config.fingerprint,
+                    search: &host.inner.search,
+                };
+                host.inner.pipeline.run(&env, &vm, &name, args, &ctx).await
+            })
+            .await;
+        answer.unwrap_or_else(|gone| {
+            dispatch::error_result(
+                dispatch::ErrorType::HandlerError,
+                &format!("[TOOL_ERROR] Tool execution failed: {}", gone.0),
+            )
+        })
     }
 }

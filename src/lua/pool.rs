@@ -1,15 +1,32 @@
-//! A pool of VMs, each with every tool loaded. Calls go to the least busy VM that holds
-//! the functions they need; module-level Lua state is therefore per VM (a tool's upvalues
-//! and its required modules exist once per VM), and `store` is the state they share.
+//! A pool of VMs, each with every tool loaded and each living on an OS thread of its own
+//! (an actor): calls are sent to the VM's thread, which runs them as local tasks of its own
+//! single-threaded runtime (so async handlers interleave while they await), and the caller
+//! awaits the answer. No Lua — handler, probe or hook of a call — ever runs on the caller's
+//! async workers, so a runaway or blocking tool can pin its VM but never the host's
+//! runtime: `ping`, other VMs and unrelated work go on.
+//!
+//! Calls go to the least busy VM that holds the functions they need; module-level Lua state
+//! is therefore per VM (a tool's upvalues and its required modules exist once per VM), and
+//! `store` is the state they share. Synchronous probes outside calls (definitions,
+//! `Host::availability`) use [`VmPool::lease`] and run on the caller's thread; async
+//! callers run those on a blocking thread.
 
 use super::vm::LuaVm;
 use crate::registry::LuaFnId;
+use std::future::Future;
 use std::ops::Deref;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::{mpsc, oneshot};
 
-/// One VM and how many calls it is serving.
+/// Work for a VM's thread: given the VM, a future to run there as a local task.
+pub type VmJob = Box<dyn FnOnce(Arc<LuaVm>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// One VM, its thread's inbox and how many calls it is serving.
 struct Slot {
-    vm: LuaVm,
+    vm: Arc<LuaVm>,
+    inbox: mpsc::UnboundedSender<VmJob>,
     in_flight: AtomicUsize,
 }
 
@@ -19,7 +36,7 @@ pub struct VmPool {
     slots: Vec<Slot>,
 }
 
-/// A VM lent to one call; counts as busy until dropped.
+/// A VM lent to one synchronous use; counts as busy until dropped.
 pub struct Lease<'a> {
     slot: &'a Slot,
 }
@@ -37,17 +54,19 @@ impl Drop for Lease<'_> {
     }
 }
 
+/// Why a job sent to a VM produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmGone(pub String);
+
 impl VmPool {
-    /// A pool of `primary` plus `replicas`.
-    pub fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Self {
+    /// A pool of `primary` plus `replicas`, each started on its own thread.
+    pub fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, String> {
         let slots = std::iter::once(primary)
             .chain(replicas)
-            .map(|vm| Slot {
-                vm,
-                in_flight: AtomicUsize::new(0),
-            })
-            .collect();
-        Self { slots }
+            .enumerate()
+            .map(|(index, vm)| start(index, vm))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { slots })
     }
 
     /// Number of VMs.
@@ -65,15 +84,94 @@ impl VmPool {
         &self.slots[0].vm
     }
 
-    /// The least busy VM holding every function in `needs` (the first VM if none does).
-    pub fn lease(&self, needs: &[LuaFnId]) -> Lease<'_> {
-        let slot = self
-            .slots
+    fn pick(&self, needs: &[LuaFnId]) -> &Slot {
+        self.slots
             .iter()
             .filter(|slot| needs.iter().all(|id| slot.vm.has(*id)))
             .min_by_key(|slot| slot.in_flight.load(Ordering::Acquire))
-            .unwrap_or(&self.slots[0]);
+            .unwrap_or(&self.slots[0])
+    }
+
+    /// The least busy VM holding every function in `needs` (the first VM if none does),
+    /// for synchronous use on the caller's thread.
+    pub fn lease(&self, needs: &[LuaFnId]) -> Lease<'_> {
+        let slot = self.pick(needs);
         slot.in_flight.fetch_add(1, Ordering::AcqRel);
         Lease { slot }
     }
+
+    /// Runs `work` on the thread of the least busy VM holding every function in `needs`
+    /// and returns its answer.
+    pub async fn run<T, F, Fut>(&self, needs: &[LuaFnId], work: F) -> Result<T, VmGone>
+    where
+        T: Send + 'static,
+        F: FnOnce(Arc<LuaVm>) -> Fut + Send + 'static,
+        Fut: Future<Output = T> + 'static,
+    {
+        let slot = self.pick(needs);
+        slot.in_flight.fetch_add(1, Ordering::AcqRel);
+        let _busy = Busy(&slot.in_flight);
+        let (mut answer, answered) = oneshot::channel();
+        let job: VmJob = Box::new(move |vm| {
+            Box::pin(async move {
+                // A caller that gives up (a cancelled call) drops its receiver: the work is
+                // dropped too, which stops a Lua handler at once.
+                let work = work(vm);
+                tokio::pin!(work);
+                let out = tokio::select! {
+                    out = &mut work => Some(out),
+                    () = answer.closed() => None,
+                };
+                if let Some(out) = out {
+                    let _ = answer.send(out);
+                }
+            })
+        });
+        slot.inbox
+            .send(job)
+            .map_err(|_| VmGone("the VM's thread has stopped".to_string()))?;
+        answered
+            .await
+            .map_err(|_| VmGone("the VM's thread dropped the call".to_string()))
+    }
+}
+
+/// Counts a call as in flight on a VM until dropped (also when the caller gives up).
+struct Busy<'a>(&'a AtomicUsize);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Starts the thread of one VM: a single-threaded runtime (timers and IO for `time.sleep`
+/// and `proc.run`) whose local tasks are the jobs sent to it. The thread ends when the pool
+/// is dropped and its last job has finished.
+fn start(index: usize, vm: LuaVm) -> Result<Slot, String> {
+    let vm = Arc::new(vm);
+    let (inbox, mut jobs) = mpsc::unbounded_channel::<VmJob>();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime of VM {index}: {e}"))?;
+    let on_thread = vm.clone();
+    std::thread::Builder::new()
+        .name(format!("toolhost-vm-{index}"))
+        .spawn(move || {
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, async move {
+                while let Some(job) = jobs.recv().await {
+                    tokio::task::spawn_local(job(on_thread.clone()));
+                }
+            });
+            // Jobs still running when the pool went away finish before the VM is closed.
+            runtime.block_on(local);
+        })
+        .map_err(|e| format!("cannot start the thread of VM {index}: {e}"))?;
+    Ok(Slot {
+        vm,
+        inbox,
+        in_flight: AtomicUsize::new(0),
+    })
 }

@@ -146,7 +146,12 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
+        // Definitions may run `check_fn` probes (Lua): never on an async worker.
+        let server = self.clone();
+        let tools = tokio::task::spawn_blocking(move || server.tools())
+            .await
+            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
