@@ -230,6 +230,23 @@ struct ListEntry {
     size: u64,
 }
 
+impl ListEntry {
+    /// The entry as listed; not followed, so a symlink is "other".
+    fn of(entry: &cap_std::fs::DirEntry) -> Self {
+        let meta = entry.metadata().ok();
+        let kind = match &meta {
+            Some(m) if m.is_dir() => "dir",
+            Some(m) if m.is_file() => "file",
+            _ => "other",
+        };
+        Self {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            kind,
+            size: meta.map(|m| m.len()).unwrap_or(0),
+        }
+    }
+}
+
 /// One match of `fs.grep`.
 #[derive(Serialize)]
 struct GrepMatch {
@@ -244,25 +261,18 @@ fn make_list(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
         let path = path.unwrap_or_else(|| ".".to_string());
         let at = roots.resolve(&path).map_err(|e| refuse("list", e))?;
         let dir = open_dir("list", &at, &path)?;
-        let mut entries: Vec<ListEntry> = dir
+        let deadline = current_deadline(lua);
+        let mut entries: Vec<ListEntry> = Vec::new();
+        for entry in dir
             .entries()
             .map_err(|e| refuse("list", describe(&path, &e)))?
             .filter_map(|entry| entry.ok())
-            .map(|entry| {
-                // Not followed: a symlink is listed as "other".
-                let meta = entry.metadata().ok();
-                let kind = match &meta {
-                    Some(m) if m.is_dir() => "dir",
-                    Some(m) if m.is_file() => "file",
-                    _ => "other",
-                };
-                ListEntry {
-                    name: entry.file_name().to_string_lossy().into_owned(),
-                    kind,
-                    size: meta.map(|m| m.len()).unwrap_or(0),
-                }
-            })
-            .collect();
+        {
+            if entries.len().is_multiple_of(1024) && passed(deadline) {
+                return Err(stop_at_deadline(lua, "list"));
+            }
+            entries.push(ListEntry::of(&entry));
+        }
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         lua.to_value(&entries)
     })
