@@ -18,7 +18,13 @@ use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
+
+/// How long a caller waits actively for a quick answer, and a VM's thread for the next job,
+/// before parking: a park and wake-up of a thread costs tens of microseconds here, several
+/// times a whole echo call.
+const SPIN: Duration = Duration::from_micros(50);
 
 /// Work for a VM's thread: given the VM, a future to run there as a local task.
 pub type VmJob = Box<dyn FnOnce(Arc<LuaVm>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
@@ -130,6 +136,17 @@ impl VmPool {
         slot.inbox
             .send(job)
             .map_err(|_| VmGone("the VM's thread has stopped".to_string()))?;
+        // A short call is answered within microseconds: waiting for it briefly here saves
+        // parking this thread and being woken, which costs far more than the call.
+        let mut answered = answered;
+        let spin_until = Instant::now() + SPIN;
+        while Instant::now() < spin_until {
+            match answered.try_recv() {
+                Ok(value) => return Ok(value),
+                Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
+                Err(oneshot::error::TryRecvError::Closed) => break,
+            }
+        }
         answered
             .await
             .map_err(|_| VmGone("the VM's thread dropped the call".to_string()))
@@ -142,6 +159,22 @@ struct Busy<'a>(&'a AtomicUsize);
 impl Drop for Busy<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The next job: looked for actively for a moment (letting the VM's tasks run meanwhile),
+/// then awaited. `None` once the pool is gone.
+async fn next_job(jobs: &mut mpsc::UnboundedReceiver<VmJob>) -> Option<VmJob> {
+    let spin_until = Instant::now() + SPIN;
+    loop {
+        match jobs.try_recv() {
+            Ok(job) => return Some(job),
+            Err(mpsc::error::TryRecvError::Disconnected) => return None,
+            Err(mpsc::error::TryRecvError::Empty) if Instant::now() < spin_until => {
+                tokio::task::yield_now().await;
+            }
+            Err(mpsc::error::TryRecvError::Empty) => return jobs.recv().await,
+        }
     }
 }
 
@@ -161,7 +194,7 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, String> {
         .spawn(move || {
             let local = tokio::task::LocalSet::new();
             local.block_on(&runtime, async move {
-                while let Some(job) = jobs.recv().await {
+                while let Some(job) = next_job(&mut jobs).await {
                     tokio::task::spawn_local(job(on_thread.clone()));
                 }
             });
