@@ -20,6 +20,8 @@
 //! ← `toolsets` ← `search` ← `definitions` ← `dispatch` ← `host` ← CLI / `mcp`.
 
 mod bounded_read;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod config;
 pub mod definitions;
 pub mod discovery;
@@ -27,6 +29,7 @@ pub mod dispatch;
 pub mod error;
 pub mod host;
 pub mod lua;
+#[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod native;
 pub mod registry;

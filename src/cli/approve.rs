@@ -2,7 +2,7 @@
 //! the config's `[approval] default`.
 
 use std::io::{BufRead, IsTerminal, Write};
-use toolhost::dispatch::{ApprovalRequest, Approver, PolicyApprover};
+use crate::dispatch::{ApprovalRequest, Approver, PolicyApprover};
 
 /// Prompts on a TTY; falls back to the configured policy.
 pub struct TerminalApprover {

@@ -4,8 +4,7 @@ use super::Cli;
 use serde_json::Value;
 use std::io::Read;
 use std::process::ExitCode;
-use toolhost::CallContext;
-use toolhost::dispatch::is_error;
+use crate::CallContext;
 
 /// Calls the tool and prints the result: text raw, objects as compact JSON. Exit 1 when
 /// the result is an error object.
@@ -36,11 +35,8 @@ pub fn run(cli: &Cli, name: &str, args: Option<&str>) -> Result<ExitCode, String
         ..CallContext::default()
     };
     let result = runtime.block_on(host.handle_function_call(name, args, &ctx));
-    match &result {
-        Value::String(text) => outln!("{text}"),
-        other => outln!("{other}"),
-    }
-    Ok(if is_error(&result) {
+    outln!("{result}");
+    Ok(if result.is_error() {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::Host;
+use crate::Host;
 
 /// Reports parse, load and registration problems. An explicitly named file that does not
 /// register is a problem too (it would never be loaded).

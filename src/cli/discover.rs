@@ -2,8 +2,8 @@
 
 use serde_json::{Value, json};
 use std::process::ExitCode;
-use toolhost::Host;
-use toolhost::discovery::Verdict;
+use crate::Host;
+use crate::discovery::Verdict;
 
 /// The JSON object of SPEC §12 for one verdict.
 pub fn verdict_json(verdict: &Verdict) -> Value {

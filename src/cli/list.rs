@@ -3,7 +3,7 @@
 use super::Cli;
 use serde_json::{Value, json};
 use std::process::ExitCode;
-use toolhost::Host;
+use crate::Host;
 
 /// Prints the tools visible to `--scope`, sorted by name.
 pub fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {

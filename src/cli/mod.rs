@@ -24,7 +24,7 @@ use clap::{ArgAction, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolhost::{Format, Host, HostBuilder};
+use crate::{Format, Host, HostBuilder};
 
 /// A host for LLM-agent tools written in Lua.
 #[derive(Debug, Parser)]
@@ -216,7 +216,7 @@ fn build_with(
     }
     if interactive {
         builder = builder.approver_from_config(|default| approve::TerminalApprover {
-            fallback: toolhost::dispatch::PolicyApprover(default),
+            fallback: crate::dispatch::PolicyApprover(default),
         });
     }
     builder.build().map_err(|e| e.to_string())

@@ -2,7 +2,7 @@
 
 use super::Cli;
 use std::process::ExitCode;
-use toolhost::registry::ToolName;
+use crate::registry::ToolName;
 
 /// The template; NAME and TOOLSET are replaced.
 const TEMPLATE: &str = r#"-- NAME: describe what the tool does, for the model.

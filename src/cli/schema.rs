@@ -2,7 +2,7 @@
 
 use super::Cli;
 use std::process::ExitCode;
-use toolhost::{Format, Host, Selection};
+use crate::{Format, Host, Selection};
 
 /// Prints the definitions of the selected, available tools as one JSON array.
 pub fn run(

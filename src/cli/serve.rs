@@ -3,8 +3,8 @@
 use super::Cli;
 use std::process::ExitCode;
 use std::time::Duration;
-use toolhost::Selection;
-use toolhost::mcp::{McpServer, guard};
+use crate::Selection;
+use crate::mcp::{McpServer, guard};
 
 /// Serves until the client closes stdin.
 pub fn run(

@@ -2,24 +2,25 @@
 //! answered here; `tool_call` names the real tool, which re-enters the pipeline so every
 //! later stage (hooks, approval, validation, limits) sees the real name.
 
-use super::errors::{ErrorType, error_result};
+use super::errors::ErrorType;
+use super::result::{ToolError, ToolResult};
 use crate::registry::ToolEntry;
 use crate::search::{DEFAULT_LIMIT, MAX_DESCRIBE, MAX_LIMIT, MAX_QUERIES, SearchPlan};
 use serde_json::{Map, Value, json};
 
 /// What the bridge made of a call.
 pub enum Routed {
-    /// The answer (a text result or an error object).
-    Answer(Value),
+    /// The answer (a structured result or an error).
+    Answer(ToolResult),
     /// Call this deferred tool with these arguments.
     Call(String, Value),
 }
 
-fn invalid(tool: &str, message: String) -> Value {
-    error_result(
+fn invalid(tool: &str, message: String) -> ToolResult {
+    ToolResult::Error(ToolError::new(
         ErrorType::InvalidArguments,
-        &format!("Invalid arguments for {tool}: {message}"),
-    )
+        format!("Invalid arguments for {tool}: {message}"),
+    ))
 }
 
 /// A list of strings given as a list, one string, or a JSON string of a list.
@@ -69,7 +70,11 @@ pub fn route(
     }
 }
 
-fn search(plan: &SearchPlan, args: &Value, available: impl Fn(&ToolEntry) -> bool) -> Value {
+fn search(
+    plan: &SearchPlan,
+    args: &Value,
+    available: impl Fn(&ToolEntry) -> bool,
+) -> ToolResult {
     let Some(queries) = string_list(args.get("queries")) else {
         return invalid(
             "tool_search",
@@ -121,10 +126,10 @@ fn search(plan: &SearchPlan, args: &Value, available: impl Fn(&ToolEntry) -> boo
             .collect();
         results.push(json!({ "query": query, "matches": matches }));
     }
-    Value::String(json!({ "results": results, "tools": tools }).to_string())
+    ToolResult::Json(json!({ "results": results, "tools": tools }))
 }
 
-fn describe(plan: &SearchPlan, args: &Value) -> Value {
+fn describe(plan: &SearchPlan, args: &Value) -> ToolResult {
     let Some(names) = string_list(args.get("names")) else {
         return invalid(
             "tool_describe",
@@ -162,7 +167,7 @@ fn describe(plan: &SearchPlan, args: &Value) -> Value {
             "Names not found: use tool_search to find the exact names; tools listed directly need no describe."
         );
     }
-    Value::String(answer.to_string())
+    ToolResult::Json(answer)
 }
 
 fn call(plan: &SearchPlan, args: &Value) -> Routed {

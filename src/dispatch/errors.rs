@@ -2,14 +2,14 @@
 //! text sanitised (no framing tags, code fences or CDATA) and cut to 2,048 characters.
 
 use regex::Regex;
-use serde_json::{Value, json};
 use std::sync::LazyLock;
 
 /// Longest error text handed to a model.
 pub const MAX_ERROR_CHARS: usize = 2048;
 
 /// The kinds of error result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorType {
     /// No tool of that name in the caller's scope.
     UnknownTool,
@@ -31,6 +31,8 @@ pub enum ErrorType {
     Memory,
     /// The handler returned an unsupported value.
     ToolResultContract,
+    /// The caller cancelled the call (its [`CallContext::cancel`](crate::CallContext) token).
+    Cancelled,
 }
 
 impl ErrorType {
@@ -47,18 +49,9 @@ impl ErrorType {
             Self::Timeout => "timeout",
             Self::Memory => "memory",
             Self::ToolResultContract => "tool_result_contract",
+            Self::Cancelled => "cancelled",
         }
     }
-}
-
-/// `{"error": <sanitised message>, "error_type": <kind>}`.
-pub fn error_result(kind: ErrorType, message: &str) -> Value {
-    json!({ "error": sanitise(message), "error_type": kind.as_str() })
-}
-
-/// True when `result` is a host error object (it has `error_type`).
-pub fn is_error(result: &Value) -> bool {
-    result.get("error_type").is_some_and(Value::is_string)
 }
 
 static FRAMING: LazyLock<Regex> = LazyLock::new(|| {
@@ -87,8 +80,5 @@ mod tests {
         let text = "<tool_call>x</tool_call> <SYSTEM>y</system> ```z``` <![CDATA[w]]>";
         assert_eq!(sanitise(text), "x y z w");
         assert_eq!(sanitise(&"é".repeat(3000)).chars().count(), MAX_ERROR_CHARS);
-        let err = error_result(ErrorType::UnknownTool, "Unknown tool: x");
-        assert!(is_error(&err));
-        assert_eq!(err["error_type"], "unknown_tool");
     }
 }

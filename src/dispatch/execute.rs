@@ -1,8 +1,9 @@
 //! Running a handler (Lua on the VM, or native Rust) and mapping its failures to the error
 //! results of SPEC §7.1.
 
-use super::errors::{ErrorType, error_result};
-use crate::lua::{HandlerFailure, LuaVm};
+use super::errors::ErrorType;
+use super::result::{ToolError, ToolResult};
+use crate::lua::{HandlerFailure, LuaVm, Returned};
 use crate::registry::{CallContext, Handler, ToolEntry};
 use serde_json::Value;
 use std::time::Duration;
@@ -18,7 +19,7 @@ pub async fn execute(
     args: &Value,
     ctx: &CallContext,
     default_timeout_ms: u64,
-) -> Value {
+) -> ToolResult {
     let budget_ms = tool.timeout_ms.unwrap_or(default_timeout_ms);
     let budget = Duration::from_millis(budget_ms);
     let outcome = match &tool.handler {
@@ -35,40 +36,51 @@ pub async fn execute(
             }
         }
     };
-    match outcome {
-        Ok(value) => value,
-        Err(HandlerFailure::Raised(message)) => error_result(
+    let error = match outcome {
+        Ok(Returned::Text(text)) => return ToolResult::Text(text),
+        Ok(Returned::Json(value)) => return ToolResult::Json(value),
+        Ok(Returned::Multimodal(envelope)) => return ToolResult::Multimodal(envelope),
+        Err(HandlerFailure::Raised(message)) => ToolError::new(
             ErrorType::HandlerError,
-            &format!("[TOOL_ERROR] Tool execution failed: {message}"),
+            format!("[TOOL_ERROR] Tool execution failed: {message}"),
         ),
-        Err(HandlerFailure::Memory) => error_result(
+        Err(HandlerFailure::Memory) => ToolError::new(
             ErrorType::Memory,
-            &format!(
+            format!(
                 "[TOOL_ERROR] Tool execution failed: {} exceeded the memory limit",
                 tool.name
             ),
         ),
-        Err(HandlerFailure::Timeout) => error_result(
+        Err(HandlerFailure::Timeout) => ToolError::new(
             ErrorType::Timeout,
-            &format!(
+            format!(
                 "[TOOL_ERROR] Tool execution failed: {} timed out after {budget_ms} ms",
                 tool.name
             ),
         ),
-        Err(HandlerFailure::Contract(kind)) => error_result(
-            ErrorType::ToolResultContract,
-            &format!("Tool handler returned unsupported result type: {kind}"),
-        ),
-    }
+        Err(HandlerFailure::Contract(kind)) => {
+            // `kind` is the type, possibly followed by where in a table the bad value sits.
+            let result_type = kind.split_whitespace().next().unwrap_or("nil").to_string();
+            ToolError::new(
+                ErrorType::ToolResultContract,
+                format!("Tool handler returned unsupported result type: {kind}"),
+            )
+            .with_tool(tool.name.as_str())
+            .with_result_type(result_type)
+        }
+    };
+    ToolResult::Error(error)
 }
 
 /// The same return rules for Rust handlers: text stays text, a multimodal envelope stays an
 /// object, other objects and arrays become JSON text, scalars break the contract.
-fn normalise_native(value: Value) -> Result<Value, HandlerFailure> {
+fn normalise_native(value: Value) -> Result<Returned, HandlerFailure> {
     match value {
-        Value::String(_) => Ok(value),
-        Value::Object(ref map) if map.get("_multimodal") == Some(&Value::Bool(true)) => Ok(value),
-        Value::Object(_) | Value::Array(_) => Ok(Value::String(value.to_string())),
+        Value::String(text) => Ok(Returned::Text(text)),
+        Value::Object(ref map) if map.get("_multimodal") == Some(&Value::Bool(true)) => {
+            Ok(Returned::Multimodal(value))
+        }
+        Value::Object(_) | Value::Array(_) => Ok(Returned::Json(value)),
         Value::Null => Err(HandlerFailure::Contract("null".into())),
         Value::Bool(_) => Err(HandlerFailure::Contract("boolean".into())),
         Value::Number(_) => Err(HandlerFailure::Contract("number".into())),

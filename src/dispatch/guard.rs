@@ -4,24 +4,24 @@
 //! host with one is a bug in the loop, reported as `agent_loop` whether or not such a tool
 //! is registered.
 
-use super::errors::{ErrorType, error_result};
+use super::errors::ErrorType;
+use super::result::ToolError;
 use crate::config::Config;
-use serde_json::Value;
 
 /// The default `agent_loop_tools`.
 pub const DEFAULT_AGENT_LOOP_TOOLS: [&str; 4] =
     ["todo", "memory", "session_search", "delegate_task"];
 
 /// The `agent_loop` error when `name` must be handled by the agent loop.
-pub fn guard(config: &Config, name: &str) -> Option<Value> {
+pub fn guard(config: &Config, name: &str) -> Option<ToolError> {
     let listed = match &config.agent_loop_tools {
         Some(names) => names.iter().any(|n| n == name),
         None => DEFAULT_AGENT_LOOP_TOOLS.contains(&name),
     };
     listed.then(|| {
-        error_result(
+        ToolError::new(
             ErrorType::AgentLoop,
-            &format!("{name} must be handled by the agent loop"),
+            format!("{name} must be handled by the agent loop"),
         )
     })
 }

@@ -8,6 +8,8 @@
 //! outcome; `transform_tool_result` hooks may replace a successful text result (the first
 //! replacement wins). Rust hooks run before Lua hooks; Lua hooks in load order.
 
+use super::errors::ErrorType;
+use super::result::ToolResult;
 use crate::lua::LuaVm;
 use crate::registry::{CallContext, HookEntry, HookEvent};
 use serde_json::{Map, Value, json};
@@ -16,6 +18,7 @@ use std::sync::Arc;
 
 /// The call a hook sees.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct HookCall<'a> {
     /// The tool being called (the real tool, also when called through the search bridge).
     pub tool_name: &'a str,
@@ -27,6 +30,7 @@ pub struct HookCall<'a> {
 
 /// How a call ended, for `post_tool_call`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CallStatus {
     /// The handler returned a result.
     Ok,
@@ -49,21 +53,23 @@ impl CallStatus {
 
 /// What a `post_tool_call` hook sees.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct PostCall<'a> {
     /// The call.
     pub call: HookCall<'a>,
-    /// The result (text or object).
-    pub result: &'a Value,
+    /// The result.
+    pub result: &'a ToolResult,
     /// How it ended.
     pub status: CallStatus,
-    /// The `error_type` of an error result.
-    pub error_type: Option<&'a str>,
-    /// Time from the start of the call, in milliseconds.
-    pub duration_ms: f64,
+    /// The kind of an error result.
+    pub error_type: Option<ErrorType>,
+    /// Whole milliseconds from the start of the call (the same value Lua hooks see).
+    pub duration_ms: u64,
 }
 
 /// A `pre_tool_call` decision.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum PreDecision {
     /// Nothing to say.
     Continue,
@@ -223,9 +229,9 @@ pub fn run_post(
     {
         let data = lua_payload.get_or_insert_with(|| {
             let mut map = payload(&post.call);
-            map.insert("result".into(), post.result.clone());
+            map.insert("result".into(), post.result.to_json());
             map.insert("status".into(), json!(post.status.as_str()));
-            map.insert("error_type".into(), json!(post.error_type));
+            map.insert("error_type".into(), json!(post.error_type.map(ErrorType::as_str)));
             map.insert("duration_ms".into(), json!(post.duration_ms));
             Value::Object(map)
         });

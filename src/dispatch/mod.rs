@@ -23,13 +23,15 @@ mod execute;
 mod guard;
 mod hooks;
 mod middleware;
+mod result;
 mod select;
 mod spill;
 mod validate;
 
 pub use approval::{ApprovalRequest, Approver, PolicyApprover};
 pub use coerce::coerce_args;
-pub use errors::{ErrorType, MAX_ERROR_CHARS, error_result, is_error, sanitise};
+pub use errors::{ErrorType, MAX_ERROR_CHARS, sanitise};
+pub use result::{ToolError, ToolResult};
 pub use execute::DEFAULT_TIMEOUT_MS;
 pub use guard::DEFAULT_AGENT_LOOP_TOOLS;
 pub use hooks::{CallStatus, Hook, HookCall, PostCall, PreDecision};
@@ -50,9 +52,6 @@ use serde_json::{Map, Value};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// A call's result: a JSON string for text, an object for errors and multimodal envelopes.
-pub type ToolResult = Value;
 
 /// Default `default_max_result_size_chars`.
 pub const DEFAULT_MAX_RESULT_SIZE_CHARS: u64 = 100_000;
@@ -222,16 +221,17 @@ impl Pipeline {
 
         // Stage 3: agent-loop guard, then lookup, selection and availability.
         if let Some(refused) = guard::guard(env.config, name) {
-            return refused;
+            return refused.into();
         }
         let Some(tool) = found else {
-            return error_result(ErrorType::UnknownTool, &format!("Unknown tool: {name}"));
+            return ToolError::new(ErrorType::UnknownTool, format!("Unknown tool: {name}")).into();
         };
         if !self.selections.contains(env.state, env.config, ctx, name) {
-            return error_result(
+            return ToolError::new(
                 ErrorType::Unavailable,
-                &format!("Tool {name} is unavailable: it is not in the selected toolsets"),
-            );
+                format!("Tool {name} is unavailable: it is not in the selected toolsets"),
+            )
+            .into();
         }
         let hooks = &hooks_for(env.state.hooks(), tool);
         // The VM was chosen for these functions; only a replica that registered a file
@@ -244,17 +244,18 @@ impl Pipeline {
         let answer = availability_of(env.availability, vm, env.state, tool, scope);
         if !answer.available {
             let reason = answer.reason.unwrap_or_default();
-            return error_result(
+            return ToolError::new(
                 ErrorType::Unavailable,
-                &format!("Tool {name} is unavailable: {reason}"),
-            );
+                format!("Tool {name} is unavailable: {reason}"),
+            )
+            .into();
         }
 
         // Stage 4: pre_tool_call hooks.
         let (args, hook_approval) = match hooks::run_pre(&self.hooks, hooks, vm, name, args, ctx) {
             PreOutcome::Proceed { args, approval } => (args, approval),
             PreOutcome::Blocked(message, args) => {
-                let result = error_result(ErrorType::Blocked, &message);
+                let result = ToolError::new(ErrorType::Blocked, message).into();
                 return self.finish(env, vm, hooks, tool, name, &args, ctx, result, started);
             }
         };
@@ -269,17 +270,19 @@ impl Pipeline {
                 reason: hook_approval.as_ref().and_then(|m| m.as_deref()),
             };
             if !self.approver.approve(&request) {
-                let result = error_result(
+                let result = ToolError::new(
                     ErrorType::ApprovalDenied,
-                    &format!("Approval denied for {name}"),
-                );
+                    format!("Approval denied for {name}"),
+                )
+                .into();
                 return self.finish(env, vm, hooks, tool, name, &args, ctx, result, started);
             }
         }
 
         // Stage 6: validation.
         if let Err(invalid) = validate::validate(tool, &args) {
-            return self.finish(env, vm, hooks, tool, name, &args, ctx, invalid, started);
+            let result = invalid.into();
+            return self.finish(env, vm, hooks, tool, name, &args, ctx, result, started);
         }
 
         // Stage 7: middleware around the handler.
@@ -316,7 +319,7 @@ impl Pipeline {
         name: &str,
         args: &Value,
         ctx: &CallContext,
-        result: Value,
+        result: ToolResult,
         started: Instant,
     ) -> ToolResult {
         let call = HookCall {
@@ -324,29 +327,32 @@ impl Pipeline {
             args,
             ctx,
         };
-        let error_type = result
-            .get("error_type")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let status = match error_type.as_deref() {
+        let error_type = result.error_type();
+        let status = match error_type {
             None => CallStatus::Ok,
-            Some("blocked") => CallStatus::Blocked,
+            Some(ErrorType::Blocked) => CallStatus::Blocked,
             Some(_) => CallStatus::Error,
         };
         let post = PostCall {
             call,
             result: &result,
             status,
-            error_type: error_type.as_deref(),
-            duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+            error_type,
+            duration_ms: started.elapsed().as_millis() as u64,
         };
         hooks::run_post(&self.hooks, hooks, vm, &post);
         let mut result = result;
-        if status == CallStatus::Ok
-            && let Value::String(text) = &result
-            && let Some(replacement) = hooks::run_transform(&self.hooks, hooks, vm, &call, text)
+        // Only a transform hook needs the text (a structured result's JSON text costs a
+        // serialisation).
+        let transforms = !self.hooks.is_empty()
+            || hooks
+                .iter()
+                .any(|hook| hook.event == crate::registry::HookEvent::TransformToolResult);
+        if transforms
+            && let Some(text) = result.text()
+            && let Some(replacement) = hooks::run_transform(&self.hooks, hooks, vm, &call, &text)
         {
-            result = Value::String(replacement);
+            result = ToolResult::Text(replacement);
         }
         let limit = match tool.max_result_size_chars {
             Some(ResultLimit::Unlimited) => None,

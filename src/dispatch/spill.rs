@@ -5,7 +5,7 @@
 //! multimodal envelopes) are never spilled. If the file cannot be written the full result
 //! is returned unchanged: nothing is lost.
 
-use serde_json::Value;
+use super::result::ToolResult;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -15,9 +15,19 @@ pub const PREVIEW_CHARS: usize = 1500;
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// Applies the limit of `limit` characters (`None`: unlimited).
-pub fn limit_size(result: Value, limit: Option<u64>, spill_dir: &Path, tool: &str) -> Value {
-    let (Value::String(text), Some(limit)) = (&result, limit) else {
+pub fn limit_size(
+    result: ToolResult,
+    limit: Option<u64>,
+    spill_dir: &Path,
+    tool: &str,
+) -> ToolResult {
+    let Some(limit) = limit else {
         return result;
+    };
+    let text = match &result {
+        ToolResult::Text(text) => std::borrow::Cow::Borrowed(text.as_str()),
+        ToolResult::Json(value) => std::borrow::Cow::Owned(value.to_string()),
+        _ => return result,
     };
     // A string of n bytes has at most n characters: the common case costs nothing.
     if text.len() as u64 <= limit {
@@ -37,7 +47,8 @@ pub fn limit_size(result: Value, limit: Option<u64>, spill_dir: &Path, tool: &st
         SEQUENCE.fetch_add(1, Ordering::Relaxed)
     );
     let path = spill_dir.join(format!("{id}.txt"));
-    let written = std::fs::create_dir_all(spill_dir).and_then(|_| std::fs::write(&path, text));
+    let written =
+        std::fs::create_dir_all(spill_dir).and_then(|_| std::fs::write(&path, text.as_bytes()));
     if let Err(error) = written {
         tracing::warn!(
             "cannot spill the {chars}-character result of {tool} to {}: {error}; returning it whole",
@@ -47,7 +58,7 @@ pub fn limit_size(result: Value, limit: Option<u64>, spill_dir: &Path, tool: &st
     }
     let absolute = path.canonicalize().unwrap_or(path);
     let preview: String = text.chars().take(PREVIEW_CHARS).collect();
-    Value::String(format!(
+    ToolResult::Text(format!(
         "<persisted-output>\nThis result has {chars} characters, more than the {limit} allowed \
          for {tool}. The full text was saved to:\n{}\nPreview (first {PREVIEW_CHARS} \
          characters):\n{preview}\n</persisted-output>",
@@ -62,11 +73,13 @@ mod tests {
     #[test]
     fn long_text_is_spilled_whole_and_short_text_is_not() {
         let dir = tempfile::tempdir().unwrap();
-        let short = Value::String("é".repeat(10));
+        let short = ToolResult::Text("é".repeat(10));
         assert_eq!(limit_size(short.clone(), Some(10), dir.path(), "t"), short);
         let long = "é".repeat(2000) + "END";
-        let out = limit_size(Value::String(long.clone()), Some(100), dir.path(), "t");
-        let text = out.as_str().unwrap();
+        let out = limit_size(ToolResult::Text(long.clone()), Some(100), dir.path(), "t");
+        let ToolResult::Text(text) = out else {
+            panic!("spilled result is text: {out:?}")
+        };
         assert!(
             text.starts_with("<persisted-output>\n") && text.ends_with("\n</persisted-output>")
         );
@@ -79,14 +92,24 @@ mod tests {
         assert_eq!(std::fs::read_to_string(path).unwrap(), long);
         assert!(text.contains(&"é".repeat(PREVIEW_CHARS)));
         assert!(!text.contains(&"é".repeat(PREVIEW_CHARS + 1)));
-        let object = serde_json::json!({"error": "x".repeat(500), "error_type": "handler_error"});
-        assert_eq!(
-            limit_size(object.clone(), Some(10), dir.path(), "t"),
-            object
-        );
-        assert_eq!(
-            limit_size(Value::String(long.clone()), None, dir.path(), "t"),
-            Value::String(long)
-        );
+        let error = ToolResult::Error(crate::dispatch::ToolError::new(
+            crate::dispatch::ErrorType::HandlerError,
+            "x".repeat(500),
+        ));
+        assert_eq!(limit_size(error.clone(), Some(10), dir.path(), "t"), error);
+        let whole = ToolResult::Text(long);
+        assert_eq!(limit_size(whole.clone(), None, dir.path(), "t"), whole);
+    }
+
+    #[test]
+    fn long_structured_results_are_spilled_as_their_json_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let value = serde_json::json!({"items": vec!["x"; 100]});
+        let out = limit_size(ToolResult::Json(value.clone()), Some(50), dir.path(), "t");
+        let ToolResult::Text(text) = out else {
+            panic!("spilled result is text: {out:?}")
+        };
+        let path = text.split_whitespace().find(|w| w.ends_with(".txt")).unwrap();
+        assert_eq!(std::fs::read_to_string(path).unwrap(), value.to_string());
     }
 }

@@ -1,13 +1,14 @@
 //! Stage 6: validate arguments against the tool's parameters schema, with the validator
 //! compiled once when the tool was registered.
 
-use super::errors::{ErrorType, error_result};
+use super::errors::ErrorType;
+use super::result::ToolError;
 use crate::registry::{ToolEntry, compile_parameters};
 use serde_json::Value;
 
 /// `Ok` when `args` satisfy the schema; otherwise the `invalid_arguments` error object of
 /// SPEC §7 stage 6, naming the first failing location as a JSON path.
-pub fn validate(tool: &ToolEntry, args: &Value) -> Result<(), Value> {
+pub fn validate(tool: &ToolEntry, args: &Value) -> Result<(), ToolError> {
     let compiled;
     let validator = match &tool.validator {
         Some(validator) => validator,
@@ -24,21 +25,16 @@ pub fn validate(tool: &ToolEntry, args: &Value) -> Result<(), Value> {
         return Ok(());
     };
     let path = json_path(&error.instance_path().to_string());
-    let mut result = error_result(
+    let parameters = tool
+        .schema
+        .get("parameters")
+        .cloned()
+        .unwrap_or(Value::Null);
+    Err(ToolError::new(
         ErrorType::InvalidArguments,
-        &format!("Invalid arguments for {}: {path}: {error}", tool.name),
-    );
-    if let Value::Object(map) = &mut result {
-        map.insert("path".into(), Value::String(path));
-        map.insert(
-            "parameters".into(),
-            tool.schema
-                .get("parameters")
-                .cloned()
-                .unwrap_or(Value::Null),
-        );
-    }
-    Err(result)
+        format!("Invalid arguments for {}: {path}: {error}", tool.name),
+    )
+    .with_path(path, parameters))
 }
 
 /// A JSON Pointer (`/tags/0`) as a JSON path (`$.tags[0]`).

@@ -4,7 +4,7 @@
 //! the calls before it and before the calls after it. Results come back in request order.
 
 use super::Host;
-use crate::dispatch::ToolResult;
+use crate::dispatch::{ErrorType, ToolError, ToolResult};
 use crate::registry::CallContext;
 use serde_json::Value;
 
@@ -56,7 +56,12 @@ impl Host {
         self.run_group(group, ctx, &mut results).await;
         results
             .into_iter()
-            .map(|r| r.unwrap_or(Value::Null))
+            .map(|r| {
+                r.unwrap_or_else(|| {
+                    // Every index is filled above; a hole would be a bug, reported as such.
+                    ToolError::new(ErrorType::HandlerError, "the call was never run").into()
+                })
+            })
             .collect()
     }
 
@@ -89,10 +94,11 @@ impl Host {
             .collect();
         for (index, task) in tasks {
             let result = task.await.unwrap_or_else(|e| {
-                crate::dispatch::error_result(
-                    crate::dispatch::ErrorType::HandlerError,
-                    &format!("[TOOL_ERROR] Tool execution failed: the call's task ended: {e}"),
+                ToolError::new(
+                    ErrorType::HandlerError,
+                    format!("[TOOL_ERROR] Tool execution failed: the call's task ended: {e}"),
                 )
+                .into()
             });
             results[index] = Some(result);
         }

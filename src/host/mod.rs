@@ -207,10 +207,11 @@ impl Host {
             })
             .await;
         answer.unwrap_or_else(|gone| {
-            dispatch::error_result(
+            dispatch::ToolError::new(
                 dispatch::ErrorType::HandlerError,
-                &format!("[TOOL_ERROR] Tool execution failed: {}", gone.0),
+                format!("[TOOL_ERROR] Tool execution failed: {}", gone.0),
             )
+            .into()
         })
     }
 }

@@ -17,4 +17,4 @@ pub use error_text::lua_error_message;
 pub use pool::{Lease, VmPool};
 pub use register::{LoadingFile, PendingHook, PendingTool};
 pub use require::SearchDir;
-pub use vm::{FileSpec, HandlerFailure, LuaVm, VmSettings};
+pub use vm::{FileSpec, HandlerFailure, LuaVm, Returned, VmSettings};

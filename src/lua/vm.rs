@@ -64,6 +64,17 @@ pub struct FileSpec<'a> {
     pub capability_hint: Option<&'a str>,
 }
 
+/// A handler's value, normalised by the return rules of SPEC §1.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Returned {
+    /// A string.
+    Text(String),
+    /// A table, as JSON.
+    Json(Value),
+    /// A multimodal envelope table, as a JSON object.
+    Multimodal(Value),
+}
+
 /// Why a handler call produced no result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandlerFailure {
@@ -364,7 +375,7 @@ impl LuaVm {
         args: &Value,
         ctx: &CallContext,
         budget: Duration,
-    ) -> Result<Value, HandlerFailure> {
+    ) -> Result<Returned, HandlerFailure> {
         let call = CallClock::start(budget);
         let guarded = Deadlined {
             vm: self,
@@ -413,9 +424,9 @@ impl LuaVm {
             .await
     }
 
-    fn normalise(&self, value: &LuaValue) -> Result<Value, HandlerFailure> {
+    fn normalise(&self, value: &LuaValue) -> Result<Returned, HandlerFailure> {
         match value {
-            LuaValue::String(s) => Ok(Value::String(s.to_string_lossy())),
+            LuaValue::String(s) => Ok(Returned::Text(s.to_string_lossy())),
             LuaValue::Table(table) => {
                 let json = convert::lua_to_json(&self.lua, value, Mode::Data).map_err(|e| {
                     HandlerFailure::Contract(format!(
@@ -428,9 +439,9 @@ impl LuaVm {
                     Ok(LuaValue::Boolean(true))
                 );
                 if multimodal && json.is_object() {
-                    Ok(json)
+                    Ok(Returned::Multimodal(json))
                 } else {
-                    Ok(Value::String(json.to_string()))
+                    Ok(Returned::Json(json))
                 }
             }
             other if other.is_null() => Err(HandlerFailure::Contract("json.null".to_string())),

@@ -14,7 +14,7 @@
 pub mod guard;
 
 use crate::definitions::{Format, Selection};
-use crate::dispatch::is_error;
+use crate::dispatch::{ErrorType, ToolError, ToolResult};
 use crate::host::Host;
 use crate::registry::CallContext;
 use rmcp::ErrorData as McpError;
@@ -72,22 +72,23 @@ impl McpServer {
     }
 }
 
-/// Maps a pipeline result to an MCP tool result.
-pub fn to_call_result(result: Value) -> CallToolResult {
+/// Maps a pipeline result to an MCP tool result: text and structured results as text
+/// content, an error as `isError: true` with the error JSON as text, a multimodal envelope
+/// as content blocks.
+pub fn to_call_result(result: ToolResult) -> CallToolResult {
     match result {
-        Value::String(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
-        ref error if is_error(error) => {
-            CallToolResult::error(vec![ContentBlock::text(error.to_string())])
+        ToolResult::Multimodal(Value::Object(envelope)) => {
+            CallToolResult::success(multimodal_blocks(&envelope))
         }
-        Value::Object(map) if map.get("_multimodal") == Some(&Value::Bool(true)) => {
-            CallToolResult::success(multimodal_blocks(&map))
+        ToolResult::Error(error) => {
+            CallToolResult::error(vec![ContentBlock::text(error.to_json().to_string())])
         }
         other => {
-            let mut out = CallToolResult::success(vec![ContentBlock::text(other.to_string())]);
-            if other.is_object() {
-                out.structured_content = Some(other);
-            }
-            out
+            let text = match other.into_json() {
+                Value::String(text) => text,
+                value => value.to_string(),
+            };
+            CallToolResult::success(vec![ContentBlock::text(text)])
         }
     }
 }
@@ -165,10 +166,11 @@ impl ServerHandler for McpServer {
         let call = self.host.handle_function_call(&request.name, args, &ctx);
         let result = tokio::select! {
             result = call => result,
-            () = context.ct.cancelled() => crate::dispatch::error_result(
-                crate::dispatch::ErrorType::HandlerError,
-                &format!("[TOOL_ERROR] Tool execution failed: {} was cancelled", request.name),
-            ),
+            () = context.ct.cancelled() => ToolError::new(
+                ErrorType::Cancelled,
+                format!("{} was cancelled by the client", request.name),
+            )
+            .into(),
         };
         Ok(to_call_result(result).into())
     }
@@ -181,12 +183,12 @@ mod tests {
 
     #[test]
     fn results_map_to_mcp_shapes() {
-        let text = to_call_result(json!("hi"));
+        let text = to_call_result(ToolResult::Text("hi".into()));
         assert_eq!(text.is_error, Some(false));
-        let error = to_call_result(json!({"error": "x", "error_type": "timeout"}));
+        let error = to_call_result(ToolError::new(ErrorType::Timeout, "x").into());
         assert_eq!(error.is_error, Some(true));
-        let image = to_call_result(json!({"_multimodal": true, "content": [
-            {"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mime_type": "image/png"}]}));
+        let image = to_call_result(ToolResult::Multimodal(json!({"_multimodal": true, "content": [
+            {"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mime_type": "image/png"}]})));
         assert_eq!(image.content.len(), 2);
         let serialized = serde_json::to_value(&image).unwrap();
         assert_eq!(serialized["content"][1]["type"], "image");

@@ -1,0 +1,192 @@
+//! The typed outcome of a call: [`ToolResult`] and [`ToolError`]. The pipeline, MCP and the
+//! CLI match on these types; the SPEC §7.1/§8 JSON is produced only at the boundary, by
+//! [`ToolResult::to_json`] (nothing reads `error_type` back out of JSON).
+
+use super::errors::{ErrorType, sanitise};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::fmt;
+
+/// What one call produced.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ToolResult {
+    /// Text: a handler returned a string (or the result was spilled to a file, SPEC §7 stage 9).
+    Text(String),
+    /// Structured data: a handler returned a table (Lua) or an object/array (Rust). A model
+    /// sees its JSON text.
+    Json(Value),
+    /// A multimodal envelope `{ "_multimodal": true, "content": [...], "text_summary": ... }`,
+    /// passed through as an object.
+    Multimodal(Value),
+    /// The call failed; see [`ToolError::kind`].
+    Error(ToolError),
+}
+
+impl ToolResult {
+    /// The SPEC §8 JSON: text and structured data as a JSON string, a multimodal envelope or
+    /// an error as an object.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Self::Text(text) => Value::String(text.clone()),
+            Self::Json(value) => Value::String(value.to_string()),
+            Self::Multimodal(envelope) => envelope.clone(),
+            Self::Error(error) => error.to_json(),
+        }
+    }
+
+    /// Like [`to_json`](Self::to_json), consuming the result (no copy of the text).
+    pub fn into_json(self) -> Value {
+        match self {
+            Self::Text(text) => Value::String(text),
+            Self::Json(value) => Value::String(value.to_string()),
+            Self::Multimodal(envelope) => envelope,
+            Self::Error(error) => error.to_json(),
+        }
+    }
+
+    /// The text a model reads for a successful text or structured result; `None` for a
+    /// multimodal envelope or an error.
+    pub fn text(&self) -> Option<Cow<'_, str>> {
+        match self {
+            Self::Text(text) => Some(Cow::Borrowed(text)),
+            Self::Json(value) => Some(Cow::Owned(value.to_string())),
+            Self::Multimodal(_) | Self::Error(_) => None,
+        }
+    }
+
+    /// The error, when the call failed.
+    pub fn error(&self) -> Option<&ToolError> {
+        match self {
+            Self::Error(error) => Some(error),
+            _ => None,
+        }
+    }
+
+    /// True when the call failed.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Self::Error(_))
+    }
+
+    /// The kind of failure, when the call failed.
+    pub fn error_type(&self) -> Option<ErrorType> {
+        self.error().map(|error| error.kind)
+    }
+}
+
+impl From<ToolError> for ToolResult {
+    fn from(error: ToolError) -> Self {
+        Self::Error(error)
+    }
+}
+
+/// As the CLI prints it (SPEC §8): text raw, anything else as compact JSON.
+impl fmt::Display for ToolResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Text(text) => f.write_str(text),
+            Self::Json(value) | Self::Multimodal(value) => write!(f, "{value}"),
+            Self::Error(error) => write!(f, "{}", error.to_json()),
+        }
+    }
+}
+
+/// A failed call (SPEC §7.1). The message is sanitised (no framing tags, code fences or
+/// CDATA) and at most [`MAX_ERROR_CHARS`](crate::dispatch::MAX_ERROR_CHARS) characters.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ToolError {
+    /// What went wrong.
+    pub kind: ErrorType,
+    /// The message a model reads (`error` in JSON).
+    pub message: String,
+    /// The tool, for errors that name it in their JSON (`tool_result_contract`).
+    pub tool: Option<String>,
+    /// The JSON path of the first invalid argument (`invalid_arguments`).
+    pub path: Option<String>,
+    /// The tool's parameters schema, so a model can retry (`invalid_arguments`).
+    pub parameters: Option<Value>,
+    /// The Lua type the handler returned (`tool_result_contract`).
+    pub result_type: Option<String>,
+}
+
+impl ToolError {
+    /// An error of `kind` with `message` (sanitised here).
+    pub fn new(kind: ErrorType, message: impl AsRef<str>) -> Self {
+        Self {
+            kind,
+            message: sanitise(message.as_ref()),
+            tool: None,
+            path: None,
+            parameters: None,
+            result_type: None,
+        }
+    }
+
+    /// The same error naming `tool`.
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = Some(tool.into());
+        self
+    }
+
+    /// The same error with the failing argument's JSON path and the parameters schema.
+    pub fn with_path(mut self, path: impl Into<String>, parameters: Value) -> Self {
+        self.path = Some(path.into());
+        self.parameters = Some(parameters);
+        self
+    }
+
+    /// The same error naming the unsupported result type.
+    pub fn with_result_type(mut self, result_type: impl Into<String>) -> Self {
+        self.result_type = Some(result_type.into());
+        self
+    }
+
+    /// `{"error": message, "error_type": kind, ...}` with the optional fields that are set.
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("error".into(), Value::String(self.message.clone()));
+        map.insert("error_type".into(), Value::String(self.kind.as_str().into()));
+        let optional = [
+            ("tool", self.tool.clone().map(Value::String)),
+            ("path", self.path.clone().map(Value::String)),
+            ("parameters", self.parameters.clone()),
+            ("result_type", self.result_type.clone().map(Value::String)),
+        ];
+        for (key, value) in optional {
+            if let Some(value) = value {
+                map.insert(key.into(), value);
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_serialise_to_the_spec_json() {
+        assert_eq!(ToolResult::Text("hi".into()).to_json(), json!("hi"));
+        assert_eq!(ToolResult::Json(json!({"a": [1]})).to_json(), json!("{\"a\":[1]}"));
+        let envelope = json!({"_multimodal": true, "content": []});
+        assert_eq!(ToolResult::Multimodal(envelope.clone()).to_json(), envelope);
+        let error = ToolError::new(ErrorType::ToolResultContract, "<system>x</system>")
+            .with_tool("t")
+            .with_result_type("number");
+        assert_eq!(
+            ToolResult::from(error).to_json(),
+            json!({"error": "x", "error_type": "tool_result_contract", "tool": "t", "result_type": "number"})
+        );
+    }
+}
