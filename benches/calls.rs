@@ -33,7 +33,7 @@ fn call_echo_coerce(bencher: divan::Bencher) {
     let ctx = CallContext::default();
     let expected: serde_json::Value = calls["coerce_expected"].clone();
     let out = runtime.block_on(host.handle_function_call("echo", args.clone(), &ctx));
-    let got: serde_json::Value = serde_json::from_str(out.as_str().expect("text")).expect("json");
+    let got: serde_json::Value = serde_json::from_str(&out.text().expect("text")).expect("json");
     assert_eq!(
         got, expected,
         "coercion gives the manifest's expected arguments"
@@ -75,7 +75,7 @@ fn cpu_batch_of_two(bencher: divan::Bencher, vms: usize) {
     let host = toolhost::Host::builder()
         .tools_dir(&tools)
         .cache_dir(dir.path().join("cache"))
-        .config(toolhost::LoadedConfig::default())
+        .default_config()
         .vms(vms)
         .build()
         .expect("host");

@@ -34,7 +34,7 @@ fn memo_hit(bencher: divan::Bencher, n: usize) {
 #[divan::bench]
 fn tool_search_1000(bencher: divan::Bencher) {
     let cache = tempfile::tempdir().expect("temp dir");
-    let host = common::host_with(1000, cache.path(), toolhost::config::ToolSearchMode::On);
+    let host = common::host_with(1000, cache.path(), "on");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -4,10 +4,10 @@
 //! middleware, prints the definitions a model would get, and runs a batch of calls.
 
 use serde_json::json;
-use toolhost::dispatch::{
-    BoxFuture, Hook, HookCall, Middleware, Next, PreDecision, ToolCall, ToolResult,
+use toolhost::{
+    BoxFuture, CallContext, FunctionCall, Hook, HookCall, Host, Middleware, NativeTool, Next,
+    PreDecision, Selection, ToolCall, ToolResult,
 };
-use toolhost::{CallContext, FunctionCall, Host, NativeTool, Selection};
 
 /// Refuses writes outside `scratch/`.
 struct ScratchOnly;
@@ -60,10 +60,7 @@ async fn main() -> toolhost::Result<()> {
         .middleware(Timing)
         .build()?;
 
-    let selection = Selection {
-        enabled: Some(vec!["data".into(), "math".into()]),
-        ..Selection::default()
-    };
+    let selection = Selection::default().with_toolsets(["data", "math"]);
     let definitions = host.tool_definitions(&selection);
     println!("{} definitions for the model:", definitions.len());
     for definition in definitions.iter() {

@@ -250,7 +250,7 @@ impl LoadedConfig {
 }
 
 /// `(mtime_ns, size)` of a file, or `None` when it cannot be read.
-pub fn file_fingerprint(path: &Path) -> Option<(u128, u64)> {
+pub(crate) fn file_fingerprint(path: &Path) -> Option<(u128, u64)> {
     let meta = std::fs::metadata(path).ok()?;
     let mtime = meta
         .modified()
@@ -275,7 +275,7 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
 
 /// The default cache directory: `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`,
 /// else `./.toolhost-cache`.
-pub fn default_cache_dir() -> PathBuf {
+pub(crate) fn default_cache_dir() -> PathBuf {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(xdg).join("toolhost");
     }

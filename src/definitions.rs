@@ -25,10 +25,11 @@ use std::time::Instant;
 pub type Definitions = Arc<[Arc<Value>]>;
 
 /// Most memoised lists.
-pub const MEMO_CAPACITY: usize = 8;
+pub(crate) const MEMO_CAPACITY: usize = 8;
 
 /// The shape of each definition.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Format {
     /// `{"type":"function","function":{...schema,"name":NAME}}`.
     #[default]
@@ -52,7 +53,14 @@ impl FromStr for Format {
 }
 
 /// Which tools a caller wants offered, and how.
+///
+/// ```
+/// use toolhost::{Format, Selection};
+/// let selection = Selection::default().with_toolsets(["file", "web"]).with_format(Format::Anthropic);
+/// assert_eq!(selection.format, Format::Anthropic);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Selection {
     /// Toolsets to enable; `None` uses the config's `enabled_toolsets`, else all.
     pub enabled: Option<Vec<String>>,
@@ -64,8 +72,42 @@ pub struct Selection {
     pub format: Format,
 }
 
+impl Selection {
+    /// Enables only these toolsets.
+    pub fn with_toolsets<I, S>(mut self, toolsets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.enabled = Some(toolsets.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Subtracts these toolsets.
+    pub fn with_disabled<I, S>(mut self, toolsets: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.disabled = toolsets.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The caller's scope overlay.
+    pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
+        self.scope = Some(scope.into());
+        self
+    }
+
+    /// The output format.
+    pub fn with_format(mut self, format: Format) -> Self {
+        self.format = format;
+        self
+    }
+}
+
 /// Runs availability probes and schema overrides, wherever their functions live.
-pub trait ProbeRunner {
+pub(crate) trait ProbeRunner {
     /// Runs a `check_fn`.
     fn check(&self, probe: &Probe<bool>) -> ProbeOutcome;
     /// Runs a `dynamic_schema_overrides` function.
@@ -117,7 +159,7 @@ impl ProbeRunner for LuaVm {
 }
 
 /// Everything a computation reads.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The registry snapshot.
     pub state: &'a RegistryState,
     /// The configuration (composites, default enabled/disabled toolsets).
@@ -136,7 +178,7 @@ pub struct Inputs<'a> {
 
 /// The tools a selection picks that are available now, sorted by name, and how long that
 /// answer stays fresh.
-pub fn selected_available(
+pub(crate) fn selected_available(
     inputs: &Inputs<'_>,
     selection: &Selection,
 ) -> (Vec<Arc<ToolEntry>>, Freshness) {
@@ -175,7 +217,7 @@ pub fn selected_available(
 /// Rendered definitions of tools without dynamic overrides, per registry generation: a
 /// tool's definition only changes when the registry does.
 #[derive(Default)]
-pub struct RenderCache {
+pub(crate) struct RenderCache {
     inner: Mutex<Rendered>,
 }
 
@@ -217,7 +259,7 @@ impl RenderCache {
 }
 
 /// Computes the definition list (no memo; rendered static definitions are reused).
-pub fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definitions, Freshness) {
+pub(crate) fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definitions, Freshness) {
     let (mut tools, freshness) = selected_available(inputs, selection);
     let plan = search_plan(inputs, selection);
     if plan.active {
@@ -353,14 +395,14 @@ struct MemoEntry {
 
 /// The definitions memo: at most [`MEMO_CAPACITY`] lists, most recently used first.
 #[derive(Default)]
-pub struct DefinitionsMemo {
+pub(crate) struct DefinitionsMemo {
     entries: Mutex<VecDeque<MemoEntry>>,
 }
 
 impl DefinitionsMemo {
     /// The list for `selection`, from the memo when every input is unchanged and the
     /// availability answers behind it are still fresh.
-    pub fn get_or_compute(&self, inputs: &Inputs<'_>, selection: &Selection) -> Definitions {
+    pub(crate) fn get_or_compute(&self, inputs: &Inputs<'_>, selection: &Selection) -> Definitions {
         let key = MemoKey {
             tool_search: search_plan(inputs, selection).active,
             scope: selection.scope.clone(),
@@ -402,15 +444,5 @@ impl DefinitionsMemo {
             entries.truncate(MEMO_CAPACITY);
         }
         list
-    }
-
-    /// Number of memoised lists.
-    pub fn len(&self) -> usize {
-        self.entries.lock().len()
-    }
-
-    /// True when nothing is memoised.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }

@@ -19,27 +19,34 @@
 //! Layering (each layer imports only those before it): `registry` ← `lua` ← `discovery`
 //! ← `toolsets` ← `search` ← `definitions` ← `dispatch` ← `host` ← CLI / `mcp`.
 
+#![deny(unreachable_pub)]
+
 mod bounded_read;
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod config;
-pub mod definitions;
-pub mod discovery;
-pub mod dispatch;
-pub mod error;
-pub mod host;
-pub mod lua;
+mod config;
+mod definitions;
+mod discovery;
+mod dispatch;
+mod error;
+mod host;
+mod lua;
 #[cfg(feature = "mcp")]
-pub mod mcp;
-pub mod native;
-pub mod registry;
-pub mod search;
-pub mod toolsets;
+mod mcp;
+mod native;
+mod registry;
+mod search;
+mod toolsets;
 
-pub use config::{Config, LoadedConfig};
 pub use definitions::{Definitions, Format, Selection};
-pub use dispatch::{ErrorType, ToolResult};
+pub use discovery::{Reason, Verdict};
+pub use dispatch::{
+    ApprovalRequest, Approver, BoxFuture, CallStatus, ErrorType, Hook, HookCall, Middleware, Next,
+    PostCall, PreDecision, ToolCall, ToolError, ToolResult,
+};
 pub use error::{Error, Result};
-pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, Watch};
+#[cfg(feature = "watch")]
+pub use host::Watch;
+pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 pub use native::NativeTool;
-pub use registry::{CallContext, ToolEntry};
+pub use registry::{CallContext, ResultLimit};

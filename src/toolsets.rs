@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// A caller's selection with the config's defaults applied, in a canonical form (sorted,
 /// deduplicated) so it can key caches: enabled toolsets (`None`: all) and disabled ones.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct EffectiveSelection {
+pub(crate) struct EffectiveSelection {
     /// Enabled toolsets, or `None` for all.
     pub enabled: Option<Vec<String>>,
     /// Disabled toolsets (the config's and the caller's).
@@ -25,7 +25,7 @@ pub struct EffectiveSelection {
 impl EffectiveSelection {
     /// The caller's `enabled` (else the config's `enabled_toolsets`) and the config's
     /// `disabled_toolsets` plus the caller's `disabled`.
-    pub fn new(
+    pub(crate) fn new(
         config: &crate::config::Config,
         enabled: Option<&[String]>,
         disabled: &[String],
@@ -42,13 +42,13 @@ impl EffectiveSelection {
     }
 
     /// True when every tool is selected (nothing enabled explicitly, nothing disabled).
-    pub fn is_everything(&self) -> bool {
+    pub(crate) fn is_everything(&self) -> bool {
         self.enabled.is_none() && self.disabled.is_empty()
     }
 }
 
 /// `names` sorted and without duplicates.
-pub fn sorted_unique(names: &[String]) -> Vec<String> {
+pub(crate) fn sorted_unique(names: &[String]) -> Vec<String> {
     let mut names = names.to_vec();
     names.sort();
     names.dedup();
@@ -56,10 +56,10 @@ pub fn sorted_unique(names: &[String]) -> Vec<String> {
 }
 
 /// Names that mean "every toolset".
-pub const ALL_NAMES: [&str; 2] = ["all", "*"];
+pub(crate) const ALL_NAMES: [&str; 2] = ["all", "*"];
 
 /// The toolsets known for one set of visible tools.
-pub struct Toolsets<'a> {
+pub(crate) struct Toolsets<'a> {
     composites: &'a BTreeMap<String, ToolsetConfig>,
     by_toolset: BTreeMap<&'a str, Vec<&'a str>>,
     every_tool: BTreeSet<&'a str>,
@@ -74,7 +74,7 @@ struct Expansion<'a> {
 
 impl<'a> Toolsets<'a> {
     /// Toolsets of `tools` plus the configured composites.
-    pub fn new(
+    pub(crate) fn new(
         tools: &'a [Arc<ToolEntry>],
         composites: &'a BTreeMap<String, ToolsetConfig>,
     ) -> Self {
@@ -93,7 +93,11 @@ impl<'a> Toolsets<'a> {
     }
 
     /// The names of the selected tools: enabled toolsets (`None`: all) minus disabled ones.
-    pub fn select(&self, enabled: Option<&[String]>, disabled: &[String]) -> BTreeSet<&'a str> {
+    pub(crate) fn select(
+        &self,
+        enabled: Option<&[String]>,
+        disabled: &[String],
+    ) -> BTreeSet<&'a str> {
         let mut selected = match enabled {
             None => self.every_tool.clone(),
             Some(names) => self.resolve(names),
@@ -106,7 +110,7 @@ impl<'a> Toolsets<'a> {
     }
 
     /// The tools a list of toolset names stands for.
-    pub fn resolve(&self, names: &[String]) -> BTreeSet<&'a str> {
+    pub(crate) fn resolve(&self, names: &[String]) -> BTreeSet<&'a str> {
         let mut expansion = Expansion::default();
         let mut visited = HashSet::new();
         for name in names {

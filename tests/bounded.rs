@@ -61,8 +61,12 @@ fn fs_grep_with_a_costly_regex_over_a_huge_line_stops_at_the_deadline() {
 fn memory_mb_zero_is_a_config_error_naming_the_key() {
     let fx = Fixture::new();
     let path = fx.write("toolhost.toml", "[runtime]\nmemory_mb = 0\n");
-    let error = toolhost::LoadedConfig::load(&path)
-        .expect_err("memory_mb = 0 is refused")
+    let error = fx
+        .builder()
+        .config_file(path)
+        .build()
+        .err()
+        .expect("memory_mb = 0 is refused")
         .to_string();
     assert!(error.contains("runtime.memory_mb"), "{error}");
 }
@@ -102,7 +106,7 @@ fn builds_without_blocking(fx: &Fixture) -> Vec<String> {
         let host = toolhost::Host::builder()
             .tools_dir(tools)
             .cache_dir(cache)
-            .config(toolhost::LoadedConfig::default())
+            .default_config()
             .build()
             .expect("host builds");
         let _ = done.send(common::names(&host, None));
@@ -146,8 +150,12 @@ fn a_fifo_as_the_config_file_is_a_clear_error() {
         .status()
         .expect("mkfifo runs");
     assert!(made.success());
-    let error = toolhost::LoadedConfig::load(&path)
-        .expect_err("a FIFO is refused")
+    let error = fx
+        .builder()
+        .config_file(path)
+        .build()
+        .err()
+        .expect("a FIFO is refused")
         .to_string();
     assert!(error.contains("not a regular file"), "{error}");
 }

@@ -17,10 +17,7 @@ fn names(list: &[Arc<Value>], format: Format) -> Vec<String> {
 }
 
 fn select(format: Format) -> Selection {
-    Selection {
-        format,
-        ..Selection::default()
-    }
+    Selection::default().with_format(format)
 }
 
 fn tools_fixture() -> Fixture {
@@ -84,11 +81,10 @@ fn selections_follow_toolsets_and_config_composites() {
         "disabled_toolsets = [\"alpha_set\"]\n[toolsets.everything]\nincludes = [\"all\"]\n[toolsets.pick]\ntools = [\"zeta\"]\nincludes = [\"pick\"]\n",
     );
     let pick = |enabled: Option<&[&str]>, disabled: &[&str]| {
-        let selection = Selection {
-            enabled: enabled.map(|e| e.iter().map(|s| s.to_string()).collect()),
-            disabled: disabled.iter().map(|s| s.to_string()).collect(),
-            ..Selection::default()
-        };
+        let mut selection = Selection::default().with_disabled(disabled.iter().copied());
+        if let Some(enabled) = enabled {
+            selection = selection.with_toolsets(enabled.iter().copied());
+        }
         names(&host.tool_definitions(&selection), Format::OpenAi)
     };
     assert_eq!(
@@ -168,11 +164,7 @@ fn unavailable_tools_are_left_out_and_overrides_merge_on_each_computation() {
         raises["error"].as_str().unwrap().contains("probe exploded"),
         "{raises}"
     );
-    let tools = host.tools(None);
-    let reason = |name: &str| {
-        let tool = tools.iter().find(|t| t.name.as_str() == name).unwrap();
-        host.availability(tool, None).reason
-    };
+    let reason = |name: &str| host.unavailable_reason(name, None);
     assert_eq!(reason("probed"), None);
     assert_eq!(reason("down").as_deref(), Some("check_fn returned false"));
     assert!(reason("raises").unwrap().contains("probe exploded"));
@@ -193,10 +185,7 @@ fn check_fn_answers_are_cached_and_invalidation_reprobes() {
             .to_string()
     };
     host.tool_definitions(&Selection::default());
-    host.tool_definitions(&Selection {
-        format: Format::Mcp,
-        ..Selection::default()
-    });
+    host.tool_definitions(&Selection::default().with_format(Format::Mcp));
     // One definitions computation per format, one call: the check_fn ran once in all.
     assert_eq!(probes(), "1");
     let before = host.tool_definitions(&Selection::default());
@@ -229,22 +218,10 @@ fn the_memo_key_covers_scope_selection_format_and_generation() {
     let host = fx.host();
     let base = host.tool_definitions(&Selection::default());
     let variants = [
-        Selection {
-            scope: Some("team".into()),
-            ..Selection::default()
-        },
-        Selection {
-            enabled: Some(vec!["beta".into()]),
-            ..Selection::default()
-        },
-        Selection {
-            disabled: vec!["beta".into()],
-            ..Selection::default()
-        },
-        Selection {
-            format: Format::Anthropic,
-            ..Selection::default()
-        },
+        Selection::default().with_scope("team"),
+        Selection::default().with_toolsets(["beta"]),
+        Selection::default().with_disabled(["beta"]),
+        Selection::default().with_format(Format::Anthropic),
     ];
     for selection in &variants {
         let list = host.tool_definitions(selection);
@@ -255,14 +232,8 @@ fn the_memo_key_covers_scope_selection_format_and_generation() {
         );
     }
     // Enabled lists are compared as sets.
-    let ab = Selection {
-        enabled: Some(vec!["beta".into(), "alpha_set".into()]),
-        ..Selection::default()
-    };
-    let ba = Selection {
-        enabled: Some(vec!["alpha_set".into(), "beta".into(), "beta".into()]),
-        ..Selection::default()
-    };
+    let ab = Selection::default().with_toolsets(["beta", "alpha_set"]);
+    let ba = Selection::default().with_toolsets(["alpha_set", "beta", "beta"]);
     assert!(Arc::ptr_eq(
         &host.tool_definitions(&ab),
         &host.tool_definitions(&ba)

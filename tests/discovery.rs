@@ -5,7 +5,7 @@ mod common;
 
 use common::{Fixture, simple_tool, verdict};
 use std::collections::BTreeMap;
-use toolhost::discovery::Reason;
+use toolhost::Reason;
 
 #[test]
 fn candidates_are_top_level_files_and_package_tools_only() {

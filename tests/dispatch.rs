@@ -6,11 +6,10 @@ use common::{Fixture, call, call_in};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::sync::Arc;
-use toolhost::dispatch::{
-    ApprovalRequest, Approver, BoxFuture, Hook, HookCall, Middleware, Next, PostCall, PreDecision,
-    ToolCall, ToolResult,
+use toolhost::{
+    ApprovalRequest, Approver, BoxFuture, CallContext, Hook, HookCall, Host, HostBuilder,
+    Middleware, Next, PostCall, PreDecision, ToolCall, ToolResult,
 };
-use toolhost::{CallContext, Host, HostBuilder, LoadedConfig};
 
 /// `counted` counts handler runs; `count` reads the counter; `echo` returns its args.
 const TOOLS: &str = r#"
@@ -105,17 +104,11 @@ fn agent_loop_tools_are_refused_registered_or_not() {
 fn calls_outside_the_callers_selection_are_unavailable() {
     let fx = fixture();
     let host = fx.host();
-    let only_debug = CallContext {
-        toolsets: Some(vec!["debug".into()]),
-        ..CallContext::default()
-    };
+    let only_debug = CallContext::default().with_toolsets(["debug"]);
     assert_eq!(call_in(&host, "echo", json!({}), &only_debug), json!("{}"));
     let out = call_in(&host, "count", json!({}), &only_debug);
     assert_eq!(out["error_type"], "unavailable");
-    let no_debug = CallContext {
-        disabled_toolsets: vec!["debug".into()],
-        ..CallContext::default()
-    };
+    let no_debug = CallContext::default().with_disabled_toolsets(["debug"]);
     assert_eq!(
         call_in(&host, "echo", json!({}), &no_debug)["error_type"],
         "unavailable"
@@ -166,7 +159,7 @@ end)
 /// (tool, hook message) per approval request.
 type Approvals = Arc<Mutex<Vec<(String, Option<String>)>>>;
 /// (tool, status, error_type, duration_ms) per post_tool_call.
-type Posts = Arc<Mutex<Vec<(String, String, Option<String>, f64)>>>;
+type Posts = Arc<Mutex<Vec<(String, String, Option<String>, u64)>>>;
 
 #[derive(Clone, Default)]
 struct Recorder {
@@ -200,7 +193,7 @@ impl Hook for Recorder {
         self.posts.lock().push((
             call.call.tool_name.to_string(),
             call.status.as_str().to_string(),
-            call.error_type.map(str::to_string),
+            call.error_type.map(|kind| kind.as_str().to_string()),
             call.duration_ms,
         ));
     }
@@ -210,7 +203,7 @@ fn hooked_host(fx: &Fixture, recorder: &Recorder, toml: &str) -> Host {
     fx.tool("hooks.lua", HOOKS);
     let path = fx.write("toolhost.toml", toml);
     builder(fx)
-        .config(LoadedConfig::load(&path).unwrap())
+        .config_file(&path)
         .approver(recorder.clone())
         .middleware(recorder.clone())
         .hook(recorder.clone())
@@ -329,7 +322,7 @@ fn approval_comes_from_the_tool_the_config_or_a_hook() {
             .all(|p| p.1 == "error" && p.2.as_deref() == Some("approval_denied"))
     );
     assert_eq!(posts[3].1, "ok");
-    assert!(posts.iter().all(|p| p.3 >= 0.0));
+    assert!(posts.iter().all(|p| p.3 < 60_000), "{posts:?}");
 }
 
 #[test]
@@ -350,9 +343,10 @@ impl Middleware for Rewrite {
         Box::pin(async move {
             call.args["added_by"] = json!("middleware");
             let result = next.run(call).await;
-            match result {
-                Value::String(text) => Value::String(format!("wrapped({text})")),
-                other => other,
+            // Text and structured results alike: wrap what the model would read.
+            match result.text().map(|text| format!("wrapped({text})")) {
+                Some(wrapped) => ToolResult::Text(wrapped),
+                None => result,
             }
         })
     }
@@ -363,7 +357,7 @@ impl Middleware for ShortCircuit {
     fn handle<'a>(&'a self, call: ToolCall, next: Next<'a>) -> BoxFuture<'a, ToolResult> {
         Box::pin(async move {
             if call.name == "counted" {
-                return json!("answered by middleware");
+                return ToolResult::Text("answered by middleware".into());
             }
             next.run(call).await
         })

@@ -5,7 +5,7 @@ mod common;
 use common::{Fixture, call, error_of, names, simple_tool};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use toolhost::discovery::Reason;
+use toolhost::Reason;
 
 #[test]
 fn nul_bytes_and_binary_files_are_verdicts() {

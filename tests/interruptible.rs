@@ -98,7 +98,7 @@ fn at_a_files_top_level_each_construct_fails_that_file_only() {
     let started = Instant::now();
     let host = fx
         .builder()
-        .config(probe_config(&fx, 300))
+        .config_file(probe_config(&fx, 300))
         .build()
         .expect("host builds");
     assert!(
@@ -113,12 +113,12 @@ fn at_a_files_top_level_each_construct_fails_that_file_only() {
     }
 }
 
-fn probe_config(fx: &Fixture, probe_ms: u64) -> toolhost::LoadedConfig {
-    let path = fx.write(
+/// Writes a `toolhost.toml` with this probe deadline and returns its path.
+fn probe_config(fx: &Fixture, probe_ms: u64) -> std::path::PathBuf {
+    fx.write(
         "toolhost.toml",
         format!("[runtime]\nprobe_timeout_ms = {probe_ms}\n"),
-    );
-    toolhost::LoadedConfig::load(&path).expect("config")
+    )
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn in_a_check_fn_each_construct_makes_the_tool_unavailable() {
     fx.tool("checks.lua", &file);
     let host = fx
         .builder()
-        .config(probe_config(&fx, 300))
+        .config_file(probe_config(&fx, 300))
         .build()
         .expect("host builds");
     for (name, _) in CONSTRUCTS {
@@ -156,7 +156,7 @@ fn in_a_pre_tool_call_hook_each_construct_blocks_the_call() {
         );
         let host = fx
             .builder()
-            .config(probe_config(&fx, 300))
+            .config_file(probe_config(&fx, 300))
             .build()
             .expect("host builds");
         let started = Instant::now();

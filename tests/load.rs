@@ -49,9 +49,9 @@ fn round(host: &Host, runtime: &tokio::runtime::Runtime, per_task: usize, offset
                                 &CallContext::default(),
                             )
                             .await;
-                        let text = out
-                            .as_str()
-                            .unwrap_or_else(|| panic!("call {id} failed: {out}"));
+                        let toolhost::ToolResult::Text(text) = &out else {
+                            panic!("call {id} failed: {out}")
+                        };
                         // Each call returns its own id from the tool it asked, whatever version.
                         assert!(
                             text.ends_with(&format!(":{tool}:{id}")),

@@ -43,12 +43,12 @@ registry.register("positional", "misc",
     assert_eq!(full.description, "registry text");
     assert_eq!(full.emoji, "📄");
     assert_eq!(full.requires_env, ["HOME"]);
-    assert!(full.is_async && full.parallel_safe && full.requires_approval);
-    assert!(full.check_fn.is_some() && full.dynamic_schema_overrides.is_some());
+    assert!(full.parallel_safe && full.requires_approval);
+    assert!(full.has_check_fn && full.has_dynamic_schema);
     assert_eq!(full.timeout_ms, Some(1500));
     assert_eq!(
         full.max_result_size_chars,
-        Some(toolhost::registry::ResultLimit::Unlimited)
+        Some(toolhost::ResultLimit::Unlimited)
     );
     assert_eq!(full.line, Some(2));
     assert_eq!(full.schema["parameters"]["required"], json!(["path"]));
@@ -59,7 +59,7 @@ registry.register("positional", "misc",
     );
     assert_eq!(
         positional.max_result_size_chars,
-        Some(toolhost::registry::ResultLimit::Chars(10))
+        Some(toolhost::ResultLimit::Chars(10))
     );
     assert_eq!(call(&host, "positional", json!({})), json!("pos"));
 }
@@ -229,17 +229,23 @@ fn loading_is_atomic_per_file() {
 }
 
 #[test]
-fn hooks_are_recorded() {
+fn hooks_are_registered_and_run_in_order() {
     let fx = Fixture::new();
     fx.tool(
         "hooks.lua",
-        "registry.hook('pre_tool_call', function(call) end)\nregistry.hook('post_tool_call', function(call) end)",
+        r#"local seen = {}
+registry.hook('pre_tool_call', function(call) seen[#seen + 1] = 'pre:' .. call.tool_name end)
+registry.hook('post_tool_call', function(call) seen[#seen + 1] = 'post:' .. call.tool_name end)
+registry.register{ name = "seen", toolset = "t", schema = { parameters = { type = "object" } },
+  handler = function() return table.concat(seen, ",") end }"#,
     );
-    let host = fx.host();
-    let snapshot = host.registry().snapshot();
-    let events: Vec<_> = snapshot.hooks().iter().map(|h| (h.event, h.line)).collect();
-    use toolhost::registry::HookEvent::*;
-    assert_eq!(events, [(PreToolCall, 1), (PostToolCall, 2)]);
+    // One VM: the hooks' `seen` list lives in it.
+    let host = fx.builder().vms(1).build().expect("host builds");
+    assert_eq!(call(&host, "seen", json!({})), json!("pre:seen"));
+    assert_eq!(
+        call(&host, "seen", json!({})),
+        json!("pre:seen,post:seen,pre:seen")
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Fixture, call, call_in, error_of, names, simple_tool};
 use serde_json::json;
-use toolhost::{CallContext, Host, LoadedConfig, NativeTool};
+use toolhost::{CallContext, Host, NativeTool};
 
 fn with_override(name: &str, toolset: &str, result: &str) -> String {
     simple_tool(name, toolset, result)
@@ -107,10 +107,7 @@ fn scopes_overlay_global_tools_only_for_their_callers() {
             .replace("registry.register{", "registry.register{ scope = 'other',"),
     );
     let host = fx.host();
-    let team = CallContext {
-        scope: Some("team".into()),
-        ..CallContext::default()
-    };
+    let team = CallContext::default().with_scope("team");
     assert_eq!(call(&host, "greet", json!({})), json!("global"));
     assert_eq!(call_in(&host, "greet", json!({}), &team), json!("scoped"));
     assert_eq!(
@@ -175,7 +172,7 @@ fn native_tools_are_called_and_collide_like_lua_tools() {
     let host = Host::builder()
         .tools_dir(fx.tools())
         .cache_dir(fx.cache())
-        .config(LoadedConfig::default())
+        .default_config()
         .native_tool(echo_native("rust_echo", "native"))
         .build()
         .unwrap();
@@ -189,7 +186,7 @@ fn native_tools_are_called_and_collide_like_lua_tools() {
     assert_eq!(host.tools(None)[0].source.to_string(), "native");
 
     let bad = Host::builder()
-        .config(LoadedConfig::default())
+        .default_config()
         .cache_dir(fx.cache())
         .tools_dir(fx.tools())
         .native_tool(NativeTool::new(

@@ -6,7 +6,7 @@ mod common;
 use common::{Fixture, call, names, simple_tool};
 use serde_json::json;
 use std::time::Duration;
-use toolhost::{CallContext, FunctionCall, Host, Selection};
+use toolhost::{CallContext, FunctionCall, Host, Selection, ToolResult};
 
 fn definitions(host: &Host) -> Vec<String> {
     host.tool_definitions(&Selection::default())
@@ -102,10 +102,13 @@ fn calls_in_flight_finish_on_the_version_they_started_on() {
     assert_eq!(event.changed, ["version"]);
     let results = runtime.block_on(in_flight).unwrap();
     assert_eq!(results.len(), 50);
-    assert!(results.iter().all(|r| *r == json!("v1")), "{results:?}");
+    assert!(
+        results.iter().all(|r| *r == ToolResult::Text("v1".into())),
+        "{results:?}"
+    );
     let after =
         runtime.block_on(host.handle_function_call("version", json!({}), &CallContext::default()));
-    assert_eq!(after, json!("v2"));
+    assert_eq!(after, ToolResult::Text("v2".into()));
 }
 
 #[test]

@@ -165,8 +165,9 @@ fn parallel_safe_calls_overlap_on_two_vms_and_others_run_alone() {
         FunctionCall::new("missing", json!({})),
         FunctionCall::new("busy_a", json!({})),
     ];
-    let results =
-        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default()));
+    let results = common::json_all(
+        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default())),
+    );
     assert_eq!(results.len(), 5);
     assert_eq!(
         results[3]["error_type"], "unknown_tool",
@@ -206,8 +207,9 @@ fn one_vm_runs_the_same_batch_one_at_a_time() {
         FunctionCall::new("busy_a", json!({})),
         FunctionCall::new("busy_b", json!({})),
     ];
-    let results =
-        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default()));
+    let results = common::json_all(
+        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default())),
+    );
     assert!(!overlaps(interval(&results[0]), interval(&results[1])));
 }
 
@@ -227,8 +229,9 @@ fn calls_interleave_on_one_vm_while_they_await() {
     let batch = (0..4)
         .map(|_| FunctionCall::new("nap", json!({})))
         .collect();
-    let results =
-        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default()));
+    let results = common::json_all(
+        runtime.block_on(host.handle_function_calls(batch, &toolhost::CallContext::default())),
+    );
     let spans: Vec<(i64, i64)> = results.iter().map(interval).collect();
     assert!(
         spans.windows(2).all(|w| overlaps(w[0], w[1])),
@@ -251,12 +254,18 @@ fn deadlines_and_sleep_work_without_the_runtimes_timers() {
         .build()
         .unwrap();
     let ctx = toolhost::CallContext::default();
-    let spin = runtime.block_on(host.handle_function_call("spin", json!({}), &ctx));
+    let spin = runtime
+        .block_on(host.handle_function_call("spin", json!({}), &ctx))
+        .into_json();
     assert_eq!(spin["error_type"], "timeout");
-    let nap = runtime.block_on(host.handle_function_call("nap", json!({}), &ctx));
+    let nap = runtime
+        .block_on(host.handle_function_call("nap", json!({}), &ctx))
+        .into_json();
     assert_eq!(nap, json!("rested"));
     let started = Instant::now();
-    let parked = runtime.block_on(host.handle_function_call("parked", json!({}), &ctx));
+    let parked = runtime
+        .block_on(host.handle_function_call("parked", json!({}), &ctx))
+        .into_json();
     assert_eq!(parked["error_type"], "timeout");
     assert!(started.elapsed() < Duration::from_secs(5));
 }

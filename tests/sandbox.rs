@@ -294,10 +294,9 @@ fn unknown_capabilities_are_config_errors() {
         "toolhost.toml",
         "[plugins.p]\ndir = \"plugin\"\ncapabilities = [\"net\"]\n",
     );
-    let config = toolhost::LoadedConfig::load(&path).unwrap();
     let error = fx
         .builder()
-        .config(config)
+        .config_file(path)
         .build()
         .err()
         .unwrap()
@@ -386,27 +385,33 @@ registry.register{ name = "bad", toolset = "s", schema = { parameters = { type =
     runtime.block_on(async {
         assert_eq!(
             host.handle_function_call("put", json!({"key": "k", "value": {"n": [1, 2]}}), &ctx)
-                .await,
+                .await
+                .into_json(),
             json!("ok")
         );
         // Whichever VM serves these, they see the same value.
         for _ in 0..4 {
             let calls = vec![toolhost::FunctionCall::new("get", json!({"key": "k"})); 2];
             for out in host.handle_function_calls(calls, &ctx).await {
-                assert_eq!(out, json!(r#"{"value":{"n":[1,2]}}"#));
+                assert_eq!(out.into_json(), json!(r#"{"value":{"n":[1,2]}}"#));
             }
         }
         assert_eq!(
             host.handle_function_call("drop", json!({"key": "k"}), &ctx)
-                .await,
+                .await
+                .into_json(),
             json!("true")
         );
         assert_eq!(
             host.handle_function_call("get", json!({"key": "k"}), &ctx)
-                .await,
+                .await
+                .into_json(),
             json!("{}")
         );
-        let bad = host.handle_function_call("bad", json!({}), &ctx).await;
+        let bad = host
+            .handle_function_call("bad", json!({}), &ctx)
+            .await
+            .into_json();
         assert!(
             bad["error"]
                 .as_str()
@@ -462,10 +467,7 @@ return ctx.tool_name .. "," .. tostring(ctx.session_id) .. "," .. tostring(ok)"#
         ),
     );
     let host = fx.host();
-    let session = toolhost::CallContext {
-        session_id: Some("s-1".into()),
-        ..Default::default()
-    };
+    let session = toolhost::CallContext::default().with_session_id("s-1");
     assert_eq!(
         common::call_in(&host, "ctxprobe", json!({}), &session),
         json!("ctxprobe,s-1,false")

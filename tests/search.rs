@@ -84,10 +84,7 @@ fn many_tools_are_deferred_behind_three_bridge_tools_appended_last() {
         description.contains("files (2), invoices (15), tickets (15), users (15)"),
         "{description}"
     );
-    let anthropic = host.tool_definitions(&Selection {
-        format: Format::Anthropic,
-        ..Selection::default()
-    });
+    let anthropic = host.tool_definitions(&Selection::default().with_format(Format::Anthropic));
     assert_eq!(anthropic[4]["name"], "tool_call");
 
     let fx = fixture();
@@ -291,10 +288,7 @@ fn every_bridge_misuse_says_what_to_do_instead() {
 fn search_is_confined_to_the_callers_selection() {
     let fx = fixture();
     let host = fx.host_with("[tool_search]\nenabled = \"on\"\n");
-    let only_users = CallContext {
-        toolsets: Some(vec!["users".into()]),
-        ..CallContext::default()
-    };
+    let only_users = CallContext::default().with_toolsets(["users"]);
     let out = answer(&call_in(
         &host,
         "tool_search",

@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use toolhost::config::ToolSearchMode;
-use toolhost::{Host, LoadedConfig};
+use toolhost::Host;
 
 /// The crate root.
 pub fn root() -> PathBuf {
@@ -38,19 +37,29 @@ pub fn workload(n: usize) -> PathBuf {
 /// A host over workload `n` with its cache in `cache`. Tool search is off, so definitions
 /// list every tool, as the reference registry's do.
 pub fn host(n: usize, cache: &Path) -> Host {
-    host_with(n, cache, ToolSearchMode::Off)
+    host_with(n, cache, "off")
 }
 
-/// A host over workload `n` with tool search in `mode`, on one VM (what a one-shot
-/// process or a single agent loop uses; the pool's scaling is measured separately).
-pub fn host_with(n: usize, cache: &Path, mode: ToolSearchMode) -> Host {
+/// A host over workload `n` with `[tool_search] enabled = mode` ("on", "off", "auto"), on
+/// one VM (what a one-shot process or a single agent loop uses; the pool's scaling is
+/// measured separately). The workload's config, so changed, is written beside the cache.
+pub fn host_with(n: usize, cache: &Path, mode: &str) -> Host {
     let dir = workload(n);
-    let mut config = LoadedConfig::load(&dir.join("toolhost.toml")).expect("workload config");
-    config.config.tool_search.enabled = Some(mode);
+    let text = std::fs::read_to_string(dir.join("toolhost.toml")).expect("workload config");
+    let mut config: toml::Table = text.parse().expect("workload config is TOML");
+    let search = config
+        .entry("tool_search")
+        .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+    if let toml::Value::Table(search) = search {
+        search.insert("enabled".into(), toml::Value::String(mode.into()));
+    }
+    std::fs::create_dir_all(cache).expect("cache dir");
+    let path = cache.join(format!("toolhost-{n}-{mode}.toml"));
+    std::fs::write(&path, config.to_string()).expect("bench config written");
     Host::builder()
         .tools_dir(dir.join("tools-lua"))
         .cache_dir(cache)
-        .config(config)
+        .config_file(path)
         .vms(1)
         .build()
         .expect("workload host builds")

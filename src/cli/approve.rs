@@ -1,11 +1,11 @@
 //! The CLI's approver: asks y/N on the terminal when there is one, otherwise answers with
 //! the config's `[approval] default`.
 
-use std::io::{BufRead, IsTerminal, Write};
 use crate::dispatch::{ApprovalRequest, Approver, PolicyApprover};
+use std::io::{BufRead, IsTerminal, Write};
 
 /// Prompts on a TTY; falls back to the configured policy.
-pub struct TerminalApprover {
+pub(super) struct TerminalApprover {
     /// The answer without a terminal.
     pub fallback: PolicyApprover,
 }

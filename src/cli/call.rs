@@ -1,14 +1,14 @@
 //! `toolhost call NAME [ARGS|-]`.
 
 use super::Cli;
+use crate::CallContext;
 use serde_json::Value;
 use std::io::Read;
 use std::process::ExitCode;
-use crate::CallContext;
 
 /// Calls the tool and prints the result: text raw, objects as compact JSON. Exit 1 when
 /// the result is an error object.
-pub fn run(cli: &Cli, name: &str, args: Option<&str>) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli, name: &str, args: Option<&str>) -> Result<ExitCode, String> {
     let text = match args {
         None => "{}".to_string(),
         Some("-") => {

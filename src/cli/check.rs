@@ -1,12 +1,12 @@
 //! `toolhost check [FILES]`: every problem is printed; exit 1 if there is any.
 
+use crate::Host;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use crate::Host;
 
 /// Reports parse, load and registration problems. An explicitly named file that does not
 /// register is a problem too (it would never be loaded).
-pub fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
+pub(super) fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
     let verdicts = host.discovery();
     let mut problems = Vec::new();
     let mut tools = 0usize;

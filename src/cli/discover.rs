@@ -1,12 +1,12 @@
 //! `toolhost discover [--json]`.
 
-use serde_json::{Value, json};
-use std::process::ExitCode;
 use crate::Host;
 use crate::discovery::Verdict;
+use serde_json::{Value, json};
+use std::process::ExitCode;
 
 /// The JSON object of SPEC §12 for one verdict.
-pub fn verdict_json(verdict: &Verdict) -> Value {
+pub(super) fn verdict_json(verdict: &Verdict) -> Value {
     json!({
         "path": verdict.path.display().to_string(),
         "registers": verdict.registers,
@@ -19,7 +19,7 @@ pub fn verdict_json(verdict: &Verdict) -> Value {
 
 /// Prints every candidate's verdict, sorted by path. Load errors do not change the exit
 /// code.
-pub fn run(host: &Host, as_json: bool) -> ExitCode {
+pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let verdicts = host.discovery();
     if as_json {
         let rows: Vec<Value> = verdicts.iter().map(verdict_json).collect();

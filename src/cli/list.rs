@@ -1,24 +1,24 @@
 //! `toolhost list [--json]`.
 
 use super::Cli;
+use crate::Host;
 use serde_json::{Value, json};
 use std::process::ExitCode;
-use crate::Host;
 
 /// Prints the tools visible to `--scope`, sorted by name.
-pub fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
+pub(super) fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
     let tools = host.tools(cli.scope.as_deref());
     let rows: Vec<Value> = tools
         .iter()
         .map(|tool| {
-            let reason = host.availability(tool, cli.scope.as_deref()).reason;
+            let reason = host.unavailable_reason(&tool.name, cli.scope.as_deref());
             json!({
-                "name": tool.name.as_str(),
-                "toolset": tool.toolset.as_str(),
+                "name": tool.name,
+                "toolset": tool.toolset,
                 "emoji": tool.emoji,
                 "available": reason.is_none(),
                 "unavailable_reason": reason,
-                "source": tool.source.to_string(),
+                "source": tool.source,
                 "file": tool.file.as_ref().map(|f| f.display().to_string()),
             })
         })
@@ -53,7 +53,7 @@ pub fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
 }
 
 /// Prints left-aligned columns separated by two spaces.
-pub fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+pub(super) fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
     let mut widths = header.map(|h| h.chars().count());
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {

@@ -20,11 +20,11 @@ mod serve;
 mod stubs;
 mod watch;
 
+use crate::{Format, Host, HostBuilder};
 use clap::{ArgAction, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use crate::{Format, Host, HostBuilder};
 
 /// A host for LLM-agent tools written in Lua.
 #[derive(Debug, Parser)]

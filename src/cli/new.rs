@@ -1,8 +1,8 @@
 //! `toolhost new NAME [--toolset T]`: a commented tool file that passes `check` and runs.
 
 use super::Cli;
-use std::process::ExitCode;
 use crate::registry::ToolName;
+use std::process::ExitCode;
 
 /// The template; NAME and TOOLSET are replaced.
 const TEMPLATE: &str = r#"-- NAME: describe what the tool does, for the model.
@@ -34,7 +34,7 @@ registry.register{
 "#;
 
 /// Writes `<first tool dir>/NAME.lua`; refuses to overwrite.
-pub fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, String> {
     ToolName::new(name).map_err(|e| format!("NAME {e}"))?;
     ToolName::new(toolset).map_err(|e| format!("--toolset {e}"))?;
     let dir = cli

@@ -1,11 +1,11 @@
 //! `toolhost schema [--toolsets a,b] [--disable c] [--format openai|anthropic|mcp]`.
 
 use super::Cli;
-use std::process::ExitCode;
 use crate::{Format, Host, Selection};
+use std::process::ExitCode;
 
 /// Prints the definitions of the selected, available tools as one JSON array.
-pub fn run(
+pub(super) fn run(
     host: &Host,
     cli: &Cli,
     toolsets: Option<&[String]>,

@@ -1,13 +1,13 @@
 //! `toolhost serve [--toolsets a,b] [--disable c] [--watch]`: the MCP server on stdio.
 
 use super::Cli;
-use std::process::ExitCode;
-use std::time::Duration;
 use crate::Selection;
 use crate::mcp::{McpServer, guard};
+use std::process::ExitCode;
+use std::time::Duration;
 
 /// Serves until the client closes stdin.
-pub fn run(
+pub(super) fn run(
     cli: &Cli,
     toolsets: Option<&[String]>,
     disable: &[String],

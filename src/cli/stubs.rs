@@ -5,7 +5,7 @@ use super::Cli;
 use std::process::ExitCode;
 
 /// Writes the stubs file and prints its path.
-pub fn run(cli: &Cli) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli) -> Result<ExitCode, String> {
     let dir = cli
         .tools_dir
         .first()

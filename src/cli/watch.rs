@@ -4,7 +4,7 @@ use super::Cli;
 use std::process::ExitCode;
 
 /// Watches until interrupted; errors of each reload follow its line, indented.
-pub fn run(cli: &Cli) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli) -> Result<ExitCode, String> {
     let host = super::build(cli, None, None)?;
     let mut watch = host.watch().map_err(|e| e.to_string())?;
     let dirs: Vec<String> = host

@@ -12,29 +12,29 @@ use std::time::UNIX_EPOCH;
 const MAX_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// `(mtime_ns, size)`: a verdict is reused only when both match.
-pub type Stamp = (u64, u64);
+pub(super) type Stamp = (u64, u64);
 
 /// The cached verdicts, by absolute path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct VerdictCache {
+pub(crate) struct VerdictCache {
     entries: BTreeMap<String, (Stamp, bool)>,
 }
 
 /// The stamp in already read metadata.
-pub fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
+pub(super) fn stamp_of(meta: &std::fs::Metadata) -> Option<Stamp> {
     let mtime = meta.modified().ok()?.duration_since(UNIX_EPOCH).ok()?;
     Some((u64::try_from(mtime.as_nanos()).ok()?, meta.len()))
 }
 
 impl VerdictCache {
     /// The cache file inside `cache_dir`.
-    pub fn file(cache_dir: &Path) -> PathBuf {
+    pub(crate) fn file(cache_dir: &Path) -> PathBuf {
         cache_dir.join("discovery.json")
     }
 
     /// Reads the cache; anything unusable (not a regular file, over 64 MiB, not the
     /// expected JSON) gives an empty cache.
-    pub fn read(cache_dir: &Path) -> Self {
+    pub(crate) fn read(cache_dir: &Path) -> Self {
         let path = Self::file(cache_dir);
         let Ok(bytes) = crate::bounded_read::read_regular(&path, MAX_CACHE_BYTES) else {
             return Self::default();
@@ -67,7 +67,7 @@ impl VerdictCache {
     }
 
     /// The cached verdict for `path` if its stamp matches.
-    pub fn get(&self, path: &str, stamp: Stamp) -> Option<bool> {
+    pub(crate) fn get(&self, path: &str, stamp: Stamp) -> Option<bool> {
         match self.entries.get(path) {
             Some((cached, registers)) if *cached == stamp => Some(*registers),
             _ => None,
@@ -75,12 +75,12 @@ impl VerdictCache {
     }
 
     /// Records a verdict.
-    pub fn insert(&mut self, path: String, stamp: Stamp, registers: bool) {
+    pub(crate) fn insert(&mut self, path: String, stamp: Stamp, registers: bool) {
         self.entries.insert(path, (stamp, registers));
     }
 
     /// Writes the cache when it differs from `previous`; failures are logged, never fatal.
-    pub fn write_if_changed(&self, previous: &Self, cache_dir: &Path) {
+    pub(crate) fn write_if_changed(&self, previous: &Self, cache_dir: &Path) {
         if self == previous {
             return;
         }

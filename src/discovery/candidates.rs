@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
 
 /// Largest file discovery reads.
-pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// One candidate file.
 #[derive(Debug, Clone)]
-pub struct Candidate {
+pub(super) struct Candidate {
     /// Index of the tool directory it came from.
     pub dir_index: usize,
     /// The path as found (tool dir as configured + relative path): shown in messages.
@@ -26,7 +26,7 @@ pub struct Candidate {
 
 impl Candidate {
     /// A candidate at `shown` whose resolved path is `absolute`; reads its metadata once.
-    pub fn new(
+    pub(super) fn new(
         dir_index: usize,
         shown: PathBuf,
         absolute: PathBuf,
@@ -52,7 +52,7 @@ fn hidden(name: &std::ffi::OsStr) -> bool {
 
 /// Lists the candidates of one tool directory, sorted by path. A missing directory has
 /// none (the caller warns).
-pub fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
+pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     // Resolve the directory once; only symlinked entries and package files (whose folder
     // may be a link) need resolving on their own.
     let canonical_dir = dir.canonicalize().unwrap_or_else(|_| absolutize(dir));
@@ -110,7 +110,7 @@ fn skip_reason(meta: &std::fs::Metadata) -> Option<String> {
 }
 
 /// `path` made absolute against the working directory without touching the filesystem.
-pub fn absolutize(path: &Path) -> PathBuf {
+pub(crate) fn absolutize(path: &Path) -> PathBuf {
     if path.is_absolute() {
         path.to_path_buf()
     } else {

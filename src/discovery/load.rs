@@ -30,10 +30,10 @@ struct Staged {
 type Compiled = Result<Arc<jsonschema::Validator>, String>;
 
 /// The source each file loaded from (the current one, or its last good version).
-pub type Sources = HashMap<PathBuf, Arc<[u8]>>;
+pub(crate) type Sources = HashMap<PathBuf, Arc<[u8]>>;
 
 /// Suffix of the error of a file whose previous version still serves.
-pub const KEPT_LAST_GOOD: &str = " (still serving the last good version)";
+pub(crate) const KEPT_LAST_GOOD: &str = " (still serving the last good version)";
 
 /// One file after its Lua ran (phase 1).
 struct Ran {
@@ -47,7 +47,7 @@ struct Ran {
 /// Loads every registering verdict, in order, recording each file's tools or error in its
 /// verdict. A file whose current version fails and that has a different `last_good`
 /// source loads that instead (its error still reported). Returns the sources that loaded.
-pub fn load_all(
+pub(crate) fn load_all(
     verdicts: &mut [Verdict],
     dirs: &[ToolDir],
     vm: &mut LuaVm,
@@ -222,7 +222,7 @@ fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>]) -> Vec<SearchDir> 
 
 /// What a replica VM made of one file: the tool names it registered, or nothing when the
 /// file failed there.
-pub struct ReplicaFile {
+pub(crate) struct ReplicaFile {
     file_index: u32,
     names: Option<Vec<String>>,
     env_grants: Vec<String>,
@@ -230,7 +230,7 @@ pub struct ReplicaFile {
 
 /// Runs the registering files on a replica VM of a pool (on its own thread, while the first
 /// VM loads). Each file's functions get the same ids as on the first VM.
-pub fn load_replica(
+pub(crate) fn load_replica(
     verdicts: &[Verdict],
     dirs: &[ToolDir],
     vm: &mut LuaVm,
@@ -265,7 +265,7 @@ pub fn load_replica(
 /// Keeps on a replica only the files that registered exactly what the first VM accepted
 /// (non-deterministic top-level code can differ); the others' tools run on the VMs that
 /// agree.
-pub fn reconcile_replica(primary: &[Verdict], files: Vec<ReplicaFile>, vm: &mut LuaVm) {
+pub(crate) fn reconcile_replica(primary: &[Verdict], files: Vec<ReplicaFile>, vm: &mut LuaVm) {
     for file in files {
         let Some(verdict) = primary.get(file.file_index as usize) else {
             continue;

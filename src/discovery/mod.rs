@@ -4,13 +4,17 @@
 
 mod cache;
 mod candidates;
+#[cfg(test)]
+mod fuzz_tests;
 mod load;
 mod prefilter;
 mod toplevel;
 
-pub use cache::VerdictCache;
-pub use candidates::{MAX_FILE_BYTES, absolutize};
-pub use load::{KEPT_LAST_GOOD, ReplicaFile, Sources, load_all, load_replica, reconcile_replica};
+pub(crate) use cache::VerdictCache;
+pub(crate) use candidates::{MAX_FILE_BYTES, absolutize};
+pub(crate) use load::{
+    KEPT_LAST_GOOD, ReplicaFile, Sources, load_all, load_replica, reconcile_replica,
+};
 
 use crate::lua::depth;
 use crate::registry::Source;
@@ -85,7 +89,7 @@ pub struct Verdict {
 
 /// Judges every candidate in `dirs` (in load order), using and refreshing the verdict
 /// cache in `cache_dir` when given.
-pub fn discover(dirs: &[ToolDir], cache_dir: Option<&Path>) -> Vec<Verdict> {
+pub(crate) fn discover(dirs: &[ToolDir], cache_dir: Option<&Path>) -> Vec<Verdict> {
     let mut found = Vec::new();
     for (index, dir) in dirs.iter().enumerate() {
         if !dir.path.is_dir() {
@@ -99,7 +103,7 @@ pub fn discover(dirs: &[ToolDir], cache_dir: Option<&Path>) -> Vec<Verdict> {
 
 /// Judges explicitly named files (for `check FILES`); each is attributed to the tool
 /// directory that contains it, else to `fallback_dir`.
-pub fn discover_files(
+pub(crate) fn discover_files(
     files: &[PathBuf],
     dirs: &[ToolDir],
     fallback_dir: usize,
@@ -248,8 +252,9 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
 
 /// The verdict discovery gives `bytes` (prefilter, UTF-8, the nesting guard, then the
 /// `full_moon` rule on a large-stack thread), without touching the filesystem; `shown`
-/// names the file in messages. For fuzzing and tools.
-pub fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
+/// names the file in messages. For fuzzing.
+#[cfg(test)]
+pub(crate) fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
     if !prefilter::may_register(bytes) {
         return (Reason::Prefilter, None);
     }

@@ -4,7 +4,7 @@
 use memchr::memmem;
 
 /// True when the bytes may contain a registration.
-pub fn may_register(bytes: &[u8]) -> bool {
+pub(super) fn may_register(bytes: &[u8]) -> bool {
     memmem::find(bytes, b"registry").is_some()
         && (memmem::find(bytes, b"register").is_some() || memmem::find(bytes, b"hook").is_some())
 }

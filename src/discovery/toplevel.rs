@@ -9,7 +9,7 @@ use full_moon::ast::{Block, Call, FunctionCall, Index, Prefix, Stmt, Suffix};
 
 /// What the parser says about one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseVerdict {
+pub(super) enum ParseVerdict {
     /// A top-level registration call is present.
     Registers,
     /// Parsed fine; no top-level registration.
@@ -19,7 +19,7 @@ pub enum ParseVerdict {
 }
 
 /// Parses `src` (Lua 5.4) and applies the rule. Call on a thread with a large stack.
-pub fn check(display: &str, src: &str) -> ParseVerdict {
+pub(super) fn check(display: &str, src: &str) -> ParseVerdict {
     match full_moon::parse_fallible(src, LuaVersion::lua54()).into_result() {
         Ok(ast) => {
             if block_registers(ast.nodes(), true) {

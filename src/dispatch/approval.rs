@@ -28,7 +28,7 @@ pub trait Approver: Send + Sync {
 
 /// The configured answer (`[approval] default`, `"deny"` unless set to `"allow"`).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PolicyApprover(pub ApprovalDefault);
+pub(crate) struct PolicyApprover(pub ApprovalDefault);
 
 impl Approver for PolicyApprover {
     fn approve(&self, _request: &ApprovalRequest<'_>) -> bool {

@@ -9,7 +9,7 @@ use crate::search::{DEFAULT_LIMIT, MAX_DESCRIBE, MAX_LIMIT, MAX_QUERIES, SearchP
 use serde_json::{Map, Value, json};
 
 /// What the bridge made of a call.
-pub enum Routed {
+pub(super) enum Routed {
     /// The answer (a structured result or an error).
     Answer(ToolResult),
     /// Call this deferred tool with these arguments.
@@ -57,7 +57,7 @@ fn description_of(tool: &ToolEntry) -> Value {
 }
 
 /// Answers or routes a bridge call; `available` filters search results.
-pub fn route(
+pub(super) fn route(
     plan: &SearchPlan,
     name: &str,
     args: &Value,
@@ -70,11 +70,7 @@ pub fn route(
     }
 }
 
-fn search(
-    plan: &SearchPlan,
-    args: &Value,
-    available: impl Fn(&ToolEntry) -> bool,
-) -> ToolResult {
+fn search(plan: &SearchPlan, args: &Value, available: impl Fn(&ToolEntry) -> bool) -> ToolResult {
     let Some(queries) = string_list(args.get("queries")) else {
         return invalid(
             "tool_search",

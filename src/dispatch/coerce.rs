@@ -79,7 +79,7 @@ impl Accepts {
 }
 
 /// Coerces every argument of `args` that `parameters.properties` describes.
-pub fn coerce_args(args: &mut Map<String, Value>, parameters: &Value) {
+pub(crate) fn coerce_args(args: &mut Map<String, Value>, parameters: &Value) {
     let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
         return;
     };

@@ -5,7 +5,7 @@ use regex::Regex;
 use std::sync::LazyLock;
 
 /// Longest error text handed to a model.
-pub const MAX_ERROR_CHARS: usize = 2048;
+pub(crate) const MAX_ERROR_CHARS: usize = 2048;
 
 /// The kinds of error result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -63,7 +63,7 @@ static FRAMING: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Removes framing that could confuse a model about where the tool output ends, and cuts
 /// the text to [`MAX_ERROR_CHARS`] characters.
-pub fn sanitise(text: &str) -> String {
+pub(crate) fn sanitise(text: &str) -> String {
     let cleaned = FRAMING.replace_all(text, "");
     match cleaned.char_indices().nth(MAX_ERROR_CHARS) {
         Some((cut, _)) => cleaned[..cut].to_string(),

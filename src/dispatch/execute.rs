@@ -9,11 +9,11 @@ use serde_json::Value;
 use std::time::Duration;
 
 /// Default per-call deadline (`[runtime] timeout_ms`).
-pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
 /// Calls the tool's handler under its deadline (`timeout_ms`, else `default_timeout_ms`) and
 /// returns its normalised result or an error object.
-pub async fn execute(
+pub(super) async fn execute(
     vm: &LuaVm,
     tool: &ToolEntry,
     args: &Value,

@@ -9,11 +9,11 @@ use super::result::ToolError;
 use crate::config::Config;
 
 /// The default `agent_loop_tools`.
-pub const DEFAULT_AGENT_LOOP_TOOLS: [&str; 4] =
+pub(crate) const DEFAULT_AGENT_LOOP_TOOLS: [&str; 4] =
     ["todo", "memory", "session_search", "delegate_task"];
 
 /// The `agent_loop` error when `name` must be handled by the agent loop.
-pub fn guard(config: &Config, name: &str) -> Option<ToolError> {
+pub(super) fn guard(config: &Config, name: &str) -> Option<ToolError> {
     let listed = match &config.agent_loop_tools {
         Some(names) => names.iter().any(|n| n == name),
         None => DEFAULT_AGENT_LOOP_TOOLS.contains(&name),

@@ -97,7 +97,7 @@ pub trait Hook: Send + Sync {
 
 /// The combined outcome of every pre_tool_call hook.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PreOutcome {
+pub(super) enum PreOutcome {
     /// Go on with these arguments; `approval` is set when a hook asked for approval.
     Proceed {
         /// The (possibly modified) arguments.
@@ -148,7 +148,7 @@ fn decision_of(value: &Value) -> PreDecision {
 }
 
 /// Runs every pre_tool_call hook and combines their decisions.
-pub fn run_pre(
+pub(super) fn run_pre(
     rust_hooks: &[Arc<dyn Hook>],
     lua_hooks: &[Arc<HookEntry>],
     vm: &LuaVm,
@@ -211,7 +211,7 @@ pub fn run_pre(
 }
 
 /// Runs every post_tool_call observer; failures are logged, never change the result.
-pub fn run_post(
+pub(super) fn run_post(
     rust_hooks: &[Arc<dyn Hook>],
     lua_hooks: &[Arc<HookEntry>],
     vm: &LuaVm,
@@ -231,7 +231,10 @@ pub fn run_post(
             let mut map = payload(&post.call);
             map.insert("result".into(), post.result.to_json());
             map.insert("status".into(), json!(post.status.as_str()));
-            map.insert("error_type".into(), json!(post.error_type.map(ErrorType::as_str)));
+            map.insert(
+                "error_type".into(),
+                json!(post.error_type.map(ErrorType::as_str)),
+            );
             map.insert("duration_ms".into(), json!(post.duration_ms));
             Value::Object(map)
         });
@@ -243,7 +246,7 @@ pub fn run_post(
 
 /// Runs transform_tool_result hooks on a successful text result; the first replacement
 /// string wins.
-pub fn run_transform(
+pub(super) fn run_transform(
     rust_hooks: &[Arc<dyn Hook>],
     lua_hooks: &[Arc<HookEntry>],
     vm: &LuaVm,

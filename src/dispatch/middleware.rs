@@ -33,7 +33,7 @@ pub trait Middleware: Send + Sync {
 }
 
 /// The terminal step: run the handler.
-pub type Terminal<'a> = dyn Fn(ToolCall) -> BoxFuture<'a, ToolResult> + Send + Sync + 'a;
+pub(super) type Terminal<'a> = dyn Fn(ToolCall) -> BoxFuture<'a, ToolResult> + Send + Sync + 'a;
 
 /// The rest of the chain.
 pub struct Next<'a> {

@@ -18,6 +18,8 @@
 mod approval;
 mod bridge;
 mod coerce;
+#[cfg(test)]
+mod coerce_props;
 mod errors;
 mod execute;
 mod guard;
@@ -28,16 +30,12 @@ mod select;
 mod spill;
 mod validate;
 
-pub use approval::{ApprovalRequest, Approver, PolicyApprover};
-pub use coerce::coerce_args;
-pub use errors::{ErrorType, MAX_ERROR_CHARS, sanitise};
-pub use result::{ToolError, ToolResult};
-pub use execute::DEFAULT_TIMEOUT_MS;
-pub use guard::DEFAULT_AGENT_LOOP_TOOLS;
+pub(crate) use approval::PolicyApprover;
+pub use approval::{ApprovalRequest, Approver};
+pub use errors::ErrorType;
 pub use hooks::{CallStatus, Hook, HookCall, PostCall, PreDecision};
 pub use middleware::{BoxFuture, Middleware, Next, ToolCall};
-pub use spill::PREVIEW_CHARS;
-pub use validate::json_path;
+pub use result::{ToolError, ToolResult};
 
 use crate::config::Config;
 use crate::definitions::ProbeRunner;
@@ -54,11 +52,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Default `default_max_result_size_chars`.
-pub const DEFAULT_MAX_RESULT_SIZE_CHARS: u64 = 100_000;
+pub(crate) const DEFAULT_MAX_RESULT_SIZE_CHARS: u64 = 100_000;
 
 /// Arguments as the handler sees them: an object; a JSON string of an object is parsed;
 /// anything else becomes `{}`.
-pub fn normalise_args(args: Value) -> Value {
+pub(crate) fn normalise_args(args: Value) -> Value {
     match args {
         Value::Object(_) => args,
         Value::String(text) => match serde_json::from_str::<Value>(&text) {
@@ -70,7 +68,7 @@ pub fn normalise_args(args: Value) -> Value {
 }
 
 /// Availability of `tool` for `scope`, probing its `check_fn` on `vm` when needed.
-pub fn availability_of(
+pub(crate) fn availability_of(
     cache: &AvailabilityCache,
     vm: &LuaVm,
     state: &RegistryState,
@@ -100,7 +98,7 @@ fn hooks_for(all: &[Arc<HookEntry>], tool: &ToolEntry) -> Vec<Arc<HookEntry>> {
 
 /// The Lua functions a call of `name` (with `args`) needs on its VM: those of the tool it
 /// reaches — through `tool_call` too — and the hooks that see it.
-pub fn functions_needed(
+pub(crate) fn functions_needed(
     state: &RegistryState,
     name: &str,
     args: &Value,
@@ -134,7 +132,7 @@ fn functions_of(tool: &ToolEntry, hooks: &[Arc<HookEntry>]) -> Vec<LuaFnId> {
 
 /// What one call runs against: a registry snapshot, the VM holding its functions, the
 /// availability cache and the configuration.
-pub struct CallEnv<'a> {
+pub(crate) struct CallEnv<'a> {
     /// The registry snapshot.
     pub state: &'a RegistryState,
     /// The VMs; each call leases the least busy one holding its functions.
@@ -152,7 +150,7 @@ pub struct CallEnv<'a> {
 }
 
 /// The host's Rust extensions of the pipeline.
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     hooks: Vec<Arc<dyn Hook>>,
     middleware: Vec<Arc<dyn Middleware>>,
     approver: Arc<dyn Approver>,
@@ -161,7 +159,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// A pipeline with these Rust hooks, middleware (outermost first) and approver.
-    pub fn new(
+    pub(crate) fn new(
         hooks: Vec<Arc<dyn Hook>>,
         middleware: Vec<Arc<dyn Middleware>>,
         approver: Arc<dyn Approver>,
@@ -176,7 +174,7 @@ impl Pipeline {
 
     /// Runs one call through every stage on `vm` (the caller has sent the call to the VM's
     /// thread: see [`functions_needed`] and `VmPool::run`).
-    pub async fn run(
+    pub(crate) async fn run(
         &self,
         env: &CallEnv<'_>,
         vm: &LuaVm,
@@ -281,7 +279,7 @@ impl Pipeline {
 
         // Stage 6: validation.
         if let Err(invalid) = validate::validate(tool, &args) {
-            let result = invalid.into();
+            let result = (*invalid).into();
             return self.finish(env, vm, hooks, tool, name, &args, ctx, result, started);
         }
 

@@ -146,7 +146,10 @@ impl ToolError {
     pub fn to_json(&self) -> Value {
         let mut map = Map::new();
         map.insert("error".into(), Value::String(self.message.clone()));
-        map.insert("error_type".into(), Value::String(self.kind.as_str().into()));
+        map.insert(
+            "error_type".into(),
+            Value::String(self.kind.as_str().into()),
+        );
         let optional = [
             ("tool", self.tool.clone().map(Value::String)),
             ("path", self.path.clone().map(Value::String)),
@@ -178,7 +181,10 @@ mod tests {
     #[test]
     fn results_serialise_to_the_spec_json() {
         assert_eq!(ToolResult::Text("hi".into()).to_json(), json!("hi"));
-        assert_eq!(ToolResult::Json(json!({"a": [1]})).to_json(), json!("{\"a\":[1]}"));
+        assert_eq!(
+            ToolResult::Json(json!({"a": [1]})).to_json(),
+            json!("{\"a\":[1]}")
+        );
         let envelope = json!({"_multimodal": true, "content": []});
         assert_eq!(ToolResult::Multimodal(envelope.clone()).to_json(), envelope);
         let error = ToolError::new(ErrorType::ToolResultContract, "<system>x</system>")

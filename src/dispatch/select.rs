@@ -20,13 +20,13 @@ struct Key {
 
 /// Resolved selections, most recently used first.
 #[derive(Default)]
-pub struct SelectionCache {
+pub(super) struct SelectionCache {
     entries: Mutex<VecDeque<(Key, Arc<HashSet<String>>)>>,
 }
 
 impl SelectionCache {
     /// True when `name` is in the selection of `ctx` (plus the config's defaults).
-    pub fn contains(
+    pub(super) fn contains(
         &self,
         state: &RegistryState,
         config: &Config,

@@ -10,12 +10,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Characters of preview in the block.
-pub const PREVIEW_CHARS: usize = 1500;
+pub(crate) const PREVIEW_CHARS: usize = 1500;
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
 /// Applies the limit of `limit` characters (`None`: unlimited).
-pub fn limit_size(
+pub(super) fn limit_size(
     result: ToolResult,
     limit: Option<u64>,
     spill_dir: &Path,
@@ -109,7 +109,10 @@ mod tests {
         let ToolResult::Text(text) = out else {
             panic!("spilled result is text: {out:?}")
         };
-        let path = text.split_whitespace().find(|w| w.ends_with(".txt")).unwrap();
+        let path = text
+            .split_whitespace()
+            .find(|w| w.ends_with(".txt"))
+            .unwrap();
         assert_eq!(std::fs::read_to_string(path).unwrap(), value.to_string());
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 /// `Ok` when `args` satisfy the schema; otherwise the `invalid_arguments` error object of
 /// SPEC §7 stage 6, naming the first failing location as a JSON path.
-pub fn validate(tool: &ToolEntry, args: &Value) -> Result<(), ToolError> {
+pub(super) fn validate(tool: &ToolEntry, args: &Value) -> Result<(), Box<ToolError>> {
     let compiled;
     let validator = match &tool.validator {
         Some(validator) => validator,
@@ -30,15 +30,17 @@ pub fn validate(tool: &ToolEntry, args: &Value) -> Result<(), ToolError> {
         .get("parameters")
         .cloned()
         .unwrap_or(Value::Null);
-    Err(ToolError::new(
-        ErrorType::InvalidArguments,
-        format!("Invalid arguments for {}: {path}: {error}", tool.name),
-    )
-    .with_path(path, parameters))
+    Err(Box::new(
+        ToolError::new(
+            ErrorType::InvalidArguments,
+            format!("Invalid arguments for {}: {path}: {error}", tool.name),
+        )
+        .with_path(path, parameters),
+    ))
 }
 
 /// A JSON Pointer (`/tags/0`) as a JSON path (`$.tags[0]`).
-pub fn json_path(pointer: &str) -> String {
+pub(crate) fn json_path(pointer: &str) -> String {
     let mut path = String::from("$");
     for segment in pointer.split('/').skip(1) {
         let segment = segment.replace("~1", "/").replace("~0", "~");

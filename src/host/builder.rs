@@ -20,17 +20,22 @@ use std::sync::Arc;
 /// Host-API tables a plugin can be granted (`[plugins.ID] capabilities`).
 /// `hooks` is not a Lua table: it lets the plugin's hooks see and change every call (by
 /// default they see only calls of the plugin's own tools).
-pub const CAPABILITIES: &[&str] = &["json", "log", "time", "env", "fs", "proc", "store", "hooks"];
+pub(crate) const CAPABILITIES: &[&str] =
+    &["json", "log", "time", "env", "fs", "proc", "store", "hooks"];
 /// What a plugin gets when its config grants nothing explicitly.
-pub const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
+pub(crate) const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
 /// Default deadline for probes and for a tool file's top-level code.
-pub const DEFAULT_PROBE_TIMEOUT_MS: u64 = 5_000;
+pub(crate) const DEFAULT_PROBE_TIMEOUT_MS: u64 = 5_000;
 /// Default per-VM memory limit.
-pub const DEFAULT_MEMORY_MB: u64 = 256;
+pub(crate) const DEFAULT_MEMORY_MB: u64 = 256;
 /// Most VMs a pool may have.
-pub const MAX_VMS: usize = 64;
+pub(crate) const MAX_VMS: usize = 64;
 
 /// Builds a [`Host`]: configuration, tool directories, native tools.
+///
+/// Without [`config_file`](Self::config_file) or [`default_config`](Self::default_config),
+/// [`build`](Self::build) reads `$TOOLHOST_CONFIG`, else `./toolhost.toml` if it exists,
+/// like the `toolhost` command does.
 #[derive(Default)]
 pub struct HostBuilder {
     tools_dirs: Vec<PathBuf>,
@@ -57,14 +62,19 @@ impl HostBuilder {
     }
 
     /// Reads configuration from this file (it must exist).
+    /// (The last of `config_file` and `default_config` wins.)
     pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.config_file = Some(path.into());
+        self.config = None;
         self
     }
 
-    /// Uses an already loaded configuration.
-    pub fn config(mut self, config: LoadedConfig) -> Self {
-        self.config = Some(config);
+    /// Uses the built-in defaults and reads no configuration file (neither
+    /// `$TOOLHOST_CONFIG` nor `./toolhost.toml`): for embedders that configure everything in
+    /// code, and for tests.
+    pub fn default_config(mut self) -> Self {
+        self.config = Some(LoadedConfig::default());
+        self.config_file = None;
         self
     }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// What a generation is built from.
-pub struct Recipe<'a> {
+pub(super) struct Recipe<'a> {
     /// Tool directories, in load order.
     pub dirs: &'a [ToolDir],
     /// Explicit files instead of scanning (`check FILES`).
@@ -29,7 +29,7 @@ pub struct Recipe<'a> {
 }
 
 /// A loaded generation.
-pub struct Generation {
+pub(super) struct Generation {
     /// Registry contents.
     pub state: RegistryState,
     /// The VMs.
@@ -43,7 +43,7 @@ pub struct Generation {
 /// Discovers, loads the first VM (which decides the registry contents) and, at the same
 /// time on other threads, the replica VMs; replicas keep only the files that registered
 /// the same tools as on the first VM.
-pub fn build(recipe: &Recipe<'_>) -> Result<Generation> {
+pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     let mut state = RegistryState::new(recipe.plugins_allowing_override.clone());
     for native in recipe.natives {
         state

@@ -9,15 +9,16 @@
 mod batch;
 mod builder;
 mod generation;
+mod info;
 mod reload;
+#[cfg(feature = "watch")]
 mod watch;
 
 pub use batch::FunctionCall;
-pub use builder::{
-    CAPABILITIES, DEFAULT_MEMORY_MB, DEFAULT_PLUGIN_CAPABILITIES, DEFAULT_PROBE_TIMEOUT_MS,
-    HostBuilder, MAX_VMS,
-};
+pub use builder::HostBuilder;
+pub use info::ToolInfo;
 pub use reload::ReloadEvent;
+#[cfg(feature = "watch")]
 pub use watch::Watch;
 
 use crate::config::LoadedConfig;
@@ -26,9 +27,7 @@ use crate::discovery::{ToolDir, Verdict};
 use crate::dispatch::{self, CallEnv, Pipeline, ToolResult};
 use crate::lua::VmPool;
 use crate::lua::api::store::Store;
-use crate::registry::{
-    Availability, AvailabilityCache, CallContext, Registry, RegistryState, ToolEntry,
-};
+use crate::registry::{AvailabilityCache, CallContext, Registry, RegistryState, ToolEntry};
 use crate::search::SearchPlans;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
@@ -128,9 +127,38 @@ impl Host {
         self.inner.world.read().verdicts.clone()
     }
 
-    /// Every tool visible to `scope`, sorted by name.
-    pub fn tools(&self, scope: Option<&str>) -> Vec<Arc<ToolEntry>> {
-        self.inner.registry.snapshot().visible(scope)
+    /// Every tool visible to `scope`, sorted by name (available or not: see
+    /// [`unavailable_reason`](Self::unavailable_reason)).
+    pub fn tools(&self, scope: Option<&str>) -> Vec<ToolInfo> {
+        let state = self.inner.registry.snapshot();
+        state
+            .visible(scope)
+            .iter()
+            .map(|tool| ToolInfo::from(&**tool))
+            .collect()
+    }
+
+    /// Why the tool `name` is unavailable to callers in `scope` (SPEC §3), or `None` when
+    /// it is available. An unknown name is unavailable too. May run the tool's `check_fn`
+    /// (answers are cached for `check_ttl_secs`): from async code, call it through
+    /// `spawn_blocking`.
+    pub fn unavailable_reason(&self, name: &str, scope: Option<&str>) -> Option<String> {
+        let (world, state) = self.current();
+        let Some(tool) = state.lookup(name, scope) else {
+            return Some(format!("no tool named {name} in this scope"));
+        };
+        let vm = world.pool.lease(&[]);
+        let answer = dispatch::availability_of(&self.inner.availability, &vm, &state, tool, scope);
+        match answer.available {
+            true => None,
+            false => Some(answer.reason.unwrap_or_default()),
+        }
+    }
+
+    /// The registry's generation: it grows by one with every change of the registered
+    /// tools (a reload, a native tool), so a cached view can tell it is stale.
+    pub fn generation(&self) -> u64 {
+        self.inner.registry.generation()
     }
 
     /// The model-facing definitions for `selection` (SPEC §5): selected, available tools,
@@ -146,13 +174,6 @@ impl Host {
     pub fn tool_definitions_uncached(&self, selection: &Selection) -> Definitions {
         let (world, state) = self.current();
         definitions::compute(&self.inputs(&world, &state), selection).0
-    }
-
-    /// Whether `tool` is available to callers in `scope`, and why not (SPEC §3).
-    pub fn availability(&self, tool: &ToolEntry, scope: Option<&str>) -> Availability {
-        let (world, state) = self.current();
-        let vm = world.pool.lease(&[]);
-        dispatch::availability_of(&self.inner.availability, &vm, &state, tool, scope)
     }
 
     /// Forgets every cached `check_fn` answer; the next definitions or call probes again.
@@ -184,28 +205,39 @@ impl Host {
         args: Value,
         ctx: &CallContext,
     ) -> ToolResult {
+        let cancel = ctx.cancel.clone();
+        if cancel.is_cancelled() {
+            return cancelled(name);
+        }
         let (world, state) = self.current();
         let needs = dispatch::functions_needed(&state, name, &args, ctx.scope.as_deref());
         let host = self.clone();
         let on_vm = world.clone();
-        let name = name.to_string();
+        let call_name = name.to_string();
         let ctx = ctx.clone();
-        let answer = world
-            .pool
-            .run(&needs, move |vm| async move {
-                let world = on_vm;
-                let env = CallEnv {
-                    state: &state,
-                    pool: &world.pool,
-                    availability: &host.inner.availability,
-                    config: &world.config.config,
-                    spill_dir: &world.spill_dir,
-                    config_fingerprint: world.config.fingerprint,
-                    search: &host.inner.search,
-                };
-                host.inner.pipeline.run(&env, &vm, &name, args, &ctx).await
-            })
-            .await;
+        let run = world.pool.run(&needs, move |vm| async move {
+            let world = on_vm;
+            let env = CallEnv {
+                state: &state,
+                pool: &world.pool,
+                availability: &host.inner.availability,
+                config: &world.config.config,
+                spill_dir: &world.spill_dir,
+                config_fingerprint: world.config.fingerprint,
+                search: &host.inner.search,
+            };
+            let token = ctx.cancel.clone();
+            let pipeline = host.inner.pipeline.run(&env, &vm, &call_name, args, &ctx);
+            vm.cancellable(token, pipeline).await
+        });
+        // Cancelling answers at once; dropping `run` drops the call on its VM (a Lua handler
+        // stops at once, a `proc.run` child is killed), and the token stops any probe or
+        // hook that is running there.
+        let answer = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return cancelled(name),
+            answer = run => answer,
+        };
         answer.unwrap_or_else(|gone| {
             dispatch::ToolError::new(
                 dispatch::ErrorType::HandlerError,
@@ -214,4 +246,13 @@ impl Host {
             .into()
         })
     }
+}
+
+/// The result of a call its caller cancelled.
+fn cancelled(name: &str) -> ToolResult {
+    dispatch::ToolError::new(
+        dispatch::ErrorType::Cancelled,
+        format!("[TOOL_ERROR] Tool execution failed: {name} was cancelled by the caller"),
+    )
+    .into()
 }

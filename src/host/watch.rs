@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Default debounce between the last change and the reload.
-pub const DEFAULT_DEBOUNCE_MS: u64 = 200;
+pub(super) const DEFAULT_DEBOUNCE_MS: u64 = 200;
 
 /// Reload events of a watched host; watching stops when this is dropped.
 pub struct Watch {

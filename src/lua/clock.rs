@@ -13,14 +13,18 @@
 
 use mlua::{HookTriggers, Lua, VmState};
 use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// Instructions between two deadline checks.
-pub const CHECK_INTERVAL: u32 = 4096;
+pub(super) const CHECK_INTERVAL: u32 = 4096;
 
 /// The VM's current deadline and what the hook has done about it.
 #[derive(Debug, Default)]
-pub struct Clock {
+pub(super) struct Clock {
     /// The deadline of the code running now, if any.
     pub deadline: Option<Instant>,
     /// The budget behind the deadline, for the message.
@@ -31,10 +35,13 @@ pub struct Clock {
     pub tripped: bool,
     /// Threads switched to the every-instruction hook.
     escalated: HashSet<usize>,
+    /// The cancellation token of the call being polled: once cancelled, its code is out
+    /// of time whatever its deadline.
+    cancel: Option<CancellationToken>,
 }
 
 /// Installs the hook; call once when the VM is created, before any thread exists.
-pub fn install(lua: &Lua) -> mlua::Result<()> {
+pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
     lua.set_app_data(Clock::default());
     lua.set_global_hook(
         HookTriggers::new().every_nth_instruction(CHECK_INTERVAL),
@@ -43,7 +50,7 @@ pub fn install(lua: &Lua) -> mlua::Result<()> {
 }
 
 /// The message of a deadline error.
-pub fn timeout_message(budget: Duration) -> String {
+pub(super) fn timeout_message(budget: Duration) -> String {
     format!(
         "did not finish within {} ms (runaway loop?)",
         budget.as_millis()
@@ -66,7 +73,8 @@ fn deadline_hook(lua: &Lua, _debug: &mlua::debug::Debug) -> mlua::Result<VmState
         let Some(mut clock) = lua.app_data_mut::<Clock>() else {
             return Ok(VmState::Continue);
         };
-        let expired = clock.deadline.is_some_and(|d| Instant::now() >= d);
+        let expired = clock.deadline.is_some_and(|d| Instant::now() >= d)
+            || clock.cancel.as_ref().is_some_and(|t| t.is_cancelled());
         if !expired {
             if !clock.escalated.is_empty() && clock.escalated.remove(&thread_id(lua)) {
                 Act::Relax
@@ -105,7 +113,7 @@ fn deadline_hook(lua: &Lua, _debug: &mlua::debug::Debug) -> mlua::Result<VmState
 
 /// Per-call deadline state, saved between polls (several calls may interleave on a VM).
 #[derive(Debug, Clone, Copy)]
-pub struct CallClock {
+pub(super) struct CallClock {
     /// The call's deadline.
     pub deadline: Instant,
     /// Its budget.
@@ -118,7 +126,7 @@ pub struct CallClock {
 
 impl CallClock {
     /// A clock for a call allowed `budget` from now.
-    pub fn start(budget: Duration) -> Self {
+    pub(super) fn start(budget: Duration) -> Self {
         Self {
             deadline: Instant::now() + budget,
             budget,
@@ -128,7 +136,7 @@ impl CallClock {
     }
 
     /// Makes this the VM's current deadline.
-    pub fn enter(&self, lua: &Lua) {
+    pub(super) fn enter(&self, lua: &Lua) {
         if let Some(mut clock) = lua.app_data_mut::<Clock>() {
             clock.deadline = Some(self.deadline);
             clock.budget = self.budget;
@@ -138,7 +146,7 @@ impl CallClock {
     }
 
     /// Takes the hook's findings back and clears the VM's deadline.
-    pub fn leave(&mut self, lua: &Lua) {
+    pub(super) fn leave(&mut self, lua: &Lua) {
         if let Some(mut clock) = lua.app_data_mut::<Clock>() {
             self.yielded = clock.yielded;
             self.tripped |= clock.tripped;
@@ -149,20 +157,20 @@ impl CallClock {
     }
 
     /// True once the deadline has passed.
-    pub fn expired(&self) -> bool {
+    pub(super) fn expired(&self) -> bool {
         Instant::now() >= self.deadline
     }
 }
 
 /// The deadline of the code running on this VM now (for host functions that loop: they
 /// stop when it passes instead of running on past the call).
-pub fn current_deadline(lua: &Lua) -> Option<Instant> {
+pub(super) fn current_deadline(lua: &Lua) -> Option<Instant> {
     lua.app_data_ref::<Clock>().and_then(|clock| clock.deadline)
 }
 
 /// Marks the running code as out of time (a host function found the deadline passed) and
 /// returns the timeout error to raise.
-pub fn trip(lua: &Lua) -> mlua::Error {
+pub(super) fn trip(lua: &Lua) -> mlua::Error {
     let budget = match lua.app_data_mut::<Clock>() {
         Some(mut clock) => {
             clock.tripped = true;
@@ -171,4 +179,40 @@ pub fn trip(lua: &Lua) -> mlua::Error {
         None => Duration::ZERO,
     };
     mlua::Error::runtime(timeout_message(budget))
+}
+
+/// Runs `inner` (a whole call on its VM) with `token` as the VM's cancellation token while
+/// it is polled: the deadline hook stops whatever Lua the call runs — handler, probe, hook —
+/// once the token is cancelled, as if its deadline had passed.
+pub(crate) struct Cancellable<F> {
+    lua: Lua,
+    token: CancellationToken,
+    inner: Pin<Box<F>>,
+}
+
+impl<F: Future> Cancellable<F> {
+    /// Wraps `inner` for `lua`.
+    pub(crate) fn new(lua: &Lua, token: CancellationToken, inner: F) -> Self {
+        Self {
+            lua: lua.clone(),
+            token,
+            inner: Box::pin(inner),
+        }
+    }
+}
+
+impl<F: Future> Future for Cancellable<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let previous = self
+            .lua
+            .app_data_mut::<Clock>()
+            .and_then(|mut clock| clock.cancel.replace(self.token.clone()));
+        let out = self.inner.as_mut().poll(cx);
+        if let Some(mut clock) = self.lua.app_data_mut::<Clock>() {
+            clock.cancel = previous;
+        }
+        out
+    }
 }

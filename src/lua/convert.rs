@@ -15,11 +15,11 @@ use serde_json::{Map, Number, Value};
 use std::ffi::c_void;
 
 /// Deepest nesting accepted in either direction; deeper values are an error, not a crash.
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// How empty tables are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Handler results and `json.encode`: an empty unmarked table is `{}`.
     Data,
     /// Tool schemas: an empty table under an array-valued keyword is `[]`.
@@ -40,7 +40,7 @@ const ARRAY_KEYWORDS: &[&str] = &[
 
 /// A value that cannot be represented as JSON, with the path to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvertError {
+pub(crate) struct ConvertError {
     /// Dotted path from the converted root, e.g. `parameters.properties.x`.
     pub path: String,
     /// What is wrong with it.
@@ -58,7 +58,7 @@ impl std::fmt::Display for ConvertError {
 }
 
 /// Prepares the array marker metatable; called once per VM.
-pub fn install_array_marker(lua: &Lua) -> mlua::Result<Table> {
+pub(crate) fn install_array_marker(lua: &Lua) -> mlua::Result<Table> {
     let marker = lua.array_metatable();
     marker.raw_set("__name", "json.array")?;
     // Shared by every file on the VM: protected so no file can change how another file's
@@ -69,7 +69,7 @@ pub fn install_array_marker(lua: &Lua) -> mlua::Result<Table> {
 
 /// Builds the Lua value for `value` (objects → tables, arrays → marked sequences, null →
 /// `json.null`).
-pub fn json_to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
+pub(crate) fn json_to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
     if depth_of(value, 0) > MAX_DEPTH {
         return Err(mlua::Error::runtime(format!(
             "JSON nested deeper than {MAX_DEPTH} levels"
@@ -99,7 +99,7 @@ fn depth_of(value: &Value, depth: usize) -> usize {
 }
 
 /// Reads a Lua value as JSON.
-pub fn lua_to_json(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, ConvertError> {
+pub(crate) fn lua_to_json(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, ConvertError> {
     let mut walker = Walker {
         marker: Some(lua.array_metatable().to_pointer()),
         mode,

@@ -12,15 +12,15 @@
 //! The scan understands comments, strings and numbers so that their bytes do not count.
 
 /// Lua's own limit on nested syntactic levels (`LUAI_MAXCCALLS`).
-pub const MAX_NESTING: usize = 200;
+pub(crate) const MAX_NESTING: usize = 200;
 
 /// Most `and`/`or` operators in one expression (Lua compiles a chain in quadratic time:
 /// 100,000 take 20 s, this many a few milliseconds).
-pub const MAX_LOGICAL_CHAIN: usize = 5_000;
+pub(crate) const MAX_LOGICAL_CHAIN: usize = 5_000;
 
 /// What the pre-scan found that must not reach the parser.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Nesting exceeds the limit at this line.
     TooDeep(usize),
     /// One expression chains more `and`/`or` operators than [`MAX_LOGICAL_CHAIN`] (line).
@@ -32,7 +32,7 @@ pub enum Refusal {
 
 /// The line where nesting first exceeds `limit`, if it does.
 #[cfg(test)]
-pub fn too_deep(src: &[u8], limit: usize) -> Option<usize> {
+pub(crate) fn too_deep(src: &[u8], limit: usize) -> Option<usize> {
     match prescan(src, limit) {
         Some(Refusal::TooDeep(line)) => Some(line),
         _ => None,
@@ -278,7 +278,7 @@ impl Scan<'_> {
 }
 
 /// Scans `src` for what no parser must see (see [`Refusal`]).
-pub fn prescan(src: &[u8], limit: usize) -> Option<Refusal> {
+pub(crate) fn prescan(src: &[u8], limit: usize) -> Option<Refusal> {
     let mut scan = Scan {
         src,
         limit,

@@ -3,7 +3,7 @@
 /// The root message of a Lua error, without mlua's wrapping or the stack traceback. An
 /// error raised by a Rust function (which has no Lua position of its own) is prefixed with
 /// the `file:line` of the Lua code that called it, taken from the traceback.
-pub fn lua_error_message(error: &mlua::Error) -> String {
+pub(crate) fn lua_error_message(error: &mlua::Error) -> String {
     let message = strip_internal_position(&bare_message(error));
     if let mlua::Error::CallbackError { traceback, .. } = error
         && let Some(at) = first_lua_position(traceback)
@@ -64,7 +64,7 @@ fn bare_message(error: &mlua::Error) -> String {
 }
 
 /// The innermost error: what actually went wrong, behind callback and context wrappers.
-pub fn root_cause(error: &mlua::Error) -> &mlua::Error {
+pub(super) fn root_cause(error: &mlua::Error) -> &mlua::Error {
     match error {
         mlua::Error::CallbackError { cause, .. } => root_cause(cause),
         mlua::Error::WithContext { cause, .. } => root_cause(cause),

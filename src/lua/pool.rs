@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 const SPIN: Duration = Duration::from_micros(50);
 
 /// Work for a VM's thread: given the VM, a future to run there as a local task.
-pub type VmJob = Box<dyn FnOnce(Arc<LuaVm>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+pub(super) type VmJob = Box<dyn FnOnce(Arc<LuaVm>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
 /// One VM, its thread's inbox and how many calls it is serving.
 struct Slot {
@@ -38,12 +38,12 @@ struct Slot {
 
 /// The VMs of one loaded generation of tools. The first VM is complete by construction
 /// (the registry was built from it); replicas may lack files that registered differently.
-pub struct VmPool {
+pub(crate) struct VmPool {
     slots: Vec<Slot>,
 }
 
 /// A VM lent to one synchronous use; counts as busy until dropped.
-pub struct Lease<'a> {
+pub(crate) struct Lease<'a> {
     slot: &'a Slot,
 }
 
@@ -62,11 +62,11 @@ impl Drop for Lease<'_> {
 
 /// Why a job sent to a VM produced no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VmGone(pub String);
+pub(crate) struct VmGone(pub String);
 
 impl VmPool {
     /// A pool of `primary` plus `replicas`, each started on its own thread.
-    pub fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, String> {
+    pub(crate) fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, String> {
         let slots = std::iter::once(primary)
             .chain(replicas)
             .enumerate()
@@ -76,17 +76,12 @@ impl VmPool {
     }
 
     /// Number of VMs.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.slots.len()
     }
 
-    /// Never true: a pool has at least its first VM.
-    pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
-    }
-
     /// The first VM (holds every function).
-    pub fn primary(&self) -> &LuaVm {
+    pub(crate) fn primary(&self) -> &LuaVm {
         &self.slots[0].vm
     }
 
@@ -100,7 +95,7 @@ impl VmPool {
 
     /// The least busy VM holding every function in `needs` (the first VM if none does),
     /// for synchronous use on the caller's thread.
-    pub fn lease(&self, needs: &[LuaFnId]) -> Lease<'_> {
+    pub(crate) fn lease(&self, needs: &[LuaFnId]) -> Lease<'_> {
         let slot = self.pick(needs);
         slot.in_flight.fetch_add(1, Ordering::AcqRel);
         Lease { slot }
@@ -108,7 +103,7 @@ impl VmPool {
 
     /// Runs `work` on the thread of the least busy VM holding every function in `needs`
     /// and returns its answer.
-    pub async fn run<T, F, Fut>(&self, needs: &[LuaFnId], work: F) -> Result<T, VmGone>
+    pub(crate) async fn run<T, F, Fut>(&self, needs: &[LuaFnId], work: F) -> Result<T, VmGone>
     where
         T: Send + 'static,
         F: FnOnce(Arc<LuaVm>) -> Fut + Send + 'static,

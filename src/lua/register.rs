@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 /// A validated `registry.register` call, still holding its Lua functions.
 #[derive(Debug)]
-pub struct PendingTool {
+pub(crate) struct PendingTool {
     /// Tool name.
     pub name: ToolName,
     /// Toolset name.
@@ -49,7 +49,7 @@ pub struct PendingTool {
 
 /// A validated `registry.hook` call.
 #[derive(Debug)]
-pub struct PendingHook {
+pub(crate) struct PendingHook {
     /// The event.
     pub event: HookEvent,
     /// The hook function.
@@ -60,7 +60,7 @@ pub struct PendingHook {
 
 /// What one file has registered so far while it runs.
 #[derive(Debug, Default)]
-pub struct LoadingFile {
+pub(crate) struct LoadingFile {
     /// Identifies this run of the file: only its own `registry` binding may record into it.
     pub token: u64,
     /// The file as shown in messages (`tools-lua/x.lua`).
@@ -75,7 +75,7 @@ pub struct LoadingFile {
 
 /// App-data slot holding the file being loaded; `None` outside loading.
 #[derive(Debug, Default)]
-pub struct LoadSlot(pub Option<LoadingFile>);
+pub(super) struct LoadSlot(pub Option<LoadingFile>);
 
 const FIELDS: &[&str] = &[
     "name",
@@ -98,7 +98,7 @@ const FIELDS: &[&str] = &[
 
 /// Who a `registry` table belongs to.
 #[derive(Debug, Clone)]
-pub enum Binding {
+pub(super) enum Binding {
     /// A tool file: its load token (fresh per run of the file) and how it is shown.
     File {
         /// The [`LoadingFile::token`] of the run this table was made for.
@@ -114,7 +114,7 @@ pub enum Binding {
 /// run of the file they were made for is in progress: a saved reference called later
 /// (from a handler, a coroutine, another file's load) raises, so nothing can register on
 /// another file's behalf.
-pub fn binding(lua: &Lua, binding: Binding) -> mlua::Result<Table> {
+pub(super) fn binding(lua: &Lua, binding: Binding) -> mlua::Result<Table> {
     let registry = lua.create_table()?;
     let owner = binding.clone();
     registry.set(
@@ -207,7 +207,7 @@ fn record(
 }
 
 /// The line of the Lua code calling the current Rust function.
-pub fn caller_line(lua: &Lua) -> u32 {
+pub(super) fn caller_line(lua: &Lua) -> u32 {
     lua.inspect_stack(1, |debug| debug.current_line())
         .flatten()
         .map(|line| line as u32)

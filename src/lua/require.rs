@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// A folder `require` may load from: as configured (for messages) and canonical (for the
 /// containment check).
 #[derive(Debug, Clone)]
-pub struct SearchDir {
+pub(crate) struct SearchDir {
     /// The directory as shown in messages.
     pub shown: PathBuf,
     /// The canonical directory.
@@ -27,7 +27,7 @@ pub struct SearchDir {
 
 impl SearchDir {
     /// A search dir, or `None` when the directory does not exist.
-    pub fn new(dir: &Path) -> Option<Self> {
+    pub(crate) fn new(dir: &Path) -> Option<Self> {
         let canonical = dir.canonicalize().ok()?;
         Some(Self {
             shown: dir.to_path_buf(),
@@ -37,7 +37,7 @@ impl SearchDir {
 }
 
 /// Everything a `require` function needs to load a module into a fresh environment.
-pub struct RequireContext {
+pub(super) struct RequireContext {
     /// Where modules may come from, in search order.
     pub dirs: Vec<SearchDir>,
     /// The bootstrap's environment factory.
@@ -60,7 +60,7 @@ const MAX_MODULE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Per-VM module cache, keyed by trust domain and canonical path.
 #[derive(Default)]
-pub struct ModuleCache(HashMap<(Arc<str>, PathBuf), Module>);
+pub(super) struct ModuleCache(HashMap<(Arc<str>, PathBuf), Module>);
 
 fn valid_module_name(name: &str) -> bool {
     !name.is_empty()
@@ -107,7 +107,7 @@ fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String
 }
 
 /// Creates the `require` function for one environment.
-pub fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
+pub(super) fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
     lua.create_function(move |lua, name: String| {
         let (path, shown) = resolve(&ctx, &name).map_err(mlua::Error::runtime)?;
         let key = (ctx.domain.clone(), path);

@@ -63,7 +63,7 @@ static TIMER: LazyLock<Option<Mutex<mpsc::Sender<Entry>>>> = LazyLock::new(|| {
 });
 
 /// Wakes `waker` at `at` (or soon after).
-pub fn wake_at(at: Instant, waker: Waker) {
+pub(crate) fn wake_at(at: Instant, waker: Waker) {
     if let Some(sender) = TIMER.as_ref()
         && let Ok(sender) = sender.lock()
     {
@@ -72,12 +72,12 @@ pub fn wake_at(at: Instant, waker: Waker) {
 }
 
 /// Completes at `at`.
-pub struct SleepUntil {
+pub(crate) struct SleepUntil {
     at: Instant,
 }
 
 /// A future completing at `at`, without the async runtime's timers.
-pub fn sleep_until(at: Instant) -> SleepUntil {
+pub(crate) fn sleep_until(at: Instant) -> SleepUntil {
     SleepUntil { at }
 }
 
@@ -93,7 +93,7 @@ impl Future for SleepUntil {
 }
 
 /// Runs `future` until `at`; `None` when the deadline came first (the future is dropped).
-pub async fn until<F: Future>(at: Instant, future: F) -> Option<F::Output> {
+pub(crate) async fn until<F: Future>(at: Instant, future: F) -> Option<F::Output> {
     let mut future = std::pin::pin!(future);
     let mut sleep = sleep_until(at);
     std::future::poll_fn(move |cx| {

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 /// How VMs are set up (from `[sandbox]` and `[runtime]`).
 #[derive(Debug, Clone)]
-pub struct VmSettings {
+pub(crate) struct VmSettings {
     /// Roots for the `fs` API.
     pub fs_roots: Arc<FsRoots>,
     /// Programs `proc.run` may start.
@@ -48,7 +48,7 @@ pub struct VmSettings {
 /// One file to run: where it is, how it is shown, where its modules come from and what it
 /// may use.
 #[derive(Debug, Clone)]
-pub struct FileSpec<'a> {
+pub(crate) struct FileSpec<'a> {
     /// The file as shown in messages and Lua error positions.
     pub display: &'a str,
     /// The file's index in the load order: its identity for `env.get` grants.
@@ -66,7 +66,7 @@ pub struct FileSpec<'a> {
 
 /// A handler's value, normalised by the return rules of SPEC §1.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Returned {
+pub(crate) enum Returned {
     /// A string.
     Text(String),
     /// A table, as JSON.
@@ -77,7 +77,7 @@ pub enum Returned {
 
 /// Why a handler call produced no result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HandlerFailure {
+pub(crate) enum HandlerFailure {
     /// The handler raised; the message names file:line.
     Raised(String),
     /// The handler returned something that is not a string, table or envelope; the text is
@@ -90,7 +90,7 @@ pub enum HandlerFailure {
 }
 
 /// A sandboxed Lua state plus the functions registered into it.
-pub struct LuaVm {
+pub(crate) struct LuaVm {
     lua: Lua,
     make_env: Function,
     invoke: Function,
@@ -112,7 +112,7 @@ pub struct LuaVm {
 
 impl LuaVm {
     /// Creates the state: safe standard libraries only, the host API, the bootstrap.
-    pub fn new(settings: &VmSettings) -> Result<Self, String> {
+    pub(crate) fn new(settings: &VmSettings) -> Result<Self, String> {
         Self::build(settings).map_err(|e| lua_error_message(&e))
     }
 
@@ -190,14 +190,13 @@ impl LuaVm {
         })
     }
 
-    /// The underlying state (for host-side helpers and tests).
-    pub fn lua(&self) -> &Lua {
-        &self.lua
-    }
-
     /// Runs one tool file in a fresh environment and returns what it registered. On error
     /// (the file raised, or a registration was invalid) nothing is kept.
-    pub fn load_file(&self, file: &FileSpec<'_>, source: &[u8]) -> Result<LoadingFile, String> {
+    pub(crate) fn load_file(
+        &self,
+        file: &FileSpec<'_>,
+        source: &[u8],
+    ) -> Result<LoadingFile, String> {
         let token = self.load_tokens.fetch_add(1, Ordering::Relaxed);
         if let Some(mut slot) = self.lua.app_data_mut::<LoadSlot>() {
             slot.0 = Some(LoadingFile {
@@ -279,7 +278,7 @@ impl LuaVm {
     }
 
     /// Runs a `check_fn` under the probe deadline: its Lua truthiness, or why it failed.
-    pub fn call_check(&self, id: LuaFnId) -> Result<bool, String> {
+    pub(crate) fn call_check(&self, id: LuaFnId) -> Result<bool, String> {
         let function = self.function(id).map_err(|e| lua_error_message(&e))?;
         self.with_watchdog(|| function.call::<LuaValue>(()))
             .map(|value| !matches!(value, LuaValue::Nil | LuaValue::Boolean(false)))
@@ -288,7 +287,7 @@ impl LuaVm {
 
     /// Runs a `dynamic_schema_overrides` function under the probe deadline; its result must
     /// be a table of schema fields (nil means no overrides).
-    pub fn call_overrides(
+    pub(crate) fn call_overrides(
         &self,
         id: LuaFnId,
     ) -> Result<Option<serde_json::Map<String, Value>>, String> {
@@ -310,7 +309,7 @@ impl LuaVm {
 
     /// Calls a hook with one table argument (the JSON `payload`) under the probe deadline;
     /// its return value as JSON (nil is null).
-    pub fn call_hook(&self, id: LuaFnId, payload: &Value) -> Result<Value, String> {
+    pub(crate) fn call_hook(&self, id: LuaFnId, payload: &Value) -> Result<Value, String> {
         let function = self.function(id).map_err(|e| lua_error_message(&e))?;
         let argument =
             convert::json_to_lua(&self.lua, payload).map_err(|e| lua_error_message(&e))?;
@@ -328,13 +327,13 @@ impl LuaVm {
     }
 
     /// True when this VM holds the function `id`.
-    pub fn has(&self, id: LuaFnId) -> bool {
+    pub(crate) fn has(&self, id: LuaFnId) -> bool {
         self.functions.contains_key(&id)
     }
 
     /// Like [`Self::adopt`], but a Lua function adopted before keeps its first id (for
     /// `check_fn`s, whose answers are cached per function).
-    pub fn adopt_shared(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
+    pub(crate) fn adopt_shared(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
         let identity = function.to_pointer() as usize;
         if let Some(first) = self.shared.get(&identity) {
             return *first;
@@ -345,30 +344,40 @@ impl LuaVm {
     }
 
     /// Keeps `function` under `id`.
-    pub fn adopt(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
+    pub(crate) fn adopt(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
         self.functions.insert(id, function);
         id
     }
 
     /// Forgets the functions of one file (a replica VM whose file registered differently
     /// from the first VM: its tools then run on the VMs that agree).
-    pub fn forget_file(&mut self, file_index: u32) {
+    pub(crate) fn forget_file(&mut self, file_index: u32) {
         self.functions.retain(|id, _| id.file_index() != file_index);
         self.shared.retain(|_, id| id.file_index() != file_index);
     }
 
     /// Lets code defined in tool file `file_index` read `names` with `env.get` (the
     /// `requires_env` of a tool it registered).
-    pub fn allow_env(&self, file_index: u32, names: &[String]) {
+    pub(crate) fn allow_env(&self, file_index: u32, names: &[String]) {
         if let Some(mut policy) = self.lua.app_data_mut::<EnvPolicy>() {
             policy.grant(file_index, names);
         }
     }
 
+    /// Runs `work` (a call's whole pipeline on this VM) so that cancelling `token` stops
+    /// any Lua it runs at the next instruction check.
+    pub(crate) fn cancellable<F: std::future::Future>(
+        &self,
+        token: tokio_util::sync::CancellationToken,
+        work: F,
+    ) -> clock::Cancellable<F> {
+        clock::Cancellable::new(&self.lua, token, work)
+    }
+
     /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield)
     /// under a deadline of `budget`, and normalises its return value (SPEC §1): string →
     /// text, table → JSON text, multimodal envelope → object.
-    pub async fn call_handler(
+    pub(crate) async fn call_handler(
         &self,
         id: LuaFnId,
         tool_name: &str,

@@ -26,7 +26,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 /// Default longest line (one message) read from the client (`[serve] max_request_bytes`).
-pub const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
@@ -288,7 +288,7 @@ async fn read_line<R: AsyncBufRead + Unpin>(
 
 /// Serves `server` to a client speaking on `input`/`output` through the guard; returns
 /// when the client closes its input and rmcp has finished.
-pub async fn serve<R, W>(
+pub(crate) async fn serve<R, W>(
     server: super::McpServer,
     input: R,
     output: W,

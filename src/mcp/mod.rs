@@ -11,10 +11,10 @@
 //! Logs go to stderr only: stdout is the protocol. Every line from the client passes the
 //! [`guard`] first, so every request gets an answer.
 
-pub mod guard;
+pub(crate) mod guard;
 
 use crate::definitions::{Format, Selection};
-use crate::dispatch::{ErrorType, ToolError, ToolResult};
+use crate::dispatch::ToolResult;
 use crate::host::Host;
 use crate::registry::CallContext;
 use rmcp::ErrorData as McpError;
@@ -28,14 +28,14 @@ use serde_json::{Map, Value};
 
 /// Serves one host to one MCP client.
 #[derive(Clone)]
-pub struct McpServer {
+pub(crate) struct McpServer {
     host: Host,
     selection: Selection,
 }
 
 impl McpServer {
     /// A server offering `selection` of `host`'s tools (its format is forced to `mcp`).
-    pub fn new(host: Host, selection: Selection) -> Self {
+    pub(crate) fn new(host: Host, selection: Selection) -> Self {
         Self {
             host,
             selection: Selection {
@@ -55,7 +55,7 @@ impl McpServer {
     }
 
     /// The MCP `Tool` list of the selection.
-    pub fn tools(&self) -> Vec<Tool> {
+    pub(crate) fn tools(&self) -> Vec<Tool> {
         self.host
             .tool_definitions(&self.selection)
             .iter()
@@ -75,7 +75,7 @@ impl McpServer {
 /// Maps a pipeline result to an MCP tool result: text and structured results as text
 /// content, an error as `isError: true` with the error JSON as text, a multimodal envelope
 /// as content blocks.
-pub fn to_call_result(result: ToolResult) -> CallToolResult {
+pub(crate) fn to_call_result(result: ToolResult) -> CallToolResult {
     match result {
         ToolResult::Multimodal(Value::Object(envelope)) => {
             CallToolResult::success(multimodal_blocks(&envelope))
@@ -163,15 +163,13 @@ impl ServerHandler for McpServer {
         let args = request.arguments.map(Value::Object).unwrap_or_default();
         let mut ctx = self.context();
         ctx.tool_call_id = Some(format!("{:?}", context.id));
-        let call = self.host.handle_function_call(&request.name, args, &ctx);
-        let result = tokio::select! {
-            result = call => result,
-            () = context.ct.cancelled() => ToolError::new(
-                ErrorType::Cancelled,
-                format!("{} was cancelled by the client", request.name),
-            )
-            .into(),
-        };
+        // `notifications/cancelled` cancels rmcp's token for this request: the host stops
+        // the call and answers `cancelled`.
+        ctx.cancel = context.ct.clone();
+        let result = self
+            .host
+            .handle_function_call(&request.name, args, &ctx)
+            .await;
         Ok(to_call_result(result).into())
     }
 }
@@ -179,6 +177,7 @@ impl ServerHandler for McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dispatch::{ErrorType, ToolError};
     use serde_json::json;
 
     #[test]
@@ -187,8 +186,10 @@ mod tests {
         assert_eq!(text.is_error, Some(false));
         let error = to_call_result(ToolError::new(ErrorType::Timeout, "x").into());
         assert_eq!(error.is_error, Some(true));
-        let image = to_call_result(ToolResult::Multimodal(json!({"_multimodal": true, "content": [
-            {"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mime_type": "image/png"}]})));
+        let image = to_call_result(ToolResult::Multimodal(
+            json!({"_multimodal": true, "content": [
+            {"type": "text", "text": "a"}, {"type": "image", "data": "AAAA", "mime_type": "image/png"}]}),
+        ));
         assert_eq!(image.content.len(), 2);
         let serialized = serde_json::to_value(&image).unwrap();
         assert_eq!(serialized["content"][1]["type"], "image");

@@ -18,14 +18,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Default time a `check_fn` answer is reused.
-pub const DEFAULT_CHECK_TTL: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_CHECK_TTL: Duration = Duration::from_secs(30);
 /// A failure this soon after the last success is transient.
-pub const FAILURE_GRACE: Duration = Duration::from_secs(60);
+pub(crate) const FAILURE_GRACE: Duration = Duration::from_secs(60);
 /// Most cached answers.
-pub const MAX_CACHED_CHECKS: usize = 512;
+pub(crate) const MAX_CACHED_CHECKS: usize = 512;
 
 /// Why the tool's environment is not satisfied, or `None` when it is.
-pub fn missing_env(tool: &ToolEntry) -> Option<String> {
+pub(crate) fn missing_env(tool: &ToolEntry) -> Option<String> {
     let missing: Vec<&str> = tool
         .requires_env
         .iter()
@@ -44,7 +44,7 @@ pub fn missing_env(tool: &ToolEntry) -> Option<String> {
 
 /// How long an answer may be reused by whoever derives something from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Freshness {
+pub(crate) enum Freshness {
     /// Not from a probe (no `check_fn`, or the environment decided): reusable.
     Always,
     /// A cached probe answer, good until then.
@@ -55,7 +55,7 @@ pub enum Freshness {
 
 impl Freshness {
     /// The stricter of two freshnesses.
-    pub fn min(self, other: Freshness) -> Freshness {
+    pub(crate) fn min(self, other: Freshness) -> Freshness {
         match (self, other) {
             (Freshness::Never, _) | (_, Freshness::Never) => Freshness::Never,
             (Freshness::Always, x) | (x, Freshness::Always) => x,
@@ -64,7 +64,7 @@ impl Freshness {
     }
 
     /// True while an answer of this freshness may still be reused at `now`.
-    pub fn is_fresh(self, now: Instant) -> bool {
+    pub(crate) fn is_fresh(self, now: Instant) -> bool {
         match self {
             Freshness::Always => true,
             Freshness::Until(until) => now < until,
@@ -75,7 +75,7 @@ impl Freshness {
 
 /// The answer for one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Availability {
+pub(crate) struct Availability {
     /// Whether the tool may be offered and called.
     pub available: bool,
     /// Why not, when unavailable.
@@ -103,7 +103,7 @@ impl Availability {
 }
 
 /// What running a `check_fn` gave.
-pub type ProbeOutcome = Result<bool, String>;
+pub(crate) type ProbeOutcome = Result<bool, String>;
 
 #[derive(Debug, Clone)]
 struct Cached {
@@ -190,7 +190,7 @@ impl Inner {
 
 /// The `check_fn` answer cache.
 #[derive(Debug)]
-pub struct AvailabilityCache {
+pub(crate) struct AvailabilityCache {
     inner: Mutex<Inner>,
     ttl: Duration,
     epoch: AtomicU64,
@@ -198,7 +198,7 @@ pub struct AvailabilityCache {
 
 impl AvailabilityCache {
     /// A cache reusing answers for `ttl`.
-    pub fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration) -> Self {
         Self {
             inner: Mutex::new(Inner::default()),
             ttl,
@@ -207,19 +207,19 @@ impl AvailabilityCache {
     }
 
     /// Moves whenever a cached answer appears, changes or goes away.
-    pub fn epoch(&self) -> u64 {
+    pub(crate) fn epoch(&self) -> u64 {
         self.epoch.load(Ordering::Acquire)
     }
 
     /// Drops every cached answer (`invalidate_availability`).
-    pub fn invalidate(&self) {
+    pub(crate) fn invalidate(&self) {
         self.inner.lock().clear();
         self.epoch.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Answers for `tool` as seen from `scope` at registry `generation`, running `probe`
     /// (without holding any lock) when there is a `check_fn` and no fresh cached answer.
-    pub fn check(
+    pub(crate) fn check(
         &self,
         tool: &ToolEntry,
         scope: Option<&str>,
@@ -309,14 +309,10 @@ impl AvailabilityCache {
         }
     }
 
-    /// Number of cached answers (for tests and diagnostics).
-    pub fn len(&self) -> usize {
+    /// Number of cached answers.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.inner.lock().count
-    }
-
-    /// True when nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -429,7 +425,7 @@ mod tests {
         assert_eq!(cache.epoch(), e1, "an unchanged answer keeps the epoch");
         cache.invalidate();
         assert!(cache.epoch() > e1);
-        assert!(cache.is_empty());
+        assert!(cache.len() == 0);
         cache.check(&t, None, 1, t0, || Ok(true));
         let e2 = cache.epoch();
         cache.check(&t, None, 2, t0, || Ok(true));

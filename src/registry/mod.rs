@@ -11,17 +11,18 @@ mod name;
 mod schema;
 mod state;
 
-pub use availability::{
-    Availability, AvailabilityCache, DEFAULT_CHECK_TTL, FAILURE_GRACE, Freshness,
-    MAX_CACHED_CHECKS, ProbeOutcome, missing_env,
+pub(crate) use availability::{
+    Availability, AvailabilityCache, DEFAULT_CHECK_TTL, Freshness, ProbeOutcome,
 };
-pub use context::{CallContext, NativeFuture, NativeHandler, NativeProbe};
-pub use entry::{
-    FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, ResultLimit, Source, ToolEntry,
+pub use context::CallContext;
+pub(crate) use context::NativeHandler;
+pub use entry::ResultLimit;
+pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
+pub(crate) use name::ToolName;
+pub(crate) use schema::{
+    check_function_schema, compile_parameters, default_description, json_type,
 };
-pub use name::ToolName;
-pub use schema::{check_function_schema, compile_parameters, default_description, json_type};
-pub use state::{Applied, RegistryState, Rejection};
+pub(crate) use state::RegistryState;
 
 use parking_lot::RwLock;
 use std::sync::Arc;

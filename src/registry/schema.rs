@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 /// The JSON type name of a value, for messages.
-pub fn json_type(value: &Value) -> &'static str {
+pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
@@ -17,7 +17,7 @@ pub fn json_type(value: &Value) -> &'static str {
 }
 
 /// The registry description a tool gets when it sets none: `schema.description`.
-pub fn default_description(schema: &Map<String, Value>) -> String {
+pub(crate) fn default_description(schema: &Map<String, Value>) -> String {
     schema
         .get("description")
         .and_then(Value::as_str)
@@ -28,7 +28,7 @@ pub fn default_description(schema: &Map<String, Value>) -> String {
 /// Checks a function schema's shape (a `description` string, an object-typed `parameters`);
 /// the error names the field (`'schema.parameters' ...`). Compiling the parameters is
 /// [`compile_parameters`].
-pub fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> {
+pub(crate) fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> {
     if let Some(description) = schema.get("description")
         && !description.is_string()
     {
@@ -66,7 +66,7 @@ pub fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> 
 
 /// Compiles a function schema's `parameters` (checked against the meta-schema first); the
 /// validator is kept with the tool so that arguments are validated without recompiling.
-pub fn compile_parameters(
+pub(crate) fn compile_parameters(
     schema: &Map<String, Value>,
 ) -> Result<Arc<jsonschema::Validator>, String> {
     let parameters = schema

@@ -9,7 +9,7 @@ const K1: f64 = 1.5;
 const B: f64 = 0.75;
 
 /// Splits text into lowercase, stemmed terms.
-pub fn terms(text: &str) -> Vec<String> {
+pub(crate) fn terms(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
         .map(|word| stem(&word.to_lowercase()))
@@ -18,7 +18,7 @@ pub fn terms(text: &str) -> Vec<String> {
 
 /// A light English stemmer: plurals, `-ing`, `-ed`, and a final `e` (so "archive",
 /// "archives", "archived" and "archiving" meet at "archiv").
-pub fn stem(word: &str) -> String {
+pub(crate) fn stem(word: &str) -> String {
     let base = strip_endings(word);
     if base.len() > 3 && base.ends_with('e') {
         return base[..base.len() - 1].to_string();
@@ -61,7 +61,7 @@ struct Document {
 }
 
 /// The index of one selection's searchable tools.
-pub struct Index {
+pub(crate) struct Index {
     documents: Vec<Document>,
     document_frequency: HashMap<String, u32>,
     average_length: f64,
@@ -91,7 +91,7 @@ fn document_terms(tool: &ToolEntry) -> Vec<String> {
 
 impl Index {
     /// Indexes `tools` (kept in the given order, which breaks ties).
-    pub fn new(tools: &[Arc<ToolEntry>]) -> Self {
+    pub(crate) fn new(tools: &[Arc<ToolEntry>]) -> Self {
         let mut document_frequency: HashMap<String, u32> = HashMap::new();
         let documents: Vec<Document> = tools
             .iter()
@@ -124,18 +124,13 @@ impl Index {
     }
 
     /// Number of indexed tools.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.documents.len()
-    }
-
-    /// True when nothing is indexed.
-    pub fn is_empty(&self) -> bool {
-        self.documents.is_empty()
     }
 
     /// The best `limit` tools for `query`: an exact name match first, then tools containing
     /// the query's rarest known term, by BM25 score, ties by name.
-    pub fn search(&self, query: &str, limit: usize) -> Vec<Arc<ToolEntry>> {
+    pub(crate) fn search(&self, query: &str, limit: usize) -> Vec<Arc<ToolEntry>> {
         let wanted = query.trim().to_lowercase();
         let exact = self
             .documents

@@ -5,7 +5,7 @@
 
 mod index;
 
-pub use index::{Index, stem, terms};
+pub(crate) use index::Index;
 
 use crate::config::{Config, ToolSearchMode};
 use crate::registry::{RegistryState, ToolEntry};
@@ -16,21 +16,21 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// The bridge tools, in the order they are appended to the definitions.
-pub const BRIDGE_TOOLS: [&str; 3] = ["tool_search", "tool_describe", "tool_call"];
+pub(crate) const BRIDGE_TOOLS: [&str; 3] = ["tool_search", "tool_describe", "tool_call"];
 /// `auto` activates search above this many selected tools.
-pub const DEFAULT_AUTO_THRESHOLD: usize = 40;
+pub(crate) const DEFAULT_AUTO_THRESHOLD: usize = 40;
 /// Most queries per `tool_search` call.
-pub const MAX_QUERIES: usize = 7;
+pub(crate) const MAX_QUERIES: usize = 7;
 /// Most names per `tool_describe` call.
-pub const MAX_DESCRIBE: usize = 10;
+pub(crate) const MAX_DESCRIBE: usize = 10;
 /// Default and largest `limit` of `tool_search`.
-pub const DEFAULT_LIMIT: usize = 5;
+pub(crate) const DEFAULT_LIMIT: usize = 5;
 /// Largest `limit` of `tool_search`.
-pub const MAX_LIMIT: usize = 20;
+pub(crate) const MAX_LIMIT: usize = 20;
 const CAPACITY: usize = 8;
 
 /// Which tools a selection defers, and how to find them.
-pub struct SearchPlan {
+pub(crate) struct SearchPlan {
     /// Search is on for this selection.
     pub active: bool,
     /// Names of the deferred tools.
@@ -45,7 +45,7 @@ pub struct SearchPlan {
 
 impl SearchPlan {
     /// The three bridge tools' function schemas (`description`, `parameters`).
-    pub fn bridge_schemas(&self) -> [(&'static str, Value); 3] {
+    pub(crate) fn bridge_schemas(&self) -> [(&'static str, Value); 3] {
         let sets: Vec<String> = self
             .toolsets
             .iter()
@@ -101,14 +101,14 @@ struct Key {
 
 /// Plans per selection, most recently used first.
 #[derive(Default)]
-pub struct SearchPlans {
+pub(crate) struct SearchPlans {
     entries: Mutex<VecDeque<(Key, Arc<SearchPlan>)>>,
 }
 
 impl SearchPlans {
     /// The plan for a selection (`enabled`/`disabled` as the caller gave them; the config's
     /// defaults are applied here).
-    pub fn plan(
+    pub(crate) fn plan(
         &self,
         state: &RegistryState,
         config: &Config,

@@ -5,8 +5,8 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
-use toolhost::discovery::Verdict;
-use toolhost::{CallContext, Host, HostBuilder, LoadedConfig};
+use toolhost::Verdict;
+use toolhost::{CallContext, Host, HostBuilder};
 
 /// A temp directory holding `tools-lua/`, `cache/` and optionally `toolhost.toml`.
 pub struct Fixture {
@@ -49,7 +49,7 @@ impl Fixture {
         Host::builder()
             .tools_dir(self.tools())
             .cache_dir(self.cache())
-            .config(LoadedConfig::default())
+            .default_config()
     }
 
     pub fn host(&self) -> Host {
@@ -59,11 +59,10 @@ impl Fixture {
     /// A host configured by `toml` (written to `toolhost.toml` in the fixture).
     pub fn host_with(&self, toml: &str) -> Host {
         let path = self.write("toolhost.toml", toml);
-        let config = LoadedConfig::load(&path).expect("config parses");
         Host::builder()
             .tools_dir(self.tools())
             .cache_dir(self.cache())
-            .config(config)
+            .config_file(path)
             .build()
             .expect("host builds")
     }
@@ -86,7 +85,7 @@ pub fn error_of(host: &Host, suffix: &str) -> String {
         .unwrap_or_else(|| panic!("{suffix} loaded without error"))
 }
 
-/// Runs one call to completion.
+/// Runs one call to completion; its SPEC §8 JSON (what a model sees).
 pub fn call(host: &Host, name: &str, args: Value) -> Value {
     call_in(host, name, args, &CallContext::default())
 }
@@ -96,15 +95,14 @@ pub fn call_in(host: &Host, name: &str, args: Value, ctx: &CallContext) -> Value
         .enable_all()
         .build()
         .expect("runtime");
-    runtime.block_on(host.handle_function_call(name, args, ctx))
+    runtime
+        .block_on(host.handle_function_call(name, args, ctx))
+        .into_json()
 }
 
 /// Names of the tools visible to `scope`.
 pub fn names(host: &Host, scope: Option<&str>) -> Vec<String> {
-    host.tools(scope)
-        .iter()
-        .map(|t| t.name.to_string())
-        .collect()
+    host.tools(scope).into_iter().map(|t| t.name).collect()
 }
 
 /// A minimal valid registration of `name` in `toolset` returning `result`.
@@ -126,4 +124,12 @@ pub fn two_worker_runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
+}
+
+/// The SPEC §8 JSON of each result of a batch.
+pub fn json_all(results: Vec<toolhost::ToolResult>) -> Vec<Value> {
+    results
+        .into_iter()
+        .map(toolhost::ToolResult::into_json)
+        .collect()
 }

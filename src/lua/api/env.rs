@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 
 /// `env.get` policy: names every file may read, plus each tool file's own grants.
 #[derive(Debug, Default)]
-pub struct EnvPolicy {
+pub(crate) struct EnvPolicy {
     /// `[sandbox] env`.
     pub everyone: HashSet<String>,
     /// Tool file index → the `requires_env` of the tools it registered.
@@ -18,7 +18,7 @@ pub struct EnvPolicy {
 
 impl EnvPolicy {
     /// Lets the tool file `file_index` read `names`.
-    pub fn grant(&mut self, file_index: u32, names: &[String]) {
+    pub(crate) fn grant(&mut self, file_index: u32, names: &[String]) {
         if !names.is_empty() {
             self.by_file
                 .entry(file_index)
@@ -29,7 +29,7 @@ impl EnvPolicy {
 }
 
 /// The `env` entries of the host API.
-pub fn functions() -> Vec<ApiFunction> {
+pub(crate) fn functions() -> Vec<ApiFunction> {
     vec![ApiFunction {
         module: "env",
         name: "get",

@@ -5,7 +5,7 @@ use crate::lua::convert::{self, Mode};
 use mlua::{Lua, LuaSerdeExt, Table, Value as LuaValue};
 
 /// The `json` entries of the host API.
-pub fn functions() -> Vec<ApiFunction> {
+pub(crate) fn functions() -> Vec<ApiFunction> {
     vec![
         ApiFunction {
             module: "json",

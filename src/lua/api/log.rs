@@ -5,7 +5,7 @@ use super::{ApiContext, ApiFunction, Calling};
 use mlua::{Lua, MultiValue, Value as LuaValue};
 
 /// The `log` entries of the host API.
-pub fn functions() -> Vec<ApiFunction> {
+pub(crate) fn functions() -> Vec<ApiFunction> {
     let entry = |name, doc, make| ApiFunction {
         module: "log",
         name,
@@ -62,7 +62,7 @@ fn join(lua: &Lua, args: MultiValue) -> mlua::Result<String> {
 }
 
 /// A Lua function logging its arguments at `level`, tagged with the caller's position.
-pub fn logger(lua: &Lua, level: tracing::Level) -> mlua::Result<mlua::Function> {
+pub(crate) fn logger(lua: &Lua, level: tracing::Level) -> mlua::Result<mlua::Function> {
     lua.create_function(move |lua, args: MultiValue| {
         let at = caller(lua);
         let text = join(lua, args)?;

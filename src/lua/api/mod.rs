@@ -2,15 +2,15 @@
 //! the Lua functions from it, and the LuaLS stubs (`toolhost stubs`) are generated from
 //! it, so the two can never drift apart.
 
-pub mod fs;
-pub mod json;
-pub mod log;
-pub mod proc;
-pub mod store;
-pub mod stubs;
-pub mod time;
+pub(crate) mod fs;
+pub(crate) mod json;
+pub(crate) mod log;
+pub(crate) mod proc;
+pub(crate) mod store;
+pub(crate) mod stubs;
+pub(crate) mod time;
 
-pub mod env;
+pub(crate) mod env;
 
 use fs::FsRoots;
 use mlua::{Lua, Table, Value as LuaValue};
@@ -19,7 +19,7 @@ use store::Store;
 
 /// What host functions are built with.
 #[derive(Debug, Clone)]
-pub struct ApiContext {
+pub(crate) struct ApiContext {
     /// Where `fs` may read and write.
     pub fs_roots: Arc<FsRoots>,
     /// Programs `proc.run` may start (`[sandbox] commands`).
@@ -31,11 +31,11 @@ pub struct ApiContext {
 }
 
 /// Builds one host function (or value) for a VM.
-pub type Maker = fn(&Lua, &ApiContext) -> mlua::Result<LuaValue>;
+pub(crate) type Maker = fn(&Lua, &ApiContext) -> mlua::Result<LuaValue>;
 
 /// How a host function may be called.
 #[derive(Debug, Clone, Copy)]
-pub enum Calling {
+pub(crate) enum Calling {
     /// Anywhere: at load time, in probes, in handlers, in coroutines.
     Anywhere,
     /// Only on a handler's own thread (it awaits: at load time or inside
@@ -48,7 +48,7 @@ pub enum Calling {
 
 /// One entry of the host API.
 #[derive(Clone)]
-pub struct ApiFunction {
+pub(crate) struct ApiFunction {
     /// The module table (`json`, `fs`, …).
     pub module: &'static str,
     /// The field name.
@@ -69,7 +69,7 @@ pub struct ApiFunction {
 
 /// One module of the host API.
 #[derive(Debug, Clone, Copy)]
-pub struct ApiModule {
+pub(crate) struct ApiModule {
     /// The global name.
     pub name: &'static str,
     /// What it is for.
@@ -77,7 +77,7 @@ pub struct ApiModule {
 }
 
 /// The modules, in the order the stubs list them. Each is also a capability name.
-pub const MODULES: &[ApiModule] = &[
+pub(crate) const MODULES: &[ApiModule] = &[
     ApiModule {
         name: "json",
         doc: "JSON encoding and decoding",
@@ -109,7 +109,7 @@ pub const MODULES: &[ApiModule] = &[
 ];
 
 /// Every host function, module by module.
-pub fn catalogue() -> Vec<ApiFunction> {
+pub(crate) fn catalogue() -> Vec<ApiFunction> {
     let mut all = Vec::new();
     all.extend(json::functions());
     all.extend(log::functions());
@@ -123,7 +123,7 @@ pub fn catalogue() -> Vec<ApiFunction> {
 
 /// The pieces the bootstrap assembles the libraries from: `api` (module → name →
 /// function), `async` (the in-handler variants) and `handler_only` (module → name → true).
-pub fn install(lua: &Lua, ctx: &ApiContext) -> mlua::Result<Table> {
+pub(crate) fn install(lua: &Lua, ctx: &ApiContext) -> mlua::Result<Table> {
     let api = lua.create_table()?;
     let asynchronous = lua.create_table()?;
     let handler_only = lua.create_table()?;

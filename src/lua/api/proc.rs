@@ -12,12 +12,12 @@ use tokio::io::AsyncWriteExt;
 /// Default `timeout_ms` of a run.
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// Variables every child gets (from the host's environment); `[sandbox] proc_env` adds more.
-pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG"];
+pub(crate) const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG"];
 /// Most bytes kept of stdout and of stderr each.
 const MAX_OUTPUT_BYTES: usize = 8 * 1024 * 1024;
 
 /// The `proc` entries of the host API.
-pub fn functions() -> Vec<ApiFunction> {
+pub(crate) fn functions() -> Vec<ApiFunction> {
     vec![
         ApiFunction {
             module: "proc",

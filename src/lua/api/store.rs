@@ -10,29 +10,29 @@ use std::collections::HashMap;
 
 /// The shared map.
 #[derive(Debug, Default)]
-pub struct Store {
+pub(crate) struct Store {
     values: RwLock<HashMap<String, Value>>,
 }
 
 impl Store {
     /// The value under `key`.
-    pub fn get(&self, key: &str) -> Option<Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<Value> {
         self.values.read().get(key).cloned()
     }
 
     /// Sets `key`; returns the previous value.
-    pub fn set(&self, key: &str, value: Value) -> Option<Value> {
+    pub(crate) fn set(&self, key: &str, value: Value) -> Option<Value> {
         self.values.write().insert(key.to_string(), value)
     }
 
     /// Removes `key`; true when it was there.
-    pub fn delete(&self, key: &str) -> bool {
+    pub(crate) fn delete(&self, key: &str) -> bool {
         self.values.write().remove(key).is_some()
     }
 }
 
 /// The `store` entries of the host API.
-pub fn functions() -> Vec<ApiFunction> {
+pub(crate) fn functions() -> Vec<ApiFunction> {
     vec![
         ApiFunction {
             module: "store",
@@ -86,16 +86,4 @@ pub fn functions() -> Vec<ApiFunction> {
             constant: false,
         },
     ]
-}
-
-impl Store {
-    /// The number of keys.
-    pub fn len(&self) -> usize {
-        self.values.read().len()
-    }
-
-    /// True when nothing is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
 }

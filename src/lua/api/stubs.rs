@@ -82,7 +82,7 @@ const CTX_FIELDS: &[(&str, &str)] = &[
 ];
 
 /// The stub file's text.
-pub fn stubs() -> String {
+pub(crate) fn stubs() -> String {
     let mut out = String::new();
     let _ = writeln!(out, "---@meta");
     let _ = writeln!(

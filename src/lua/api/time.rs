@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const MAX_SLEEP_MS: f64 = 24.0 * 3600.0 * 1000.0;
 
 /// The `time` entries of the host API.
-pub fn functions() -> Vec<ApiFunction> {
+pub(crate) fn functions() -> Vec<ApiFunction> {
     vec![
         ApiFunction {
             module: "time",

@@ -13,7 +13,7 @@ use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use std::time::Instant;
 
 /// The four functions, as a table `{find, match, gmatch, gsub}`.
-pub fn install(lua: &Lua) -> mlua::Result<Table> {
+pub(super) fn install(lua: &Lua) -> mlua::Result<Table> {
     let table = lua.create_table()?;
     table.set(
         "find",

@@ -7,7 +7,7 @@
 mod roots;
 mod walk;
 
-pub use roots::FsRoots;
+pub(crate) use roots::FsRoots;
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};
 use crate::lua::clock::current_deadline;
@@ -31,7 +31,7 @@ const MAX_GREP_MATCHES: usize = 1_000;
 const MAX_GREP_FILE_BYTES: u64 = 4 * 1024 * 1024;
 /// `fs.grep` matches at most this many bytes of each line (the rest of a longer line is
 /// not searched): one huge line cannot make a model-chosen regex run for long.
-pub const MAX_GREP_LINE_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_GREP_LINE_BYTES: usize = 16 * 1024;
 /// Compiled-size limit of a `fs.grep` regex.
 const MAX_REGEX_BYTES: usize = 1024 * 1024;
 
@@ -121,7 +121,7 @@ fn glob_regex(pattern: &str) -> Result<regex::Regex, String> {
 }
 
 /// The `fs` entries of the host API.
-pub fn functions() -> Vec<ApiFunction> {
+pub(crate) fn functions() -> Vec<ApiFunction> {
     vec![
         ApiFunction {
             module: "fs",

@@ -34,7 +34,7 @@ enum NoRoots {
 
 /// The directories tool code may touch.
 #[derive(Debug)]
-pub struct FsRoots {
+pub(crate) struct FsRoots {
     roots: Vec<Root>,
     none: Option<NoRoots>,
 }
@@ -49,7 +49,7 @@ impl FsRoots {
     /// Opens the configured roots (`None`: not configured, so the working directory, unless
     /// that is `/` or the home directory itself). `Some(&[])` grants no fs access at all.
     /// Missing roots are dropped with a warning.
-    pub fn new(configured: Option<&[PathBuf]>) -> Self {
+    pub(crate) fn new(configured: Option<&[PathBuf]>) -> Self {
         let wanted: Vec<PathBuf> = match configured {
             Some([]) => return Self::without(NoRoots::EmptyConfig),
             Some(roots) => roots.to_vec(),

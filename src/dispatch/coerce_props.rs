@@ -1,10 +1,10 @@
 //! Property tests: coercion and validation never panic on arbitrary arguments against the
 //! shared workload's schemas (plus hand-written unions), and coercion is idempotent.
 
+use super::coerce::coerce_args;
+use crate::registry::compile_parameters;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use toolhost::dispatch::coerce_args;
-use toolhost::registry::compile_parameters;
 
 fn workload_schemas() -> Vec<Value> {
     let mut schemas = vec![json!({"type": "object", "properties": {

@@ -2,8 +2,8 @@
 //! rule) with generated Lua-like input: it always returns a verdict, never panics, never
 //! overflows a stack. `scripts/fuzz.sh` runs many more cases.
 
+use super::{Reason, classify};
 use proptest::prelude::*;
-use toolhost::discovery::{Reason, classify};
 
 fn fragment() -> impl Strategy<Value = String> {
     prop_oneof![
