@@ -41,3 +41,105 @@ pub enum Error {
 
 /// Shorthand for results whose error is [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why one tool file (or the configuration file, on reload) did not load. The host keeps
+/// serving every other tool; these are reported in [`crate::Verdict::error`],
+/// [`crate::ReloadEvent::errors`] and by `toolhost check`.
+///
+/// Its `Display` is the one-line form the CLI prints: `FILE:LINE: MESSAGE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LoadError {
+    /// The file as shown in messages (the tool directory as configured + relative path).
+    pub file: String,
+    /// The line the problem is on, when known.
+    pub line: Option<u32>,
+    /// The registration field at fault (`name`, `schema.parameters`, …), when the problem
+    /// is an invalid field.
+    pub field: Option<String>,
+    /// What is wrong (without the `FILE:LINE: ` prefix).
+    pub message: String,
+    /// The file's previous version still serves its tools (hot reload keeps the last good
+    /// version of a file that now fails).
+    pub kept_last_good: bool,
+}
+
+impl LoadError {
+    /// A problem in `file` at `line`.
+    pub(crate) fn new(file: &str, line: Option<u32>, message: impl Into<String>) -> Self {
+        Self {
+            file: file.to_string(),
+            line,
+            field: None,
+            message: message.into(),
+            kept_last_good: false,
+        }
+    }
+
+    /// The same problem, naming the field at fault.
+    pub(crate) fn with_field(mut self, field: Option<String>) -> Self {
+        self.field = field;
+        self
+    }
+
+    /// An error text from Lua about `file`: Lua puts `FILE:LINE: ` in front of errors it
+    /// raises at a known line, which becomes `line`.
+    pub(crate) fn from_lua(file: &str, text: &str) -> Self {
+        let located = text
+            .strip_prefix(file)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .and_then(|rest| {
+                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                let line = rest[..digits].parse::<u32>().ok()?;
+                Some((line, rest[digits..].strip_prefix(':')?.trim_start()))
+            });
+        match located {
+            Some((line, message)) => Self::new(file, Some(line), message),
+            None => {
+                let message = text
+                    .strip_prefix(file)
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    .map(str::trim_start)
+                    .unwrap_or(text);
+                Self::new(file, None, message)
+            }
+        }
+    }
+}
+
+/// Appended to the message of a file whose last good version still serves.
+const KEPT_LAST_GOOD: &str = " (still serving the last good version)";
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message)?,
+            None => write!(f, "{}: {}", self.file, self.message)?,
+        }
+        if self.kept_last_good {
+            f.write_str(KEPT_LAST_GOOD)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+#[cfg(test)]
+mod tests {
+    use super::LoadError;
+
+    #[test]
+    fn lua_locations_become_lines() {
+        let located = LoadError::from_lua("t/x.lua", "t/x.lua:12: boom: at 3:4");
+        assert_eq!(
+            (located.line, located.message.as_str()),
+            (Some(12), "boom: at 3:4")
+        );
+        assert_eq!(located.to_string(), "t/x.lua:12: boom: at 3:4");
+        let bare = LoadError::from_lua("t/x.lua", "t/x.lua: cannot read");
+        assert_eq!((bare.line, bare.message.as_str()), (None, "cannot read"));
+        let other = LoadError::from_lua("t/x.lua", "out of memory");
+        assert_eq!(other.to_string(), "t/x.lua: out of memory");
+    }
+}

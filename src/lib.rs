@@ -44,7 +44,7 @@ pub use dispatch::{
     ApprovalRequest, Approver, BoxFuture, CallStatus, ErrorType, Hook, HookCall, Middleware, Next,
     PostCall, PreDecision, ToolCall, ToolError, ToolResult,
 };
-pub use error::{Error, Result};
+pub use error::{Error, LoadError, Result};
 #[cfg(feature = "watch")]
 pub use host::Watch;
 pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};

@@ -74,8 +74,9 @@ fn reasons_cover_every_rule() {
     assert!(
         verdict(&verdicts, "broken.lua")
             .error
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .to_string()
             .contains("broken.lua:"),
         "{:?}",
         verdict(&verdicts, "broken.lua").error
@@ -84,8 +85,9 @@ fn reasons_cover_every_rule() {
     assert!(
         verdict(&verdicts, "bytes.lua")
             .error
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .to_string()
             .contains("UTF-8")
     );
     assert_eq!(reason("dir.lua"), Reason::Skipped);
@@ -125,8 +127,9 @@ fn deep_nesting_is_a_verdict_not_a_crash() {
         assert_eq!(v.reason, Reason::ParseError, "{name}");
         assert!(
             v.error
-                .as_deref()
+                .as_ref()
                 .unwrap()
+                .to_string()
                 .contains("nesting too deep (limit 200)"),
             "{:?}",
             v.error
@@ -146,7 +149,7 @@ fn large_files_are_skipped() {
     let verdicts = host.discovery();
     let v = verdict(&verdicts, "big.lua");
     assert_eq!(v.reason, Reason::Skipped);
-    assert!(v.error.as_deref().unwrap().contains("16 MiB"));
+    assert!(v.error.as_ref().unwrap().message.contains("16 MiB"));
     assert!(common::names(&host, None).is_empty());
 }
 
@@ -263,8 +266,9 @@ fn a_stray_backtick_is_a_parse_error_not_a_parser_panic() {
     assert_eq!(tick.reason, Reason::ParseError);
     assert!(
         tick.error
-            .as_deref()
+            .as_ref()
             .unwrap()
+            .to_string()
             .contains("tick.lua:1: unexpected '`'"),
         "{tick:?}"
     );

@@ -302,3 +302,31 @@ fn runaway_top_level_code_is_stopped_and_other_files_load() {
     }
     assert_eq!(call(&host, "good", json!({})), json!("fine"));
 }
+
+#[test]
+fn a_registration_error_is_typed_with_file_line_and_field() {
+    let fx = Fixture::new();
+    fx.tool(
+        "typed.lua",
+        "local x = 1\nregistry.register{ name = 'typed', toolset = 't',\n  schema = { parameters = { type = 'object' } },\n  handler = function() return 'x' end, timeout_ms = -5 }\n",
+    );
+    let host = fx.host();
+    let verdicts = host.discovery();
+    let error = common::verdict(&verdicts, "typed.lua")
+        .error
+        .clone()
+        .expect("typed.lua fails to load");
+    assert!(error.file.ends_with("typed.lua"), "{error:?}");
+    assert_eq!(error.line, Some(2));
+    assert_eq!(error.field.as_deref(), Some("timeout_ms"));
+    assert!(
+        error
+            .message
+            .starts_with("register: 'timeout_ms' must be a positive integer"),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("{}:2: {}", error.file, error.message)
+    );
+}

@@ -55,8 +55,11 @@ fn a_broken_file_keeps_its_last_good_version_until_fixed() {
     );
     assert_eq!(event.errors.len(), 1);
     assert!(
-        event.errors[0].contains("a.lua:")
-            && event.errors[0].ends_with("(still serving the last good version)"),
+        event.errors[0].file.ends_with("a.lua")
+            && event.errors[0].kept_last_good
+            && event.errors[0]
+                .to_string()
+                .ends_with("(still serving the last good version)"),
         "{event:?}"
     );
     assert_eq!(call(&host, "alpha", json!({})), json!("good"));
@@ -68,7 +71,10 @@ fn a_broken_file_keeps_its_last_good_version_until_fixed() {
         &(simple_tool("alpha", "t", "still") + "error('boom at load')\n"),
     );
     let event = host.reload();
-    assert!(event.errors[0].contains("boom at load"), "{event:?}");
+    assert!(
+        event.errors[0].message.contains("boom at load"),
+        "{event:?}"
+    );
     assert_eq!(call(&host, "alpha", json!({})), json!("good"));
 
     fx.tool("a.lua", &simple_tool("alpha", "t", "fixed"));
@@ -133,7 +139,9 @@ fn a_config_change_takes_effect_and_a_broken_config_keeps_the_old_one() {
     fx.write("toolhost.toml", "disabled_toolsets = [\n");
     let event = host.reload();
     assert!(
-        event.errors[0].contains("keeping the previous configuration"),
+        event.errors[0]
+            .message
+            .contains("keeping the previous configuration"),
         "{event:?}"
     );
     assert_eq!(definitions(&host), ["alpha"]);

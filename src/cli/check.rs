@@ -13,7 +13,7 @@ pub(super) fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
     for verdict in &verdicts {
         tools += verdict.tools.len();
         match &verdict.error {
-            Some(error) => problems.push(error.clone()),
+            Some(error) => problems.push(error.to_string()),
             None if !files.is_empty() && !verdict.registers => problems.push(format!(
                 "{}: does not register: no top-level registry.register or registry.hook call",
                 verdict.shown

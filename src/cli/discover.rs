@@ -12,7 +12,7 @@ pub(super) fn verdict_json(verdict: &Verdict) -> Value {
         "registers": verdict.registers,
         "reason": verdict.reason,
         "cached": verdict.cached,
-        "error": verdict.error,
+        "error": verdict.error.as_ref().map(ToString::to_string),
         "tools": verdict.tools,
     })
 }

@@ -18,6 +18,9 @@ pub(super) fn run(cli: &Cli) -> Result<ExitCode, String> {
         for error in &event.errors {
             outln!("  {error}");
         }
+        if let Some(failure) = &event.failed {
+            outln!("  {failure}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

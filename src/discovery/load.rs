@@ -7,6 +7,7 @@
 //! registry then takes the files in order, each all or nothing.
 
 use super::{ToolDir, Verdict};
+use crate::error::LoadError;
 use crate::lua::{FileSpec, LoadingFile, LuaVm, SearchDir};
 use crate::registry::{
     FnRole, Handler, HookEntry, LuaFnId, Probe, RegistryState, ToolEntry, compile_parameters,
@@ -32,16 +33,13 @@ type Compiled = Result<Arc<jsonschema::Validator>, String>;
 /// The source each file loaded from (the current one, or its last good version).
 pub(crate) type Sources = HashMap<PathBuf, Arc<[u8]>>;
 
-/// Suffix of the error of a file whose previous version still serves.
-pub(crate) const KEPT_LAST_GOOD: &str = " (still serving the last good version)";
-
 /// One file after its Lua ran (phase 1).
 struct Ran {
     index: usize,
-    outcome: Result<Staged, String>,
+    outcome: Result<Staged, LoadError>,
     source: Arc<[u8]>,
     /// The current version's error when the last good version was loaded instead.
-    replaced_error: Option<String>,
+    replaced_error: Option<LoadError>,
 }
 
 /// Loads every registering verdict, in order, recording each file's tools or error in its
@@ -89,7 +87,8 @@ pub(crate) fn load_all(
         for mut file in ran {
             let index = file.index;
             let verdict = &mut verdicts[index];
-            let mut result = std::mem::replace(&mut file.outcome, Err(String::new()))
+            let placeholder = Err(LoadError::new(&verdict.shown, None, "not run"));
+            let mut result = std::mem::replace(&mut file.outcome, placeholder)
                 .and_then(|staged| commit(staged, index, &mut compiled, verdict, vm, state));
             if let Err(error) = &result
                 && file.replaced_error.is_none()
@@ -107,8 +106,8 @@ pub(crate) fn load_all(
             match (result, file.replaced_error) {
                 (Ok(names), replaced) => {
                     verdict.tools = names;
-                    if let Some(error) = replaced {
-                        let error = format!("{error}{KEPT_LAST_GOOD}");
+                    if let Some(mut error) = replaced {
+                        error.kept_last_good = true;
                         tracing::warn!("{error}");
                         verdict.error = Some(error);
                         verdict.last_good = true;
@@ -181,7 +180,7 @@ fn run_file(
     index: usize,
     source: &[u8],
     vm: &mut LuaVm,
-) -> Result<Staged, String> {
+) -> Result<Staged, LoadError> {
     let spec = FileSpec {
         display: &verdict.shown,
         index: index as u32,
@@ -367,7 +366,7 @@ fn commit(
     verdict: &Verdict,
     vm: &LuaVm,
     state: &mut RegistryState,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, LoadError> {
     for (tool, entry) in file.entries.iter_mut().enumerate() {
         let outcome = compiled
             .remove(&(index, tool))
@@ -375,10 +374,11 @@ fn commit(
         match outcome {
             Ok(validator) => entry.validator = Some(validator),
             Err(message) => {
-                return Err(format!(
-                    "{}:{}: register: {message}",
-                    verdict.shown, file.lines[tool]
-                ));
+                let line = file.lines[tool];
+                let error =
+                    LoadError::new(&verdict.shown, Some(line), format!("register: {message}"))
+                        .with_field(Some("schema.parameters".into()));
+                return Err(error);
             }
         }
     }
@@ -393,8 +393,8 @@ fn commit(
             Ok(names)
         }
         Err(rejection) => {
-            let line = file.lines.get(rejection.index).copied().unwrap_or(0);
-            Err(format!("{}:{line}: {}", verdict.shown, rejection.message))
+            let line = file.lines.get(rejection.index).copied();
+            Err(LoadError::new(&verdict.shown, line, rejection.message))
         }
     }
 }

@@ -10,11 +10,10 @@ mod load;
 mod prefilter;
 mod toplevel;
 
-pub(crate) use cache::VerdictCache;
+pub(crate) use crate::error::LoadError;
+use cache::VerdictCache;
 pub(crate) use candidates::{MAX_FILE_BYTES, absolutize};
-pub(crate) use load::{
-    KEPT_LAST_GOOD, ReplicaFile, Sources, load_all, load_replica, reconcile_replica,
-};
+pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, reconcile_replica};
 
 use crate::lua::depth;
 use crate::registry::Source;
@@ -77,8 +76,8 @@ pub struct Verdict {
     pub reason: Reason,
     /// The verdict came from the cache.
     pub cached: bool,
-    /// The parse, read, load or registration error, naming file:line.
-    pub error: Option<String>,
+    /// The parse, read, load or registration error.
+    pub error: Option<LoadError>,
     /// Names of the tools this file registered.
     pub tools: Vec<String>,
     /// The file failed and its tools come from its last good version (hot reload).
@@ -154,7 +153,11 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             source: None,
         };
         if let Some(why) = candidate.skip {
-            verdict.error = Some(format!("{}: skipped: {why}", verdict.shown));
+            verdict.error = Some(LoadError::new(
+                &verdict.shown,
+                None,
+                format!("skipped: {why}"),
+            ));
             verdicts.push(verdict);
             continue;
         }
@@ -163,7 +166,11 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             Ok(bytes) => bytes,
             Err(e) => {
                 verdict.reason = Reason::ReadError;
-                verdict.error = Some(format!("{}: cannot read: {e}", verdict.shown));
+                verdict.error = Some(LoadError::new(
+                    &verdict.shown,
+                    None,
+                    format!("cannot read: {e}"),
+                ));
                 verdicts.push(verdict);
                 continue;
             }
@@ -196,17 +203,18 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
         }
         if let Err(e) = std::str::from_utf8(&bytes) {
             verdict.reason = Reason::ParseError;
-            verdict.error = Some(format!(
-                "{}: not valid UTF-8 (at byte {})",
-                verdict.shown,
-                e.valid_up_to()
-            ));
+            let message = format!("not valid UTF-8 (at byte {})", e.valid_up_to());
+            verdict.error = Some(LoadError::new(&verdict.shown, None, message));
             verdicts.push(verdict);
             continue;
         }
         if let Some(refusal) = depth::prescan(&bytes, depth::MAX_NESTING) {
             verdict.reason = Reason::ParseError;
-            verdict.error = Some(depth::refusal_message(&verdict.shown, refusal));
+            verdict.error = Some(LoadError::new(
+                &verdict.shown,
+                Some(refusal.line()),
+                depth::refusal_text(refusal),
+            ));
             verdicts.push(verdict);
             continue;
         }
@@ -234,9 +242,9 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
                     next.insert(key, stamp, registers);
                 }
             }
-            ParseVerdict::ParseError(message) => {
+            ParseVerdict::ParseError(error) => {
                 verdict.reason = Reason::ParseError;
-                verdict.error = Some(message);
+                verdict.error = Some(error);
                 verdict.source = None;
             }
         }
@@ -244,7 +252,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     if let Some(dir) = cache_dir {
         next.write_if_changed(&previous, dir);
     }
-    for error in verdicts.iter().filter_map(|v| v.error.as_deref()) {
+    for error in verdicts.iter().filter_map(|v| v.error.as_ref()) {
         tracing::warn!("{error}");
     }
     verdicts
@@ -289,7 +297,7 @@ pub(crate) fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
     match parse_all(std::slice::from_ref(&verdict), &[0]).pop() {
         Some(ParseVerdict::Registers) => (Reason::Registers, None),
         Some(ParseVerdict::NoTopLevelRegister) => (Reason::NoTopLevelRegister, None),
-        Some(ParseVerdict::ParseError(message)) => (Reason::ParseError, Some(message)),
+        Some(ParseVerdict::ParseError(error)) => (Reason::ParseError, Some(error.to_string())),
         None => (
             Reason::ParseError,
             Some(format!("{shown}: the parser could not run")),
@@ -329,15 +337,15 @@ fn parse_all(verdicts: &[Verdict], indexes: &[usize]) -> Vec<ParseVerdict> {
                             .unwrap_or("");
                         // full_moon can panic on some malformed input (an internal
                         // "unreachable"): that is a parse error of the file, never a crash.
-                        let outcome = std::panic::catch_unwind(|| {
-                            toplevel::check(&verdict.shown, text)
-                        })
-                        .unwrap_or_else(|_| {
-                            ParseVerdict::ParseError(format!(
-                                "{}: the Lua parser failed on this file (try `luac -p` on it)",
-                                verdict.shown
-                            ))
-                        });
+                        let outcome =
+                            std::panic::catch_unwind(|| toplevel::check(&verdict.shown, text))
+                                .unwrap_or_else(|_| {
+                                    ParseVerdict::ParseError(LoadError::new(
+                                        &verdict.shown,
+                                        None,
+                                        "the Lua parser failed on this file (try `luac -p` on it)",
+                                    ))
+                                });
                         *results[i].lock() = Some(outcome);
                     }
                 });
@@ -351,9 +359,10 @@ fn parse_all(verdicts: &[Verdict], indexes: &[usize]) -> Vec<ParseVerdict> {
         .zip(indexes)
         .map(|(slot, &index)| {
             slot.into_inner().unwrap_or_else(|| {
-                ParseVerdict::ParseError(format!(
-                    "{}: the parser could not run",
-                    verdicts[index].shown
+                ParseVerdict::ParseError(LoadError::new(
+                    &verdicts[index].shown,
+                    None,
+                    "the parser could not run",
                 ))
             })
         })

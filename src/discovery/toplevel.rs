@@ -4,6 +4,7 @@
 //! `registry.register "..."` or `registry.hook(...)` stands at top level, directly in a
 //! top-level `do ... end`, or directly in the body of a top-level numeric/generic `for`.
 
+use crate::error::LoadError;
 use full_moon::LuaVersion;
 use full_moon::ast::{Block, Call, FunctionCall, Index, Prefix, Stmt, Suffix};
 
@@ -15,7 +16,7 @@ pub(super) enum ParseVerdict {
     /// Parsed fine; no top-level registration.
     NoTopLevelRegister,
     /// Did not parse; the message names `file:line`.
-    ParseError(String),
+    ParseError(LoadError),
 }
 
 /// Parses `src` (Lua 5.4) and applies the rule. Call on a thread with a large stack.
@@ -29,14 +30,14 @@ pub(super) fn check(display: &str, src: &str) -> ParseVerdict {
             }
         }
         Err(errors) => {
-            let message = errors
+            let error = errors
                 .first()
                 .map(|e| {
-                    let line = e.range().0.line();
-                    format!("{display}:{line}: {}", e.error_message())
+                    let line = u32::try_from(e.range().0.line()).ok();
+                    LoadError::new(display, line, e.error_message())
                 })
-                .unwrap_or_else(|| format!("{display}: parse error"));
-            ParseVerdict::ParseError(message)
+                .unwrap_or_else(|| LoadError::new(display, None, "parse error"));
+            ParseVerdict::ParseError(error)
         }
     }
 }
@@ -135,8 +136,12 @@ mod tests {
     #[test]
     fn parse_errors_name_file_and_line() {
         match verdict("local x = 1\nlocal = \n") {
-            ParseVerdict::ParseError(message) => {
-                assert!(message.starts_with("t.lua:2: "), "{message}")
+            ParseVerdict::ParseError(error) => {
+                assert_eq!(
+                    (error.file.as_str(), error.line),
+                    ("t.lua", Some(2)),
+                    "{error}"
+                )
             }
             other => panic!("{other:?}"),
         }

@@ -103,10 +103,8 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         let verdict = &mut verdicts[index];
         if !verdict.tools.is_empty() {
             verdict.last_good = true;
-            if let Some(error) = &mut verdict.error
-                && !error.ends_with(discovery::KEPT_LAST_GOOD)
-            {
-                error.push_str(discovery::KEPT_LAST_GOOD);
+            if let Some(error) = &mut verdict.error {
+                error.kept_last_good = true;
             }
         }
     }

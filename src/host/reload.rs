@@ -7,6 +7,7 @@
 use super::Host;
 use super::builder::build_world;
 use crate::config::LoadedConfig;
+use crate::error::{Error, LoadError};
 use crate::registry::RegistryState;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use std::time::Instant;
 
 /// What one reload changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReloadEvent {
     /// Tools that appeared.
     pub added: Vec<String>,
@@ -21,9 +23,12 @@ pub struct ReloadEvent {
     pub removed: Vec<String>,
     /// Tools whose definition or source file changed.
     pub changed: Vec<String>,
-    /// Load, parse and configuration errors (file:line), including files that kept their
-    /// last good version.
-    pub errors: Vec<String>,
+    /// Load and parse errors of tool files (including files that kept their last good
+    /// version) and of the configuration file (the previous configuration stays).
+    pub errors: Vec<LoadError>,
+    /// The reload as a whole failed (the Lua runtime could not start, a tool directory
+    /// vanished): the previous tools keep serving.
+    pub failed: Option<String>,
     /// How long the reload took, in milliseconds.
     pub duration_ms: u64,
 }
@@ -56,7 +61,7 @@ impl ReloadEvent {
         } else {
             parts.join(" ")
         };
-        let errors = match self.errors.len() {
+        let errors = match self.errors.len() + usize::from(self.failed.is_some()) {
             0 => String::new(),
             1 => ", 1 error".to_string(),
             n => format!(", {n} errors"),
@@ -113,7 +118,7 @@ impl Host {
             Some(path) => match LoadedConfig::load(path) {
                 Ok(config) => Arc::new(config),
                 Err(error) => {
-                    errors.push(format!("{error} (keeping the previous configuration)"));
+                    errors.push(config_error(path, &error));
                     old_world.config.clone()
                 }
             },
@@ -124,11 +129,11 @@ impl Host {
         let (world, state, sources) = match built {
             Ok(parts) => parts,
             Err(error) => {
-                errors.push(format!(
-                    "reload failed, keeping the previous tools: {error}"
-                ));
                 return ReloadEvent {
                     errors,
+                    failed: Some(format!(
+                        "reload failed, keeping the previous tools: {error}"
+                    )),
                     duration_ms: started.elapsed().as_millis() as u64,
                     ..ReloadEvent::default()
                 };
@@ -161,8 +166,24 @@ impl Host {
                 .collect(),
             errors,
             duration_ms: started.elapsed().as_millis() as u64,
+            failed: None,
         };
         tracing::info!("{}", event.summary());
         event
     }
+}
+
+/// A configuration file that no longer loads, as a load error of that file.
+fn config_error(path: &std::path::Path, error: &Error) -> LoadError {
+    let shown = path.display().to_string();
+    let message = match error {
+        Error::ConfigInvalid { message, .. } => message.clone(),
+        Error::ConfigRead { source, .. } => format!("cannot read: {source}"),
+        other => other.to_string(),
+    };
+    LoadError::new(
+        &shown,
+        None,
+        format!("{message} (keeping the previous configuration)"),
+    )
 }

@@ -291,20 +291,31 @@ pub(crate) fn prescan(src: &[u8], limit: usize) -> Option<Refusal> {
     scan.run().err()
 }
 
-/// The parse error for what the pre-scan refused.
-pub(crate) fn refusal_message(shown: &str, refusal: Refusal) -> String {
-    match refusal {
-        Refusal::TooDeep(line) => {
-            format!("{shown}:{line}: nesting too deep (limit {})", MAX_NESTING)
-        }
-        Refusal::LongLogicalChain(line) => format!(
-            "{shown}:{line}: too many chained and/or operators in one expression (limit {})",
-            MAX_LOGICAL_CHAIN
-        ),
-        Refusal::Backtick(line) => {
-            format!("{shown}:{line}: unexpected '`' (backticks are not Lua)")
+impl Refusal {
+    /// The line the refusal is about.
+    pub(crate) fn line(self) -> u32 {
+        match self {
+            Self::TooDeep(line) | Self::LongLogicalChain(line) | Self::Backtick(line) => {
+                u32::try_from(line).unwrap_or(u32::MAX)
+            }
         }
     }
+}
+
+/// What is wrong, without the location.
+pub(crate) fn refusal_text(refusal: Refusal) -> String {
+    match refusal {
+        Refusal::TooDeep(_) => format!("nesting too deep (limit {MAX_NESTING})"),
+        Refusal::LongLogicalChain(_) => format!(
+            "too many chained and/or operators in one expression (limit {MAX_LOGICAL_CHAIN})"
+        ),
+        Refusal::Backtick(_) => "unexpected '`' (backticks are not Lua)".to_string(),
+    }
+}
+
+/// `SHOWN:LINE: what is wrong`.
+pub(crate) fn refusal_message(shown: &str, refusal: Refusal) -> String {
+    format!("{shown}:{}: {}", refusal.line(), refusal_text(refusal))
 }
 
 /// At `src[i] == '['`: the level of a long bracket `[==[`, if one opens here.

@@ -4,6 +4,7 @@
 //! has run without error.
 
 use super::convert::{self, Mode};
+use crate::error::LoadError;
 use crate::registry::{HookEvent, ResultLimit, ToolName, check_function_schema, json_type};
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use serde_json::{Map, Value};
@@ -69,8 +70,8 @@ pub(crate) struct LoadingFile {
     pub tools: Vec<PendingTool>,
     /// Validated hooks, in call order.
     pub hooks: Vec<PendingHook>,
-    /// The first registration error, already prefixed with `file:line: register: `.
-    pub error: Option<String>,
+    /// The first registration error.
+    pub error: Option<LoadError>,
 }
 
 /// App-data slot holding the file being loaded; `None` outside loading.
@@ -135,7 +136,13 @@ pub(super) fn binding(lua: &Lua, binding: Binding) -> mlua::Result<Table> {
                     LuaValue::String(s) => {
                         let name = s.to_string_lossy();
                         HookEvent::parse(&name).ok_or_else(|| {
-                            format!("'event' must be one of {}, got {name:?}", HookEvent::NAMES)
+                            bad(
+                                "event",
+                                format!(
+                                    "'event' must be one of {}, got {name:?}",
+                                    HookEvent::NAMES
+                                ),
+                            )
                         })?
                     }
                     other => return Err(type_error("event", "a string", other)),
@@ -167,7 +174,7 @@ fn record(
     lua: &Lua,
     owner: &Binding,
     verb: &str,
-    parse: impl FnOnce(&Lua, u32) -> Result<Recorded, String>,
+    parse: impl FnOnce(&Lua, u32) -> Result<Recorded, FieldError>,
 ) -> mlua::Result<()> {
     let line = caller_line(lua);
     let current = lua
@@ -197,10 +204,12 @@ fn record(
     match outcome {
         Ok(Recorded::Tool(tool)) => file.tools.push(*tool),
         Ok(Recorded::Hook(hook)) => file.hooks.push(hook),
-        Err(message) => {
-            let message = format!("{}:{line}: {verb}: {message}", file.display);
-            file.error.get_or_insert_with(|| message.clone());
-            return Err(mlua::Error::runtime(message));
+        Err(FieldError { field, message }) => {
+            let error = LoadError::new(&file.display, Some(line), format!("{verb}: {message}"))
+                .with_field(field);
+            let text = error.to_string();
+            file.error.get_or_insert(error);
+            return Err(mlua::Error::runtime(text));
         }
     }
     Ok(())
@@ -223,13 +232,40 @@ fn lua_type(value: &LuaValue) -> &'static str {
     }
 }
 
-fn type_error(field: &str, expected: &str, got: &LuaValue) -> String {
-    format!("'{field}' must be {expected}, got {}", lua_type(got))
+/// An invalid registration: the field at fault (when one is) and the message, which
+/// names the field in quotes.
+pub(crate) struct FieldError {
+    field: Option<String>,
+    message: String,
+}
+
+impl From<String> for FieldError {
+    fn from(message: String) -> Self {
+        Self {
+            field: None,
+            message,
+        }
+    }
+}
+
+/// A problem with `field`; `message` names it.
+fn bad(field: &str, message: String) -> FieldError {
+    FieldError {
+        field: Some(field.to_string()),
+        message,
+    }
+}
+
+fn type_error(field: &str, expected: &str, got: &LuaValue) -> FieldError {
+    bad(
+        field,
+        format!("'{field}' must be {expected}, got {}", lua_type(got)),
+    )
 }
 
 /// Normalises both call forms to one table: `register{...}` or
 /// `register(name, toolset, schema, handler, opts)`.
-fn spec_table(lua: &Lua, args: MultiValue) -> Result<Table, String> {
+fn spec_table(lua: &Lua, args: MultiValue) -> Result<Table, FieldError> {
     let mut args = args.into_iter();
     let first = args.next().unwrap_or(LuaValue::Nil);
     if let LuaValue::Table(table) = &first
@@ -258,10 +294,9 @@ fn spec_table(lua: &Lua, args: MultiValue) -> Result<Table, String> {
                 if let LuaValue::String(k) = &key
                     && ["name", "toolset", "schema", "handler"].contains(&&*k.to_string_lossy())
                 {
-                    return Err(format!(
-                        "'opts.{}' repeats a positional argument",
-                        k.to_string_lossy()
-                    ));
+                    let field = format!("opts.{}", k.to_string_lossy());
+                    let message = format!("'{field}' repeats a positional argument");
+                    return Err(bad(&field, message));
                 }
                 spec.raw_set(key, value).map_err(|e| e.to_string())?;
             }
@@ -269,12 +304,14 @@ fn spec_table(lua: &Lua, args: MultiValue) -> Result<Table, String> {
         other => return Err(type_error("opts", "a table", &other)),
     }
     if args.next().is_some() {
-        return Err("takes a table, or (name, toolset, schema, handler, opts)".to_string());
+        return Err("takes a table, or (name, toolset, schema, handler, opts)"
+            .to_string()
+            .into());
     }
     Ok(spec)
 }
 
-fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTool, String> {
+fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTool, FieldError> {
     for pair in spec.pairs::<LuaValue, LuaValue>() {
         let (key, _) = pair.map_err(|e| e.to_string())?;
         let known = match &key {
@@ -286,21 +323,27 @@ fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTool, String>
                 LuaValue::String(s) => s.to_string_lossy(),
                 other => format!("[{}]", lua_type(other)),
             };
-            return Err(format!(
-                "unknown field '{shown}' (known fields: {})",
-                FIELDS.join(", ")
+            return Err(bad(
+                &shown,
+                format!(
+                    "unknown field '{shown}' (known fields: {})",
+                    FIELDS.join(", ")
+                ),
             ));
         }
     }
-    let get = |field: &str| -> Result<LuaValue, String> {
-        spec.raw_get(field).map_err(|e| format!("'{field}': {e}"))
+    let get = |field: &str| -> Result<LuaValue, FieldError> {
+        spec.raw_get(field)
+            .map_err(|e| bad(field, format!("'{field}': {e}")))
     };
     let name = name_field("name", get("name")?)?;
     let toolset = name_field("toolset", get("toolset")?)?;
     let schema = schema_field(lua, get("schema")?)?;
     let handler = match get("handler")? {
         LuaValue::Function(f) => f,
-        LuaValue::Nil => return Err("'handler' is required (a function)".to_string()),
+        LuaValue::Nil => {
+            return Err(bad("handler", "'handler' is required (a function)".into()));
+        }
         other => return Err(type_error("handler", "a function", &other)),
     };
     Ok(PendingTool {
@@ -322,7 +365,7 @@ fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTool, String>
         scope: match optional_string("scope", get("scope")?)? {
             Some(scope) => Some(
                 ToolName::new(&scope)
-                    .map_err(|e| format!("'scope' {e}"))?
+                    .map_err(|e| bad("scope", format!("'scope' {e}")))?
                     .to_string(),
             ),
             None => None,
@@ -335,17 +378,17 @@ fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTool, String>
     })
 }
 
-fn name_field(field: &str, value: LuaValue) -> Result<ToolName, String> {
+fn name_field(field: &str, value: LuaValue) -> Result<ToolName, FieldError> {
     match value {
         LuaValue::String(s) => {
-            ToolName::new(&s.to_string_lossy()).map_err(|e| format!("'{field}' {e}"))
+            ToolName::new(&s.to_string_lossy()).map_err(|e| bad(field, format!("'{field}' {e}")))
         }
-        LuaValue::Nil => Err(format!("'{field}' is required (a string)")),
+        LuaValue::Nil => Err(bad(field, format!("'{field}' is required (a string)"))),
         other => Err(type_error(field, "a string", &other)),
     }
 }
 
-fn optional_function(field: &str, value: LuaValue) -> Result<Option<Function>, String> {
+fn optional_function(field: &str, value: LuaValue) -> Result<Option<Function>, FieldError> {
     match value {
         LuaValue::Nil => Ok(None),
         LuaValue::Function(f) => Ok(Some(f)),
@@ -353,7 +396,7 @@ fn optional_function(field: &str, value: LuaValue) -> Result<Option<Function>, S
     }
 }
 
-fn optional_bool(field: &str, value: LuaValue) -> Result<Option<bool>, String> {
+fn optional_bool(field: &str, value: LuaValue) -> Result<Option<bool>, FieldError> {
     match value {
         LuaValue::Nil => Ok(None),
         LuaValue::Boolean(b) => Ok(Some(b)),
@@ -361,7 +404,7 @@ fn optional_bool(field: &str, value: LuaValue) -> Result<Option<bool>, String> {
     }
 }
 
-fn optional_string(field: &str, value: LuaValue) -> Result<Option<String>, String> {
+fn optional_string(field: &str, value: LuaValue) -> Result<Option<String>, FieldError> {
     match value {
         LuaValue::Nil => Ok(None),
         LuaValue::String(s) => Ok(Some(s.to_string_lossy())),
@@ -369,7 +412,7 @@ fn optional_string(field: &str, value: LuaValue) -> Result<Option<String>, Strin
     }
 }
 
-fn string_list(field: &str, value: LuaValue) -> Result<Vec<String>, String> {
+fn string_list(field: &str, value: LuaValue) -> Result<Vec<String>, FieldError> {
     let table = match value {
         LuaValue::Nil => return Ok(Vec::new()),
         LuaValue::Table(t) => t,
@@ -389,7 +432,10 @@ fn string_list(field: &str, value: LuaValue) -> Result<Vec<String>, String> {
         }
     }
     if out.len() != table.pairs::<LuaValue, LuaValue>().count() {
-        return Err(format!("'{field}' must be a list of strings (a sequence)"));
+        return Err(bad(
+            field,
+            format!("'{field}' must be a list of strings (a sequence)"),
+        ));
     }
     Ok(out)
 }
@@ -402,20 +448,23 @@ fn integral(value: &LuaValue) -> Option<i64> {
     }
 }
 
-fn positive_integer(field: &str, value: LuaValue) -> Result<Option<u64>, String> {
+fn positive_integer(field: &str, value: LuaValue) -> Result<Option<u64>, FieldError> {
     if value.is_nil() {
         return Ok(None);
     }
     match integral(&value) {
         Some(i) if i > 0 => Ok(Some(i as u64)),
-        _ => Err(format!(
-            "'{field}' must be a positive integer, got {}",
-            describe(&value)
+        _ => Err(bad(
+            field,
+            format!(
+                "'{field}' must be a positive integer, got {}",
+                describe(&value)
+            ),
         )),
     }
 }
 
-fn result_limit(value: LuaValue) -> Result<Option<ResultLimit>, String> {
+fn result_limit(value: LuaValue) -> Result<Option<ResultLimit>, FieldError> {
     if let LuaValue::Number(n) = value
         && n == f64::INFINITY
     {
@@ -433,22 +482,29 @@ fn describe(value: &LuaValue) -> String {
     }
 }
 
-fn schema_field(lua: &Lua, value: LuaValue) -> Result<Map<String, Value>, String> {
+fn schema_field(lua: &Lua, value: LuaValue) -> Result<Map<String, Value>, FieldError> {
     let json =
         match &value {
             LuaValue::Table(_) => convert::lua_to_json(lua, &value, Mode::Schema).map_err(|e| {
                 match e.path.is_empty() {
-                    true => format!("'schema' {}", e.reason),
-                    false => format!("'schema.{}' {}", e.path, e.reason),
+                    true => bad("schema", format!("'schema' {}", e.reason)),
+                    false => {
+                        let field = format!("schema.{}", e.path);
+                        let message = format!("'{field}' {}", e.reason);
+                        bad(&field, message)
+                    }
                 }
             })?,
-            LuaValue::Nil => return Err("'schema' is required (a table)".to_string()),
+            LuaValue::Nil => return Err(bad("schema", "'schema' is required (a table)".into())),
             other => return Err(type_error("schema", "a table", other)),
         };
     let Value::Object(schema) = json else {
-        return Err(format!(
-            "'schema' must be a table of fields (description, parameters), got {}",
-            json_type(&json)
+        return Err(bad(
+            "schema",
+            format!(
+                "'schema' must be a table of fields (description, parameters), got {}",
+                json_type(&json)
+            ),
         ));
     };
     check_function_schema(&schema)?;

@@ -15,6 +15,7 @@ use super::error_text::lua_error_message;
 use super::register::{self, Binding, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
 use super::timer;
+use crate::error::LoadError;
 use crate::registry::{CallContext, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
@@ -196,7 +197,7 @@ impl LuaVm {
         &self,
         file: &FileSpec<'_>,
         source: &[u8],
-    ) -> Result<LoadingFile, String> {
+    ) -> Result<LoadingFile, LoadError> {
         let token = self.load_tokens.fetch_add(1, Ordering::Relaxed);
         if let Some(mut slot) = self.lua.app_data_mut::<LoadSlot>() {
             slot.0 = Some(LoadingFile {
@@ -213,7 +214,10 @@ impl LuaVm {
             .unwrap_or_default();
         match (result, loading.error) {
             (_, Some(registration_error)) => Err(registration_error),
-            (Err(error), None) => Err(naming_the_file(file.display, lua_error_message(&error))),
+            (Err(error), None) => Err(LoadError::from_lua(
+                file.display,
+                &lua_error_message(&error),
+            )),
             (Ok(()), None) => Ok(LoadingFile {
                 error: None,
                 ..loading
@@ -536,14 +540,6 @@ impl Drop for Deadlined<'_> {
 
 /// A load error that names its file: Lua positions most errors (`file:line:`), but not a
 /// deadline, a memory or a C-stack error.
-fn naming_the_file(display: &str, message: String) -> String {
-    if message.contains(display) {
-        message
-    } else {
-        format!("{display}: {message}")
-    }
-}
-
 fn is_memory_error(error: &mlua::Error) -> bool {
     matches!(
         super::error_text::root_cause(error),

@@ -81,7 +81,8 @@ pub fn error_of(host: &Host, suffix: &str) -> String {
     let verdicts = host.discovery();
     verdict(&verdicts, suffix)
         .error
-        .clone()
+        .as_ref()
+        .map(ToString::to_string)
         .unwrap_or_else(|| panic!("{suffix} loaded without error"))
 }
 
