@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 /// Setup errors: reading configuration, creating the Lua runtime, registering native tools.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The configuration file could not be read (it was named explicitly, or it exists but
     /// is unreadable).
@@ -29,10 +30,32 @@ pub enum Error {
     },
     /// The Lua runtime could not be created (out of memory, broken sandbox bootstrap).
     #[error("cannot start the Lua runtime: {0}")]
-    Lua(String),
+    Lua(#[source] mlua::Error),
+    /// The thread or async runtime a VM runs on could not be started.
+    #[error("cannot start the thread of VM {index}: {source}")]
+    VmThread {
+        /// The VM's position in the pool.
+        index: usize,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// Watching the tool directories or the config file for changes could not start.
-    #[error("cannot watch for changes: {0}")]
-    Watch(String),
+    #[cfg(feature = "watch")]
+    #[error("cannot watch {} for changes: {source}", path.display())]
+    Watch {
+        /// What could not be watched.
+        path: PathBuf,
+        /// The watcher's error.
+        source: notify::Error,
+    },
+    /// An MCP session could not start (the client's `initialize` failed or never came).
+    #[cfg(feature = "mcp")]
+    #[error("MCP session failed to start: {0}")]
+    McpStart(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// An MCP session's task ended abnormally (it panicked or was aborted).
+    #[cfg(feature = "mcp")]
+    #[error("MCP session ended abnormally: {0}")]
+    McpSession(#[source] tokio::task::JoinError),
     /// A native tool given to the builder was rejected by the registry (invalid name,
     /// invalid schema, collision without `override`).
     #[error("native tool rejected: {0}")]

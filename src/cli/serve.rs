@@ -2,7 +2,6 @@
 
 use super::Cli;
 use crate::Selection;
-use crate::mcp::{McpServer, guard};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -29,32 +28,15 @@ pub(super) fn run(
         true => Some(host.watch().map_err(|e| e.to_string())?),
         false => None,
     };
-    let max_line_bytes = host
-        .config()
-        .config
-        .serve
-        .max_request_bytes
-        .unwrap_or(guard::DEFAULT_MAX_LINE_BYTES);
+    // The watcher reloads the host; the MCP session hears of every reload.
     let served = runtime.block_on(async move {
-        let server = McpServer::new(host, selection);
         let input = tokio::io::BufReader::new(tokio::io::stdin());
-        guard::serve(server, input, tokio::io::stdout(), max_line_bytes, |peer| {
-            if let Some(mut watcher) = watcher {
-                let peer = peer.clone();
-                tokio::spawn(async move {
-                    while let Some(_event) = watcher.next().await {
-                        if let Err(e) = peer.notify_tool_list_changed().await {
-                            tracing::warn!("cannot send tools/list_changed: {e}");
-                            break;
-                        }
-                    }
-                });
-            }
-        })
-        .await
+        let served = host.serve_mcp(selection, input, tokio::io::stdout()).await;
+        drop(watcher);
+        served
     });
     // Calls still running when the client left are not waited for.
     runtime.shutdown_timeout(Duration::from_millis(500));
-    served?;
+    served.map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

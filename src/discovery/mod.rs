@@ -12,7 +12,9 @@ mod toplevel;
 
 pub(crate) use crate::error::LoadError;
 use cache::VerdictCache;
-pub(crate) use candidates::{MAX_FILE_BYTES, absolutize};
+pub(crate) use candidates::MAX_FILE_BYTES;
+#[cfg(feature = "watch")]
+pub(crate) use candidates::absolutize;
 pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, reconcile_replica};
 
 use crate::lua::depth;

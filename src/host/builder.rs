@@ -28,6 +28,8 @@ pub(crate) const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"]
 pub(crate) const DEFAULT_PROBE_TIMEOUT_MS: u64 = 5_000;
 /// Default per-VM memory limit.
 pub(crate) const DEFAULT_MEMORY_MB: u64 = 256;
+/// Reload events a slow listener may fall behind by before it misses some.
+const RELOAD_EVENTS_KEPT: usize = 16;
 /// Most VMs a pool may have.
 pub(crate) const MAX_VMS: usize = 64;
 
@@ -177,6 +179,7 @@ impl HostBuilder {
             memo: DefinitionsMemo::default(),
             rendered: RenderCache::default(),
             search: SearchPlans::default(),
+            reloads: tokio::sync::broadcast::channel(RELOAD_EVENTS_KEPT).0,
         }))
     }
 }

@@ -128,7 +128,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     );
     Ok(Generation {
         state,
-        pool: VmPool::new(primary, replicas).map_err(Error::Lua)?,
+        pool: VmPool::new(primary, replicas)?,
         verdicts,
         sources,
     })

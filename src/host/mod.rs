@@ -70,6 +70,8 @@ struct HostInner {
     rendered: RenderCache,
     search: SearchPlans,
     pipeline: Pipeline,
+    /// Every reload's event, for MCP sessions (`tools/list_changed`) and other listeners.
+    reloads: tokio::sync::broadcast::Sender<ReloadEvent>,
 }
 
 /// A running tool host.
@@ -82,6 +84,12 @@ impl Host {
     /// Starts building a host.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()
+    }
+
+    /// Reload events from now on (whoever triggers the reload: a [`Watch`], `reload`).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn reload_events(&self) -> tokio::sync::broadcast::Receiver<ReloadEvent> {
+        self.inner.reloads.subscribe()
     }
 
     fn from_parts(inner: HostInner) -> Self {

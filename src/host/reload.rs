@@ -168,6 +168,8 @@ impl Host {
             duration_ms: started.elapsed().as_millis() as u64,
             failed: None,
         };
+        // Nobody listening is fine.
+        let _ = self.inner.reloads.send(event.clone());
         tracing::info!("{}", event.summary());
         event
     }

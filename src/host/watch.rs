@@ -120,19 +120,32 @@ impl Host {
                 }
             },
         )
-        .map_err(|e| Error::Watch(e.to_string()))?;
+        .map_err(|source| Error::Watch {
+            path: world
+                .dirs
+                .first()
+                .map(|d| d.path.clone())
+                .unwrap_or_default(),
+            source,
+        })?;
         for dir in &world.dirs {
             if dir.path.is_dir() {
                 debouncer
                     .watch(&dir.path, RecursiveMode::Recursive)
-                    .map_err(|e| Error::Watch(format!("{}: {e}", dir.path.display())))?;
+                    .map_err(|source| Error::Watch {
+                        path: dir.path.clone(),
+                        source,
+                    })?;
             }
         }
         // The config's folder, not the file: an atomic save replaces the file.
         if let Some(parent) = config.as_deref().and_then(Path::parent) {
             debouncer
                 .watch(parent, RecursiveMode::NonRecursive)
-                .map_err(|e| Error::Watch(format!("{}: {e}", parent.display())))?;
+                .map_err(|source| Error::Watch {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
         }
         Ok(Watch {
             events,

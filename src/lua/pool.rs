@@ -66,7 +66,7 @@ pub(crate) struct VmGone(pub String);
 
 impl VmPool {
     /// A pool of `primary` plus `replicas`, each started on its own thread.
-    pub(crate) fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, String> {
+    pub(crate) fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, crate::Error> {
         let slots = std::iter::once(primary)
             .chain(replicas)
             .enumerate()
@@ -176,13 +176,14 @@ async fn next_job(jobs: &mut mpsc::UnboundedReceiver<VmJob>) -> Option<VmJob> {
 /// Starts the thread of one VM: a single-threaded runtime (timers and IO for `time.sleep`
 /// and `proc.run`) whose local tasks are the jobs sent to it. The thread ends when the pool
 /// is dropped and its last job has finished.
-fn start(index: usize, vm: LuaVm) -> Result<Slot, String> {
+fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
+    let failed = |source| crate::Error::VmThread { index, source };
     let vm = Arc::new(vm);
     let (inbox, mut jobs) = mpsc::unbounded_channel::<VmJob>();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the runtime of VM {index}: {e}"))?;
+        .map_err(failed)?;
     let on_thread = vm.clone();
     std::thread::Builder::new()
         .name(format!("toolhost-vm-{index}"))
@@ -196,7 +197,7 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, String> {
             // Jobs still running when the pool went away finish before the VM is closed.
             runtime.block_on(local);
         })
-        .map_err(|e| format!("cannot start the thread of VM {index}: {e}"))?;
+        .map_err(failed)?;
     Ok(Slot {
         vm,
         inbox,

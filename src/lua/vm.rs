@@ -113,11 +113,7 @@ pub(crate) struct LuaVm {
 
 impl LuaVm {
     /// Creates the state: safe standard libraries only, the host API, the bootstrap.
-    pub(crate) fn new(settings: &VmSettings) -> Result<Self, String> {
-        Self::build(settings).map_err(|e| lua_error_message(&e))
-    }
-
-    fn build(settings: &VmSettings) -> mlua::Result<Self> {
+    pub(crate) fn new(settings: &VmSettings) -> mlua::Result<Self> {
         let libs = StdLib::STRING
             | StdLib::TABLE
             | StdLib::MATH

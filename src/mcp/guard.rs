@@ -294,7 +294,7 @@ pub(crate) async fn serve<R, W>(
     output: W,
     max_line_bytes: usize,
     on_running: impl FnOnce(&rmcp::Peer<rmcp::RoleServer>),
-) -> Result<(), String>
+) -> Result<(), crate::Error>
 where
     R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -384,16 +384,14 @@ where
     let running = server
         .serve((rmcp_in, rmcp_out))
         .await
-        .map_err(|e| format!("MCP session failed to start: {e}"))?;
+        .map_err(|e| crate::Error::McpStart(Box::new(e)))?;
     on_running(running.peer());
     let ended = running.waiting().await;
     reader.abort();
     // The answers task and the reader held the last senders: the writer then drains.
     let _ = answers.await;
     let _ = writer.await;
-    ended
-        .map(|_| ())
-        .map_err(|e| format!("MCP session ended abnormally: {e}"))
+    ended.map(|_| ()).map_err(crate::Error::McpSession)
 }
 
 #[cfg(test)]

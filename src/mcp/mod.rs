@@ -128,6 +128,60 @@ fn multimodal_blocks(envelope: &Map<String, Value>) -> Vec<ContentBlock> {
     blocks
 }
 
+impl Host {
+    /// Serves `selection` of this host's tools over MCP on `input`/`output`
+    /// (newline-delimited JSON-RPC, as on stdio: `toolhost serve` passes stdin and stdout)
+    /// until the client closes `input`. Every reload — by a [`Watch`](crate::Watch) or
+    /// [`Host::reload`] — sends the client `notifications/tools/list_changed`.
+    ///
+    /// ```no_run
+    /// # async fn demo(host: toolhost::Host) -> toolhost::Result<()> {
+    /// let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    /// host.serve_mcp(toolhost::Selection::default(), stdin, tokio::io::stdout()).await
+    /// # }
+    /// ```
+    pub async fn serve_mcp<R, W>(
+        &self,
+        selection: Selection,
+        input: R,
+        output: W,
+    ) -> crate::Result<()>
+    where
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let max_line_bytes = self
+            .config()
+            .config
+            .serve
+            .max_request_bytes
+            .unwrap_or(guard::DEFAULT_MAX_LINE_BYTES);
+        let mut reloads = self.reload_events();
+        let mut notifier = None;
+        let server = McpServer::new(self.clone(), selection);
+        let served = guard::serve(server, input, output, max_line_bytes, |peer| {
+            let peer = peer.clone();
+            notifier = Some(tokio::spawn(async move {
+                loop {
+                    match reloads.recv().await {
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    }
+                    if let Err(e) = peer.notify_tool_list_changed().await {
+                        tracing::warn!("cannot send tools/list_changed: {e}");
+                        break;
+                    }
+                }
+            }));
+        })
+        .await;
+        if let Some(notifier) = notifier {
+            notifier.abort();
+        }
+        served
+    }
+}
+
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
         let mut info = Implementation::from_build_env();

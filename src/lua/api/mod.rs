@@ -7,6 +7,7 @@ pub(crate) mod json;
 pub(crate) mod log;
 pub(crate) mod proc;
 pub(crate) mod store;
+#[cfg(feature = "cli")]
 pub(crate) mod stubs;
 pub(crate) mod time;
 
@@ -46,8 +47,10 @@ pub(crate) enum Calling {
     AsyncInHandler(Maker),
 }
 
-/// One entry of the host API.
+/// One entry of the host API. (Its documentation fields feed `toolhost stubs`, so a
+/// library-only build does not read them.)
 #[derive(Clone)]
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) struct ApiFunction {
     /// The module table (`json`, `fs`, …).
     pub module: &'static str,
@@ -69,6 +72,7 @@ pub(crate) struct ApiFunction {
 
 /// One module of the host API.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) struct ApiModule {
     /// The global name.
     pub name: &'static str,
@@ -77,6 +81,7 @@ pub(crate) struct ApiModule {
 }
 
 /// The modules, in the order the stubs list them. Each is also a capability name.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) const MODULES: &[ApiModule] = &[
     ApiModule {
         name: "json",
