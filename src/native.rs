@@ -107,7 +107,7 @@ impl NativeTool {
     }
 
     /// Validates the fields and builds the registry entry.
-    pub fn into_entry(self) -> Result<ToolEntry, String> {
+    pub(crate) fn into_entry(self) -> Result<ToolEntry, String> {
         let name = ToolName::new(&self.name).map_err(|e| format!("'name' {e}"))?;
         let toolset =
             ToolName::new(&self.toolset).map_err(|e| format!("tool '{name}': 'toolset' {e}"))?;

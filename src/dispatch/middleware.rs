@@ -43,7 +43,7 @@ pub struct Next<'a> {
 
 impl<'a> Next<'a> {
     /// The chain `chain` ending in `terminal`.
-    pub fn new(chain: &'a [Arc<dyn Middleware>], terminal: &'a Terminal<'a>) -> Self {
+    pub(crate) fn new(chain: &'a [Arc<dyn Middleware>], terminal: &'a Terminal<'a>) -> Self {
         Self {
             rest: chain,
             terminal,

@@ -92,7 +92,7 @@ impl fmt::Display for ToolResult {
 }
 
 /// A failed call (SPEC §7.1). The message is sanitised (no framing tags, code fences or
-/// CDATA) and at most [`MAX_ERROR_CHARS`](crate::dispatch::MAX_ERROR_CHARS) characters.
+/// CDATA) and at most 2,048 characters.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct ToolError {
