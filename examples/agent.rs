@@ -41,8 +41,16 @@ impl Model for Scripted {
         }
         match self.turn {
             1 => Ok(Reply::Calls(vec![
-                ("call_1".into(), "calc".into(), r#"{"expression": "2 ^ 10"}"#.into()),
-                ("call_2".into(), "calc".into(), r#"{"expression": "6 * 7"}"#.into()),
+                (
+                    "call_1".into(),
+                    "calc".into(),
+                    r#"{"expression": "2 ^ 10"}"#.into(),
+                ),
+                (
+                    "call_2".into(),
+                    "calc".into(),
+                    r#"{"expression": "6 * 7"}"#.into(),
+                ),
             ])),
             _ => {
                 let results: Vec<&str> = messages
@@ -71,7 +79,12 @@ impl Model for OpenAi {
     fn respond(&mut self, messages: &[Value], tools: &[Value]) -> Result<Reply, String> {
         let body = json!({ "model": self.model, "messages": messages, "tools": tools });
         let output = std::process::Command::new("curl")
-            .args(["-sS", "--fail-with-body", "-H", "Content-Type: application/json"])
+            .args([
+                "-sS",
+                "--fail-with-body",
+                "-H",
+                "Content-Type: application/json",
+            ])
             .arg("-H")
             .arg(format!("Authorization: Bearer {}", self.api_key))
             .arg("--data-binary")

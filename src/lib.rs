@@ -232,6 +232,8 @@ mod lua;
 mod mcp;
 mod native;
 mod registry;
+#[cfg(feature = "rig")]
+mod rig;
 mod search;
 mod toolsets;
 

@@ -25,7 +25,11 @@ fn example(name: &str) -> Command {
 fn the_agent_example_answers_with_results_from_the_pipeline() {
     let output = example("agent").output().expect("the agent example runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(
         stdout.contains("assistant: 2^10 is 1024 and 6*7 is 42."),
         "{stdout}"
@@ -39,7 +43,11 @@ fn the_embed_example_runs_its_batch() {
         .output()
         .expect("the embed example runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(stdout.contains("42"), "{stdout}");
     assert!(stdout.contains("writes go to scratch/"), "{stdout}");
 }

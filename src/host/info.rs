@@ -32,6 +32,8 @@ pub struct ToolInfo {
     pub has_check_fn: bool,
     /// The tool has `dynamic_schema_overrides`.
     pub has_dynamic_schema: bool,
+    /// The registration declares that the handler awaits host APIs (`is_async`).
+    pub is_async: bool,
     /// May run beside other calls of a batch.
     pub parallel_safe: bool,
     /// Every call asks the approver first.
@@ -58,6 +60,7 @@ impl From<&ToolEntry> for ToolInfo {
             requires_env: tool.requires_env.clone(),
             has_check_fn: tool.check_fn.is_some(),
             has_dynamic_schema: tool.dynamic_schema_overrides.is_some(),
+            is_async: tool.is_async,
             parallel_safe: tool.parallel_safe,
             requires_approval: tool.requires_approval,
             timeout_ms: tool.timeout_ms,

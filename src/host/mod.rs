@@ -163,6 +163,12 @@ impl Host {
         }
     }
 
+    /// Whether a tool `name` is registered for `scope` (available or not).
+    #[cfg_attr(not(feature = "rig"), allow(dead_code))]
+    pub(crate) fn is_registered(&self, name: &str, scope: Option<&str>) -> bool {
+        self.inner.registry.snapshot().lookup(name, scope).is_some()
+    }
+
     /// The registry's generation: it grows by one with every change of the registered
     /// tools (a reload, a native tool), so a cached view can tell it is stale.
     pub fn generation(&self) -> u64 {

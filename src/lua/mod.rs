@@ -6,6 +6,7 @@ mod clock;
 pub(crate) mod convert;
 pub(crate) mod depth;
 mod error_text;
+pub(crate) mod fields;
 mod patterns;
 mod pool;
 mod register;

@@ -15,7 +15,7 @@
 ---@field handler fun(args: table, ctx: toolhost.Ctx): string|table Returns text, a table (sent as JSON) or a multimodal envelope
 ---@field check_fn? fun(): boolean Availability probe (cached per check_fn and scope)
 ---@field requires_env? string[] Variables that must be set; also what env.get may read
----@field is_async? boolean The handler awaits host APIs (time.sleep, proc.run)
+---@field is_async? boolean Declares that the handler awaits host APIs (time.sleep, proc.run); shown by list --json
 ---@field description? string Registry metadata (defaults to schema.description)
 ---@field emoji? string Shown in listings
 ---@field max_result_size_chars? number Longer text results are spilled to a file (math.huge: never)

@@ -2,75 +2,8 @@
 //! ([`super::catalogue`]), plus the `registry.register` fields and the handler's `ctx`.
 
 use super::{MODULES, catalogue};
+use crate::lua::fields::REGISTER_FIELDS;
 use std::fmt::Write;
-
-/// The fields of `registry.register{...}` as (name, LuaLS type, doc).
-const REGISTER_FIELDS: &[(&str, &str, &str)] = &[
-    ("name", "string", "Tool name, ^[A-Za-z0-9_-]{1,64}$"),
-    ("toolset", "string", "Toolset name, same charset"),
-    (
-        "schema",
-        "{description?: string, parameters: table}",
-        "The model-facing function schema; parameters is a JSON-Schema object",
-    ),
-    (
-        "handler",
-        "fun(args: table, ctx: toolhost.Ctx): string|table",
-        "Returns text, a table (sent as JSON) or a multimodal envelope",
-    ),
-    (
-        "check_fn?",
-        "fun(): boolean",
-        "Availability probe (cached per check_fn and scope)",
-    ),
-    (
-        "requires_env?",
-        "string[]",
-        "Variables that must be set; also what env.get may read",
-    ),
-    (
-        "is_async?",
-        "boolean",
-        "The handler awaits host APIs (time.sleep, proc.run)",
-    ),
-    (
-        "description?",
-        "string",
-        "Registry metadata (defaults to schema.description)",
-    ),
-    ("emoji?", "string", "Shown in listings"),
-    (
-        "max_result_size_chars?",
-        "number",
-        "Longer text results are spilled to a file (math.huge: never)",
-    ),
-    (
-        "dynamic_schema_overrides?",
-        "fun(): table?",
-        "Fields shallow-merged over the schema on each computation",
-    ),
-    (
-        "override?",
-        "boolean",
-        "May shadow a tool of another toolset",
-    ),
-    ("scope?", "string", "Scope overlay the tool lives in"),
-    (
-        "timeout_ms?",
-        "integer",
-        "Per-call deadline (default [runtime] timeout_ms)",
-    ),
-    (
-        "parallel_safe?",
-        "boolean",
-        "May run beside other calls of a batch",
-    ),
-    (
-        "requires_approval?",
-        "boolean",
-        "Every call asks the approver first",
-    ),
-];
 
 /// The context fields a handler receives.
 const CTX_FIELDS: &[(&str, &str)] = &[
@@ -94,8 +27,13 @@ pub(crate) fn stubs() -> String {
         let _ = writeln!(out, "---@field {name} {ty}");
     }
     let _ = writeln!(out, "\n---@class toolhost.Tool");
-    for (name, ty, doc) in REGISTER_FIELDS {
-        let _ = writeln!(out, "---@field {name} {ty} {doc}");
+    for field in REGISTER_FIELDS {
+        let optional = if field.required { "" } else { "?" };
+        let _ = writeln!(
+            out,
+            "---@field {}{optional} {} {}",
+            field.name, field.lua_type, field.doc
+        );
     }
     let _ = writeln!(
         out,

@@ -1,0 +1,546 @@
+//! The fields of `registry.register{...}` (SPEC §1): one table with each field's name, LuaLS
+//! type, documentation and parser. It drives the registration check (unknown fields,
+//! required fields, each field's validation), the LuaLS stubs (`toolhost stubs`) and the
+//! README's field table (a test keeps that in step), so the three cannot drift.
+
+use super::convert::{self, Mode};
+use crate::registry::{ResultLimit, ToolName, check_function_schema, json_type};
+use mlua::{Function, Lua, Table, Value as LuaValue};
+use serde_json::{Map, Value};
+
+/// A validated `registry.register` call, still holding its Lua functions.
+#[derive(Debug)]
+pub(crate) struct PendingTool {
+    /// Tool name.
+    pub name: ToolName,
+    /// Toolset name.
+    pub toolset: ToolName,
+    /// The function schema (a JSON object with an object-typed `parameters`).
+    pub schema: Map<String, Value>,
+    /// The handler.
+    pub handler: Function,
+    /// Optional availability probe.
+    pub check_fn: Option<Function>,
+    /// Required environment variables.
+    pub requires_env: Vec<String>,
+    /// May await async host APIs.
+    pub is_async: bool,
+    /// Registry metadata; `None` means `schema.description`.
+    pub description: Option<String>,
+    /// Emoji ("" = unset).
+    pub emoji: String,
+    /// Result size limit.
+    pub max_result_size_chars: Option<ResultLimit>,
+    /// Optional schema-override function.
+    pub dynamic_schema_overrides: Option<Function>,
+    /// `override = true`.
+    pub override_existing: bool,
+    /// Scope overlay.
+    pub scope: Option<String>,
+    /// Per-call deadline.
+    pub timeout_ms: Option<u64>,
+    /// May run beside other calls.
+    pub parallel_safe: bool,
+    /// Needs approval.
+    pub requires_approval: bool,
+    /// Line of the call.
+    pub line: u32,
+}
+
+/// One registration field.
+#[cfg_attr(not(any(test, feature = "cli")), allow(dead_code))]
+pub(crate) struct RegisterField {
+    /// The field's name in the table.
+    pub name: &'static str,
+    /// Registration fails without it.
+    pub required: bool,
+    /// Its LuaLS type (stubs, README).
+    pub lua_type: &'static str,
+    /// What it means (stubs, README).
+    pub doc: &'static str,
+    /// What a required field must be, for "'F' is required (…)".
+    pub expects: &'static str,
+    /// Validates a non-nil value into the draft.
+    pub parse: fn(&Lua, &'static str, LuaValue, &mut Draft) -> Result<(), FieldError>,
+}
+
+/// A registration being read, field by field.
+#[derive(Default)]
+pub(crate) struct Draft {
+    name: Option<ToolName>,
+    toolset: Option<ToolName>,
+    schema: Option<Map<String, Value>>,
+    handler: Option<Function>,
+    check_fn: Option<Function>,
+    requires_env: Vec<String>,
+    is_async: bool,
+    description: Option<String>,
+    emoji: String,
+    max_result_size_chars: Option<ResultLimit>,
+    dynamic_schema_overrides: Option<Function>,
+    override_existing: bool,
+    scope: Option<String>,
+    timeout_ms: Option<u64>,
+    parallel_safe: bool,
+    requires_approval: bool,
+}
+
+/// Every field, in the order they are checked and documented.
+pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
+    RegisterField {
+        name: "name",
+        required: true,
+        lua_type: "string",
+        doc: "Tool name, ^[A-Za-z0-9_-]{1,64}$",
+        expects: "a string",
+        parse: |_, field, value, draft| {
+            draft.name = Some(name_field(field, value)?);
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "toolset",
+        required: true,
+        lua_type: "string",
+        doc: "Toolset name, same charset",
+        expects: "a string",
+        parse: |_, field, value, draft| {
+            draft.toolset = Some(name_field(field, value)?);
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "schema",
+        required: true,
+        lua_type: "{description?: string, parameters: table}",
+        doc: "The model-facing function schema; parameters is a JSON-Schema object",
+        expects: "a table",
+        parse: |lua, _, value, draft| {
+            draft.schema = Some(schema_field(lua, value)?);
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "handler",
+        required: true,
+        lua_type: "fun(args: table, ctx: toolhost.Ctx): string|table",
+        doc: "Returns text, a table (sent as JSON) or a multimodal envelope",
+        expects: "a function",
+        parse: |_, field, value, draft| {
+            draft.handler = optional_function(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "check_fn",
+        required: false,
+        lua_type: "fun(): boolean",
+        doc: "Availability probe (cached per check_fn and scope)",
+        expects: "a function",
+        parse: |_, field, value, draft| {
+            draft.check_fn = optional_function(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "requires_env",
+        required: false,
+        lua_type: "string[]",
+        doc: "Variables that must be set; also what env.get may read",
+        expects: "a list of strings",
+        parse: |_, field, value, draft| {
+            draft.requires_env = string_list(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "is_async",
+        required: false,
+        lua_type: "boolean",
+        doc: "Declares that the handler awaits host APIs (time.sleep, proc.run); shown by list --json",
+        expects: "a boolean",
+        parse: |_, field, value, draft| {
+            draft.is_async = optional_bool(field, value)?.unwrap_or(false);
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "description",
+        required: false,
+        lua_type: "string",
+        doc: "Registry metadata (defaults to schema.description)",
+        expects: "a string",
+        parse: |_, field, value, draft| {
+            draft.description = optional_string(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "emoji",
+        required: false,
+        lua_type: "string",
+        doc: "Shown in listings",
+        expects: "a string",
+        parse: |_, field, value, draft| {
+            draft.emoji = optional_string(field, value)?.unwrap_or_default();
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "max_result_size_chars",
+        required: false,
+        lua_type: "number",
+        doc: "Longer text results are spilled to a file (math.huge: never)",
+        expects: "a number",
+        parse: |_, _, value, draft| {
+            draft.max_result_size_chars = result_limit(value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "dynamic_schema_overrides",
+        required: false,
+        lua_type: "fun(): table?",
+        doc: "Fields shallow-merged over the schema on each computation",
+        expects: "a function",
+        parse: |_, field, value, draft| {
+            draft.dynamic_schema_overrides = optional_function(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "override",
+        required: false,
+        lua_type: "boolean",
+        doc: "May shadow a tool of another toolset",
+        expects: "a boolean",
+        parse: |_, field, value, draft| {
+            draft.override_existing = optional_bool(field, value)?.unwrap_or(false);
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "scope",
+        required: false,
+        lua_type: "string",
+        doc: "Scope overlay the tool lives in",
+        expects: "a string",
+        parse: |_, field, value, draft| {
+            draft.scope = match optional_string(field, value)? {
+                Some(scope) => Some(
+                    ToolName::new(&scope)
+                        .map_err(|e| bad(field, format!("'{field}' {e}")))?
+                        .to_string(),
+                ),
+                None => None,
+            };
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "timeout_ms",
+        required: false,
+        lua_type: "integer",
+        doc: "Per-call deadline (default [runtime] timeout_ms)",
+        expects: "a positive integer",
+        parse: |_, field, value, draft| {
+            draft.timeout_ms = positive_integer(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "parallel_safe",
+        required: false,
+        lua_type: "boolean",
+        doc: "May run beside other calls of a batch",
+        expects: "a boolean",
+        parse: |_, field, value, draft| {
+            draft.parallel_safe = optional_bool(field, value)?.unwrap_or(false);
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "requires_approval",
+        required: false,
+        lua_type: "boolean",
+        doc: "Every call asks the approver first",
+        expects: "a boolean",
+        parse: |_, field, value, draft| {
+            draft.requires_approval = optional_bool(field, value)?.unwrap_or(false);
+            Ok(())
+        },
+    },
+];
+
+/// The field named `name`, if registrations have one.
+fn field_named(name: &str) -> Option<&'static RegisterField> {
+    REGISTER_FIELDS.iter().find(|field| field.name == name)
+}
+
+/// Reads a registration table: unknown fields are refused, required ones demanded, each
+/// field checked by its parser, in table order.
+pub(crate) fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTool, FieldError> {
+    for pair in spec.pairs::<LuaValue, LuaValue>() {
+        let (key, _) = pair.map_err(|e| e.to_string())?;
+        let known = match &key {
+            LuaValue::String(s) => field_named(&s.to_string_lossy()).is_some(),
+            _ => false,
+        };
+        if !known {
+            let shown = match &key {
+                LuaValue::String(s) => s.to_string_lossy(),
+                other => format!("[{}]", lua_type(other)),
+            };
+            let names: Vec<&str> = REGISTER_FIELDS.iter().map(|f| f.name).collect();
+            return Err(bad(
+                &shown,
+                format!(
+                    "unknown field '{shown}' (known fields: {})",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
+    let mut draft = Draft::default();
+    for field in REGISTER_FIELDS {
+        let value: LuaValue = spec
+            .raw_get(field.name)
+            .map_err(|e| bad(field.name, format!("'{}': {e}", field.name)))?;
+        if value.is_nil() {
+            if field.required {
+                return Err(bad(
+                    field.name,
+                    format!("'{}' is required ({})", field.name, field.expects),
+                ));
+            }
+            continue;
+        }
+        (field.parse)(lua, field.name, value, &mut draft)?;
+    }
+    let missing = |name: &str| bad(name, format!("'{name}' is required"));
+    Ok(PendingTool {
+        name: draft.name.ok_or_else(|| missing("name"))?,
+        toolset: draft.toolset.ok_or_else(|| missing("toolset"))?,
+        schema: draft.schema.ok_or_else(|| missing("schema"))?,
+        handler: draft.handler.ok_or_else(|| missing("handler"))?,
+        check_fn: draft.check_fn,
+        requires_env: draft.requires_env,
+        is_async: draft.is_async,
+        description: draft.description,
+        emoji: draft.emoji,
+        max_result_size_chars: draft.max_result_size_chars,
+        dynamic_schema_overrides: draft.dynamic_schema_overrides,
+        override_existing: draft.override_existing,
+        scope: draft.scope,
+        timeout_ms: draft.timeout_ms,
+        parallel_safe: draft.parallel_safe,
+        requires_approval: draft.requires_approval,
+        line,
+    })
+}
+
+/// The README's table of registration fields (Markdown), generated from [`REGISTER_FIELDS`].
+#[cfg(test)]
+pub(crate) fn readme_table() -> String {
+    let mut out = String::from("| field | type | meaning |\n|---|---|---|\n");
+    for field in REGISTER_FIELDS {
+        let required = if field.required { " (required)" } else { "" };
+        let lua_type = field.lua_type.replace('|', "\\|");
+        out.push_str(&format!(
+            "| `{}`{required} | `{lua_type}` | {} |\n",
+            field.name, field.doc
+        ));
+    }
+    out
+}
+
+/// Lua-facing type name (integers and floats are both "number").
+pub(crate) fn lua_type(value: &LuaValue) -> &'static str {
+    match value {
+        LuaValue::Integer(_) | LuaValue::Number(_) => "number",
+        v if v.is_null() => "json.null",
+        v => v.type_name(),
+    }
+}
+
+/// An invalid registration: the field at fault (when one is) and the message, which
+/// names the field in quotes.
+pub(crate) struct FieldError {
+    /// The field at fault, when one is.
+    pub field: Option<String>,
+    /// What is wrong; it names the field in quotes.
+    pub message: String,
+}
+
+impl From<String> for FieldError {
+    fn from(message: String) -> Self {
+        Self {
+            field: None,
+            message,
+        }
+    }
+}
+
+/// A problem with `field`; `message` names it.
+pub(crate) fn bad(field: &str, message: String) -> FieldError {
+    FieldError {
+        field: Some(field.to_string()),
+        message,
+    }
+}
+
+pub(crate) fn type_error(field: &str, expected: &str, got: &LuaValue) -> FieldError {
+    bad(
+        field,
+        format!("'{field}' must be {expected}, got {}", lua_type(got)),
+    )
+}
+
+fn name_field(field: &str, value: LuaValue) -> Result<ToolName, FieldError> {
+    match value {
+        LuaValue::String(s) => {
+            ToolName::new(&s.to_string_lossy()).map_err(|e| bad(field, format!("'{field}' {e}")))
+        }
+        LuaValue::Nil => Err(bad(field, format!("'{field}' is required (a string)"))),
+        other => Err(type_error(field, "a string", &other)),
+    }
+}
+
+fn optional_function(field: &str, value: LuaValue) -> Result<Option<Function>, FieldError> {
+    match value {
+        LuaValue::Nil => Ok(None),
+        LuaValue::Function(f) => Ok(Some(f)),
+        other => Err(type_error(field, "a function", &other)),
+    }
+}
+
+fn optional_bool(field: &str, value: LuaValue) -> Result<Option<bool>, FieldError> {
+    match value {
+        LuaValue::Nil => Ok(None),
+        LuaValue::Boolean(b) => Ok(Some(b)),
+        other => Err(type_error(field, "a boolean", &other)),
+    }
+}
+
+fn optional_string(field: &str, value: LuaValue) -> Result<Option<String>, FieldError> {
+    match value {
+        LuaValue::Nil => Ok(None),
+        LuaValue::String(s) => Ok(Some(s.to_string_lossy())),
+        other => Err(type_error(field, "a string", &other)),
+    }
+}
+
+fn string_list(field: &str, value: LuaValue) -> Result<Vec<String>, FieldError> {
+    let table = match value {
+        LuaValue::Nil => return Ok(Vec::new()),
+        LuaValue::Table(t) => t,
+        other => return Err(type_error(field, "a list of strings", &other)),
+    };
+    let mut out = Vec::new();
+    for (i, item) in table.sequence_values::<LuaValue>().enumerate() {
+        match item.map_err(|e| e.to_string())? {
+            LuaValue::String(s) if !s.as_bytes().is_empty() => out.push(s.to_string_lossy()),
+            other => {
+                return Err(type_error(
+                    &format!("{field}[{}]", i + 1),
+                    "a non-empty string",
+                    &other,
+                ));
+            }
+        }
+    }
+    if out.len() != table.pairs::<LuaValue, LuaValue>().count() {
+        return Err(bad(
+            field,
+            format!("'{field}' must be a list of strings (a sequence)"),
+        ));
+    }
+    Ok(out)
+}
+
+fn integral(value: &LuaValue) -> Option<i64> {
+    match value {
+        LuaValue::Integer(i) => Some(*i),
+        LuaValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => Some(*n as i64),
+        _ => None,
+    }
+}
+
+fn positive_integer(field: &str, value: LuaValue) -> Result<Option<u64>, FieldError> {
+    if value.is_nil() {
+        return Ok(None);
+    }
+    match integral(&value) {
+        Some(i) if i > 0 => Ok(Some(i as u64)),
+        _ => Err(bad(
+            field,
+            format!(
+                "'{field}' must be a positive integer, got {}",
+                describe(&value)
+            ),
+        )),
+    }
+}
+
+fn result_limit(value: LuaValue) -> Result<Option<ResultLimit>, FieldError> {
+    if let LuaValue::Number(n) = value
+        && n == f64::INFINITY
+    {
+        return Ok(Some(ResultLimit::Unlimited));
+    }
+    Ok(positive_integer("max_result_size_chars", value)?.map(ResultLimit::Chars))
+}
+
+fn describe(value: &LuaValue) -> String {
+    match value {
+        LuaValue::Integer(i) => i.to_string(),
+        LuaValue::Number(n) => n.to_string(),
+        LuaValue::String(s) => format!("{:?}", s.to_string_lossy()),
+        other => lua_type(other).to_string(),
+    }
+}
+
+fn schema_field(lua: &Lua, value: LuaValue) -> Result<Map<String, Value>, FieldError> {
+    let json =
+        match &value {
+            LuaValue::Table(_) => convert::lua_to_json(lua, &value, Mode::Schema).map_err(|e| {
+                match e.path.is_empty() {
+                    true => bad("schema", format!("'schema' {}", e.reason)),
+                    false => {
+                        let field = format!("schema.{}", e.path);
+                        let message = format!("'{field}' {}", e.reason);
+                        bad(&field, message)
+                    }
+                }
+            })?,
+            LuaValue::Nil => return Err(bad("schema", "'schema' is required (a table)".into())),
+            other => return Err(type_error("schema", "a table", other)),
+        };
+    let Value::Object(schema) = json else {
+        return Err(bad(
+            "schema",
+            format!(
+                "'schema' must be a table of fields (description, parameters), got {}",
+                json_type(&json)
+            ),
+        ));
+    };
+    check_function_schema(&schema)?;
+    Ok(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readme_table;
+
+    #[test]
+    fn the_readme_lists_every_registration_field() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let table = readme_table();
+        assert!(
+            readme.contains(&table),
+            "README.md's field table is stale; it should read:\n{table}"
+        );
+    }
+}
