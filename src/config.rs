@@ -14,7 +14,7 @@ const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 /// The whole configuration file. Every key is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     /// Built-in tool directories, in load order (default `./tools-lua`).
     pub tools_dirs: Option<Vec<PathBuf>>,
     /// Where the discovery cache and spill files live.
@@ -55,7 +55,7 @@ pub struct Config {
 /// `[serve]`: the MCP server.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ServeConfig {
+pub(crate) struct ServeConfig {
     /// Longest message accepted from a client, in bytes (default 4 MiB); a longer one gets
     /// an error reply and the server goes on.
     pub max_request_bytes: Option<usize>,
@@ -64,8 +64,10 @@ pub struct ServeConfig {
 /// `[toolsets.NAME]`: a composite toolset.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolsetConfig {
-    /// Shown to operators.
+pub(crate) struct ToolsetConfig {
+    /// A note for whoever reads the file (the reference registry's toolsets carry one);
+    /// accepted so such configs load, never interpreted.
+    #[allow(dead_code)]
     pub description: Option<String>,
     /// Tool names in this toolset.
     #[serde(default)]
@@ -78,7 +80,7 @@ pub struct ToolsetConfig {
 /// `[plugins.ID]`: a plugin tool directory.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PluginConfig {
+pub(crate) struct PluginConfig {
     /// The plugin's tool directory (relative paths resolve against the config file's
     /// directory).
     pub dir: PathBuf,
@@ -94,7 +96,7 @@ pub struct PluginConfig {
 /// `[sandbox]`: what tool code may reach.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SandboxConfig {
+pub(crate) struct SandboxConfig {
     /// Directories `fs` may touch (default: the working directory, unless that is `/` or
     /// the home directory itself); `[]` grants no fs access.
     pub fs_roots: Option<Vec<PathBuf>>,
@@ -113,7 +115,7 @@ pub struct SandboxConfig {
 /// `[runtime]`: VM pool and limits.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RuntimeConfig {
+pub(crate) struct RuntimeConfig {
     /// Number of Lua VMs (default: one per core).
     pub vms: Option<usize>,
     /// Default per-call deadline in milliseconds.
@@ -123,13 +125,14 @@ pub struct RuntimeConfig {
     /// Deadline for check_fn, dynamic_schema_overrides and hooks, in milliseconds.
     pub probe_timeout_ms: Option<u64>,
     /// Hot-reload debounce in milliseconds.
+    #[cfg_attr(not(feature = "watch"), allow(dead_code))]
     pub reload_debounce_ms: Option<u64>,
 }
 
 /// `[approval]`: which tools need approval and what happens without a prompt.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ApprovalConfig {
+pub(crate) struct ApprovalConfig {
     /// Tools that always need approval.
     #[serde(default)]
     pub tools: Vec<String>,
@@ -140,7 +143,7 @@ pub struct ApprovalConfig {
 /// The answer used when nobody can be asked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ApprovalDefault {
+pub(crate) enum ApprovalDefault {
     /// Refuse the call.
     #[default]
     Deny,
@@ -151,7 +154,7 @@ pub enum ApprovalDefault {
 /// `[tool_search]`: deferring tools behind the search bridge.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolSearchConfig {
+pub(crate) struct ToolSearchConfig {
     /// `"auto"`, `"on"` or `"off"`.
     pub enabled: Option<ToolSearchMode>,
     /// Tools or toolsets never deferred.
@@ -164,7 +167,7 @@ pub struct ToolSearchConfig {
 /// Tool-search activation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ToolSearchMode {
+pub(crate) enum ToolSearchMode {
     /// Active when the selection is larger than the threshold.
     #[default]
     Auto,
@@ -176,7 +179,7 @@ pub enum ToolSearchMode {
 
 /// A loaded configuration together with where it came from.
 #[derive(Debug, Clone, Default)]
-pub struct LoadedConfig {
+pub(crate) struct LoadedConfig {
     /// The parsed configuration (defaults when no file was found).
     pub config: Config,
     /// The file it was read from, if any.
@@ -189,7 +192,7 @@ impl LoadedConfig {
     /// Finds and parses the configuration: `explicit` (`--config`), else
     /// `$TOOLHOST_CONFIG`, else `./toolhost.toml`. An explicitly named file must exist; the
     /// implicit `./toolhost.toml` is optional.
-    pub fn discover(explicit: Option<&Path>) -> Result<Self> {
+    pub(crate) fn discover(explicit: Option<&Path>) -> Result<Self> {
         if let Some(path) = explicit {
             return Self::load(path);
         }
@@ -204,7 +207,7 @@ impl LoadedConfig {
     }
 
     /// Reads and parses one configuration file.
-    pub fn load(path: &Path) -> Result<Self> {
+    pub(crate) fn load(path: &Path) -> Result<Self> {
         let bytes =
             crate::bounded_read::read_regular(path, MAX_CONFIG_BYTES).map_err(|source| {
                 Error::ConfigRead {

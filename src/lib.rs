@@ -216,7 +216,8 @@
 //! Layering (each layer imports only those before it): `registry` ← `lua` ← `discovery`
 //! ← `toolsets` ← `search` ← `definitions` ← `dispatch` ← `host` ← CLI / `mcp`.
 
-#![deny(unreachable_pub, missing_docs)]
+#![deny(unreachable_pub)]
+#![deny(missing_docs)]
 
 mod bounded_read;
 #[cfg(feature = "cli")]

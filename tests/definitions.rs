@@ -238,9 +238,9 @@ fn the_memo_key_covers_scope_selection_format_and_generation() {
         &host.tool_definitions(&ab),
         &host.tool_definitions(&ba)
     ));
-    // A registry change moves the generation.
-    host.registry()
-        .update(|state| state.deregister("zeta", None));
+    // A registry change (a reload that removed a tool) moves the generation.
+    std::fs::remove_file(fx.tools().join("b.lua")).expect("remove b.lua");
+    host.reload();
     let after = host.tool_definitions(&Selection::default());
     assert_eq!(names(&after, Format::OpenAi), ["alpha", "mid"]);
 }

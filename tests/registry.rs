@@ -130,23 +130,17 @@ fn plugins_bound_to_a_scope_register_into_it() {
 }
 
 #[test]
-fn generation_moves_on_register_and_deregister_only() {
+fn generation_moves_when_a_reload_changes_the_tools() {
     let fx = Fixture::new();
     fx.tool("a.lua", &simple_tool("a", "t", "x"));
     fx.tool("bad.lua", "registry.register{}");
     let host = fx.host();
-    let registry = host.registry();
-    let start = registry.generation();
+    let start = host.generation();
     assert!(start >= 1);
-    let removed = registry.update(|state| state.deregister("a", None));
-    assert!(removed);
-    assert_eq!(registry.generation(), start + 1);
-    assert!(!registry.update(|state| state.deregister("a", None)));
-    assert_eq!(
-        registry.generation(),
-        start + 1,
-        "a failed deregister does not bump"
-    );
+    std::fs::remove_file(fx.tools().join("a.lua")).expect("remove a.lua");
+    let event = host.reload();
+    assert_eq!(event.removed, ["a"]);
+    assert!(host.generation() > start);
     assert_eq!(call(&host, "a", json!({}))["error_type"], "unknown_tool");
 }
 

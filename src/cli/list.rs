@@ -19,7 +19,6 @@ pub(super) fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
                 "available": reason.is_none(),
                 "unavailable_reason": reason,
                 "source": tool.source,
-                "is_async": tool.is_async,
                 "file": tool.file.as_ref().map(|f| f.display().to_string()),
             })
         })

@@ -30,7 +30,7 @@ const PARSER_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// A directory of tool files.
 #[derive(Debug, Clone)]
-pub struct ToolDir {
+pub(crate) struct ToolDir {
     /// The directory as configured.
     pub path: PathBuf,
     /// `builtin` or `plugin:<id>`.

@@ -113,7 +113,8 @@ impl HostBuilder {
 
     /// Sets an approver built from the configured `[approval] default` (known only once
     /// the configuration is read), e.g. a prompt that falls back to the policy.
-    pub fn approver_from_config<A: Approver + 'static>(
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn approver_from_config<A: Approver + 'static>(
         mut self,
         make: impl FnOnce(ApprovalDefault) -> A + 'static,
     ) -> Self {

@@ -38,6 +38,7 @@ use std::sync::Arc;
 /// The state a reload replaces as a whole.
 struct World {
     config: Arc<LoadedConfig>,
+    #[cfg_attr(not(any(feature = "watch", feature = "cli")), allow(dead_code))]
     dirs: Vec<ToolDir>,
     cache_dir: PathBuf,
     spill_dir: PathBuf,
@@ -104,18 +105,15 @@ impl Host {
         (world.clone(), self.inner.registry.snapshot())
     }
 
-    /// The registry.
-    pub fn registry(&self) -> &Registry {
-        &self.inner.registry
-    }
-
     /// The configuration in use.
-    pub fn config(&self) -> Arc<LoadedConfig> {
+    #[cfg_attr(not(any(feature = "cli", feature = "mcp")), allow(dead_code))]
+    pub(crate) fn config(&self) -> Arc<LoadedConfig> {
         self.inner.world.read().config.clone()
     }
 
     /// The tool directories, in load order.
-    pub fn tool_dirs(&self) -> Vec<ToolDir> {
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn tool_dirs(&self) -> Vec<ToolDir> {
         self.inner.world.read().dirs.clone()
     }
 
@@ -185,6 +183,7 @@ impl Host {
     }
 
     /// Computes the definitions without the memo (for benchmarks and diagnostics).
+    #[doc(hidden)] // for the benchmarks: the cost of a definitions computation
     pub fn tool_definitions_uncached(&self, selection: &Selection) -> Definitions {
         let (world, state) = self.current();
         definitions::compute(&self.inputs(&world, &state), selection).0

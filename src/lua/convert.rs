@@ -195,7 +195,9 @@ impl Walker {
             }
             return Ok(Value::Array(items));
         }
-        let mut map = Map::new();
+        // Keys are sorted so the JSON is the same whatever Lua's hash order and
+        // whether or not some dependency turns on serde_json's `preserve_order`.
+        let mut named: Vec<(String, &LuaValue)> = Vec::with_capacity(pairs.len());
         for (k, v) in &pairs {
             let name = match k {
                 LuaValue::String(s) => s.to_string_lossy(),
@@ -208,6 +210,11 @@ impl Walker {
                     )));
                 }
             };
+            named.push((name, v));
+        }
+        named.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut map = Map::new();
+        for (name, v) in named {
             let converted = self.value(v, Some(&name)).map_err(|e| under(&name, e))?;
             map.insert(name, converted);
         }

@@ -165,7 +165,7 @@ impl ToolEntry {
 
 /// The events a hook can subscribe to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HookEvent {
+pub(crate) enum HookEvent {
     /// Before a call: may modify arguments, block, or ask for approval.
     PreToolCall,
     /// After a call: observes the result.
@@ -176,10 +176,10 @@ pub enum HookEvent {
 
 impl HookEvent {
     /// Every event, for error messages.
-    pub const NAMES: &'static str = "pre_tool_call, post_tool_call, transform_tool_result";
+    pub(crate) const NAMES: &'static str = "pre_tool_call, post_tool_call, transform_tool_result";
 
     /// Parses the Lua-facing event name.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         match name {
             "pre_tool_call" => Some(Self::PreToolCall),
             "post_tool_call" => Some(Self::PostToolCall),
@@ -191,7 +191,7 @@ impl HookEvent {
 
 /// A Lua hook registered with `registry.hook(event, fn)`.
 #[derive(Debug, Clone)]
-pub struct HookEntry {
+pub(crate) struct HookEntry {
     /// The event.
     pub event: HookEvent,
     /// The function, resolved per VM.
@@ -209,7 +209,7 @@ pub struct HookEntry {
 
 impl HookEntry {
     /// Whether this hook runs for a call of a tool from `tool_source`.
-    pub fn applies_to(&self, tool_source: &Source) -> bool {
+    pub(crate) fn applies_to(&self, tool_source: &Source) -> bool {
         self.sees_every_call || self.source == *tool_source
     }
 }

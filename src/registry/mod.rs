@@ -30,41 +30,63 @@ use std::sync::Arc;
 /// The live registry: an immutable [`RegistryState`] snapshot behind a lock, replaced as a
 /// whole. Readers take the `Arc` and never block writers for longer than a pointer swap.
 #[derive(Debug, Default)]
-pub struct Registry {
+pub(crate) struct Registry {
     current: RwLock<Arc<RegistryState>>,
 }
 
 impl Registry {
     /// A registry publishing `state`.
-    pub fn new(state: RegistryState) -> Self {
+    pub(crate) fn new(state: RegistryState) -> Self {
         Self {
             current: RwLock::new(Arc::new(state)),
         }
     }
 
     /// The current contents.
-    pub fn snapshot(&self) -> Arc<RegistryState> {
+    pub(crate) fn snapshot(&self) -> Arc<RegistryState> {
         self.current.read().clone()
     }
 
     /// The current generation.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.current.read().generation()
     }
 
-    /// Applies `change` to a private copy and publishes it; readers holding the old
-    /// snapshot keep it unchanged.
-    pub fn update<R>(&self, change: impl FnOnce(&mut RegistryState) -> R) -> R {
-        let mut guard = self.current.write();
-        let state = Arc::make_mut(&mut guard);
-        change(state)
-    }
-
     /// Replaces the contents (used by reload), keeping generations monotonic.
-    pub fn replace(&self, mut state: RegistryState) {
+    pub(crate) fn replace(&self, mut state: RegistryState) {
         let mut guard = self.current.write();
         let floor = guard.generation() + 1;
         state.raise_generation_to(floor);
         *guard = Arc::new(state);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_moves_on_deregister_only_when_something_goes() {
+        let mut state = RegistryState::default();
+        state
+            .apply(vec![test_entry("a", "t")], Vec::new())
+            .expect("a registers");
+        let start = state.generation();
+        assert!(state.deregister("a", None));
+        assert_eq!(state.generation(), start + 1);
+        assert!(!state.deregister("a", None));
+        assert_eq!(
+            state.generation(),
+            start + 1,
+            "a failed deregister does not bump"
+        );
+    }
+
+    #[test]
+    fn replacing_keeps_generations_monotonic() {
+        let registry = Registry::new(RegistryState::default());
+        let before = registry.generation();
+        registry.replace(RegistryState::default());
+        assert!(registry.generation() > before);
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// Tools and hooks, by scope, plus the generation counter.
 #[derive(Debug, Clone, Default)]
-pub struct RegistryState {
+pub(crate) struct RegistryState {
     global: BTreeMap<String, Arc<ToolEntry>>,
     scoped: BTreeMap<String, BTreeMap<String, Arc<ToolEntry>>>,
     hooks: Vec<Arc<HookEntry>>,
@@ -21,7 +21,7 @@ pub struct RegistryState {
 
 /// Why a registration in a batch was rejected; `index` is its position in the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     /// Position of the rejected entry in the batch.
     pub index: usize,
     /// The message of SPEC §3.
@@ -30,7 +30,7 @@ pub struct Rejection {
 
 /// What a successful batch did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// Same-toolset replacements and other non-fatal notes.
     pub warnings: Vec<String>,
 }
@@ -40,7 +40,7 @@ type Key = (Option<String>, String);
 impl RegistryState {
     /// An empty registry whose plugins in `plugins_allowing_override` have the operator's
     /// opt-in (`[plugins.ID] allow_tool_override = true`).
-    pub fn new(plugins_allowing_override: BTreeSet<String>) -> Self {
+    pub(crate) fn new(plugins_allowing_override: BTreeSet<String>) -> Self {
         Self {
             plugins_allowing_override,
             ..Self::default()
@@ -48,19 +48,19 @@ impl RegistryState {
     }
 
     /// The generation: bumped by every successful registration and deregistration.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
     /// Makes sure the generation is at least `floor`, so that a swapped-in state never
     /// reuses a generation an old memo could have been keyed on.
-    pub fn raise_generation_to(&mut self, floor: u64) {
+    pub(crate) fn raise_generation_to(&mut self, floor: u64) {
         self.generation = self.generation.max(floor);
     }
 
     /// Applies one file's registrations atomically: all of them, or none (the first
     /// rejection is returned and the state is unchanged).
-    pub fn apply(
+    pub(crate) fn apply(
         &mut self,
         tools: Vec<ToolEntry>,
         hooks: Vec<HookEntry>,
@@ -95,8 +95,9 @@ impl RegistryState {
     }
 
     /// Removes a tool from the global registry (`scope = None`) or an overlay; true when
-    /// something was removed.
-    pub fn deregister(&mut self, name: &str, scope: Option<&str>) -> bool {
+    /// something was removed. (Reloads build fresh states; removal is for tests.)
+    #[cfg(test)]
+    pub(crate) fn deregister(&mut self, name: &str, scope: Option<&str>) -> bool {
         let removed = match scope {
             None => self.global.remove(name).is_some(),
             Some(scope) => self
@@ -111,7 +112,7 @@ impl RegistryState {
     }
 
     /// The tool a caller in `scope` sees under `name`: the overlay wins over global.
-    pub fn lookup(&self, name: &str, scope: Option<&str>) -> Option<&Arc<ToolEntry>> {
+    pub(crate) fn lookup(&self, name: &str, scope: Option<&str>) -> Option<&Arc<ToolEntry>> {
         scope
             .and_then(|s| self.scoped.get(s))
             .and_then(|overlay| overlay.get(name))
@@ -119,7 +120,7 @@ impl RegistryState {
     }
 
     /// Every tool a caller in `scope` sees, sorted by name.
-    pub fn visible(&self, scope: Option<&str>) -> Vec<Arc<ToolEntry>> {
+    pub(crate) fn visible(&self, scope: Option<&str>) -> Vec<Arc<ToolEntry>> {
         let overlay = scope.and_then(|s| self.scoped.get(s));
         let Some(overlay) = overlay else {
             return self.global.values().cloned().collect();
@@ -131,14 +132,14 @@ impl RegistryState {
     }
 
     /// Every tool in every scope: global first, then overlays by scope name.
-    pub fn all(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<ToolEntry>> {
         self.global
             .values()
             .chain(self.scoped.values().flat_map(|o| o.values()))
     }
 
     /// The registered Lua hooks, in load order.
-    pub fn hooks(&self) -> &[Arc<HookEntry>] {
+    pub(crate) fn hooks(&self) -> &[Arc<HookEntry>] {
         &self.hooks
     }
 
