@@ -55,10 +55,24 @@ pub(crate) struct Config {
 /// `[serve]`: the MCP server.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) struct ServeConfig {
     /// Longest message accepted from a client, in bytes (default 4 MiB); a longer one gets
-    /// an error reply and the server goes on.
+    /// an error reply (stdio) or 413 (HTTP) and the server goes on.
     pub max_request_bytes: Option<usize>,
+    /// Environment variable holding the bearer token HTTP clients must send.
+    pub auth_token_env: Option<String>,
+    /// Browser origins allowed besides `http://localhost*` / `http://127.0.0.1*` (HTTP).
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// How long shutdown lets running calls finish, in milliseconds (default 10 s).
+    pub drain_ms: Option<u64>,
+    /// Calls running at once over all sessions (default 64).
+    pub max_calls: Option<usize>,
+    /// Calls running at once in one session (default 16).
+    pub max_session_calls: Option<usize>,
+    /// Calls waiting for a place before new ones are refused (default 1024).
+    pub max_queued_calls: Option<usize>,
 }
 
 /// `[toolsets.NAME]`: a composite toolset.

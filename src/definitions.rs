@@ -36,7 +36,7 @@ pub enum Format {
     OpenAi,
     /// `{name, description, input_schema}`.
     Anthropic,
-    /// `{name, title?, description, inputSchema, annotations?}`.
+    /// `{name, title?, description, inputSchema, outputSchema?, annotations?}`.
     Mcp,
 }
 
@@ -334,7 +334,28 @@ fn effective_schema<'t>(
 
 /// One definition in `format`; the registered name wins over any `name` in the schema.
 fn render(tool: &ToolEntry, schema: &Map<String, Value>, format: Format) -> Value {
-    render_named(tool.name.as_str(), schema.clone(), format)
+    let mut rendered = render_named(tool.name.as_str(), schema.clone(), format);
+    if format == Format::Mcp
+        && let Value::Object(out) = &mut rendered
+    {
+        // What the tool declared for MCP clients: its output schema and annotations (the
+        // annotations' title is the tool's title unless the schema has one).
+        if let Some(output) = &tool.output_schema {
+            out.insert(
+                "outputSchema".into(),
+                Value::Object((*output.schema).clone()),
+            );
+        }
+        if !tool.annotations.is_empty() {
+            out.insert("annotations".into(), tool.annotations.to_mcp());
+            if let Some(title) = &tool.annotations.title
+                && !out.contains_key("title")
+            {
+                out.insert("title".into(), json!(title));
+            }
+        }
+    }
+    rendered
 }
 
 fn render_named(name: &str, schema: Map<String, Value>, format: Format) -> Value {

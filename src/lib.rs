@@ -249,4 +249,6 @@ pub use error::{Error, LoadError, Result};
 pub use host::Watch;
 pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 pub use native::NativeTool;
-pub use registry::{CallContext, ResultLimit};
+pub use registry::{
+    Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,
+};

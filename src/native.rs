@@ -1,8 +1,8 @@
 //! Rust tools registered by the embedding program (`HostBuilder::native_tool`).
 
 use crate::registry::{
-    CallContext, Handler, NativeHandler, ResultLimit, Source, ToolEntry, ToolName,
-    check_function_schema, compile_parameters, default_description, json_type,
+    Annotations, CallContext, Handler, NativeHandler, OutputSchema, ResultLimit, Source, ToolEntry,
+    ToolName, check_function_schema, compile_parameters, default_description, json_type,
 };
 use serde_json::Value;
 use std::future::Future;
@@ -24,6 +24,8 @@ pub struct NativeTool {
     parallel_safe: bool,
     requires_approval: bool,
     max_result_size_chars: Option<ResultLimit>,
+    output_schema: Option<Value>,
+    annotations: Annotations,
 }
 
 impl NativeTool {
@@ -49,7 +51,22 @@ impl NativeTool {
             parallel_safe: false,
             requires_approval: false,
             max_result_size_chars: None,
+            output_schema: None,
+            annotations: Annotations::default(),
         }
+    }
+
+    /// A JSON Schema (`type: "object"`) the handler's object results must match; MCP
+    /// clients receive such results as `structuredContent`.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// MCP annotations (hints for clients).
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
     }
 
     /// Registry description (defaults to `schema.description`).
@@ -127,6 +144,18 @@ impl NativeTool {
             ),
             None => None,
         };
+        let output_schema = match self.output_schema {
+            None => None,
+            Some(Value::Object(schema)) => {
+                Some(OutputSchema::compile(schema).map_err(|e| format!("tool '{name}': {e}"))?)
+            }
+            Some(other) => {
+                return Err(format!(
+                    "tool '{name}': 'output_schema' must be an object, got {}",
+                    json_type(&other)
+                ));
+            }
+        };
         let description = self
             .description
             .unwrap_or_else(|| default_description(&schema));
@@ -148,6 +177,8 @@ impl NativeTool {
             timeout_ms: self.timeout_ms,
             parallel_safe: self.parallel_safe,
             requires_approval: self.requires_approval,
+            output_schema,
+            annotations: self.annotations,
             source: Source::Native,
             file: None,
             line: None,

@@ -3,6 +3,10 @@
 registry.register{
   name = "todo",
   toolset = "agent",
+  annotations = {
+    title = "Task list", read_only = false,
+    destructive = false, idempotent = false, open_world = false,
+  },
   emoji = "📝",
   schema = {
     description = "Keep a task list for the current session: add, complete or list items",
@@ -21,6 +25,10 @@ registry.register{
 registry.register{
   name = "memory",
   toolset = "agent",
+  annotations = {
+    title = "Memory", read_only = false,
+    destructive = true, idempotent = false, open_world = false,
+  },
   emoji = "🧠",
   schema = {
     description = "Remember or recall facts across sessions",

@@ -105,6 +105,7 @@ end
 registry.register{
   name = "calc",
   toolset = "data",
+  annotations = { title = "Calculator", read_only = true, open_world = false },
   emoji = "🔢",
   parallel_safe = true,
   schema = {

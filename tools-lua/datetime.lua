@@ -14,6 +14,7 @@ local units = { seconds = 1, minutes = 60, hours = 3600, days = 86400, weeks = 6
 registry.register{
   name = "datetime",
   toolset = "data",
+  annotations = { title = "Date and time", read_only = true, open_world = false },
   emoji = "🕒",
   parallel_safe = true,
   schema = {

@@ -2,6 +2,7 @@
 registry.register{
   name = "echo",
   toolset = "debug",
+  annotations = { title = "Echo", read_only = true, open_world = false },
   emoji = "🔁",
   parallel_safe = true,
   schema = {

@@ -51,6 +51,7 @@ end
 registry.register{
   name = "json_query",
   toolset = "data",
+  annotations = { title = "Query JSON", read_only = true, open_world = false },
   emoji = "🧮",
   parallel_safe = true,
   schema = {

@@ -2,6 +2,7 @@
 registry.register{
   name = "list_dir",
   toolset = "file",
+  annotations = { title = "List a directory", read_only = true, open_world = false },
   emoji = "📁",
   parallel_safe = true,
   schema = {

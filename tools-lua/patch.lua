@@ -14,6 +14,10 @@ end
 registry.register{
   name = "patch",
   toolset = "file",
+  annotations = {
+    title = "Patch a file", read_only = false,
+    destructive = true, idempotent = false, open_world = false,
+  },
   emoji = "🩹",
   schema = {
     description = "Replace one exact, unique occurrence of old_text with new_text in a file",

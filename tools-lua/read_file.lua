@@ -4,6 +4,7 @@ local text = require("text")
 registry.register{
   name = "read_file",
   toolset = "file",
+  annotations = { title = "Read a file", read_only = true, open_world = false },
   emoji = "📄",
   parallel_safe = true,
   max_result_size_chars = 100000,

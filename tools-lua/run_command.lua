@@ -3,6 +3,10 @@
 registry.register{
   name = "run_command",
   toolset = "shell",
+  annotations = {
+    title = "Run a command", read_only = false,
+    destructive = true, idempotent = false, open_world = true,
+  },
   emoji = "💻",
   is_async = true,
   max_result_size_chars = 50000,

@@ -2,6 +2,7 @@
 registry.register{
   name = "search_files",
   toolset = "file",
+  annotations = { title = "Search files", read_only = true, open_world = false },
   emoji = "🔎",
   max_result_size_chars = 50000,
   schema = {

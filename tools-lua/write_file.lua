@@ -4,6 +4,10 @@ local args = require("args")
 registry.register{
   name = "write_file",
   toolset = "file",
+  annotations = {
+    title = "Write a file", read_only = false,
+    destructive = true, idempotent = true, open_world = false,
+  },
   emoji = "✏️",
   schema = {
     description = "Create or replace a text file with the given content",

@@ -72,7 +72,7 @@ enum Command {
         #[arg(long, default_value = "openai", value_parser = parse_format)]
         format: Format,
     },
-    /// Serve the tools over MCP on stdio (tools/list, tools/call, list_changed).
+    /// Serve the tools over MCP on stdio, or streamable HTTP with --http.
     Serve {
         /// Toolsets to offer, comma-separated (default: config `enabled_toolsets`, else all).
         #[arg(long, value_delimiter = ',')]
@@ -83,6 +83,17 @@ enum Command {
         /// Reload on changes and notify the client (notifications/tools/list_changed).
         #[arg(long)]
         watch: bool,
+        /// Serve streamable HTTP at ADDR/mcp instead of stdio (HOST:PORT, or PORT for
+        /// loopback; port 0 picks a free one).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// No sessions (HTTP behind a load balancer).
+        #[arg(long, requires = "http")]
+        stateless: bool,
+        /// Environment variable holding the bearer token HTTP clients must send
+        /// (overrides [serve] auth_token_env).
+        #[arg(long, value_name = "NAME", requires = "http")]
+        auth_token_env: Option<String>,
     },
     /// Reload on every change to the tool directories or config; print each reload.
     Watch,
@@ -125,7 +136,9 @@ pub const EXIT_SETUP: u8 = 2;
 /// Parses the command line and runs it.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.verbose, cli.quiet);
+    // The server is quiet by default: MCP clients show its stderr to their users.
+    let serving = matches!(cli.command, Command::Serve { .. });
+    init_logging(cli.verbose, cli.quiet, serving);
     let outcome = match &cli.command {
         Command::List { json } => {
             build(&cli, None, ONE_SHOT_VMS).map(|host| list::run(&host, &cli, *json))
@@ -140,7 +153,20 @@ pub fn run() -> ExitCode {
             toolsets,
             disable,
             watch,
-        } => serve::run(&cli, toolsets.as_deref(), disable, *watch),
+            http,
+            stateless,
+            auth_token_env,
+        } => serve::run(
+            &cli,
+            &serve::ServeArgs {
+                toolsets: toolsets.as_deref(),
+                disable,
+                watch: *watch,
+                http: http.as_deref(),
+                stateless: *stateless,
+                auth_token_env: auth_token_env.as_deref(),
+            },
+        ),
         Command::Watch => watch::run(&cli),
         Command::New { name, toolset } => new::run(&cli, name, toolset),
         Command::Stubs => stubs::run(&cli),
@@ -166,11 +192,12 @@ fn parse_format(text: &str) -> Result<Format, String> {
     text.parse()
 }
 
-fn init_logging(verbose: u8, quiet: bool) {
-    let default = match (quiet, verbose) {
+fn init_logging(verbose: u8, quiet: bool, serving: bool) {
+    let default = match (quiet, verbose + u8::from(!serving)) {
         (true, _) => "error",
-        (false, 0) => "info",
-        (false, 1) => "debug",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
         (false, _) => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")

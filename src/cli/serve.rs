@@ -1,17 +1,25 @@
-//! `toolhost serve [--toolsets a,b] [--disable c] [--watch]`: the MCP server on stdio.
+//! `toolhost serve [--toolsets a,b] [--disable c] [--watch] [--http ADDR [--stateless]
+//! [--auth-token-env NAME]]`: the MCP server on stdio, or on streamable HTTP. SIGINT and
+//! SIGTERM shut it down gracefully (running calls get `[serve] drain_ms`), exit 0.
 
 use super::Cli;
 use crate::Selection;
+use crate::mcp::server::Shared;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Serves until the client closes stdin.
-pub(super) fn run(
-    cli: &Cli,
-    toolsets: Option<&[String]>,
-    disable: &[String],
-    watch: bool,
-) -> Result<ExitCode, String> {
+/// The flags of `serve`.
+pub(super) struct ServeArgs<'a> {
+    pub(super) toolsets: Option<&'a [String]>,
+    pub(super) disable: &'a [String],
+    pub(super) watch: bool,
+    pub(super) http: Option<&'a str>,
+    pub(super) stateless: bool,
+    pub(super) auth_token_env: Option<&'a str>,
+}
+
+/// Serves until the client closes stdin (stdio) or a signal arrives.
+pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -19,24 +27,87 @@ pub(super) fn run(
     // Serving takes many calls: the pool size comes from the config (default: cores).
     let host = super::build_with(cli, None, None, /*interactive*/ false)?;
     let selection = Selection {
-        enabled: toolsets.map(<[String]>::to_vec),
-        disabled: disable.to_vec(),
+        enabled: args.toolsets.map(<[String]>::to_vec),
+        disabled: args.disable.to_vec(),
         scope: cli.scope.clone(),
         ..Selection::default()
     };
-    let watcher = match watch {
+    let http = match args.http {
+        Some(addr) => Some(http_options(&host, addr, args)?),
+        None => None,
+    };
+    let watcher = match args.watch {
         true => Some(host.watch().map_err(|e| e.to_string())?),
         false => None,
     };
-    // The watcher reloads the host; the MCP session hears of every reload.
+    let shared = Shared::new(host, selection);
+    let quiet = cli.quiet;
+    // The watcher reloads the host; every session hears of reloads that change its tools.
     let served = runtime.block_on(async move {
-        let input = tokio::io::BufReader::new(tokio::io::stdin());
-        let served = host.serve_mcp(selection, input, tokio::io::stdout()).await;
+        let served = match http {
+            Some(options) => {
+                let listener = tokio::net::TcpListener::bind(options.addr)
+                    .await
+                    .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
+                let bound = listener
+                    .local_addr()
+                    .map_err(|e| format!("cannot read the bound address: {e}"))?;
+                if !quiet {
+                    eprintln!("toolhost: serving MCP at http://{bound}/mcp");
+                }
+                crate::mcp::http::serve(shared, listener, options, crate::mcp::shutdown::signal())
+                    .await
+            }
+            None => {
+                let input = tokio::io::BufReader::new(tokio::io::stdin());
+                crate::mcp::guard::serve(
+                    shared,
+                    input,
+                    tokio::io::stdout(),
+                    crate::mcp::shutdown::signal(),
+                )
+                .await
+                .map_err(|e| e.to_string())
+            }
+        };
         drop(watcher);
         served
     });
     // Calls still running when the client left are not waited for.
     runtime.shutdown_timeout(Duration::from_millis(500));
-    served.map_err(|e| e.to_string())?;
+    served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The HTTP setup from the flags and `[serve]`; a non-loopback bind needs a token.
+fn http_options(
+    host: &crate::Host,
+    addr: &str,
+    args: &ServeArgs<'_>,
+) -> Result<crate::mcp::http::HttpOptions, String> {
+    let addr = crate::mcp::http::parse_addr(addr)?;
+    let source = args
+        .auth_token_env
+        .map(str::to_string)
+        .or_else(|| host.config().config.serve.auth_token_env.clone());
+    let token = match &source {
+        Some(name) => match std::env::var(name) {
+            Ok(token) if !token.trim().is_empty() => Some(token.trim().to_string()),
+            _ => {
+                return Err(format!(
+                    "the auth token variable ${name} is not set or empty \
+                     ([serve] auth_token_env / --auth-token-env)"
+                ));
+            }
+        },
+        None => None,
+    };
+    let options = crate::mcp::http::HttpOptions {
+        addr,
+        stateless: args.stateless,
+        token,
+        token_source: source,
+    };
+    crate::mcp::http::check_exposure(&options)?;
+    Ok(options)
 }

@@ -325,6 +325,8 @@ fn stage(
             timeout_ms: tool.timeout_ms,
             parallel_safe: tool.parallel_safe,
             requires_approval: tool.requires_approval,
+            output_schema: tool.output_schema,
+            annotations: tool.annotations,
             source: dir.source.clone(),
             file: Some(verdict.path.clone()),
             line: Some(tool.line),

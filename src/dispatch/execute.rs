@@ -4,7 +4,7 @@
 use super::errors::ErrorType;
 use super::result::{ToolError, ToolResult};
 use crate::lua::{HandlerFailure, LuaVm, Returned};
-use crate::registry::{CallContext, Handler, ToolEntry};
+use crate::registry::{CallContext, Handler, OutputSchema, ToolEntry};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -36,29 +36,95 @@ pub(super) async fn execute(
             }
         }
     };
-    let error = match outcome {
-        Ok(Returned::Text(text)) => return ToolResult::Text(text),
-        Ok(Returned::Json(value)) => return ToolResult::Json(value),
-        Ok(Returned::Multimodal(envelope)) => return ToolResult::Multimodal(envelope),
-        Err(HandlerFailure::Raised(message)) => ToolError::new(
+    if let Some(output_schema) = &tool.output_schema {
+        return match outcome {
+            Ok(returned) => structured(tool, output_schema, returned),
+            Err(failure) => ToolResult::Error(failure_error(tool, budget_ms, failure)),
+        };
+    }
+    match outcome {
+        Ok(Returned::Text(text)) => ToolResult::Text(text),
+        Ok(Returned::Json(value)) => ToolResult::Json(value),
+        Ok(Returned::Multimodal(envelope)) => ToolResult::Multimodal(envelope),
+        Err(failure) => ToolResult::Error(failure_error(tool, budget_ms, failure)),
+    }
+}
+
+/// The result of a tool with an `output_schema`: a table (or the JSON text of one) that
+/// matches it; anything else breaks the contract, naming the path of the first mismatch.
+fn structured(tool: &ToolEntry, output_schema: &OutputSchema, returned: Returned) -> ToolResult {
+    let value = match returned {
+        Returned::Json(value) => value,
+        Returned::Text(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(value @ Value::Object(_)) => value,
+            _ => {
+                return contract(
+                    tool,
+                    "string",
+                    format!(
+                        "Tool {} returned text, but its output_schema asks for a table",
+                        tool.name
+                    ),
+                );
+            }
+        },
+        Returned::Multimodal(_) => {
+            return contract(
+                tool,
+                "table",
+                format!(
+                    "Tool {} returned a multimodal envelope, but its output_schema asks for a table",
+                    tool.name
+                ),
+            );
+        }
+    };
+    match output_schema.check(&value) {
+        Ok(()) => ToolResult::Json(value),
+        Err((path, reason)) => {
+            let message = format!(
+                "Tool {} returned a result that does not match its output_schema at {path}: {reason}",
+                tool.name
+            );
+            let mut error = contract_error(tool, "table", message);
+            error.path = Some(path);
+            ToolResult::Error(error)
+        }
+    }
+}
+
+fn contract(tool: &ToolEntry, result_type: &str, message: String) -> ToolResult {
+    ToolResult::Error(contract_error(tool, result_type, message))
+}
+
+fn contract_error(tool: &ToolEntry, result_type: &str, message: String) -> ToolError {
+    ToolError::new(ErrorType::ToolResultContract, message)
+        .with_tool(tool.name.as_str())
+        .with_result_type(result_type)
+}
+
+/// The error result of a handler that failed.
+fn failure_error(tool: &ToolEntry, budget_ms: u64, failure: HandlerFailure) -> ToolError {
+    match failure {
+        HandlerFailure::Raised(message) => ToolError::new(
             ErrorType::HandlerError,
             format!("[TOOL_ERROR] Tool execution failed: {message}"),
         ),
-        Err(HandlerFailure::Memory) => ToolError::new(
+        HandlerFailure::Memory => ToolError::new(
             ErrorType::Memory,
             format!(
                 "[TOOL_ERROR] Tool execution failed: {} exceeded the memory limit",
                 tool.name
             ),
         ),
-        Err(HandlerFailure::Timeout) => ToolError::new(
+        HandlerFailure::Timeout => ToolError::new(
             ErrorType::Timeout,
             format!(
                 "[TOOL_ERROR] Tool execution failed: {} timed out after {budget_ms} ms",
                 tool.name
             ),
         ),
-        Err(HandlerFailure::Contract(kind)) => {
+        HandlerFailure::Contract(kind) => {
             // `kind` is the type, possibly followed by where in a table the bad value sits.
             let result_type = kind.split_whitespace().next().unwrap_or("nil").to_string();
             ToolError::new(
@@ -68,8 +134,7 @@ pub(super) async fn execute(
             .with_tool(tool.name.as_str())
             .with_result_type(result_type)
         }
-    };
-    ToolResult::Error(error)
+    }
 }
 
 /// The same return rules for Rust handlers: text stays text, a multimodal envelope stays an

@@ -102,7 +102,8 @@ pub struct ToolError {
     pub message: String,
     /// The tool, for errors that name it in their JSON (`tool_result_contract`).
     pub tool: Option<String>,
-    /// The JSON path of the first invalid argument (`invalid_arguments`).
+    /// The JSON path of the first invalid argument (`invalid_arguments`), or of the first
+    /// mismatch with the output schema (`tool_result_contract`).
     pub path: Option<String>,
     /// The tool's parameters schema, so a model can retry (`invalid_arguments`).
     pub parameters: Option<Value>,

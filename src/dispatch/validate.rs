@@ -3,7 +3,7 @@
 
 use super::errors::ErrorType;
 use super::result::ToolError;
-use crate::registry::{ToolEntry, compile_parameters};
+use crate::registry::{ToolEntry, compile_parameters, json_path};
 use serde_json::Value;
 
 /// `Ok` when `args` satisfy the schema; otherwise the `invalid_arguments` error object of
@@ -37,32 +37,4 @@ pub(super) fn validate(tool: &ToolEntry, args: &Value) -> Result<(), Box<ToolErr
         )
         .with_path(path, parameters),
     ))
-}
-
-/// A JSON Pointer (`/tags/0`) as a JSON path (`$.tags[0]`).
-pub(crate) fn json_path(pointer: &str) -> String {
-    let mut path = String::from("$");
-    for segment in pointer.split('/').skip(1) {
-        let segment = segment.replace("~1", "/").replace("~0", "~");
-        if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
-            path.push_str(&format!("[{segment}]"));
-        } else {
-            path.push('.');
-            path.push_str(&segment);
-        }
-    }
-    path
-}
-
-#[cfg(test)]
-mod tests {
-    use super::json_path;
-
-    #[test]
-    fn pointers_become_paths() {
-        assert_eq!(json_path(""), "$");
-        assert_eq!(json_path("/count"), "$.count");
-        assert_eq!(json_path("/tags/0"), "$.tags[0]");
-        assert_eq!(json_path("/a~1b/c"), "$.a/b.c");
-    }
 }

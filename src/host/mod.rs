@@ -167,6 +167,16 @@ impl Host {
         self.inner.registry.snapshot().lookup(name, scope).is_some()
     }
 
+    /// Whether the tool `name` (seen from `scope`) declares an `output_schema`.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn declares_output_schema(&self, name: &str, scope: Option<&str>) -> bool {
+        self.inner
+            .registry
+            .snapshot()
+            .lookup(name, scope)
+            .is_some_and(|tool| tool.output_schema.is_some())
+    }
+
     /// The registry's generation: it grows by one with every change of the registered
     /// tools (a reload, a native tool), so a cached view can tell it is stale.
     pub fn generation(&self) -> u64 {

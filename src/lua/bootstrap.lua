@@ -14,7 +14,7 @@ local G = _G
 local pairs, ipairs, type, error = pairs, ipairs, type, error
 local real_setmetatable, rawget = setmetatable, rawget
 local real_load, running = load, coroutine.running
-local table_concat, prescan = table.concat, host.prescan
+local table_concat, prescan, progress = table.concat, host.prescan, host.progress
 local real_create, real_resume, real_close = coroutine.create, coroutine.resume, coroutine.close
 local collect = collectgarbage
 
@@ -52,7 +52,7 @@ local function invoke(handler, args, tool_name, tool_call_id, session_id, task_i
   local ctx = real_setmetatable({}, {
     __index = {
       tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
-      task_id = task_id, scope = scope,
+      task_id = task_id, scope = scope, progress = progress,
     },
     __newindex = refuse_write,
     __metatable = false,

@@ -4,7 +4,9 @@
 //! README's field table (a test keeps that in step), so the three cannot drift.
 
 use super::convert::{self, Mode};
-use crate::registry::{ResultLimit, ToolName, check_function_schema, json_type};
+use crate::registry::{
+    Annotations, OutputSchema, ResultLimit, ToolName, check_function_schema, json_type,
+};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::{Map, Value};
 
@@ -43,6 +45,10 @@ pub(crate) struct PendingTool {
     pub parallel_safe: bool,
     /// Needs approval.
     pub requires_approval: bool,
+    /// Output schema, compiled.
+    pub output_schema: Option<OutputSchema>,
+    /// MCP annotations.
+    pub annotations: Annotations,
     /// Line of the call.
     pub line: u32,
 }
@@ -83,6 +89,8 @@ pub(crate) struct Draft {
     timeout_ms: Option<u64>,
     parallel_safe: bool,
     requires_approval: bool,
+    output_schema: Option<OutputSchema>,
+    annotations: Annotations,
 }
 
 /// Every field, in the order they are checked and documented.
@@ -270,6 +278,28 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
             Ok(())
         },
     },
+    RegisterField {
+        name: "output_schema",
+        required: false,
+        lua_type: "table",
+        doc: "JSON Schema (type = \"object\") a table result must match; MCP clients get it as structuredContent",
+        expects: "a table",
+        parse: |lua, field, value, draft| {
+            draft.output_schema = Some(output_schema_field(lua, field, value)?);
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "annotations",
+        required: false,
+        lua_type: "{title?: string, read_only?: boolean, destructive?: boolean, idempotent?: boolean, open_world?: boolean}",
+        doc: "MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)",
+        expects: "a table",
+        parse: |_, field, value, draft| {
+            draft.annotations = annotations_field(field, value)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The field named `name`, if registrations have one.
@@ -335,6 +365,8 @@ pub(crate) fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTo
         timeout_ms: draft.timeout_ms,
         parallel_safe: draft.parallel_safe,
         requires_approval: draft.requires_approval,
+        output_schema: draft.output_schema,
+        annotations: draft.annotations,
         line,
     })
 }
@@ -527,6 +559,64 @@ fn schema_field(lua: &Lua, value: LuaValue) -> Result<Map<String, Value>, FieldE
     };
     check_function_schema(&schema)?;
     Ok(schema)
+}
+
+fn output_schema_field(
+    lua: &Lua,
+    field: &str,
+    value: LuaValue,
+) -> Result<OutputSchema, FieldError> {
+    if !matches!(value, LuaValue::Table(_)) {
+        return Err(type_error(field, "a table", &value));
+    }
+    let json = convert::lua_to_json(lua, &value, Mode::Schema).map_err(|e| {
+        let at = match e.path.is_empty() {
+            true => field.to_string(),
+            false => format!("{field}.{}", e.path),
+        };
+        bad(&at, format!("'{at}' {}", e.reason))
+    })?;
+    let Value::Object(schema) = json else {
+        return Err(bad(
+            field,
+            format!(
+                "'{field}' must be a JSON-Schema object, got {}",
+                json_type(&json)
+            ),
+        ));
+    };
+    OutputSchema::compile(schema).map_err(|message| bad(field, message))
+}
+
+fn annotations_field(field: &str, value: LuaValue) -> Result<Annotations, FieldError> {
+    let table = match value {
+        LuaValue::Table(table) => table,
+        other => return Err(type_error(field, "a table", &other)),
+    };
+    let mut annotations = Annotations::default();
+    for pair in table.pairs::<LuaValue, LuaValue>() {
+        let (key, value) = pair.map_err(|e| e.to_string())?;
+        let name = match &key {
+            LuaValue::String(s) => s.to_string_lossy(),
+            other => format!("[{}]", lua_type(other)),
+        };
+        let at = format!("{field}.{name}");
+        match name.as_str() {
+            "title" => annotations.title = optional_string(&at, value)?,
+            "read_only" => annotations.read_only = optional_bool(&at, value)?,
+            "destructive" => annotations.destructive = optional_bool(&at, value)?,
+            "idempotent" => annotations.idempotent = optional_bool(&at, value)?,
+            "open_world" => annotations.open_world = optional_bool(&at, value)?,
+            _ => {
+                let known: Vec<&str> = Annotations::FIELDS.iter().map(|(n, _)| *n).collect();
+                return Err(bad(
+                    &at,
+                    format!("unknown field '{at}' (known: {})", known.join(", ")),
+                ));
+            }
+        }
+    }
+    Ok(annotations)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub(crate) mod api;
 mod clock;
 pub(crate) mod convert;
+pub(crate) mod current;
 pub(crate) mod depth;
 mod error_text;
 pub(crate) mod fields;

@@ -126,6 +126,7 @@ impl LuaVm {
         }
         lua.set_app_data(LoadSlot::default());
         clock::install(&lua)?;
+        super::current::install(&lua);
         lua.set_app_data(ModuleCache::default());
         lua.set_app_data(EnvPolicy {
             everyone: settings.sandbox_env.iter().cloned().collect(),
@@ -147,7 +148,28 @@ impl LuaVm {
         };
         let host = lua.create_table()?;
         host.set("api", api::install(&lua, &context)?)?;
-        host.set("print", api::log::logger(&lua, tracing::Level::INFO)?)?;
+        host.set(
+            "print",
+            api::log::logger(&lua, crate::registry::LogLevel::Info)?,
+        )?;
+        // `ctx.progress(done, total?, message?)`: reports to the running call's observer.
+        host.set(
+            "progress",
+            lua.create_function(
+                |lua, (done, total, message): (f64, Option<f64>, Option<String>)| {
+                    if !done.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+                        return Err(mlua::Error::runtime(
+                            "ctx.progress: done and total must be finite numbers",
+                        ));
+                    }
+                    super::current::progress(
+                        lua,
+                        crate::registry::Progress::new(done, total, message),
+                    );
+                    Ok(())
+                },
+            )?,
+        )?;
         host.set("patterns", super::patterns::install(&lua)?)?;
         host.set(
             "prescan",
@@ -389,6 +411,7 @@ impl LuaVm {
         let guarded = Deadlined {
             vm: self,
             call,
+            current: super::current::CurrentCall::of(tool_name, ctx),
             inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
         };
         // The timer covers a handler parked in a Rust future (no Lua runs, so the hook
@@ -477,6 +500,8 @@ type LuaCall<'a> =
 struct Deadlined<'a> {
     vm: &'a LuaVm,
     call: CallClock,
+    /// What host functions need of this call (observer, fs roots), installed per poll.
+    current: Option<std::sync::Arc<super::current::CurrentCall>>,
     inner: Option<LuaCall<'a>>,
 }
 
@@ -498,7 +523,9 @@ impl std::future::Future for Deadlined<'_> {
             return Poll::Ready(Err(DeadlineFailure::Timeout));
         };
         this.call.enter(&this.vm.lua);
+        let previous = super::current::enter(&this.vm.lua, &this.current);
         let polled = inner.as_mut().poll(cx);
+        super::current::leave(&this.vm.lua, &this.current, previous);
         this.call.leave(&this.vm.lua);
         match polled {
             Poll::Pending => Poll::Pending,

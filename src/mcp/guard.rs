@@ -56,6 +56,18 @@ impl Ids {
     }
 }
 
+/// The client's request ids behind the internal ones, for the server handler (a call's
+/// `ctx.tool_call_id` is the id the client wrote).
+#[derive(Clone, Default)]
+pub(crate) struct IdMap(Arc<Mutex<Ids>>);
+
+impl IdMap {
+    /// The client's id (raw JSON text) of the request rmcp knows as `internal`.
+    pub(crate) fn original(&self, internal: i64) -> Option<String> {
+        self.0.lock().original.get(&internal).cloned()
+    }
+}
+
 /// What to do with one line from the client.
 enum Verdict {
     /// Forward this line to rmcp.
@@ -248,6 +260,15 @@ fn restore(line: &str, ids: &Mutex<Ids>) -> String {
     splice_id(&original, &Value::Object(message))
 }
 
+/// Waits (at most 2 s) until rmcp has answered every request it was given, so closing its
+/// input loses no answer.
+async fn answered(ids: &Mutex<Ids>) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !ids.lock().original.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
 /// Reads one line of at most `max` bytes (without its newline). `Ok(None)` at the end of
 /// input; `Err(n)` when the line was longer than `max` (its `n` bytes are skipped).
 async fn read_line<R: AsyncBufRead + Unpin>(
@@ -286,21 +307,32 @@ async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// Serves `server` to a client speaking on `input`/`output` through the guard; returns
-/// when the client closes its input and rmcp has finished.
+/// Serves one session of `shared` to a client speaking on `input`/`output` through the
+/// guard; returns when the client closes its input and rmcp has finished, or after
+/// `shutdown` resolves: then the client's input is no longer read, running calls get
+/// `[serve] drain_ms` to finish (then they are cancelled and answer `cancelled`), and the
+/// session ends.
 pub(crate) async fn serve<R, W>(
-    server: super::McpServer,
+    shared: Arc<super::server::Shared>,
     input: R,
     output: W,
-    max_line_bytes: usize,
-    on_running: impl FnOnce(&rmcp::Peer<rmcp::RoleServer>),
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::Error>
 where
     R: AsyncBufRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     use rmcp::ServiceExt;
-    let ids = Arc::new(Mutex::new(Ids::default()));
+    let max_line_bytes = shared
+        .host
+        .config()
+        .config
+        .serve
+        .max_request_bytes
+        .unwrap_or(DEFAULT_MAX_LINE_BYTES);
+    let id_map = IdMap::default();
+    let ids = id_map.0.clone();
+    let server = super::server::McpServer::new(shared.clone(), Some(id_map));
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 16);
     let (from_rmcp, rmcp_out) = tokio::io::duplex(1 << 16);
     let (lines, mut outgoing) = mpsc::channel::<String>(256);
@@ -339,8 +371,19 @@ where
         let ids = ids.clone();
         tokio::spawn(async move {
             let mut input = input;
+            tokio::pin!(shutdown);
             loop {
-                let line = match read_line(&mut input, max_line_bytes).await {
+                let read = tokio::select! {
+                    read = read_line(&mut input, max_line_bytes) => read,
+                    () = &mut shutdown => {
+                        // Stop reading; answer what is running, then end the session.
+                        tracing::info!("shutting down: draining running calls");
+                        shared.gate.drain(shared.drain_period).await;
+                        answered(&ids).await;
+                        break;
+                    }
+                };
+                let line = match read {
                     Ok(Some(line)) => line,
                     Ok(None) | Err(_) => break,
                 };
@@ -385,7 +428,6 @@ where
         .serve((rmcp_in, rmcp_out))
         .await
         .map_err(|e| crate::Error::McpStart(Box::new(e)))?;
-    on_running(running.peer());
     let ended = running.waiting().await;
     reader.abort();
     // The answers task and the reader held the last senders: the writer then drains.

@@ -1,5 +1,9 @@
 //! What a handler learns about the call it serves, and the shape of native handlers.
 
+use super::observe::CallObserver;
+// The one Lua type the registry names: a call may carry its own fs capability (an MCP
+// client's roots), which only the `fs` API opens and reads.
+use crate::lua::api::fs::FsRoots;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -14,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 /// let ctx = CallContext::default().with_session_id("s-1").with_scope("project-a");
 /// assert_eq!(ctx.scope.as_deref(), Some("project-a"));
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct CallContext {
     /// The model's id for this call, if it gave one.
@@ -34,6 +38,26 @@ pub struct CallContext {
     /// Lua handler, probe or hook is stopped at its next instruction check, a running
     /// `proc.run` child is killed. Clones share the token: one token can cancel a batch.
     pub cancel: CancellationToken,
+    /// Receives the call's progress reports and log lines.
+    pub(crate) observer: Option<Arc<dyn CallObserver>>,
+    /// The `fs` roots of this call, instead of the configured ones (an MCP client's roots).
+    pub(crate) fs_roots: Option<Arc<FsRoots>>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("tool_call_id", &self.tool_call_id)
+            .field("session_id", &self.session_id)
+            .field("task_id", &self.task_id)
+            .field("scope", &self.scope)
+            .field("toolsets", &self.toolsets)
+            .field("disabled_toolsets", &self.disabled_toolsets)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("observed", &self.observer.is_some())
+            .field("fs_roots", &self.fs_roots)
+            .finish()
+    }
 }
 
 impl CallContext {
@@ -85,6 +109,29 @@ impl CallContext {
     pub fn with_cancel(mut self, token: CancellationToken) -> Self {
         self.cancel = token;
         self
+    }
+
+    /// Where the call's progress reports (`ctx.progress`) and log lines (`log.*`) go.
+    pub fn with_observer(mut self, observer: Arc<dyn CallObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The observer, if any.
+    pub(crate) fn observer(&self) -> Option<&Arc<dyn CallObserver>> {
+        self.observer.as_ref()
+    }
+
+    /// Confines this call's `fs` to `roots` instead of the configured roots.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn with_fs_roots(mut self, roots: Arc<FsRoots>) -> Self {
+        self.fs_roots = Some(roots);
+        self
+    }
+
+    /// This call's own `fs` roots, if it has them.
+    pub(crate) fn fs_roots(&self) -> Option<&Arc<FsRoots>> {
+        self.fs_roots.as_ref()
     }
 }
 

@@ -144,6 +144,10 @@ pub struct ToolEntry {
     pub parallel_safe: bool,
     /// Every call asks the approver first.
     pub requires_approval: bool,
+    /// Table results are checked against it and sent to MCP clients as `structuredContent`.
+    pub(crate) output_schema: Option<super::OutputSchema>,
+    /// MCP annotations (hints for clients).
+    pub annotations: super::Annotations,
     /// Where the tool came from.
     pub source: Source,
     /// The file that registered it (absolute), for Lua tools.
@@ -235,6 +239,8 @@ pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
         timeout_ms: None,
         parallel_safe: false,
         requires_approval: false,
+        output_schema: None,
+        annotations: Default::default(),
         source: Source::Builtin,
         file: None,
         line: None,

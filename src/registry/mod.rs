@@ -8,6 +8,8 @@ mod entry;
 #[cfg(test)]
 pub(crate) use entry::test_entry;
 mod name;
+mod observe;
+mod output;
 mod schema;
 mod state;
 
@@ -19,8 +21,11 @@ pub(crate) use context::NativeHandler;
 pub use entry::ResultLimit;
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use name::ToolName;
+pub use observe::{CallObserver, LogLevel, LogLine, Progress};
+pub use output::Annotations;
+pub(crate) use output::OutputSchema;
 pub(crate) use schema::{
-    check_function_schema, compile_parameters, default_description, json_type,
+    check_function_schema, compile_parameters, default_description, json_path, json_type,
 };
 pub(crate) use state::RegistryState;
 

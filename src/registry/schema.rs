@@ -85,6 +85,21 @@ pub(crate) fn compile_parameters(
         })
 }
 
+/// A JSON Pointer (`/tags/0`) as a JSON path (`$.tags[0]`).
+pub(crate) fn json_path(pointer: &str) -> String {
+    let mut path = String::from("$");
+    for segment in pointer.split('/').skip(1) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
+            path.push_str(&format!("[{segment}]"));
+        } else {
+            path.push('.');
+            path.push_str(&segment);
+        }
+    }
+    path
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +109,14 @@ mod tests {
         let schema = v.as_object().unwrap();
         check_function_schema(schema)?;
         compile_parameters(schema).map(|_| ())
+    }
+
+    #[test]
+    fn pointers_become_paths() {
+        assert_eq!(json_path(""), "$");
+        assert_eq!(json_path("/count"), "$.count");
+        assert_eq!(json_path("/tags/0"), "$.tags[0]");
+        assert_eq!(json_path("/a~1b/c"), "$.a/b.c");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 ---@field session_id string?
 ---@field task_id string?
 ---@field scope string?
+---@field progress fun(done: number, total?: number, message?: string) # reports progress to an MCP client that asked for it; else a no-op
 
 ---@class toolhost.Tool
 ---@field name string Tool name, ^[A-Za-z0-9_-]{1,64}$
@@ -25,6 +26,8 @@
 ---@field timeout_ms? integer Per-call deadline (default [runtime] timeout_ms)
 ---@field parallel_safe? boolean May run beside other calls of a batch
 ---@field requires_approval? boolean Every call asks the approver first
+---@field output_schema? table JSON Schema (type = "object") a table result must match; MCP clients get it as structuredContent
+---@field annotations? {title?: string, read_only?: boolean, destructive?: boolean, idempotent?: boolean, open_world?: boolean} MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)
 
 ---Registration, callable only at a tool file's top level.
 registry = {}

@@ -2,6 +2,8 @@
 //! (stdout belongs to results and the MCP protocol).
 
 use super::{ApiContext, ApiFunction, Calling};
+use crate::lua::current;
+use crate::registry::{LogLevel, LogLine};
 use mlua::{Lua, MultiValue, Value as LuaValue};
 
 /// The `log` entries of the host API.
@@ -20,18 +22,18 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
         entry(
             "debug",
             "Logs at debug level (shown with -v)",
-            |lua, _: &ApiContext| logger(lua, tracing::Level::DEBUG).map(LuaValue::Function),
+            |lua, _: &ApiContext| logger(lua, LogLevel::Debug).map(LuaValue::Function),
         ),
         entry("info", "Logs at info level", |lua, _: &ApiContext| {
-            logger(lua, tracing::Level::INFO).map(LuaValue::Function)
+            logger(lua, LogLevel::Info).map(LuaValue::Function)
         }),
         entry("warn", "Logs a warning", |lua, _: &ApiContext| {
-            logger(lua, tracing::Level::WARN).map(LuaValue::Function)
+            logger(lua, LogLevel::Warning).map(LuaValue::Function)
         }),
         entry(
             "error",
             "Logs an error (does not raise)",
-            |lua, _: &ApiContext| logger(lua, tracing::Level::ERROR).map(LuaValue::Function),
+            |lua, _: &ApiContext| logger(lua, LogLevel::Error).map(LuaValue::Function),
         ),
     ]
 }
@@ -61,17 +63,24 @@ fn join(lua: &Lua, args: MultiValue) -> mlua::Result<String> {
     Ok(parts.join("\t"))
 }
 
-/// A Lua function logging its arguments at `level`, tagged with the caller's position.
-pub(crate) fn logger(lua: &Lua, level: tracing::Level) -> mlua::Result<mlua::Function> {
+/// A Lua function logging its arguments at `level`, tagged with the caller's position; during
+/// a call with an observer (an MCP client) the line also goes to the observer.
+pub(crate) fn logger(lua: &Lua, level: LogLevel) -> mlua::Result<mlua::Function> {
     lua.create_function(move |lua, args: MultiValue| {
         let at = caller(lua);
         let text = join(lua, args)?;
         match level {
-            tracing::Level::ERROR => tracing::error!(target: "toolhost::lua", at = %at, "{text}"),
-            tracing::Level::WARN => tracing::warn!(target: "toolhost::lua", at = %at, "{text}"),
-            tracing::Level::INFO => tracing::info!(target: "toolhost::lua", at = %at, "{text}"),
+            LogLevel::Error => tracing::error!(target: "toolhost::lua", at = %at, "{text}"),
+            LogLevel::Warning => tracing::warn!(target: "toolhost::lua", at = %at, "{text}"),
+            LogLevel::Info => tracing::info!(target: "toolhost::lua", at = %at, "{text}"),
             _ => tracing::debug!(target: "toolhost::lua", at = %at, "{text}"),
         }
+        current::log(lua, |tool| LogLine {
+            level,
+            tool: tool.to_string(),
+            at,
+            message: text,
+        });
         Ok(())
     })
 }

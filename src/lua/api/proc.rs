@@ -106,11 +106,11 @@ fn read_spec(spec: &Table) -> mlua::Result<Spec> {
 
 fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
     let commands = ctx.commands.clone();
-    let roots = ctx.fs_roots.clone();
+    let default_roots = ctx.fs_roots.clone();
     let proc_env = ctx.proc_env.clone();
     lua.create_async_function(move |lua, spec: Table| {
         let commands = commands.clone();
-        let roots = roots.clone();
+        let roots = crate::lua::current::fs_roots(&lua, &default_roots);
         let proc_env = proc_env.clone();
         async move {
             let spec = read_spec(&spec)?;

@@ -12,6 +12,10 @@ const CTX_FIELDS: &[(&str, &str)] = &[
     ("session_id", "string?"),
     ("task_id", "string?"),
     ("scope", "string?"),
+    (
+        "progress",
+        "fun(done: number, total?: number, message?: string) # reports progress to an MCP client that asked for it; else a no-op",
+    ),
 ];
 
 /// The stub file's text.

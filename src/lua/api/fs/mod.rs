@@ -11,6 +11,7 @@ pub(crate) use roots::FsRoots;
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};
 use crate::lua::clock::current_deadline;
+use crate::lua::current;
 use cap_std::fs::Dir;
 use mlua::{Lua, LuaSerdeExt, Value as LuaValue};
 pub(crate) use roots::describe;
@@ -130,15 +131,16 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             returns: "string",
             doc: "The file's contents (at most 64 MiB); raises for paths outside the roots",
             make: |lua, ctx: &ApiContext| {
-                let roots = ctx.fs_roots.clone();
+                let default_roots = ctx.fs_roots.clone();
                 function(lua, move |lua, path: String| {
+                    let roots = current::fs_roots(lua, &default_roots);
                     lua.create_string(read_checked(&roots, &path)?)
                 })
             },
             calling: Calling::AsyncInHandler(|lua, ctx: &ApiContext| {
-                let roots = ctx.fs_roots.clone();
+                let default_roots = ctx.fs_roots.clone();
                 lua.create_async_function(move |lua, path: String| {
-                    let roots = roots.clone();
+                    let roots = current::fs_roots(&lua, &default_roots);
                     async move {
                         let bytes =
                             tokio::task::spawn_blocking(move || read_checked(&roots, &path))
@@ -158,8 +160,9 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             returns: "boolean",
             doc: "Writes (replaces) a regular file whose directory exists inside the roots; never follows a symlink at the path itself",
             make: |lua, ctx: &ApiContext| {
-                let roots = ctx.fs_roots.clone();
-                function(lua, move |_, (path, text): (String, mlua::LuaString)| {
+                let default_roots = ctx.fs_roots.clone();
+                function(lua, move |lua, (path, text): (String, mlua::LuaString)| {
+                    let roots = current::fs_roots(lua, &default_roots);
                     write_checked(&roots, &path, &text.as_bytes())?;
                     Ok(true)
                 })
@@ -174,8 +177,9 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             returns: "boolean",
             doc: "True when the path exists inside the roots",
             make: |lua, ctx: &ApiContext| {
-                let roots = ctx.fs_roots.clone();
-                function(lua, move |_, path: String| {
+                let default_roots = ctx.fs_roots.clone();
+                function(lua, move |lua, path: String| {
+                    let roots = current::fs_roots(lua, &default_roots);
                     Ok(roots
                         .resolve(&path)
                         .is_ok_and(|at| at.root.dir.metadata(&at.relative).is_ok()))
@@ -256,8 +260,9 @@ struct GrepMatch {
 }
 
 fn make_list(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
-    let roots = ctx.fs_roots.clone();
+    let default_roots = ctx.fs_roots.clone();
     function(lua, move |lua, path: Option<String>| {
+        let roots = current::fs_roots(lua, &default_roots);
         let path = path.unwrap_or_else(|| ".".to_string());
         let at = roots.resolve(&path).map_err(|e| refuse("list", e))?;
         let dir = open_dir("list", &at, &path)?;
@@ -279,10 +284,11 @@ fn make_list(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
 }
 
 fn make_glob(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
-    let roots = ctx.fs_roots.clone();
+    let default_roots = ctx.fs_roots.clone();
     function(
         lua,
         move |lua, (pattern, path): (String, Option<String>)| {
+            let roots = current::fs_roots(lua, &default_roots);
             let path = path.unwrap_or_else(|| ".".to_string());
             let at = roots.resolve(&path).map_err(|e| refuse("glob", e))?;
             let matcher = glob_regex(&pattern).map_err(|e| refuse("glob", e))?;
@@ -360,10 +366,11 @@ fn prefix_of(line: &str, limit: usize) -> &str {
 }
 
 fn make_grep(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
-    let roots = ctx.fs_roots.clone();
+    let default_roots = ctx.fs_roots.clone();
     function(
         lua,
         move |lua, (pattern, path, glob): (String, Option<String>, Option<String>)| {
+            let roots = current::fs_roots(lua, &default_roots);
             let path = path.unwrap_or_else(|| ".".to_string());
             let at = roots.resolve(&path).map_err(|e| refuse("grep", e))?;
             let matcher = regex::RegexBuilder::new(&pattern)

@@ -1,0 +1,93 @@
+//! The call whose handler runs on a VM at this moment, for host functions that act on its
+//! behalf: `ctx.progress` and `log.*` report to the call's observer, `fs` uses the call's
+//! own roots. A VM runs one handler at a time between awaits; the handler's future installs
+//! its call before each poll and takes it away after, so a function kept from an earlier
+//! call reports to whichever call is running it now, never to the one that made it.
+
+use crate::lua::api::fs::FsRoots;
+use crate::registry::{CallContext, CallObserver, LogLine, Progress};
+use mlua::Lua;
+use std::sync::Arc;
+
+/// What host functions need of the running call.
+pub(crate) struct CurrentCall {
+    /// The tool being called.
+    pub tool: String,
+    /// Where progress and log lines go.
+    pub observer: Option<Arc<dyn CallObserver>>,
+    /// The call's own fs roots.
+    pub fs_roots: Option<Arc<FsRoots>>,
+}
+
+impl CurrentCall {
+    /// The parts of `ctx` host functions need, or `None` when there are none (the common
+    /// case costs nothing per poll).
+    pub(crate) fn of(tool: &str, ctx: &CallContext) -> Option<Arc<Self>> {
+        if ctx.observer().is_none() && ctx.fs_roots().is_none() {
+            return None;
+        }
+        Some(Arc::new(Self {
+            tool: tool.to_string(),
+            observer: ctx.observer().cloned(),
+            fs_roots: ctx.fs_roots().cloned(),
+        }))
+    }
+}
+
+/// The VM's slot (app data).
+#[derive(Default)]
+struct Slot(Option<Arc<CurrentCall>>);
+
+/// Gives the VM its (empty) slot.
+pub(crate) fn install(lua: &Lua) {
+    lua.set_app_data(Slot::default());
+}
+
+/// Makes `call` the running call; returns the one it replaces, for [`leave`].
+pub(crate) fn enter(lua: &Lua, call: &Option<Arc<CurrentCall>>) -> Option<Arc<CurrentCall>> {
+    match (call, lua.app_data_mut::<Slot>()) {
+        (Some(call), Some(mut slot)) => slot.0.replace(call.clone()),
+        _ => None,
+    }
+}
+
+/// Puts back what [`enter`] replaced.
+pub(crate) fn leave(
+    lua: &Lua,
+    call: &Option<Arc<CurrentCall>>,
+    previous: Option<Arc<CurrentCall>>,
+) {
+    if call.is_some()
+        && let Some(mut slot) = lua.app_data_mut::<Slot>()
+    {
+        slot.0 = previous;
+    }
+}
+
+/// The running call, if it carries anything for host functions.
+pub(crate) fn get(lua: &Lua) -> Option<Arc<CurrentCall>> {
+    lua.app_data_ref::<Slot>().and_then(|slot| slot.0.clone())
+}
+
+/// Reports progress of the running call (nothing when it has no observer).
+pub(crate) fn progress(lua: &Lua, progress: Progress) {
+    if let Some(observer) = get(lua).and_then(|call| call.observer.clone()) {
+        observer.progress(progress);
+    }
+}
+
+/// Hands a log line to the running call's observer, if any.
+pub(crate) fn log(lua: &Lua, make: impl FnOnce(&str) -> LogLine) {
+    if let Some(call) = get(lua)
+        && let Some(observer) = &call.observer
+    {
+        observer.log(make(&call.tool));
+    }
+}
+
+/// The fs roots of the running call, else `default`.
+pub(crate) fn fs_roots(lua: &Lua, default: &Arc<FsRoots>) -> Arc<FsRoots> {
+    get(lua)
+        .and_then(|call| call.fs_roots.clone())
+        .unwrap_or_else(|| default.clone())
+}

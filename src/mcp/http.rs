@@ -1,0 +1,269 @@
+//! `toolhost serve --http ADDR`: MCP's streamable-HTTP transport at `/mcp` (rmcp's tower
+//! service under axum), with sessions or `--stateless`, and:
+//!
+//! - bearer-token auth (`[serve] auth_token_env` / `--auth-token-env`): a request without
+//!   the right `Authorization: Bearer …` gets 401 and a JSON body saying what is missing;
+//!   tokens are compared in constant time and never logged. A non-loopback bind without a
+//!   token refuses to start;
+//! - `Origin` validation against DNS rebinding: besides `http://localhost:*`,
+//!   `http://127.0.0.1:*` and `http://[::1]:*`, only `[serve] allowed_origins` (403);
+//!   on a loopback bind the `Host` header must be a loopback name too;
+//! - a request body limit (`[serve] max_request_bytes`, 413);
+//! - `GET /healthz` → `{"status":"ok","tools":N,"generation":G}` (no token needed);
+//! - graceful shutdown: new connections stop, running calls get `[serve] drain_ms`, then
+//!   are cancelled (they answer `cancelled`), then sessions close.
+
+use super::server::{McpServer, Shared};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
+
+/// Browser origins always allowed (the machine itself, any port).
+const LOCAL_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
+
+/// How an HTTP server is set up.
+pub(crate) struct HttpOptions {
+    /// Where to listen.
+    pub(crate) addr: SocketAddr,
+    /// No sessions: every request stands alone (behind a load balancer).
+    pub(crate) stateless: bool,
+    /// The bearer token clients must send, if any.
+    pub(crate) token: Option<String>,
+    /// Where the token came from (for messages; never the token itself).
+    pub(crate) token_source: Option<String>,
+}
+
+/// `ADDR` of `--http`: `HOST:PORT`, or a bare port (then loopback).
+pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let text = text
+        .strip_prefix(':')
+        .map_or(text.to_string(), |port| format!("127.0.0.1:{port}"));
+    use std::net::ToSocketAddrs;
+    text.to_socket_addrs()
+        .map_err(|e| format!("--http {text}: not an address ({e}); use HOST:PORT or PORT"))?
+        .next()
+        .ok_or_else(|| format!("--http {text}: the name resolves to no address"))
+}
+
+/// Refuses a setup that would expose the tools unauthenticated beyond this machine.
+pub(crate) fn check_exposure(options: &HttpOptions) -> Result<(), String> {
+    if options.addr.ip().is_loopback() || options.token.is_some() {
+        return Ok(());
+    }
+    Err(format!(
+        "refusing to serve on {} without a token: anyone who can reach it could run the tools. \
+         Set [serve] auth_token_env = \"NAME\" (or --auth-token-env NAME) and put the token in \
+         that environment variable, or bind a loopback address such as 127.0.0.1",
+        options.addr
+    ))
+}
+
+/// The auth check's state.
+#[derive(Clone)]
+struct Auth {
+    token: Option<Arc<[u8]>>,
+    source: Arc<str>,
+}
+
+/// Serves `shared` over streamable HTTP on `listener` until `shutdown` resolves, then
+/// drains and returns.
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    listener: tokio::net::TcpListener,
+    options: HttpOptions,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let config = shared.host.config();
+    let serve = &config.config.serve;
+    let origins: Vec<String> = LOCAL_ORIGINS
+        .iter()
+        .map(|o| o.to_string())
+        .chain(serve.allowed_origins.iter().cloned())
+        .collect();
+    let sessions_closed = CancellationToken::new();
+    let mut http_config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_cancellation_token(sessions_closed.clone())
+        .with_max_request_body_bytes(
+            serve
+                .max_request_bytes
+                .unwrap_or(super::guard::DEFAULT_MAX_LINE_BYTES),
+        )
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless);
+    if !options.addr.ip().is_loopback() {
+        // Reached under whatever name the deployment gives it; the token guards it.
+        http_config = http_config.disable_allowed_hosts();
+    }
+    drop(config);
+
+    let mcp = {
+        let shared = shared.clone();
+        let factory = move || Ok(McpServer::new(shared.clone(), None));
+        match options.stateless {
+            true => Router::new().nest_service(
+                "/mcp",
+                StreamableHttpService::new(
+                    factory,
+                    Arc::new(NeverSessionManager::default()),
+                    http_config,
+                ),
+            ),
+            false => Router::new().nest_service(
+                "/mcp",
+                StreamableHttpService::new(
+                    factory,
+                    Arc::new(LocalSessionManager::default()),
+                    http_config,
+                ),
+            ),
+        }
+    };
+    let auth = Auth {
+        token: options.token.map(|t| Arc::from(t.into_bytes())),
+        source: Arc::from(options.token_source.unwrap_or_default()),
+    };
+    let app = mcp
+        .layer(axum::middleware::from_fn_with_state(auth, authenticate))
+        .merge(
+            Router::new()
+                .route("/healthz", get(healthz))
+                .with_state(shared.clone()),
+        );
+
+    let stop_accepting = CancellationToken::new();
+    let server =
+        axum::serve(listener, app).with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
+    let mut server = tokio::spawn(async move { server.await });
+    tokio::select! {
+        served = &mut server => {
+            return match served {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(e)) => Err(format!("the HTTP server failed: {e}")),
+                Err(e) => Err(format!("the HTTP server failed: {e}")),
+            };
+        }
+        () = shutdown => {}
+    }
+    tracing::info!("shutting down: draining running calls");
+    stop_accepting.cancel();
+    shared.gate.drain(shared.drain_period).await;
+    // Answers are on their way: let them out, then close every session's stream.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    sessions_closed.cancel();
+    if tokio::time::timeout(Duration::from_secs(5), &mut server)
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open 5 s after shutdown; closing them");
+        server.abort();
+    }
+    Ok(())
+}
+
+/// `GET /healthz`.
+async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
+    let host = shared.host.clone();
+    let counted = tokio::task::spawn_blocking(move || (host.tools(None).len(), host.generation()))
+        .await
+        .unwrap_or_default();
+    let body = serde_json::json!({"status": "ok", "tools": counted.0, "generation": counted.1});
+    json_response(StatusCode::OK, &body)
+}
+
+/// Lets a request through only with the right bearer token (when one is configured).
+async fn authenticate(State(auth): State<Auth>, request: Request, next: Next) -> Response {
+    let Some(expected) = &auth.token else {
+        return next.run(request).await;
+    };
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| {
+            let (scheme, token) = value.split_once(' ')?;
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then_some(token.trim())
+        });
+    let problem = match given {
+        None => format!(
+            "missing bearer token: send 'Authorization: Bearer <token>' with the token from ${}",
+            auth.source
+        ),
+        Some(token) if bool::from(token.as_bytes().ct_eq(expected)) => {
+            return next.run(request).await;
+        }
+        Some(_) => "invalid bearer token".to_string(),
+    };
+    let mut response = json_response(
+        StatusCode::UNAUTHORIZED,
+        &serde_json::json!({"error": problem}),
+    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+fn json_response(status: StatusCode, body: &serde_json::Value) -> Response {
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_port_binds_loopback() {
+        assert_eq!(
+            parse_addr("8765").unwrap(),
+            "127.0.0.1:8765".parse().unwrap()
+        );
+        assert_eq!(
+            parse_addr(":8765").unwrap(),
+            "127.0.0.1:8765".parse().unwrap()
+        );
+        assert_eq!(
+            parse_addr("0.0.0.0:80").unwrap(),
+            "0.0.0.0:80".parse().unwrap()
+        );
+        assert!(parse_addr("nonsense:port").is_err());
+    }
+
+    #[test]
+    fn exposing_without_a_token_is_refused() {
+        let options = |addr: &str, token: Option<&str>| HttpOptions {
+            addr: addr.parse().unwrap(),
+            stateless: false,
+            token: token.map(str::to_string),
+            token_source: None,
+        };
+        assert!(check_exposure(&options("127.0.0.1:1", None)).is_ok());
+        let refused = check_exposure(&options("0.0.0.0:1", None)).unwrap_err();
+        assert!(refused.contains("auth_token_env"), "{refused}");
+        assert!(check_exposure(&options("0.0.0.0:1", Some("t"))).is_ok());
+    }
+}

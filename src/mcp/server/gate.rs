@@ -1,0 +1,187 @@
+//! Admission of MCP tool calls: at most `[serve] max_calls` run at once over all sessions
+//! and `max_session_calls` per session; excess calls wait in a queue bounded by
+//! `max_queued_calls`, past which a call gets a clear JSON-RPC error instead of waiting
+//! (never a dropped connection). The gate also drains calls at shutdown.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tokio_util::task::task_tracker::TaskTrackerToken;
+
+/// Default `[serve] max_calls`.
+pub(crate) const DEFAULT_MAX_CALLS: usize = 64;
+/// Default `[serve] max_session_calls`.
+pub(crate) const DEFAULT_MAX_SESSION_CALLS: usize = 16;
+/// Default `[serve] max_queued_calls`.
+pub(crate) const DEFAULT_MAX_QUEUED_CALLS: usize = 1024;
+/// How long calls cancelled at the end of the drain period get to send their answer.
+const CANCELLED_GRACE: Duration = Duration::from_secs(3);
+
+/// The gate all sessions of one server share.
+pub(crate) struct CallGate {
+    overall: Arc<Semaphore>,
+    per_session: usize,
+    queued: AtomicUsize,
+    max_queued: usize,
+    tracker: TaskTracker,
+    /// Cancelled when the drain period ends: calls still running end `cancelled`.
+    drain: CancellationToken,
+    /// Cancelled when shutdown begins: new calls are refused.
+    closing: CancellationToken,
+}
+
+/// A call let through; dropping it frees its places.
+pub(crate) struct Admitted {
+    _overall: OwnedSemaphorePermit,
+    _session: OwnedSemaphorePermit,
+    _running: TaskTrackerToken,
+}
+
+impl CallGate {
+    /// A gate with these limits (each at least 1).
+    pub(crate) fn new(max_calls: usize, per_session: usize, max_queued: usize) -> Self {
+        Self {
+            overall: Arc::new(Semaphore::new(max_calls.max(1))),
+            per_session: per_session.max(1),
+            queued: AtomicUsize::new(0),
+            max_queued,
+            tracker: TaskTracker::new(),
+            drain: CancellationToken::new(),
+            closing: CancellationToken::new(),
+        }
+    }
+
+    /// The semaphore of a new session.
+    pub(crate) fn session_slots(&self) -> Arc<Semaphore> {
+        Arc::new(Semaphore::new(self.per_session))
+    }
+
+    /// A token for one call: cancelled when the drain period ends.
+    pub(crate) fn call_token(&self) -> CancellationToken {
+        self.drain.child_token()
+    }
+
+    /// Lets a call through once a place is free in its session and overall; refuses it
+    /// when the server is shutting down or the queue is full.
+    pub(crate) async fn admit(&self, session: &Arc<Semaphore>) -> Result<Admitted, String> {
+        if self.closing.is_cancelled() {
+            return Err("the server is shutting down; the call was not started".into());
+        }
+        let running = self.tracker.token();
+        let immediate = (
+            session.clone().try_acquire_owned(),
+            self.overall.clone().try_acquire_owned(),
+        );
+        if let (Ok(session), Ok(overall)) = immediate {
+            return Ok(Admitted {
+                _overall: overall,
+                _session: session,
+                _running: running,
+            });
+        }
+        let waiting = self.queued.fetch_add(1, Ordering::SeqCst);
+        let _leave_queue = QueueSlot(&self.queued);
+        if waiting >= self.max_queued {
+            return Err(format!(
+                "the server is busy: {} calls are waiting ([serve] max_queued_calls); retry later",
+                waiting
+            ));
+        }
+        let session = session
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| "the session is closing".to_string())?;
+        let overall = self
+            .overall
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| "the server is closing".to_string())?;
+        Ok(Admitted {
+            _overall: overall,
+            _session: session,
+            _running: running,
+        })
+    }
+
+    /// Shutdown: refuses new calls, lets running ones finish for up to `period`, then
+    /// cancels the rest (they answer `cancelled`) and waits briefly for their answers.
+    pub(crate) async fn drain(&self, period: Duration) {
+        self.closing.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(period, self.tracker.wait())
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tracing::warn!(
+            "{} calls still running after the drain period: cancelling them",
+            self.tracker.len()
+        );
+        self.drain.cancel();
+        let _ = tokio::time::timeout(CANCELLED_GRACE, self.tracker.wait()).await;
+    }
+}
+
+/// Leaves the queue when dropped (also when the waiting call is abandoned).
+struct QueueSlot<'a>(&'a AtomicUsize);
+
+impl Drop for QueueSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_full_queue_refuses_with_a_clear_error() {
+        let gate = CallGate::new(1, 1, 0);
+        let session = gate.session_slots();
+        let _first = gate.admit(&session).await.unwrap();
+        let refused = gate.admit(&session).await.err().unwrap();
+        assert!(refused.contains("max_queued_calls"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn excess_calls_wait_for_a_place() {
+        let gate = Arc::new(CallGate::new(1, 1, 8));
+        let session = gate.session_slots();
+        let first = gate.admit(&session).await.unwrap();
+        let waiter = {
+            let (gate, session) = (gate.clone(), session.clone());
+            tokio::spawn(async move { gate.admit(&session).await.map(|_| ()) })
+        };
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        drop(first);
+        assert!(waiter.await.unwrap().is_ok());
+    }
+
+    #[tokio::test]
+    async fn draining_refuses_new_calls_and_cancels_stragglers() {
+        let gate = CallGate::new(4, 4, 8);
+        let session = gate.session_slots();
+        let running = gate.admit(&session).await.unwrap();
+        let token = gate.call_token();
+        // A call that only ends when cancelled.
+        let call = {
+            let token = token.clone();
+            tokio::spawn(async move {
+                token.cancelled().await;
+                drop(running);
+            })
+        };
+        gate.drain(Duration::from_millis(10)).await;
+        assert!(token.is_cancelled());
+        assert!(gate.admit(&session).await.is_err());
+        call.await.unwrap();
+    }
+}

@@ -1,0 +1,367 @@
+//! The MCP server handler, the same for both transports:
+//!
+//! - `tools/list` returns exactly the `mcp`-format definitions of the selection (SPEC §5),
+//!   with `outputSchema` and `annotations` where tools declare them;
+//! - `tools/call` runs the whole pipeline (see [`content`] for how results map);
+//!   `notifications/cancelled` stops the call, which answers `cancelled`;
+//! - `ctx.progress` becomes `notifications/progress` when the request carried a
+//!   `progressToken`, `log.*` during a call becomes `notifications/message` at or above
+//!   the session's `logging/setLevel` level (default `warning`) — see [`observer`];
+//! - a client declaring `roots` gets its roots as the session's `fs` roots ([`roots`]);
+//! - every reload that changes the session's tool list sends
+//!   `notifications/tools/list_changed`;
+//! - calls are admitted through the shared [`gate::CallGate`] (limits, drain at shutdown).
+
+// Logging and roots are deprecated by SEP-2577 from protocol 2026-07-28 on; the clients of
+// today negotiate earlier versions, where they are part of the protocol.
+#![allow(deprecated)]
+
+mod content;
+pub(crate) mod gate;
+mod observer;
+mod roots;
+
+use crate::config::ServeConfig;
+use crate::definitions::{Definitions, Format, Selection};
+use crate::host::Host;
+use crate::registry::{CallContext, LogLevel};
+use content::to_call_result;
+use gate::CallGate;
+use observer::CallReports;
+use parking_lot::Mutex;
+use rmcp::ErrorData as McpError;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, RequestId, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::{Peer, RoleServer as Role};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Default `[serve] drain_ms`.
+pub(crate) const DEFAULT_DRAIN_MS: u64 = 10_000;
+
+/// The log level of a session that never sent `logging/setLevel`.
+const DEFAULT_LOG_LEVEL: LogLevel = LogLevel::Warning;
+
+/// What every session of one server shares.
+pub(crate) struct Shared {
+    /// The host serving the tools.
+    pub(crate) host: Host,
+    /// The tools offered (format forced to `mcp`).
+    selection: Selection,
+    /// Call admission and drain.
+    pub(crate) gate: CallGate,
+    /// Whether `[sandbox] fs_roots` is configured (client roots are then ignored).
+    configured_roots: bool,
+    /// How long shutdown lets running calls finish.
+    pub(crate) drain_period: Duration,
+}
+
+impl Shared {
+    /// The shared state of a server offering `selection` of `host`'s tools.
+    pub(crate) fn new(host: Host, selection: Selection) -> Arc<Self> {
+        let config = host.config();
+        let serve: &ServeConfig = &config.config.serve;
+        let gate = CallGate::new(
+            serve.max_calls.unwrap_or(gate::DEFAULT_MAX_CALLS),
+            serve
+                .max_session_calls
+                .unwrap_or(gate::DEFAULT_MAX_SESSION_CALLS),
+            serve
+                .max_queued_calls
+                .unwrap_or(gate::DEFAULT_MAX_QUEUED_CALLS),
+        );
+        let drain_period = Duration::from_millis(serve.drain_ms.unwrap_or(DEFAULT_DRAIN_MS));
+        let configured_roots = config.config.sandbox.fs_roots.is_some();
+        drop(config);
+        Arc::new(Self {
+            host,
+            selection: Selection {
+                format: Format::Mcp,
+                ..selection
+            },
+            gate,
+            configured_roots,
+            drain_period,
+        })
+    }
+
+    /// The definitions this server lists (they may run `check_fn` probes: call it off the
+    /// async workers).
+    fn definitions(&self) -> Definitions {
+        self.host.tool_definitions(&self.selection)
+    }
+}
+
+/// One client's session.
+struct Session {
+    /// `logging/setLevel`'s level (`None`: never set).
+    log_level: Mutex<Option<LogLevel>>,
+    roots: roots::SessionRoots,
+    slots: Arc<Semaphore>,
+    /// Sends `tools/list_changed`; stopped with the session.
+    notifier: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The client's request ids behind the guard's internal ones (stdio).
+    ids: Option<super::guard::IdMap>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(notifier) = self.notifier.lock().take() {
+            notifier.abort();
+        }
+    }
+}
+
+/// Serves one MCP session.
+#[derive(Clone)]
+pub(crate) struct McpServer {
+    shared: Arc<Shared>,
+    session: Arc<Session>,
+}
+
+impl McpServer {
+    /// A new session of the server `shared`; `ids` maps the guard's request ids back to the
+    /// client's (stdio).
+    pub(crate) fn new(shared: Arc<Shared>, ids: Option<super::guard::IdMap>) -> Self {
+        let slots = shared.gate.session_slots();
+        Self {
+            shared,
+            session: Arc::new(Session {
+                log_level: Mutex::new(None),
+                roots: roots::SessionRoots::default(),
+                slots,
+                notifier: Mutex::new(None),
+                ids,
+            }),
+        }
+    }
+
+    fn context(&self) -> CallContext {
+        let selection = &self.shared.selection;
+        let mut ctx = CallContext {
+            scope: selection.scope.clone(),
+            toolsets: selection.enabled.clone(),
+            disabled_toolsets: selection.disabled.clone(),
+            ..CallContext::default()
+        };
+        ctx.cancel = self.shared.gate.call_token();
+        ctx
+    }
+
+    /// The MCP `Tool` list of the selection.
+    fn tools(&self) -> Vec<Tool> {
+        to_tools(&self.shared.definitions())
+    }
+
+    /// The request id as the client wrote it, as JSON text (`7`, `"abc"`).
+    fn call_id(&self, id: &RequestId) -> String {
+        let text = serde_json::to_string(id).unwrap_or_default();
+        match (&self.session.ids, id) {
+            (Some(ids), RequestId::Number(internal)) => ids.original(*internal).unwrap_or(text),
+            _ => text,
+        }
+    }
+
+    /// Starts sending `tools/list_changed` to `peer` whenever a reload changes the tools
+    /// this session lists.
+    fn start_notifier(&self, peer: Peer<Role>) {
+        let shared = self.shared.clone();
+        let mut reloads = shared.host.reload_events();
+        let task = tokio::spawn(async move {
+            let listed = {
+                let shared = shared.clone();
+                tokio::task::spawn_blocking(move || shared.definitions()).await
+            };
+            let Ok(mut listed) = listed else { return };
+            loop {
+                match reloads.recv().await {
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+                let now = {
+                    let shared = shared.clone();
+                    tokio::task::spawn_blocking(move || shared.definitions()).await
+                };
+                let Ok(now) = now else { break };
+                // A reload that only reported an error, or touched files without changing
+                // what this session lists, is not news to the client.
+                if now[..] == listed[..] {
+                    continue;
+                }
+                listed = now;
+                if let Err(e) = peer.notify_tool_list_changed().await {
+                    tracing::debug!("cannot send tools/list_changed: {e}");
+                    break;
+                }
+            }
+        });
+        if let Some(previous) = self.session.notifier.lock().replace(task) {
+            previous.abort();
+        }
+    }
+}
+
+/// Definitions as MCP tools (a definition rmcp cannot read is left out, with a warning).
+fn to_tools(definitions: &Definitions) -> Vec<Tool> {
+    definitions
+        .iter()
+        .filter_map(
+            |definition| match serde_json::from_value::<Tool>((**definition).clone()) {
+                Ok(tool) => Some(tool),
+                Err(e) => {
+                    tracing::warn!("definition cannot be offered over MCP: {e}: {definition}");
+                    None
+                }
+            },
+        )
+        .collect()
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut info = Implementation::from_build_env();
+        info.name = "toolhost".into();
+        info.version = env!("CARGO_PKG_VERSION").into();
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(info)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if !self.shared.configured_roots && request.capabilities.roots.is_some() {
+            self.session.roots.expect_client_roots();
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.start_notifier(context.peer.clone());
+        if self.session.roots.uses_client_roots() {
+            self.session.roots.refresh(&context.peer).await;
+        }
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        if self.session.roots.uses_client_roots() {
+            self.session.roots.refresh(&context.peer).await;
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        *self.session.log_level.lock() = Some(observer::minimum_level(request.level));
+        Ok(())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        // Definitions may run `check_fn` probes (Lua): never on an async worker.
+        let server = self.clone();
+        let tools = tokio::task::spawn_blocking(move || server.tools())
+            .await
+            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let _admitted = self
+            .shared
+            .gate
+            .admit(&self.session.slots)
+            .await
+            .map_err(|message| McpError::internal_error(message, None))?;
+        let args = request.arguments.map(Value::Object).unwrap_or_default();
+        let mut ctx = self.context();
+        ctx.tool_call_id = Some(self.call_id(&context.id));
+        if let Some(roots) = self.session.roots.current().await {
+            ctx = ctx.with_fs_roots(roots);
+        }
+        let log_level = self.session.log_level.lock().unwrap_or(DEFAULT_LOG_LEVEL);
+        let reports = CallReports::start(
+            context.peer.clone(),
+            context.meta.get_progress_token(),
+            Some(log_level),
+        );
+        if let Some(reports) = &reports {
+            ctx = ctx.with_observer(reports.observer());
+        }
+        // `notifications/cancelled` cancels rmcp's token for this request: the call's own
+        // token follows, the host stops the call and answers `cancelled`.
+        let cancel = ctx.cancel.clone();
+        let host = &self.shared.host;
+        let result = {
+            let call = host.handle_function_call(&request.name, args, &ctx);
+            tokio::pin!(call);
+            tokio::select! {
+                result = &mut call => result,
+                _ = context.ct.cancelled() => {
+                    cancel.cancel();
+                    call.await
+                }
+            }
+        };
+        // The observer in `ctx` must go before the reports can finish.
+        drop(ctx);
+        if let Some(reports) = reports {
+            reports.finish().await;
+        }
+        let structured =
+            host.declares_output_schema(&request.name, self.shared.selection.scope.as_deref());
+        Ok(to_call_result(result, structured).into())
+    }
+}
+
+impl Host {
+    /// Serves `selection` of this host's tools over MCP on `input`/`output`
+    /// (newline-delimited JSON-RPC, as on stdio: `toolhost serve` passes stdin and stdout)
+    /// until the client closes `input`. Every reload — by a [`Watch`](crate::Watch) or
+    /// [`Host::reload`] — that changes the listed tools sends the client
+    /// `notifications/tools/list_changed`.
+    ///
+    /// ```no_run
+    /// # async fn demo(host: toolhost::Host) -> toolhost::Result<()> {
+    /// let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    /// host.serve_mcp(toolhost::Selection::default(), stdin, tokio::io::stdout()).await
+    /// # }
+    /// ```
+    pub async fn serve_mcp<R, W>(
+        &self,
+        selection: Selection,
+        input: R,
+        output: W,
+    ) -> crate::Result<()>
+    where
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Shared::new(self.clone(), selection);
+        super::guard::serve(shared, input, output, std::future::pending()).await
+    }
+}

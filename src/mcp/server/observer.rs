@@ -1,0 +1,193 @@
+//! A call's progress reports and log lines as MCP notifications to the client that made
+//! the call: `notifications/progress` when the request carried a `progressToken`
+//! (throttled to at most one per [`PROGRESS_INTERVAL`], the last report always sent), and
+//! `notifications/message` for log lines at or above the session's level (logger = the
+//! tool's name). Everything is sent before the call's result.
+
+// Logging and roots are deprecated by SEP-2577 from protocol 2026-07-28 on; the clients of
+// today negotiate earlier versions, where they are part of the protocol.
+#![allow(deprecated)]
+
+use crate::registry::{CallObserver, LogLevel, LogLine, Progress};
+use parking_lot::Mutex;
+use rmcp::model::{
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+};
+use rmcp::{Peer, RoleServer};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// The shortest gap between two progress notifications of one call (≤ 20 per second).
+pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
+
+/// The observer handed to the pipeline for one MCP call. The forwarding task starts with
+/// the first report that goes out, so a call that reports nothing costs no task.
+struct Forwarding {
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    minimum: Option<LogLevel>,
+    channels: OnceLock<Channels>,
+    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+struct Channels {
+    progress: watch::Sender<Option<Progress>>,
+    logs: mpsc::UnboundedSender<LogLine>,
+}
+
+impl Forwarding {
+    fn channels(&self) -> &Channels {
+        self.channels.get_or_init(|| {
+            let (progress, progress_rx) = watch::channel(None);
+            let (logs, logs_rx) = mpsc::unbounded_channel();
+            let task = tokio::spawn(forward(
+                self.peer.clone(),
+                self.token.clone(),
+                progress_rx,
+                logs_rx,
+            ));
+            *self.task.lock() = Some(task);
+            Channels { progress, logs }
+        })
+    }
+}
+
+impl CallObserver for Forwarding {
+    fn progress(&self, progress: Progress) {
+        if self.token.is_some() {
+            self.channels().progress.send_replace(Some(progress));
+        }
+    }
+
+    fn log(&self, line: LogLine) {
+        if self.minimum.is_some_and(|minimum| line.level >= minimum) {
+            let _ = self.channels().logs.send(line);
+        }
+    }
+}
+
+/// The observer of one call and the task that forwards what it hears.
+pub(crate) struct CallReports {
+    observer: Arc<Forwarding>,
+    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl CallReports {
+    /// Reports for a call with `token` (progress wanted) whose session logs at `minimum`
+    /// and above (`None`: logging off); `None` when there is nothing to forward.
+    pub(crate) fn start(
+        peer: Peer<RoleServer>,
+        token: Option<ProgressToken>,
+        minimum: Option<LogLevel>,
+    ) -> Option<Self> {
+        if token.is_none() && minimum.is_none() {
+            return None;
+        }
+        let task = Arc::new(Mutex::new(None));
+        let observer = Arc::new(Forwarding {
+            peer,
+            token,
+            minimum,
+            channels: OnceLock::new(),
+            task: task.clone(),
+        });
+        Some(Self { observer, task })
+    }
+
+    /// The observer to put in the call's context.
+    pub(crate) fn observer(&self) -> Arc<dyn CallObserver> {
+        self.observer.clone()
+    }
+
+    /// Waits until everything reported has been sent (call it once the call has ended).
+    pub(crate) async fn finish(self) {
+        // Dropping the last observer closes the channels; the forwarder then sends what is
+        // left and ends. (A handler that leaked its observer elsewhere is cut off below.)
+        drop(self.observer);
+        let Some(mut forwarder) = self.task.lock().take() else {
+            return;
+        };
+        if tokio::time::timeout(Duration::from_secs(2), &mut forwarder)
+            .await
+            .is_err()
+        {
+            forwarder.abort();
+        }
+    }
+}
+
+async fn forward(
+    peer: Peer<RoleServer>,
+    token: Option<ProgressToken>,
+    mut progress: watch::Receiver<Option<Progress>>,
+    mut logs: mpsc::UnboundedReceiver<LogLine>,
+) {
+    let mut progress_open = token.is_some();
+    let mut logs_open = true;
+    let mut last_sent = tokio::time::Instant::now() - PROGRESS_INTERVAL;
+    while progress_open || logs_open {
+        tokio::select! {
+            changed = progress.changed(), if progress_open => {
+                // An error means the call ended and every report has been seen (a report
+                // not yet seen is returned first).
+                if changed.is_err() {
+                    progress_open = false;
+                    continue;
+                }
+                tokio::time::sleep_until(last_sent + PROGRESS_INTERVAL).await;
+                send_progress(&peer, &token, &mut progress).await;
+                last_sent = tokio::time::Instant::now();
+            }
+            line = logs.recv(), if logs_open => match line {
+                Some(line) => send_log(&peer, line).await,
+                None => logs_open = false,
+            },
+        }
+    }
+}
+
+async fn send_progress(
+    peer: &Peer<RoleServer>,
+    token: &Option<ProgressToken>,
+    progress: &mut watch::Receiver<Option<Progress>>,
+) {
+    let Some(token) = token.clone() else { return };
+    let Some(report) = progress.borrow_and_update().clone() else {
+        return;
+    };
+    let mut param = ProgressNotificationParam::new(token, report.done);
+    param.total = report.total;
+    param.message = report.message;
+    if let Err(e) = peer.notify_progress(param).await {
+        tracing::debug!("cannot send a progress notification: {e}");
+    }
+}
+
+async fn send_log(peer: &Peer<RoleServer>, line: LogLine) {
+    let level = match line.level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Warning => LoggingLevel::Warning,
+        _ => LoggingLevel::Error,
+    };
+    let mut param = LoggingMessageNotificationParam::new(
+        level,
+        serde_json::json!({"message": line.message, "at": line.at}),
+    );
+    param.logger = Some(line.tool);
+    let sent = peer.notify_logging_message(param).await;
+    if let Err(e) = sent {
+        tracing::debug!("cannot send a log notification: {e}");
+    }
+}
+
+/// The toolhost level at or above which an MCP `logging/setLevel` level lets lines through.
+pub(crate) fn minimum_level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info | LoggingLevel::Notice => LogLevel::Info,
+        LoggingLevel::Warning => LogLevel::Warning,
+        _ => LogLevel::Error,
+    }
+}
