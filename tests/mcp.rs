@@ -3,46 +3,15 @@
 
 mod common;
 
+use common::mcp_client::{self, step};
 use common::Fixture;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The venv's python, creating the venv and installing `mcp` the first time.
-fn python() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let venv = root.join("target/mcp-venv");
-    let python = venv.join("bin/python");
-    let ready = || {
-        Command::new(&python)
-            .args(["-c", "import mcp.client.stdio"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !ready() {
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3 is needed for the MCP client test");
-        assert!(made.success(), "python3 -m venv failed");
-        let installed = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "mcp"])
-            .status()
-            .expect("pip runs");
-        assert!(installed.success(), "pip install mcp failed");
-    }
-    assert!(
-        ready(),
-        "the mcp package is not importable from {}",
-        venv.display()
-    );
-    python
-}
-
 fn run_client(fx: &Fixture, scenario: &str, extra: &[&str]) -> Vec<Value> {
     let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
-    let output = Command::new(python())
+    let output = Command::new(mcp_client::python())
         .arg(client)
         .arg(assert_cmd::cargo::cargo_bin!("toolhost"))
         .arg(fx.root())
@@ -61,13 +30,6 @@ fn run_client(fx: &Fixture, scenario: &str, extra: &[&str]) -> Vec<Value> {
         .lines()
         .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
         .collect()
-}
-
-fn step<'a>(steps: &'a [Value], name: &str) -> &'a Value {
-    steps
-        .iter()
-        .find(|s| s["step"] == name)
-        .unwrap_or_else(|| panic!("no step {name} in {steps:#?}"))
 }
 
 fn text(step: &Value) -> String {

@@ -2,6 +2,8 @@
 //! host built from it, and a blocking call helper.
 #![allow(dead_code)]
 
+pub mod mcp_client;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use tempfile::TempDir;
