@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::mcp_client::{self, step};
 use common::Fixture;
+use common::mcp_client::{self, step};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -255,3 +255,152 @@ fn ping_is_answered_while_every_vm_runs_a_runaway_handler() {
         assert!(line.contains("timed out after 3000 ms"), "{line}");
     }
 }
+
+impl Server {
+    /// Sends SIGTERM to the server.
+    fn terminate(&self) {
+        let pid = self.child.as_ref().expect("running").id() as libc::pid_t;
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    }
+
+    /// Waits (at most 20 s) for the server to exit and returns its status code.
+    fn exit_code(&mut self) -> Option<i32> {
+        let mut child = self.child.take().expect("running");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                return status.code();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the server did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Waits (at most 20 s) until `path` exists: the tool has started.
+fn wait_for_file(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the call never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn shutdown_fixture(drain_ms: u64, nap_ms: u64) -> Fixture {
+    let fx = Fixture::new();
+    fx.tool(
+        "nap.lua",
+        &format!(
+            r#"registry.register{{ name = "nap", toolset = "t", timeout_ms = 60000,
+  schema = {{ parameters = {{ type = "object" }} }},
+  handler = function() fs.write("started", "yes") time.sleep({nap_ms}) return "rested" end }}"#
+        ),
+    );
+    fx.write("toolhost.toml", format!("[serve]\ndrain_ms = {drain_ms}\n"));
+    fx
+}
+
+#[test]
+fn sigterm_lets_a_running_call_answer_then_exits_zero() {
+    let fx = shutdown_fixture(10_000, 500);
+    let mut server = Server::start(&fx);
+    server.send(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nap"}}"#);
+    wait_for_file(&fx.root().join("started"));
+    server.terminate();
+    let answer: Value = serde_json::from_str(&server.next_line()).expect("JSON");
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(answer["result"]["content"][0]["text"], "rested");
+    assert_eq!(server.exit_code(), Some(0));
+}
+
+#[test]
+fn a_call_outlasting_the_drain_period_answers_cancelled() {
+    let fx = shutdown_fixture(200, 30_000);
+    let mut server = Server::start(&fx);
+    server.send(br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"nap"}}"#);
+    wait_for_file(&fx.root().join("started"));
+    server.terminate();
+    let answer: Value = serde_json::from_str(&server.next_line()).expect("JSON");
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let error: Value =
+        serde_json::from_str(answer["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(error["error_type"], "cancelled", "{error}");
+    assert_eq!(server.exit_code(), Some(0));
+}
+
+#[test]
+fn call_ids_reach_handlers_as_the_client_wrote_them() {
+    let fx = Fixture::new();
+    fx.tool(
+        "id.lua",
+        r#"registry.register{ name = "whoami", toolset = "t",
+  schema = { parameters = { type = "object" } },
+  handler = function(_, ctx) return ctx.tool_call_id end }"#,
+    );
+    let mut server = Server::start(&fx);
+    for (id, expected) in [(r#""abc""#, r#""abc""#), ("42", "42")] {
+        let line = server.request(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"whoami"}}}}"#
+        ));
+        let answer: Value = serde_json::from_str(&line).expect("JSON");
+        assert_eq!(answer["result"]["content"][0]["text"], expected, "{answer}");
+    }
+}
+
+#[test]
+fn a_server_started_from_the_filesystem_root_grants_no_fs_access() {
+    // Many clients start servers from `/`: the implicit root must not be the whole disk.
+    let fx = Fixture::new();
+    fx.tool(
+        "peek.lua",
+        r#"registry.register{ name = "peek", toolset = "t",
+  schema = { parameters = { type = "object" } },
+  handler = function() return fs.read("/etc/hostname") end }"#,
+    );
+    let tools = fx.tools();
+    let cache = fx.cache();
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir("/")
+        .env_remove("TOOLHOST_CONFIG")
+        .arg("--tools-dir")
+        .arg(&tools)
+        .arg("--cache-dir")
+        .arg(&cache)
+        .args(["-q", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"peek"}}"#,
+    ];
+    for request in requests {
+        writeln!(stdin, "{request}").expect("write");
+    }
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let answer = loop {
+        let line = lines.next().expect("an answer").expect("a line");
+        let value: Value = serde_json::from_str(&line).expect("JSON");
+        if value["id"] == 1 {
+            break value;
+        }
+    };
+    drop(stdin);
+    let _ = child.wait();
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("set [sandbox] fs_roots"), "{text}");
+}

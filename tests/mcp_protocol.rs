@@ -129,10 +129,16 @@ fn check_protocol(steps: &[Value]) {
     assert_eq!(last["total"], 5.0);
     assert_eq!(last["message"], "step 5");
 
-    let default = step(steps, "logging_default")["logs"].as_array().unwrap().clone();
+    let default = step(steps, "logging_default")["logs"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(default.len(), 1, "warnings only by default: {default:?}");
     assert_eq!(default[0]["level"], "warning");
-    let info = step(steps, "logging_info")["logs"].as_array().unwrap().clone();
+    let info = step(steps, "logging_info")["logs"]
+        .as_array()
+        .unwrap()
+        .clone();
     let levels: Vec<&str> = info.iter().map(|l| l["level"].as_str().unwrap()).collect();
     assert_eq!(levels, ["info", "warning"], "debug filtered out");
     assert_eq!(info[0]["logger"], "chatty");

@@ -53,7 +53,9 @@ fn make_venv() -> PathBuf {
 /// Runs `tests/mcp/SCRIPT` with `args` and returns the JSON objects it printed, one per
 /// line; panics with its output when it fails.
 pub fn run_script(script: &str, args: &[&str]) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp").join(script);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/mcp")
+        .join(script);
     let output = Command::new(python())
         .arg(path)
         .args(args)

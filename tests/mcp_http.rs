@@ -1,0 +1,70 @@
+//! `toolhost serve --http`: auth, Origin, body limit, /healthz, refusing an unauthenticated
+//! public bind, and a graceful shutdown that lets a running call answer.
+
+mod common;
+
+use common::Fixture;
+use common::mcp_client::{run_script, step};
+use serde_json::json;
+
+const TOOLS: &str = r#"
+registry.register{ name = "nap", toolset = "t", timeout_ms = 20000,
+  schema = { description = "Naps", parameters = { type = "object" } },
+  handler = function() fs.write("started", "yes") time.sleep(800) return "rested" end }
+registry.register{ name = "echo", toolset = "t",
+  schema = { description = "Echo", parameters = { type = "object" } },
+  handler = function(args) return args end }
+"#;
+
+#[test]
+fn http_guards_and_graceful_shutdown() {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    fx.write("toolhost.toml", "[serve]\nmax_request_bytes = 4000\n");
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let steps = run_script(
+        "http_edges.py",
+        &[binary.to_str().unwrap(), fx.root().to_str().unwrap()],
+    );
+
+    let health = step(&steps, "healthz");
+    assert_eq!(health["status"], 200);
+    assert_eq!(health["body"]["status"], "ok");
+    assert_eq!(health["body"]["tools"], 2);
+
+    let missing = step(&steps, "no_token");
+    assert_eq!(missing["status"], 401);
+    assert!(
+        missing["body"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("missing bearer token"),
+        "{missing}"
+    );
+    assert_eq!(step(&steps, "wrong_token")["status"], 401);
+    assert_eq!(step(&steps, "evil_origin")["status"], 403);
+    assert_eq!(step(&steps, "local_origin")["status"], 200);
+    assert_eq!(step(&steps, "oversized")["status"], 413);
+    assert_eq!(step(&steps, "authorized")["names"], json!(["echo", "nap"]));
+
+    let drained = step(&steps, "drained");
+    assert_eq!(drained["is_error"], false, "{drained}");
+    assert_eq!(drained["text"], "rested");
+    assert_eq!(step(&steps, "exit")["code"], 0);
+}
+
+#[test]
+fn a_public_bind_without_a_token_refuses_to_start() {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["serve", "--http", "0.0.0.0:0"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("auth_token_env"), "{stderr}");
+}
