@@ -68,3 +68,32 @@ fn a_public_bind_without_a_token_refuses_to_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("auth_token_env"), "{stderr}");
 }
+
+#[test]
+fn sixteen_sessions_lose_no_call_while_the_tools_reload() {
+    let fx = Fixture::new();
+    fx.tool(
+        "load.lua",
+        r#"registry.register{ name = "echo", toolset = "t", parallel_safe = true,
+  schema = { description = "Echo", parameters = { type = "object",
+    properties = { text = { type = "string" } } } },
+  handler = function(args) return args.text end }
+registry.register{ name = "nap5", toolset = "t", parallel_safe = true,
+  schema = { description = "Naps 5 ms", parameters = { type = "object" } },
+  handler = function() time.sleep(5) return "ok" end }"#,
+    );
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let steps = run_script(
+        "load.py",
+        &[
+            binary.to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "16",
+            "300",
+        ],
+    );
+    let load = step(&steps, "load");
+    assert_eq!(load["failed"], 0, "{load}");
+    assert_eq!(load["ok"], 16 * 300, "{load}");
+    assert!(load["edits"].as_u64().unwrap() >= 1, "{load}");
+}
