@@ -39,11 +39,13 @@ PY
 # MCP throughput with the official Python client (venv made by the MCP test on first use).
 venv=target/mcp-venv
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
-  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet mcp
+  python3 -m venv "$venv" && "$venv/bin/pip" install --quiet "mcp==2.3.0"
 fi
 mcp_dir="$out/mcp"
 mkdir -p "$mcp_dir"
 cp -r "$wl/tools-lua" "$mcp_dir/tools-lua"
 "$venv/bin/python" tests/mcp/client.py "$(pwd)/target/release/toolhost" "$mcp_dir" throughput > "$out/mcp.txt" 2>/dev/null || true
+# The same over streamable HTTP, 8 concurrent sessions.
+"$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 >> "$out/mcp.txt" 2>/dev/null || true
 
 python3 scripts/bench_figures.py "$out" "$json"

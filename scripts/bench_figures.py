@@ -73,6 +73,9 @@ def main():
                 continue
             if step.get("step") == "throughput":
                 figures["mcp_calls_per_s"] = round(step["calls_per_s"], 1)
+            if step.get("step") == "http_throughput":
+                figures["mcp_http_calls_per_s"] = step["mcp_http_calls_per_s"]
+                figures["mcp_http_p99_ms"] = step["mcp_http_p99_ms"]
     width = max(len(k) for k in figures) if figures else 10
     print(f"{'figure':<{width}}  median")
     for key, value in figures.items():

@@ -6,7 +6,7 @@ mod common;
 use common::Fixture;
 use common::mcp_client::{self, step};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn run_client(fx: &Fixture, scenario: &str, extra: &[&str]) -> Vec<Value> {
