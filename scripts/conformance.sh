@@ -35,8 +35,13 @@ scenarios=(
   server-initialize ping logging-set-level tools-list
   tools-call-simple-text tools-call-image tools-call-audio tools-call-embedded-resource
   tools-call-mixed-content tools-call-with-logging tools-call-error tools-call-with-progress
-  json-schema-2020-12 server-sse-multiple-streams server-sse-polling dns-rebinding-protection
+  json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection
 )
+# Expected to fail, and why: server-sse-polling calls a `test_reconnection` tool that must make
+# the *server* close its own SSE stream mid-call (SEP-1699 polling) and resume on the client's
+# GET with Last-Event-ID. toolhost never closes a stream mid-call and a Lua tool has no say in
+# the transport, so the call answers `unknown_tool`. A pass here means the list is stale.
+expected_failures=(server-sse-polling)
 
 log="$dir/server.log"
 "$binary" --tools-dir "$root/tests/conformance/tools-lua" --cache-dir "$dir/cache" \
@@ -61,6 +66,14 @@ for scenario in "${scenarios[@]}"; do
     echo "FAIL  $scenario"
     echo "$out" | sed 's/^/      /' | tail -40
     failed=1
+  fi
+done
+for scenario in "${expected_failures[@]}"; do
+  if conformance server --url "$url" --scenario "$scenario" >/dev/null 2>&1; then
+    echo "STALE $scenario (expected to fail, passed: update this script)"
+    failed=1
+  else
+    echo "xfail $scenario"
   fi
 done
 exit "$failed"
