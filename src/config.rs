@@ -60,7 +60,9 @@ pub(crate) struct ServeConfig {
     /// Longest message accepted from a client, in bytes (default 4 MiB); a longer one gets
     /// an error reply (stdio) or 413 (HTTP) and the server goes on.
     pub max_request_bytes: Option<usize>,
-    /// Environment variable holding the bearer token HTTP clients must send.
+    /// Environment variable holding the bearer token HTTP clients must send (read by the
+    /// CLI; embedders pass the token in `HttpOptions`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub auth_token_env: Option<String>,
     /// Browser origins allowed besides `http://localhost*` / `http://127.0.0.1*` (HTTP).
     #[serde(default)]

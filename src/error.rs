@@ -56,6 +56,22 @@ pub enum Error {
     #[cfg(feature = "mcp")]
     #[error("MCP session ended abnormally: {0}")]
     McpSession(#[source] tokio::task::JoinError),
+    /// `Host::serve_mcp_http` was asked to serve a non-loopback address without a bearer
+    /// token: anyone who can reach it could run the tools.
+    #[cfg(feature = "http")]
+    #[error(
+        "refusing to serve on {addr} without a token: anyone who can reach it could run the \
+         tools. Set [serve] auth_token_env = \"NAME\" (or --auth-token-env NAME) and put the \
+         token in that environment variable, or bind a loopback address such as 127.0.0.1"
+    )]
+    Exposed {
+        /// The address that was bound.
+        addr: std::net::SocketAddr,
+    },
+    /// The HTTP server failed (reading the listener's address, accepting connections).
+    #[cfg(feature = "http")]
+    #[error("the MCP HTTP server failed: {0}")]
+    Http(#[source] std::io::Error),
     /// A native tool given to the builder was rejected by the registry (invalid name,
     /// invalid schema, collision without `override`).
     #[error("native tool rejected: {0}")]

@@ -248,6 +248,8 @@ pub use error::{Error, LoadError, Result};
 #[cfg(feature = "watch")]
 pub use host::Watch;
 pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
+#[cfg(feature = "http")]
+pub use mcp::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
     Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,

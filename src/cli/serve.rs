@@ -45,10 +45,10 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     // The watcher reloads the host; every session hears of reloads that change its tools.
     let served = runtime.block_on(async move {
         let served = match http {
-            Some(options) => {
-                let listener = tokio::net::TcpListener::bind(options.addr)
+            Some((addr, options)) => {
+                let listener = tokio::net::TcpListener::bind(addr)
                     .await
-                    .map_err(|e| format!("cannot listen on {}: {e}", options.addr))?;
+                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
                 let bound = listener
                     .local_addr()
                     .map_err(|e| format!("cannot read the bound address: {e}"))?;
@@ -57,6 +57,7 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
                 }
                 crate::mcp::http::serve(shared, listener, options, crate::mcp::shutdown::signal())
                     .await
+                    .map_err(|e| e.to_string())
             }
             None => {
                 let input = tokio::io::BufReader::new(tokio::io::stdin());
@@ -79,35 +80,34 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The HTTP setup from the flags and `[serve]`; a non-loopback bind needs a token.
+/// The HTTP address and options from the flags and `[serve]`; a non-loopback bind needs a
+/// token (checked here too, before anything is bound).
 fn http_options(
     host: &crate::Host,
     addr: &str,
     args: &ServeArgs<'_>,
-) -> Result<crate::mcp::http::HttpOptions, String> {
+) -> Result<(std::net::SocketAddr, crate::HttpOptions), String> {
     let addr = crate::mcp::http::parse_addr(addr)?;
     let source = args
         .auth_token_env
         .map(str::to_string)
         .or_else(|| host.config().config.serve.auth_token_env.clone());
-    let token = match &source {
-        Some(name) => match std::env::var(name) {
-            Ok(token) if !token.trim().is_empty() => Some(token.trim().to_string()),
+    let mut options = crate::HttpOptions::default().with_stateless(args.stateless);
+    if let Some(name) = source {
+        match std::env::var(&name) {
+            Ok(token) if !token.trim().is_empty() => {
+                options = options
+                    .with_bearer_token(token.trim())
+                    .with_token_source(name);
+            }
             _ => {
                 return Err(format!(
                     "the auth token variable ${name} is not set or empty \
                      ([serve] auth_token_env / --auth-token-env)"
                 ));
             }
-        },
-        None => None,
-    };
-    let options = crate::mcp::http::HttpOptions {
-        addr,
-        stateless: args.stateless,
-        token,
-        token_source: source,
-    };
-    crate::mcp::http::check_exposure(&options)?;
-    Ok(options)
+        }
+    }
+    crate::mcp::http::check_exposure(addr, &options).map_err(|e| e.to_string())?;
+    Ok((addr, options))
 }

@@ -33,19 +33,54 @@ use tokio_util::sync::CancellationToken;
 /// Browser origins always allowed (the machine itself, any port).
 const LOCAL_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*"];
 
-/// How an HTTP server is set up.
-pub(crate) struct HttpOptions {
-    /// Where to listen.
-    pub(crate) addr: SocketAddr,
+/// How [`Host::serve_mcp_http`](crate::Host::serve_mcp_http) serves: with sessions or stateless, with or without a
+/// bearer token. The token never appears in `Debug` output or logs.
+#[derive(Clone, Default)]
+#[non_exhaustive]
+pub struct HttpOptions {
     /// No sessions: every request stands alone (behind a load balancer).
-    pub(crate) stateless: bool,
-    /// The bearer token clients must send, if any.
-    pub(crate) token: Option<String>,
-    /// Where the token came from (for messages; never the token itself).
+    pub stateless: bool,
+    /// The bearer token clients must send, if any (required on a non-loopback address).
+    pub bearer_token: Option<String>,
+    /// Where the token came from, for messages (e.g. an environment variable's name).
     pub(crate) token_source: Option<String>,
 }
 
+impl std::fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("stateless", &self.stateless)
+            .field(
+                "bearer_token",
+                &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl HttpOptions {
+    /// Serve without sessions.
+    pub fn with_stateless(mut self, stateless: bool) -> Self {
+        self.stateless = stateless;
+        self
+    }
+
+    /// Require `Authorization: Bearer <token>` on `/mcp`.
+    pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Names where the token came from in the 401 message (`$NAME`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn with_token_source(mut self, source: impl Into<String>) -> Self {
+        self.token_source = Some(source.into());
+        self
+    }
+}
+
 /// `ADDR` of `--http`: `HOST:PORT`, or a bare port (then loopback).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = text.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
@@ -61,16 +96,11 @@ pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 }
 
 /// Refuses a setup that would expose the tools unauthenticated beyond this machine.
-pub(crate) fn check_exposure(options: &HttpOptions) -> Result<(), String> {
-    if options.addr.ip().is_loopback() || options.token.is_some() {
+pub(crate) fn check_exposure(addr: SocketAddr, options: &HttpOptions) -> crate::Result<()> {
+    if addr.ip().is_loopback() || options.bearer_token.is_some() {
         return Ok(());
     }
-    Err(format!(
-        "refusing to serve on {} without a token: anyone who can reach it could run the tools. \
-         Set [serve] auth_token_env = \"NAME\" (or --auth-token-env NAME) and put the token in \
-         that environment variable, or bind a loopback address such as 127.0.0.1",
-        options.addr
-    ))
+    Err(crate::Error::Exposed { addr })
 }
 
 /// The auth check's state.
@@ -80,6 +110,32 @@ struct Auth {
     source: Arc<str>,
 }
 
+impl crate::Host {
+    /// Serves `selection` of this host's tools over MCP's streamable-HTTP transport at
+    /// `/mcp` on `listener` (plus `GET /healthz`), until `shutdown` resolves; then running
+    /// calls get `[serve] drain_ms` to finish, the rest are cancelled, and it returns. A
+    /// non-loopback listener without a bearer token is refused ([`crate::Error::Exposed`]).
+    ///
+    /// ```no_run
+    /// # async fn demo(host: toolhost::Host) -> toolhost::Result<()> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8765").await.unwrap();
+    /// let options = toolhost::HttpOptions::default().with_bearer_token("s3cret");
+    /// let stop = async { let _ = tokio::signal::ctrl_c().await; };
+    /// host.serve_mcp_http(toolhost::Selection::default(), listener, options, stop).await
+    /// # }
+    /// ```
+    pub async fn serve_mcp_http(
+        &self,
+        selection: crate::Selection,
+        listener: tokio::net::TcpListener,
+        options: HttpOptions,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> crate::Result<()> {
+        let shared = Shared::new(self.clone(), selection);
+        serve(shared, listener, options, shutdown).await
+    }
+}
+
 /// Serves `shared` over streamable HTTP on `listener` until `shutdown` resolves, then
 /// drains and returns.
 pub(crate) async fn serve(
@@ -87,7 +143,9 @@ pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     options: HttpOptions,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), String> {
+) -> crate::Result<()> {
+    let addr = listener.local_addr().map_err(crate::Error::Http)?;
+    check_exposure(addr, &options)?;
     let config = shared.host.config();
     let serve = &config.config.serve;
     let origins: Vec<String> = LOCAL_ORIGINS
@@ -107,7 +165,7 @@ pub(crate) async fn serve(
         )
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless);
-    if !options.addr.ip().is_loopback() {
+    if !addr.ip().is_loopback() {
         // Reached under whatever name the deployment gives it; the token guards it.
         http_config = http_config.disable_allowed_hosts();
     }
@@ -136,7 +194,7 @@ pub(crate) async fn serve(
         }
     };
     let auth = Auth {
-        token: options.token.map(|t| Arc::from(t.into_bytes())),
+        token: options.bearer_token.map(|t| Arc::from(t.into_bytes())),
         source: Arc::from(options.token_source.unwrap_or_default()),
     };
     let app = mcp
@@ -155,8 +213,8 @@ pub(crate) async fn serve(
         served = &mut server => {
             return match served {
                 Ok(Ok(())) => Ok(()),
-                Ok(Err(e)) => Err(format!("the HTTP server failed: {e}")),
-                Err(e) => Err(format!("the HTTP server failed: {e}")),
+                Ok(Err(e)) => Err(crate::Error::Http(e)),
+                Err(e) => Err(crate::Error::Http(std::io::Error::other(e))),
             };
         }
         () = shutdown => {}
@@ -203,6 +261,9 @@ async fn authenticate(State(auth): State<Auth>, request: Request, next: Next) ->
                 .then_some(token.trim())
         });
     let problem = match given {
+        None if auth.source.is_empty() => {
+            "missing bearer token: send 'Authorization: Bearer <token>'".to_string()
+        }
         None => format!(
             "missing bearer token: send 'Authorization: Bearer <token>' with the token from ${}",
             auth.source
@@ -255,15 +316,18 @@ mod tests {
 
     #[test]
     fn exposing_without_a_token_is_refused() {
-        let options = |addr: &str, token: Option<&str>| HttpOptions {
-            addr: addr.parse().unwrap(),
-            stateless: false,
-            token: token.map(str::to_string),
-            token_source: None,
-        };
-        assert!(check_exposure(&options("127.0.0.1:1", None)).is_ok());
-        let refused = check_exposure(&options("0.0.0.0:1", None)).unwrap_err();
+        let public: SocketAddr = "0.0.0.0:1".parse().unwrap();
+        let loopback: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let open = HttpOptions::default();
+        assert!(check_exposure(loopback, &open).is_ok());
+        let refused = check_exposure(public, &open).unwrap_err().to_string();
         assert!(refused.contains("auth_token_env"), "{refused}");
-        assert!(check_exposure(&options("0.0.0.0:1", Some("t"))).is_ok());
+        assert!(check_exposure(public, &open.with_bearer_token("t")).is_ok());
+    }
+
+    #[test]
+    fn tokens_never_show_in_debug_output() {
+        let options = HttpOptions::default().with_bearer_token("s3cret");
+        assert!(!format!("{options:?}").contains("s3cret"));
     }
 }
