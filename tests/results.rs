@@ -67,10 +67,17 @@ fn unsupported_returns_are_contract_errors() {
     ] {
         let out = result_of(body);
         assert_eq!(out["error_type"], "tool_result_contract", "{body}");
-        assert_eq!(
-            out["error"],
-            format!("Tool handler returned unsupported result type: {kind}")
+        let message = out["error"].as_str().unwrap();
+        assert!(
+            message.starts_with("Tool handler of t (") && message.contains("t.lua:"),
+            "names the tool and the handler's file:line: {message}"
         );
+        assert!(
+            message.ends_with(&format!(") returned unsupported result type: {kind}")),
+            "{message}"
+        );
+        assert_eq!(out["tool"], "t");
+        assert_eq!(out["result_type"], kind);
     }
     let out = result_of("local t = {} t.me = t return t");
     assert_eq!(out["error_type"], "tool_result_contract");

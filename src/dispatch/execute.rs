@@ -39,14 +39,14 @@ pub(super) async fn execute(
     if let Some(output_schema) = &tool.output_schema {
         return match outcome {
             Ok(returned) => structured(tool, output_schema, returned),
-            Err(failure) => ToolResult::Error(failure_error(tool, budget_ms, failure)),
+            Err(failure) => ToolResult::Error(failure_error(vm, tool, budget_ms, failure)),
         };
     }
     match outcome {
         Ok(Returned::Text(text)) => ToolResult::Text(text),
         Ok(Returned::Json(value)) => ToolResult::Json(value),
         Ok(Returned::Multimodal(envelope)) => ToolResult::Multimodal(envelope),
-        Err(failure) => ToolResult::Error(failure_error(tool, budget_ms, failure)),
+        Err(failure) => ToolResult::Error(failure_error(vm, tool, budget_ms, failure)),
     }
 }
 
@@ -104,7 +104,12 @@ fn contract_error(tool: &ToolEntry, result_type: &str, message: String) -> ToolE
 }
 
 /// The error result of a handler that failed.
-fn failure_error(tool: &ToolEntry, budget_ms: u64, failure: HandlerFailure) -> ToolError {
+fn failure_error(
+    vm: &LuaVm,
+    tool: &ToolEntry,
+    budget_ms: u64,
+    failure: HandlerFailure,
+) -> ToolError {
     match failure {
         HandlerFailure::Raised(message) => ToolError::new(
             ErrorType::HandlerError,
@@ -127,9 +132,18 @@ fn failure_error(tool: &ToolEntry, budget_ms: u64, failure: HandlerFailure) -> T
         HandlerFailure::Contract(kind) => {
             // `kind` is the type, possibly followed by where in a table the bad value sits.
             let result_type = kind.split_whitespace().next().unwrap_or("nil").to_string();
+            // The handler's own definition, so the author finds the `return` to fix.
+            let at = match &tool.handler {
+                Handler::Lua(id) => vm.position(*id),
+                Handler::Native(_) => None,
+            }
+            .unwrap_or_else(|| tool.origin());
             ToolError::new(
                 ErrorType::ToolResultContract,
-                format!("Tool handler returned unsupported result type: {kind}"),
+                format!(
+                    "Tool handler of {} ({at}) returned unsupported result type: {kind}",
+                    tool.name
+                ),
             )
             .with_tool(tool.name.as_str())
             .with_result_type(result_type)

@@ -252,6 +252,7 @@ pub(super) fn run_transform(
     vm: &LuaVm,
     call: &HookCall<'_>,
     result: &str,
+    duration_ms: u64,
 ) -> Option<String> {
     for hook in rust_hooks {
         match catch_unwind(AssertUnwindSafe(|| {
@@ -270,6 +271,8 @@ pub(super) fn run_transform(
         let data = lua_payload.get_or_insert_with(|| {
             let mut map = payload(call);
             map.insert("result".into(), json!(result));
+            // The same value post_tool_call saw.
+            map.insert("duration_ms".into(), json!(duration_ms));
             Value::Object(map)
         });
         match vm.call_hook(hook.function, data) {

@@ -267,12 +267,26 @@ impl Pipeline {
                 ctx,
                 reason: hook_approval.as_ref().and_then(|m| m.as_deref()),
             };
-            if !self.approver.approve(&request) {
-                let result = ToolError::new(
+            let approved = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.approver.approve(&request)
+            }));
+            let refusal = match approved {
+                Ok(true) => None,
+                Ok(false) => Some(ToolError::new(
                     ErrorType::ApprovalDenied,
                     format!("Approval denied for {name}"),
-                )
-                .into();
+                )),
+                // Fail closed: a broken gate never lets a call through.
+                Err(_) => {
+                    tracing::error!("the approver panicked deciding on {name}; blocking the call");
+                    Some(ToolError::new(
+                        ErrorType::Blocked,
+                        format!("The approval gate failed for {name}; the call was blocked"),
+                    ))
+                }
+            };
+            if let Some(refusal) = refusal {
+                let result = refusal.into();
                 return self.finish(env, vm, hooks, tool, name, &args, ctx, result, started);
             }
         }
@@ -331,12 +345,13 @@ impl Pipeline {
             Some(ErrorType::Blocked) => CallStatus::Blocked,
             Some(_) => CallStatus::Error,
         };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let post = PostCall {
             call,
             result: &result,
             status,
             error_type,
-            duration_ms: started.elapsed().as_millis() as u64,
+            duration_ms,
         };
         hooks::run_post(&self.hooks, hooks, vm, &post);
         let mut result = result;
@@ -348,7 +363,8 @@ impl Pipeline {
                 .any(|hook| hook.event == crate::registry::HookEvent::TransformToolResult);
         if transforms
             && let Some(text) = result.text()
-            && let Some(replacement) = hooks::run_transform(&self.hooks, hooks, vm, &call, &text)
+            && let Some(replacement) =
+                hooks::run_transform(&self.hooks, hooks, vm, &call, &text, duration_ms)
         {
             result = ToolResult::Text(replacement);
         }

@@ -396,6 +396,16 @@ impl LuaVm {
         clock::Cancellable::new(&self.lua, token, work)
     }
 
+    /// Where the Lua function `id` is defined, as `file:line` (for messages).
+    pub(crate) fn position(&self, id: LuaFnId) -> Option<String> {
+        let info = self.functions.get(&id)?.info();
+        let file = info.short_src?;
+        Some(match info.line_defined {
+            Some(line) => format!("{file}:{line}"),
+            None => file,
+        })
+    }
+
     /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield)
     /// under a deadline of `budget`, and normalises its return value (SPEC §1): string →
     /// text, table → JSON text, multimodal envelope → object.

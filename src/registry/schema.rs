@@ -72,7 +72,9 @@ pub(crate) fn compile_parameters(
     let parameters = schema
         .get("parameters")
         .ok_or("'schema.parameters' is required (a JSON-Schema object)")?;
-    jsonschema::validator_for(parameters)
+    let mut parameters = parameters.clone();
+    allow_nullable(&mut parameters, 0);
+    jsonschema::validator_for(&parameters)
         .map(Arc::new)
         .map_err(|error| {
             let at = error.instance_path().to_string();
@@ -83,6 +85,49 @@ pub(crate) fn compile_parameters(
             };
             format!("'schema.parameters' is not a valid JSON Schema{at}: {error}")
         })
+}
+
+/// Rewrites OpenAPI's `nullable: true` (which JSON Schema does not know) as an added
+/// `"null"` type, everywhere in the schema, so validation accepts the null that coercion
+/// and the model both consider valid.
+fn allow_nullable(schema: &mut Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match schema {
+        Value::Object(map) => {
+            if map.get("nullable") == Some(&Value::Bool(true)) {
+                match map.get_mut("type") {
+                    Some(Value::String(t)) if t != "null" => {
+                        let single = Value::String(std::mem::take(t));
+                        map.insert("type".into(), Value::Array(vec![single, "null".into()]));
+                    }
+                    Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => {
+                        types.push("null".into());
+                    }
+                    _ => {}
+                }
+                // An enum must admit null too, or the added type is useless.
+                if let Some(Value::Array(options)) = map.get_mut("enum")
+                    && !options.contains(&Value::Null)
+                {
+                    options.push(Value::Null);
+                }
+            }
+            // Keywords holding data, not schemas, are left as they are.
+            for (key, inner) in map.iter_mut() {
+                if !matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
+                    allow_nullable(inner, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                allow_nullable(item, depth + 1);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A JSON Pointer (`/tags/0`) as a JSON path (`$.tags[0]`).
