@@ -232,7 +232,22 @@ fn every_bridge_misuse_says_what_to_do_instead() {
         (
             "tool_search",
             json!({"queries": ["a", "b", "c", "d", "e", "f", "g", "h"]}),
-            "at most 7 queries",
+            "too many queries (at most 7 per call, got 8)",
+        ),
+        (
+            "tool_search",
+            json!({"queries": []}),
+            "give at least one non-blank query",
+        ),
+        (
+            "tool_search",
+            json!({"queries": ["  ", ""]}),
+            "give at least one non-blank query",
+        ),
+        (
+            "tool_call",
+            json!({"name": "user_get_1", "arguments": "{\"id\": 1,,}"}),
+            "not valid JSON",
         ),
         ("tool_search", json!({}), "give a list of search strings"),
         (
@@ -320,4 +335,58 @@ fn without_search_the_bridge_names_are_unknown() {
         call(&host, "tool_search", json!({"queries": ["x"]}))["error_type"],
         "unknown_tool"
     );
+}
+
+/// Counts `post_tool_call`s of `tool_search`, keeping what they saw.
+#[derive(Clone, Default)]
+struct PostRecorder(std::sync::Arc<parking_lot::Mutex<Vec<(String, String, Option<String>)>>>);
+
+impl toolhost::Hook for PostRecorder {
+    fn post_tool_call(&self, post: &toolhost::PostCall<'_>) {
+        self.0.lock().push((
+            post.call.tool_name.to_string(),
+            format!("{:?}", post.status),
+            post.call.ctx.tool_call_id.clone(),
+        ));
+    }
+}
+
+#[test]
+fn an_inline_bridge_answer_emits_exactly_one_post_tool_call() {
+    let fx = fixture();
+    let recorder = PostRecorder::default();
+    let path = fx.write("toolhost.toml", "[tool_search]\nenabled = \"on\"\n");
+    let host = toolhost::Host::builder()
+        .tools_dir(fx.tools())
+        .cache_dir(fx.cache())
+        .config_file(path)
+        .hook(recorder.clone())
+        .build()
+        .expect("host");
+    let ctx = CallContext::default().with_tool_call_id("call-9");
+    let out = call_in(&host, "tool_search", json!({"queries": ["user"]}), &ctx);
+    assert!(out.get("error_type").is_none(), "{out}");
+    let seen = recorder.0.lock().clone();
+    assert_eq!(
+        seen,
+        vec![(
+            "tool_search".to_string(),
+            "Ok".to_string(),
+            Some("call-9".to_string())
+        )]
+    );
+}
+
+#[test]
+fn malformed_tool_call_arguments_say_where_parsing_stopped() {
+    let fx = fixture();
+    let host = host(&fx);
+    let out = call(
+        &host,
+        "tool_call",
+        json!({"name": "user_get_1", "arguments": "{\"id\": 1,,}"}),
+    );
+    let message = out["error"].as_str().unwrap();
+    assert!(message.contains("not valid JSON"), "{message}");
+    assert!(message.contains("parsing stopped at \",}\""), "{message}");
 }

@@ -77,17 +77,18 @@ fn search(plan: &SearchPlan, args: &Value, available: impl Fn(&ToolEntry) -> boo
             "$.queries: give a list of search strings, e.g. {\"queries\": [\"read file\"]}".into(),
         );
     };
-    if queries.is_empty() {
+    if queries.iter().all(|query| query.trim().is_empty()) {
         return invalid(
             "tool_search",
-            "$.queries: give at least one search string".into(),
+            "$.queries: give at least one non-blank query, e.g. {\"queries\": [\"read file\"]}"
+                .into(),
         );
     }
     if queries.len() > MAX_QUERIES {
         return invalid(
             "tool_search",
             format!(
-                "$.queries: at most {MAX_QUERIES} queries per call, got {}; split them over several calls",
+                "$.queries: too many queries (at most {MAX_QUERIES} per call, got {}); split them over several calls",
                 queries.len()
             ),
         );
@@ -211,11 +212,24 @@ fn call(plan: &SearchPlan, args: &Value) -> Routed {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(Value::String(text)) if text.trim().is_empty() => Value::Object(Map::new()),
         Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Null) => Value::Object(Map::new()),
             Ok(parsed @ Value::Object(_)) => parsed,
-            _ => {
+            Ok(other) => {
                 return Routed::Answer(invalid(
                     "tool_call",
-                    "$.arguments: a string must hold a JSON object".into(),
+                    format!(
+                        "$.arguments: a string must hold a JSON object, got a JSON {}",
+                        json_kind(&other)
+                    ),
+                ));
+            }
+            Err(error) => {
+                return Routed::Answer(invalid(
+                    "tool_call",
+                    format!(
+                        "$.arguments: not valid JSON: {error} (parsing stopped at {:?})",
+                        stopped_at(text, error.line(), error.column())
+                    ),
                 ));
             }
         },
@@ -225,4 +239,27 @@ fn call(plan: &SearchPlan, args: &Value) -> Routed {
         }
     };
     Routed::Call(name.to_string(), arguments)
+}
+
+/// The JSON type name of a value, for messages.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The text around where a JSON parse stopped (1-based line and column), at most 20
+/// characters from there on.
+fn stopped_at(text: &str, line: usize, column: usize) -> String {
+    let line_text = text.lines().nth(line.saturating_sub(1)).unwrap_or_default();
+    line_text
+        .chars()
+        .skip(column.saturating_sub(1))
+        .take(20)
+        .collect()
 }

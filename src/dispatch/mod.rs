@@ -209,7 +209,10 @@ impl Pipeline {
                     availability_of(env.availability, vm, env.state, tool, scope).available
                 };
                 match bridge::route(&plan, name, &args, available) {
-                    bridge::Routed::Answer(answer) => return answer,
+                    bridge::Routed::Answer(answer) => {
+                        self.observe_inline(env, vm, name, &args, ctx, &answer, started);
+                        return answer;
+                    }
                     bridge::Routed::Call(real, arguments) => {
                         return Box::pin(self.run(env, vm, &real, arguments, ctx)).await;
                     }
@@ -317,6 +320,47 @@ impl Pipeline {
 
         // Stages 8 and 9.
         self.finish(env, vm, hooks, tool, name, &args, ctx, result, started)
+    }
+
+    /// The one `post_tool_call` of a call the bridge answered inline (`tool_search`,
+    /// `tool_describe`): Rust hooks and the Lua hooks that see every call observe it.
+    #[allow(clippy::too_many_arguments)]
+    fn observe_inline(
+        &self,
+        env: &CallEnv<'_>,
+        vm: &LuaVm,
+        name: &str,
+        args: &Value,
+        ctx: &CallContext,
+        result: &ToolResult,
+        started: Instant,
+    ) {
+        let lua_hooks: Vec<Arc<HookEntry>> = env
+            .state
+            .hooks()
+            .iter()
+            .filter(|hook| hook.sees_every_call)
+            .cloned()
+            .collect();
+        if self.hooks.is_empty() && lua_hooks.is_empty() {
+            return;
+        }
+        let error_type = result.error_type();
+        let post = PostCall {
+            call: HookCall {
+                tool_name: name,
+                args,
+                ctx,
+            },
+            result,
+            status: match error_type {
+                None => CallStatus::Ok,
+                Some(_) => CallStatus::Error,
+            },
+            error_type,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        };
+        hooks::run_post(&self.hooks, &lua_hooks, vm, &post);
     }
 
     /// Stage 8 (post hooks, transform) and stage 9 (size limit) for a call that reached
