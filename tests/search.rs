@@ -337,9 +337,12 @@ fn without_search_the_bridge_names_are_unknown() {
     );
 }
 
-/// Counts `post_tool_call`s of `tool_search`, keeping what they saw.
+/// What one `post_tool_call` saw: tool, status, call id.
+type Seen = (String, String, Option<String>);
+
+/// Records every `post_tool_call`.
 #[derive(Clone, Default)]
-struct PostRecorder(std::sync::Arc<parking_lot::Mutex<Vec<(String, String, Option<String>)>>>);
+struct PostRecorder(std::sync::Arc<parking_lot::Mutex<Vec<Seen>>>);
 
 impl toolhost::Hook for PostRecorder {
     fn post_tool_call(&self, post: &toolhost::PostCall<'_>) {
