@@ -196,3 +196,32 @@ fn native_tools_are_called_and_collide_like_lua_tools() {
         .to_string();
     assert!(error.contains("'name' must match"), "{error}");
 }
+
+#[test]
+fn a_plugin_overriding_a_builtin_tool_is_audited_in_the_log() {
+    let fx = Fixture::new();
+    fx.tool("core.lua", &simple_tool("shared", "core", "builtin"));
+    fx.write(
+        "plugin/takeover.lua",
+        with_override("shared", "acme", "plugin"),
+    );
+    fx.write(
+        "toolhost.toml",
+        "[plugins.acme]\ndir = \"plugin\"\nallow_tool_override = true\n",
+    );
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "list"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("overriding existing tool 'shared' (toolset 'core' from ")
+            && stderr.contains("tools-lua/core.lua:1) with toolset 'acme' from ")
+            && stderr.contains(") with toolset 'acme' from "),
+        "{stderr}"
+    );
+}

@@ -5,15 +5,19 @@
 //! share one `check_fn` function (a toolset-wide probe) share its answer, so the probe runs
 //! once per scope and TTL however many tools use it. A failure
 //! (false or a raise) within the grace period (60 s) after the last success is treated as
-//! transient: the tool stays available and nothing is cached. At most 512 answers are kept.
-//! The cache never holds its lock while a probe runs, so a slow probe blocks nobody else.
+//! transient: the tool stays available, and the failure is remembered for a back-off of
+//! `min(grace, ttl)` during which no probe runs (a storm of calls costs one probe); after it
+//! the next check probes again. At most 512 answers are kept.
+//! The cache never holds its lock while a probe runs, so a slow probe blocks nobody else;
+//! concurrent checks of the same (check_fn, scope) share one running probe (single flight).
 //!
 //! The *epoch* moves whenever a cached answer is added, changes or is dropped, so memoised
 //! tool definitions keyed on it never outlive the answers they were built from.
 
 use super::entry::{Probe, ToolEntry};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,6 +27,9 @@ pub(crate) const DEFAULT_CHECK_TTL: Duration = Duration::from_secs(30);
 pub(crate) const FAILURE_GRACE: Duration = Duration::from_secs(60);
 /// Most cached answers.
 pub(crate) const MAX_CACHED_CHECKS: usize = 512;
+/// How long a check waits for another thread's probe of the same (check_fn, scope) before
+/// it runs its own.
+const FLIGHT_WAIT: Duration = Duration::from_secs(10);
 
 /// Why the tool's environment is not satisfied, or `None` when it is.
 pub(crate) fn missing_env(tool: &ToolEntry) -> Option<String> {
@@ -134,14 +141,52 @@ impl ProbeKey {
 struct Inner {
     answers: HashMap<String, HashMap<ProbeKey, Cached>>,
     last_success: HashMap<(String, ProbeKey), Instant>,
+    /// Transient failures: no probe until then.
+    backoff: HashMap<(String, ProbeKey), Instant>,
+    /// Probes running now.
+    flights: HashMap<(String, ProbeKey), Arc<Flight>>,
     count: usize,
     generation: u64,
+}
+
+/// One running probe others may wait for.
+#[derive(Debug, Default)]
+struct Flight {
+    done: Mutex<bool>,
+    landed: Condvar,
+}
+
+impl Flight {
+    /// Waits until the probe has finished (or `limit` passed); true when it finished.
+    fn wait(&self, limit: Duration) -> bool {
+        let mut done = self.done.lock();
+        if !*done {
+            let _ = self.landed.wait_for(&mut done, limit);
+        }
+        *done
+    }
+}
+
+/// Ends a flight when the probe returns or unwinds.
+struct Landing<'a> {
+    cache: &'a AvailabilityCache,
+    key: (String, ProbeKey),
+    flight: Arc<Flight>,
+}
+
+impl Drop for Landing<'_> {
+    fn drop(&mut self) {
+        self.cache.inner.lock().flights.remove(&self.key);
+        *self.flight.done.lock() = true;
+        self.flight.landed.notify_all();
+    }
 }
 
 impl Inner {
     fn clear(&mut self) {
         self.answers.clear();
         self.last_success.clear();
+        self.backoff.clear();
         self.count = 0;
     }
 
@@ -235,7 +280,9 @@ impl AvailabilityCache {
         };
         let probe_key = ProbeKey::of(check_fn);
         let scope_key = scope.unwrap_or("");
-        {
+        let flight_key = (scope_key.to_string(), probe_key);
+        let mut waited = false;
+        let landing = loop {
             let mut inner = self.inner.lock();
             if inner.generation != generation {
                 // Tools may have changed: answers about the old ones mean nothing.
@@ -252,8 +299,32 @@ impl AvailabilityCache {
                     false => Availability::no(cached.reason.clone().unwrap_or_default(), until),
                 };
             }
-        }
+            if let Some(until) = inner.backoff.get(&flight_key).copied()
+                && now < until
+            {
+                return Availability::yes(Freshness::Until(until));
+            }
+            match inner.flights.get(&flight_key).cloned() {
+                // Someone is probing this right now: wait for their answer, once.
+                Some(flight) if !waited => {
+                    drop(inner);
+                    waited = true;
+                    flight.wait(FLIGHT_WAIT);
+                }
+                Some(_) => break None,
+                None => {
+                    let flight = Arc::new(Flight::default());
+                    inner.flights.insert(flight_key.clone(), flight.clone());
+                    break Some(Landing {
+                        cache: self,
+                        key: flight_key.clone(),
+                        flight,
+                    });
+                }
+            }
+        };
         let outcome = probe();
+        drop(landing);
         let mut inner = self.inner.lock();
         if inner.generation != generation {
             // The registry moved on while we probed; answer, but do not cache.
@@ -271,19 +342,22 @@ impl AvailabilityCache {
                 (false, Some(format!("check_fn failed: {error}")))
             }
         };
-        let success_key = (scope_key.to_string(), probe_key);
+        let success_key = flight_key;
         if available {
-            inner.last_success.insert(success_key, now);
+            inner.last_success.insert(success_key.clone(), now);
+            inner.backoff.remove(&success_key);
         } else if inner
             .last_success
             .get(&success_key)
             .is_some_and(|ok| now.saturating_duration_since(*ok) < FAILURE_GRACE)
         {
-            // Transient: keep offering the tool, but ask again next time.
+            // Transient: keep offering the tool; ask again only after the back-off.
             if inner.remove(scope_key, probe_key) {
                 self.epoch.fetch_add(1, Ordering::AcqRel);
             }
-            return Availability::yes(Freshness::Never);
+            let until = now + FAILURE_GRACE.min(self.ttl);
+            inner.backoff.insert(success_key, until);
+            return Availability::yes(Freshness::Until(until));
         }
         let existing = inner.get(scope_key, probe_key);
         let changed = existing.is_none_or(|old| old.available != available);
@@ -355,29 +429,88 @@ mod tests {
     }
 
     #[test]
-    fn failures_within_grace_are_transient_and_uncached() {
+    fn a_transient_failure_backs_off_instead_of_probing_every_call() {
         let cache = AvailabilityCache::new(TTL);
         let t = tool("a", &[]);
         let t0 = Instant::now();
         assert!(cache.check(&t, None, 1, t0, || Ok(true)).available);
         let later = t0 + Duration::from_secs(31);
         let transient = cache.check(&t, None, 1, later, || Ok(false));
-        assert!(transient.available);
-        assert_eq!(transient.freshness, Freshness::Never);
-        // Not cached: the next call probes again.
+        assert!(
+            transient.available,
+            "within the grace period a failure is transient"
+        );
+        let back_off = later + FAILURE_GRACE.min(TTL);
+        assert_eq!(transient.freshness, Freshness::Until(back_off));
+        // A storm of calls inside the back-off costs no probe.
+        for step in 0..100 {
+            let at = later + Duration::from_millis(step * 100);
+            let answer = cache.check(&t, None, 1, at, || panic!("must not probe"));
+            assert!(answer.available);
+        }
+        // After it, the next check probes again; past the grace period a failure counts.
         let mut probed = false;
-        cache.check(&t, None, 1, later, || {
+        let down = cache.check(&t, None, 1, back_off, || {
             probed = true;
             Err("boom".into())
         });
         assert!(probed);
-        // Past the grace period a failure counts, and is cached.
-        let much_later = t0 + Duration::from_secs(61);
-        let down = cache.check(&t, None, 1, much_later, || Err("boom".into()));
         assert!(!down.available);
         assert_eq!(down.reason.as_deref(), Some("check_fn failed: boom"));
-        let cached = cache.check(&t, None, 1, much_later, || panic!("must not probe"));
+        let cached = cache.check(&t, None, 1, back_off, || panic!("must not probe"));
         assert!(!cached.available);
+    }
+
+    #[test]
+    fn concurrent_checks_share_one_running_probe() {
+        let cache = Arc::new(AvailabilityCache::new(TTL));
+        let t = Arc::new(tool("a", &[]));
+        let probes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let now = Instant::now();
+        let leader = {
+            let (cache, t, probes) = (cache.clone(), t.clone(), probes.clone());
+            std::thread::spawn(move || {
+                cache.check(&t, None, 1, now, || {
+                    probes.fetch_add(1, Ordering::SeqCst);
+                    entered_tx.send(()).unwrap();
+                    release_rx.recv().unwrap();
+                    Ok(true)
+                })
+            })
+        };
+        entered_rx.recv().unwrap();
+        let followers: Vec<_> = (0..4)
+            .map(|_| {
+                let (cache, t, probes) = (cache.clone(), t.clone(), probes.clone());
+                std::thread::spawn(move || {
+                    cache.check(&t, None, 1, now, || {
+                        probes.fetch_add(1, Ordering::SeqCst);
+                        Ok(true)
+                    })
+                })
+            })
+            .collect();
+        // Wait until all four followers hold the leader's flight (the map and the leader's
+        // landing hold the other two references), i.e. they wait instead of probing.
+        let waiting = || {
+            let inner = cache.inner.lock();
+            inner.flights.values().next().map(Arc::strong_count)
+        };
+        while waiting() != Some(6) {
+            std::thread::yield_now();
+        }
+        release_tx.send(()).unwrap();
+        assert!(leader.join().unwrap().available);
+        for follower in followers {
+            assert!(follower.join().unwrap().available);
+        }
+        assert_eq!(
+            probes.load(Ordering::SeqCst),
+            1,
+            "one probe for all five checks"
+        );
     }
 
     #[test]

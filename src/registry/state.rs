@@ -182,15 +182,17 @@ impl RegistryState {
         }
         // A scoped entry over a global one shadows it: that always needs `override`.
         let shadows_global = tool.scope.is_some() && existing.scope.is_none();
-        if existing.toolset != tool.toolset || shadows_global {
+        let other_source = existing.source != tool.source;
+        if existing.toolset != tool.toolset || shadows_global || other_source {
             if tool.override_existing {
+                // The audit line of the reference registry, word for word.
                 return Ok(Some(format!(
-                    "tool '{name}' (toolset '{}') from {} overrides the one from toolset '{}' \
-                     ({})",
-                    tool.toolset,
-                    tool.origin(),
+                    "overriding existing tool '{name}' (toolset '{}' from {}) with toolset \
+                     '{}' from {}",
                     existing.toolset,
-                    existing.origin()
+                    existing.origin(),
+                    tool.toolset,
+                    tool.origin()
                 )));
             }
             return Err(format!(
