@@ -324,7 +324,9 @@ impl AvailabilityCache {
             }
         };
         let outcome = probe();
-        drop(landing);
+        // `landing` ends the flight when this function returns, after the answer is stored
+        // (the lock below is released first: it was taken later), so a woken waiter finds it.
+        let _landing = landing;
         let mut inner = self.inner.lock();
         if inner.generation != generation {
             // The registry moved on while we probed; answer, but do not cache.
