@@ -447,8 +447,9 @@ impl DefinitionsMemo {
                 entries.remove(pos);
             }
         }
-        // Computed without the lock: probes may be slow.
-        let (list, freshness) = compute(inputs, selection);
+        // Computed without the lock: probes may be slow (and must not stall the caller's
+        // async runtime).
+        let (list, freshness) = crate::blocking::off_async_worker(|| compute(inputs, selection));
         // Probing may have moved the epoch (new answers): key the entry on the epoch after.
         let key = MemoKey {
             availability_epoch: inputs.availability.epoch(),

@@ -219,6 +219,7 @@
 #![deny(unreachable_pub)]
 #![deny(missing_docs)]
 
+mod blocking;
 mod bounded_read;
 #[cfg(feature = "cli")]
 pub mod cli;

@@ -259,3 +259,45 @@ fn a_middleware_that_panics_after_next_keeps_the_result_and_runs_the_tool_once()
         "never run twice"
     );
 }
+
+#[test]
+fn a_slow_check_fn_does_not_hold_up_other_tasks_of_the_callers_runtime() {
+    let fx = Fixture::new();
+    fx.tool(
+        "slow.lua",
+        r#"registry.register{ name = "slow", toolset = "t",
+  check_fn = function() local t = os.clock() while os.clock() - t < 1.0 do end return true end,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "x" end }"#,
+    );
+    let host = fx.host();
+    // One worker: without moving the probe off it, nothing else could run meanwhile.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let other_ran_first = runtime.block_on(async move {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let other_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = other_done.clone();
+        tokio::spawn(async move {
+            rx.await.unwrap();
+            flag.store(true, Ordering::SeqCst);
+        });
+        tokio::spawn(async move {
+            // A plain thread wakes the other task while the probe runs.
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                let _ = tx.send(());
+            });
+            let list = host.tool_definitions(&toolhost::Selection::default());
+            assert_eq!(list.len(), 1);
+            // Read the moment the probe is over: did the other task get to run meanwhile?
+            other_done.load(Ordering::SeqCst)
+        })
+        .await
+        .unwrap()
+    });
+    assert!(other_ran_first, "the other task waited for the probe");
+}

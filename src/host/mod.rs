@@ -146,15 +146,17 @@ impl Host {
 
     /// Why the tool `name` is unavailable to callers in `scope` (SPEC §3), or `None` when
     /// it is available. An unknown name is unavailable too. May run the tool's `check_fn`
-    /// (answers are cached for `check_ttl_secs`): from async code, call it through
-    /// `spawn_blocking`.
+    /// (answers are cached for `check_ttl_secs`); on a multi-threaded tokio runtime the probe
+    /// runs under `block_in_place`, so other tasks are not held up.
     pub fn unavailable_reason(&self, name: &str, scope: Option<&str>) -> Option<String> {
         let (world, state) = self.current();
         let Some(tool) = state.lookup(name, scope) else {
             return Some(format!("no tool named {name} in this scope"));
         };
-        let vm = world.pool.lease(&[]);
-        let answer = dispatch::availability_of(&self.inner.availability, &vm, &state, tool, scope);
+        let answer = crate::blocking::off_async_worker(|| {
+            let vm = world.pool.lease(&[]);
+            dispatch::availability_of(&self.inner.availability, &vm, &state, tool, scope)
+        });
         match answer.available {
             true => None,
             false => Some(answer.reason.unwrap_or_default()),
@@ -184,7 +186,9 @@ impl Host {
     }
 
     /// The model-facing definitions for `selection` (SPEC §5): selected, available tools,
-    /// sorted by name. Memoised: an unchanged selection returns the same shared list.
+    /// sorted by name. Memoised: an unchanged selection returns the same shared list. A
+    /// computation may run `check_fn` probes; on a multi-threaded tokio runtime it runs under
+    /// `block_in_place`, so a slow probe does not hold up the caller's other tasks.
     pub fn tool_definitions(&self, selection: &Selection) -> Definitions {
         let (world, state) = self.current();
         self.inner
