@@ -30,7 +30,7 @@ async def one_session(url, calls, latencies):
 
 async def main(binary, workdir, sessions, calls):
     latencies = []
-    async with http_server(binary, workdir, ["-q"]) as (url, _process):
+    async with http_server(binary, workdir, []) as (url, _process):
         started = time.perf_counter()
         await asyncio.gather(*(one_session(url, calls, latencies) for _ in range(sessions)))
         wall = time.perf_counter() - started
