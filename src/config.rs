@@ -50,6 +50,32 @@ pub(crate) struct Config {
     /// The MCP server.
     #[serde(default)]
     pub serve: ServeConfig,
+    /// The durable `store`.
+    #[serde(default)]
+    pub store: StoreConfig,
+}
+
+/// `[store]`: where `store` keeps its values.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StoreConfig {
+    /// `"sqlite"` (default) or `"memory"`.
+    pub backend: Option<StoreBackend>,
+    /// The SQLite file (default: the data directory's `toolhost/store.sqlite3`); relative to
+    /// the config file.
+    pub path: Option<PathBuf>,
+    /// Largest value, as JSON text (default 1 MiB).
+    pub max_value_bytes: Option<usize>,
+}
+
+/// `[store] backend`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum StoreBackend {
+    /// A SQLite file: durable, shared by processes.
+    Sqlite,
+    /// In memory: gone with the process.
+    Memory,
 }
 
 /// `[serve]`: the MCP server.
@@ -253,12 +279,24 @@ impl LoadedConfig {
                     .to_string(),
             });
         }
-        // Plugin directories are relative to the config file, so a config works from any cwd.
+        if config.store.max_value_bytes == Some(0) {
+            return Err(Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message: "store.max_value_bytes: must be at least 1".to_string(),
+            });
+        }
+        // Plugin directories and the store file are relative to the config file, so a config
+        // works from any cwd.
         let base = path.parent().unwrap_or(Path::new(""));
         for plugin in config.plugins.values_mut() {
             if plugin.dir.is_relative() {
                 plugin.dir = base.join(&plugin.dir);
             }
+        }
+        if let Some(store) = config.store.path.as_mut()
+            && store.is_relative()
+        {
+            *store = base.join(&*store);
         }
         Ok(Self {
             config,
@@ -294,6 +332,18 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
 
 /// The default cache directory: `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`,
 /// else `./.toolhost-cache`.
+/// `$XDG_DATA_HOME/toolhost/store.sqlite3`, else `~/.local/share/toolhost/store.sqlite3`.
+pub(crate) fn default_store_path() -> PathBuf {
+    let dir = if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        PathBuf::from(xdg).join("toolhost")
+    } else if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
+        PathBuf::from(home).join(".local/share/toolhost")
+    } else {
+        PathBuf::from(".toolhost-data")
+    };
+    dir.join("store.sqlite3")
+}
+
 pub(crate) fn default_cache_dir() -> PathBuf {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(xdg).join("toolhost");

@@ -237,6 +237,7 @@ mod registry;
 #[cfg(feature = "rig")]
 mod rig;
 mod search;
+mod store;
 mod toolsets;
 
 pub use definitions::{Definitions, Format, Selection};
@@ -252,6 +253,7 @@ pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 #[cfg(feature = "http")]
 pub use mcp::http::HttpOptions;
 pub use native::NativeTool;
+pub use store::{Store, StoreError};
 pub use registry::{
     Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,
 };

@@ -78,6 +78,8 @@ registry.register{ name = "hidden", toolset = "secret",
 fn a_full_mcp_session_with_the_official_client() {
     let fx = Fixture::new();
     fx.tool("tools.lua", TOOLS);
+    // The ticker keeps its count in the store: in the fixture, never the user's data dir.
+    fx.write("toolhost.toml", "[store]\npath = \"store.sqlite3\"\n");
     let steps = run_client(&fx, "session", &["--disable", "secret", "--watch"]);
 
     let init = step(&steps, "initialize");

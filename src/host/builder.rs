@@ -9,7 +9,7 @@ use crate::dispatch::{Approver, Hook, Middleware, Pipeline, PolicyApprover};
 use crate::error::{Error, Result};
 use crate::lua::VmSettings;
 use crate::lua::api::fs::FsRoots;
-use crate::lua::api::store::Store;
+use crate::store::StoreInner;
 use crate::native::NativeTool;
 use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, RegistryState, Source};
 use crate::search::SearchPlans;
@@ -51,6 +51,13 @@ pub struct HostBuilder {
     approver: Option<Arc<dyn Approver>>,
     approver_factory: Option<ApproverFactory>,
     vms: Option<usize>,
+    store: Option<StoreChoice>,
+}
+
+/// Where the store lives, when the builder decides instead of `[store]`.
+enum StoreChoice {
+    File(PathBuf),
+    Memory,
 }
 
 /// Builds an approver from the configured default.
@@ -83,6 +90,19 @@ impl HostBuilder {
     /// Where the discovery cache lives (replaces the config's `cache_dir`).
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Keeps `store` values in this SQLite file (instead of `[store]`'s choice).
+    pub fn store_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.store = Some(StoreChoice::File(path.into()));
+        self
+    }
+
+    /// Keeps `store` values in memory only (instead of `[store]`'s choice): they are gone
+    /// when the host is.
+    pub fn memory_store(mut self) -> Self {
+        self.store = Some(StoreChoice::Memory);
         self
     }
 
@@ -154,7 +174,7 @@ impl HostBuilder {
             natives,
             vms: self.vms,
             only_files: self.only_files,
-            store: Arc::new(Store::default()),
+            store: Arc::new(make_store(self.store, &loaded_config.config)),
         };
         let config = &loaded_config.config;
         let default = config.approval.default.unwrap_or_default();
@@ -241,7 +261,7 @@ pub(super) fn build_world(
 }
 
 /// VM settings from `[sandbox]` and `[runtime]`.
-fn vm_settings(config: &Config, store: Arc<Store>) -> VmSettings {
+fn vm_settings(config: &Config, store: Arc<StoreInner>) -> VmSettings {
     VmSettings {
         fs_roots: Arc::new(FsRoots::new(config.sandbox.fs_roots.as_deref())),
         commands: config.sandbox.commands.clone().into(),
@@ -313,4 +333,28 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
         });
     }
     Ok(dirs)
+}
+
+/// The store the builder or `[store]` asks for (opened on first use, so a host whose tools
+/// never use it creates no file).
+fn make_store(choice: Option<StoreChoice>, config: &Config) -> StoreInner {
+    let limit = config
+        .store
+        .max_value_bytes
+        .unwrap_or(crate::store::DEFAULT_MAX_VALUE_BYTES);
+    match choice {
+        Some(StoreChoice::Memory) => StoreInner::memory(limit),
+        Some(StoreChoice::File(path)) => StoreInner::sqlite(path, limit),
+        None => match config.store.backend {
+            Some(crate::config::StoreBackend::Memory) => StoreInner::memory(limit),
+            _ => StoreInner::sqlite(
+                config
+                    .store
+                    .path
+                    .clone()
+                    .unwrap_or_else(crate::config::default_store_path),
+                limit,
+            ),
+        },
+    }
 }

@@ -26,7 +26,6 @@ use crate::definitions::{self, Definitions, DefinitionsMemo, Inputs, RenderCache
 use crate::discovery::{ToolDir, Verdict};
 use crate::dispatch::{self, CallEnv, Pipeline, ToolResult};
 use crate::lua::VmPool;
-use crate::lua::api::store::Store;
 use crate::registry::{AvailabilityCache, CallContext, Registry, RegistryState, ToolEntry};
 use crate::search::SearchPlans;
 use parking_lot::{Mutex, RwLock};
@@ -54,7 +53,7 @@ struct BuildInputs {
     natives: Vec<ToolEntry>,
     vms: Option<usize>,
     only_files: Option<Vec<PathBuf>>,
-    store: Arc<Store>,
+    store: Arc<crate::store::StoreInner>,
 }
 
 struct HostInner {
@@ -85,6 +84,19 @@ impl Host {
     /// Starts building a host.
     pub fn builder() -> HostBuilder {
         HostBuilder::default()
+    }
+
+    /// The `store` the built-in Lua tools use (namespace `builtin`), for Rust code that
+    /// shares state with them. Its operations block briefly (SQLite).
+    ///
+    /// ```no_run
+    /// # fn demo(host: toolhost::Host) -> Result<(), toolhost::StoreError> {
+    /// host.store().set("greeting", &serde_json::json!("hello"))?;
+    /// assert_eq!(host.store().incr("visits", 1)?, serde_json::json!(1));
+    /// # Ok(()) }
+    /// ```
+    pub fn store(&self) -> crate::Store {
+        crate::Store::new(self.inner.inputs.store.clone(), crate::store::BUILTIN)
     }
 
     /// Reload events from now on (whoever triggers the reload: a [`Watch`], `reload`).

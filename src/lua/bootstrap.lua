@@ -235,11 +235,18 @@ local libraries = {
 for name, lib in pairs(host_modules) do libraries[name] = lib end
 
 -- Library functions bound to the environment's identity: `env.get` answers with the
--- grants of the file (or module) whose environment it is.
+-- grants of the file (or module) whose environment it is; `store` works in the namespace of
+-- its trust domain (`builtin` or `plugin:<id>`), fixed here where no tool code can reach it.
 local env_get = host_modules.env.get
-local function bind(key, lib, identity)
+local store_raw = host_modules.store
+local function bind(key, lib, identity, domain)
   if key == "env" then
     lib.get = function(name) return env_get(identity, name) end
+  elseif key == "store" then
+    local ns = domain or "builtin"
+    for name, raw in pairs(store_raw) do
+      lib[name] = function(...) return raw(ns, ...) end
+    end
   end
   return lib
 end
@@ -260,13 +267,14 @@ local rawset = rawset
 -- Builds a fresh environment. `api` names the host-API tables this file may use (nil: all);
 -- `require_fn` resolves modules for this file; `registry` is the file's own registration
 -- binding; `hint` says how to grant a missing capability; `identity` is the file's index
--- (nil for a module), whose grants `env.get` applies.
+-- (nil for a module), whose grants `env.get` applies; `domain` is its trust domain (the
+-- `store` namespace).
 --
 -- Globals resolve lazily through __index: a shared base function is stored into the
 -- environment on first use; a library table is *copied* on first use, so whatever the file
 -- does to its copy (even with rawset) stays inside the file. Most files touch a handful of
 -- libraries, so this keeps loading cheap. The metatable is hidden (__metatable = false).
-local function make_env(api, require_fn, registry, hint, identity)
+local function make_env(api, require_fn, registry, hint, identity, domain)
   local env = {}
   env.registry = registry
   env.require = require_fn
@@ -300,7 +308,7 @@ local function make_env(api, require_fn, registry, hint, identity)
         local lib = libraries[key]
         if lib == nil then return nil end
         if api == nil or api[key] or base_libraries[key] then
-          value = bind(key, copy(lib), identity)
+          value = bind(key, copy(lib), identity, domain)
         else
           value = denied(key, hint or "")
         end

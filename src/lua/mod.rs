@@ -15,6 +15,7 @@ mod require;
 pub(crate) mod timer;
 mod vm;
 
+pub(crate) use error_text::lua_error_message;
 pub(crate) use pool::VmPool;
 pub(crate) use register::LoadingFile;
 pub(crate) use require::SearchDir;

@@ -173,6 +173,7 @@ fn load_module(
         registry,
         ctx.hint.as_deref(),
         LuaValue::Nil,
+        &*ctx.domain,
     ))?;
     let value: LuaValue = lua
         .load(source)

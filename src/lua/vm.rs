@@ -7,7 +7,6 @@
 
 use super::api::env::EnvPolicy;
 use super::api::fs::FsRoots;
-use super::api::store::Store;
 use super::api::{self, ApiContext};
 use super::clock::{self, CallClock};
 use super::convert::{self, Mode};
@@ -36,7 +35,7 @@ pub(crate) struct VmSettings {
     /// Variables `proc.run` children get besides PATH, HOME, LANG.
     pub proc_env: Arc<[String]>,
     /// The store shared by every VM.
-    pub store: Arc<Store>,
+    pub store: Arc<crate::store::StoreInner>,
     /// Environment variables every tool may read.
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
@@ -290,6 +289,7 @@ impl LuaVm {
             registry,
             file.capability_hint,
             file.index,
+            &*file.domain,
         ))?;
         self.lua
             .load(source)

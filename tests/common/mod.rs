@@ -47,10 +47,16 @@ impl Fixture {
         self.write(&format!("tools-lua/{name}"), content)
     }
 
+    /// The fixture's own store file (tests never touch the user's data directory).
+    pub fn store_file(&self) -> PathBuf {
+        self.root().join("store.sqlite3")
+    }
+
     pub fn builder(&self) -> HostBuilder {
         Host::builder()
             .tools_dir(self.tools())
             .cache_dir(self.cache())
+            .store_file(self.store_file())
             .default_config()
     }
 
@@ -64,6 +70,7 @@ impl Fixture {
         Host::builder()
             .tools_dir(self.tools())
             .cache_dir(self.cache())
+            .store_file(self.store_file())
             .config_file(path)
             .build()
             .expect("host builds")

@@ -150,7 +150,7 @@ function proc.allowed() end
 ---@return {code: integer?, stdout: string, stderr: string, timed_out: boolean, truncated: boolean}
 function proc.run(spec) end
 
----A key/value map of JSON values shared by every VM and every tool
+---Durable JSON values by key (SQLite), one namespace per plugin; survive restarts
 store = {}
 
 ---The value stored under key, or nil
@@ -158,7 +158,7 @@ store = {}
 ---@return any
 function store.get(key) end
 
----Stores a JSON-representable value under key (nil deletes it)
+---Stores a JSON-representable value under key (nil deletes it); durable once it returns
 ---@param key string
 ---@param value any
 function store.set(key, value) end
@@ -167,3 +167,21 @@ function store.set(key, value) end
 ---@param key string
 ---@return boolean
 function store.delete(key) end
+
+---Keys starting with prefix, sorted (at most limit, default 1000, never more than 10000)
+---@param prefix? string
+---@param limit? integer
+---@return string[]
+function store.list(prefix, limit) end
+
+---Atomically replaces the value with change(old) (nil deletes); if change raises, nothing is written
+---@param key string
+---@param change fun(old: any): any
+---@return any
+function store.update(key, change) end
+
+---Atomically adds by (default 1) to the number under key (missing: 0); returns the sum
+---@param key string
+---@param by? number
+---@return number
+function store.incr(key, by) end

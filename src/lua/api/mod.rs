@@ -16,7 +16,6 @@ pub(crate) mod env;
 use fs::FsRoots;
 use mlua::{Lua, Table, Value as LuaValue};
 use std::sync::Arc;
-use store::Store;
 
 /// What host functions are built with.
 #[derive(Debug, Clone)]
@@ -28,7 +27,7 @@ pub(crate) struct ApiContext {
     /// Variables `proc.run` children get besides PATH, HOME, LANG (`[sandbox] proc_env`).
     pub proc_env: Arc<[String]>,
     /// The key/value store shared by every VM.
-    pub store: Arc<Store>,
+    pub store: Arc<crate::store::StoreInner>,
 }
 
 /// Builds one host function (or value) for a VM.
@@ -109,7 +108,7 @@ pub(crate) const MODULES: &[ApiModule] = &[
     },
     ApiModule {
         name: "store",
-        doc: "A key/value map of JSON values shared by every VM and every tool",
+        doc: "Durable JSON values by key (SQLite), one namespace per plugin; survive restarts",
     },
 ];
 

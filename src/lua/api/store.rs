@@ -1,89 +1,161 @@
-//! `store`: a host-side key/value map of JSON values, shared by every VM of the pool and
-//! every tool (module-level Lua state is per VM; this is the state they share).
+//! `store`: JSON values that outlive the call, the VM and the process (SQLite, see
+//! `crate::store`), one namespace per trust domain. Each file's `store` table is bound to its
+//! domain by the bootstrap, so a plugin can neither read nor clobber another's keys; the
+//! functions here take that namespace as their first argument.
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};
 use crate::lua::convert::{self, Mode};
-use mlua::Value as LuaValue;
-use parking_lot::RwLock;
+use crate::store::StoreError;
+use mlua::{Function, Lua, Value as LuaValue};
 use serde_json::Value;
-use std::collections::HashMap;
 
-/// The shared map.
-#[derive(Debug, Default)]
-pub(crate) struct Store {
-    values: RwLock<HashMap<String, Value>>,
+/// Default number of keys `store.list` returns.
+const DEFAULT_LIST_LIMIT: usize = 1000;
+
+fn raise(name: &str, error: StoreError) -> mlua::Error {
+    failure("store", name, error)
 }
 
-impl Store {
-    /// The value under `key`.
-    pub(crate) fn get(&self, key: &str) -> Option<Value> {
-        self.values.read().get(key).cloned()
-    }
-
-    /// Sets `key`; returns the previous value.
-    pub(crate) fn set(&self, key: &str, value: Value) -> Option<Value> {
-        self.values.write().insert(key.to_string(), value)
-    }
-
-    /// Removes `key`; true when it was there.
-    pub(crate) fn delete(&self, key: &str) -> bool {
-        self.values.write().remove(key).is_some()
+fn to_lua(lua: &Lua, value: Option<Value>) -> mlua::Result<LuaValue> {
+    match value {
+        Some(value) => convert::json_to_lua(lua, &value),
+        None => Ok(LuaValue::Nil),
     }
 }
 
 /// The `store` entries of the host API.
 pub(crate) fn functions() -> Vec<ApiFunction> {
+    let entry = |name, params, returns, doc, make| ApiFunction {
+        module: "store",
+        name,
+        params,
+        returns,
+        doc,
+        make,
+        calling: Calling::Anywhere,
+        constant: false,
+    };
     vec![
-        ApiFunction {
-            module: "store",
-            name: "get",
-            params: &[("key", "string")],
-            returns: "any",
-            doc: "The value stored under key, or nil",
-            make: |lua, ctx: &ApiContext| {
+        entry(
+            "get",
+            &[("key", "string")],
+            "any",
+            "The value stored under key, or nil",
+            |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
-                function(lua, move |lua, key: String| match store.get(&key) {
-                    Some(value) => convert::json_to_lua(lua, &value),
-                    None => Ok(LuaValue::Nil),
+                function(lua, move |lua, (ns, key): (String, String)| {
+                    to_lua(lua, store.get(&ns, &key).map_err(|e| raise("get", e))?)
                 })
             },
-            calling: Calling::Anywhere,
-            constant: false,
-        },
-        ApiFunction {
-            module: "store",
-            name: "set",
-            params: &[("key", "string"), ("value", "any")],
-            returns: "",
-            doc: "Stores a JSON-representable value under key (nil deletes it)",
-            make: |lua, ctx: &ApiContext| {
+        ),
+        entry(
+            "set",
+            &[("key", "string"), ("value", "any")],
+            "",
+            "Stores a JSON-representable value under key (nil deletes it); durable once it returns",
+            |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
-                function(lua, move |lua, (key, value): (String, LuaValue)| {
+                function(lua, move |lua, (ns, key, value): (String, String, LuaValue)| {
                     if value.is_nil() {
-                        store.delete(&key);
+                        store.delete(&ns, &key).map_err(|e| raise("set", e))?;
                         return Ok(());
                     }
                     let json = convert::lua_to_json(lua, &value, Mode::Data)
                         .map_err(|e| failure("store", "set", e))?;
-                    store.set(&key, json);
-                    Ok(())
+                    store.set(&ns, &key, &json).map_err(|e| raise("set", e))
                 })
             },
-            calling: Calling::Anywhere,
-            constant: false,
-        },
-        ApiFunction {
-            module: "store",
-            name: "delete",
-            params: &[("key", "string")],
-            returns: "boolean",
-            doc: "Removes key; true when it was there",
-            make: |lua, ctx: &ApiContext| {
+        ),
+        entry(
+            "delete",
+            &[("key", "string")],
+            "boolean",
+            "Removes key; true when it was there",
+            |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
-                function(lua, move |_, key: String| Ok(store.delete(&key)))
+                function(lua, move |_, (ns, key): (String, String)| {
+                    store.delete(&ns, &key).map_err(|e| raise("delete", e))
+                })
             },
-            calling: Calling::Anywhere,
-            constant: false,
-        },
+        ),
+        entry(
+            "list",
+            &[("prefix?", "string"), ("limit?", "integer")],
+            "string[]",
+            "Keys starting with prefix, sorted (at most limit, default 1000, never more than 10000)",
+            |lua, ctx: &ApiContext| {
+                let store = ctx.store.clone();
+                function(
+                    lua,
+                    move |lua, (ns, prefix, limit): (String, Option<String>, Option<i64>)| {
+                        let limit = match limit {
+                            None => DEFAULT_LIST_LIMIT,
+                            Some(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
+                            Some(n) => {
+                                return Err(failure("store", "list", format!("limit {n} is negative")));
+                            }
+                        };
+                        let keys = store
+                            .list(&ns, prefix.as_deref().unwrap_or(""), limit)
+                            .map_err(|e| raise("list", e))?;
+                        let keys = Value::Array(keys.into_iter().map(Value::String).collect());
+                        convert::json_to_lua(lua, &keys)
+                    },
+                )
+            },
+        ),
+        entry(
+            "update",
+            &[("key", "string"), ("change", "fun(old: any): any")],
+            "any",
+            "Atomically replaces the value with change(old) (nil deletes); if change raises, nothing is written",
+            |lua, ctx: &ApiContext| {
+                let store = ctx.store.clone();
+                function(lua, move |lua, (ns, key, change): (String, String, Function)| {
+                    let new = store
+                        .update(&ns, &key, |old| {
+                            let old = to_lua(lua, old).map_err(|e| e.to_string())?;
+                            let new: LuaValue = change
+                                .call(old)
+                                .map_err(|e| crate::lua::lua_error_message(&e))?;
+                            if new.is_nil() {
+                                return Ok(None);
+                            }
+                            convert::lua_to_json(lua, &new, Mode::Data)
+                                .map(Some)
+                                .map_err(|e| e.to_string())
+                        })
+                        .map_err(|e| raise("update", e))?;
+                    to_lua(lua, new)
+                })
+            },
+        ),
+        entry(
+            "incr",
+            &[("key", "string"), ("by?", "number")],
+            "number",
+            "Atomically adds by (default 1) to the number under key (missing: 0); returns the sum",
+            |lua, ctx: &ApiContext| {
+                let store = ctx.store.clone();
+                function(lua, move |lua, (ns, key, by): (String, String, Option<LuaValue>)| {
+                    let by = match by {
+                        None | Some(LuaValue::Nil) => Value::from(1),
+                        Some(LuaValue::Integer(i)) => Value::from(i),
+                        Some(LuaValue::Number(n)) if n.is_finite() => {
+                            serde_json::Number::from_f64(n).map_or(Value::from(1), Value::Number)
+                        }
+                        Some(other) => {
+                            return Err(failure(
+                                "store",
+                                "incr",
+                                format!("by must be a number, got {}", other.type_name()),
+                            ));
+                        }
+                    };
+                    let sum = store.incr(&ns, &key, &by).map_err(|e| raise("incr", e))?;
+                    convert::json_to_lua(lua, &sum)
+                })
+            },
+        ),
     ]
 }

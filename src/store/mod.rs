@@ -1,0 +1,330 @@
+//! The durable `store` (SPEC §11): JSON values under string keys, kept in SQLite (WAL mode)
+//! so they survive restarts and are shared by every process using the same file, or in
+//! memory (`[store] backend = "memory"`). Each trust domain has its own namespace: built-in
+//! tools (and the embedder, [`Store`]) share `builtin`, each plugin has `plugin:<id>`.
+//!
+//! Durability: a write is committed before the call returns; in WAL mode with
+//! `synchronous = NORMAL` a committed write survives the process being killed at any point
+//! (SIGKILL, a panic), and the file never becomes corrupt; a power loss or OS crash may lose
+//! the last few commits, never more.
+//!
+//! Store calls run on the thread that makes them — a VM's own thread for Lua tools, never an
+//! async worker of the host's runtime — and wait at most [`BUSY_TIMEOUT`] for another
+//! process's write lock.
+
+mod memory;
+mod sqlite;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Default `[store] max_value_bytes`.
+pub(crate) const DEFAULT_MAX_VALUE_BYTES: usize = 1 << 20;
+/// Longest key, in bytes.
+pub(crate) const MAX_KEY_BYTES: usize = 512;
+/// Most keys `list` returns.
+pub(crate) const MAX_LIST: usize = 10_000;
+/// Longest wait for another process's write lock.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The namespace of built-in tools and the embedder.
+pub(crate) const BUILTIN: &str = "builtin";
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The key is longer than 512 bytes.
+    #[error("key of {len} bytes is over the limit of {limit} bytes")]
+    KeyTooLong {
+        /// The key's length.
+        len: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The value's JSON text is longer than `[store] max_value_bytes`.
+    #[error("value of {size} bytes is over [store] max_value_bytes ({limit})")]
+    ValueTooLarge {
+        /// The value's size as JSON text.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// `incr` found a value that is not a number.
+    #[error("the value under '{key}' is not a number")]
+    NotANumber {
+        /// The key.
+        key: String,
+    },
+    /// The store file cannot be used (unreadable, not a database, corrupt); it is left as
+    /// it is.
+    #[error("the store file {} is not usable (left untouched): {reason}", file.display())]
+    Unusable {
+        /// The file.
+        file: PathBuf,
+        /// What went wrong opening it.
+        reason: String,
+    },
+    /// SQLite refused an operation.
+    #[error("store ({}): {source}", file.display())]
+    Sqlite {
+        /// The file.
+        file: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The `update` function failed; nothing was written.
+    #[error("{0}")]
+    Aborted(String),
+}
+
+/// Where values live.
+enum Backend {
+    Memory(memory::Memory),
+    Sqlite(sqlite::Sqlite),
+}
+
+/// The host's store: every namespace, one backend.
+pub(crate) struct StoreInner {
+    backend: Backend,
+    max_value_bytes: usize,
+    /// Serialises this process's read-modify-writes (SQLite's lock covers other processes).
+    writer: Mutex<()>,
+}
+
+/// The store as an embedder sees it: the `builtin` namespace, shared with the built-in Lua
+/// tools. Operations block briefly (SQLite); from async code, call them off the async
+/// workers (`spawn_blocking`).
+#[derive(Clone)]
+pub struct Store {
+    inner: std::sync::Arc<StoreInner>,
+    namespace: std::sync::Arc<str>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for StoreInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.path() {
+            Some(path) => write!(f, "StoreInner(sqlite: {})", path.display()),
+            None => f.write_str("StoreInner(memory)"),
+        }
+    }
+}
+
+impl StoreInner {
+    /// A store in memory.
+    pub(crate) fn memory(max_value_bytes: usize) -> Self {
+        Self {
+            backend: Backend::Memory(memory::Memory::default()),
+            max_value_bytes,
+            writer: Mutex::new(()),
+        }
+    }
+
+    /// A store in the SQLite file `path` (opened on first use).
+    pub(crate) fn sqlite(path: PathBuf, max_value_bytes: usize) -> Self {
+        Self {
+            backend: Backend::Sqlite(sqlite::Sqlite::new(path)),
+            max_value_bytes,
+            writer: Mutex::new(()),
+        }
+    }
+
+    /// The file, for SQLite stores.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        match &self.backend {
+            Backend::Sqlite(sqlite) => Some(sqlite.path()),
+            Backend::Memory(_) => None,
+        }
+    }
+
+    fn check_key(key: &str) -> Result<(), StoreError> {
+        match key.len() {
+            len if len > MAX_KEY_BYTES => Err(StoreError::KeyTooLong {
+                len,
+                limit: MAX_KEY_BYTES,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn encode(&self, value: &Value) -> Result<String, StoreError> {
+        let text = value.to_string();
+        if text.len() > self.max_value_bytes {
+            return Err(StoreError::ValueTooLarge {
+                size: text.len(),
+                limit: self.max_value_bytes,
+            });
+        }
+        Ok(text)
+    }
+
+    /// The value under `key` in `ns`.
+    pub(crate) fn get(&self, ns: &str, key: &str) -> Result<Option<Value>, StoreError> {
+        Self::check_key(key)?;
+        let text = match &self.backend {
+            Backend::Memory(memory) => memory.get(ns, key),
+            Backend::Sqlite(sqlite) => sqlite.get(ns, key)?,
+        };
+        Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+    }
+
+    /// Stores `value` under `key` in `ns`.
+    pub(crate) fn set(&self, ns: &str, key: &str, value: &Value) -> Result<(), StoreError> {
+        Self::check_key(key)?;
+        let text = self.encode(value)?;
+        match &self.backend {
+            Backend::Memory(memory) => {
+                memory.set(ns, key, text);
+                Ok(())
+            }
+            Backend::Sqlite(sqlite) => sqlite.set(ns, key, &text),
+        }
+    }
+
+    /// Removes `key` from `ns`; true when it was there.
+    pub(crate) fn delete(&self, ns: &str, key: &str) -> Result<bool, StoreError> {
+        Self::check_key(key)?;
+        match &self.backend {
+            Backend::Memory(memory) => Ok(memory.delete(ns, key)),
+            Backend::Sqlite(sqlite) => sqlite.delete(ns, key),
+        }
+    }
+
+    /// Keys of `ns` starting with `prefix`, sorted, at most `limit` (capped at
+    /// [`MAX_LIST`]).
+    pub(crate) fn list(
+        &self,
+        ns: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let limit = limit.min(MAX_LIST);
+        match &self.backend {
+            Backend::Memory(memory) => Ok(memory.list(ns, prefix, limit)),
+            Backend::Sqlite(sqlite) => sqlite.list(ns, prefix, limit),
+        }
+    }
+
+    /// Atomically replaces the value under `key` with `change(old)` (`None`: delete). If
+    /// `change` fails nothing is written. Other writers — threads of this process and
+    /// other processes — wait until it is done.
+    pub(crate) fn update(
+        &self,
+        ns: &str,
+        key: &str,
+        change: impl FnOnce(Option<Value>) -> Result<Option<Value>, String>,
+    ) -> Result<Option<Value>, StoreError> {
+        Self::check_key(key)?;
+        let _writer = self.writer.lock();
+        match &self.backend {
+            Backend::Memory(memory) => {
+                let old = memory
+                    .get(ns, key)
+                    .and_then(|text| serde_json::from_str(&text).ok());
+                let new = change(old).map_err(StoreError::Aborted)?;
+                match &new {
+                    Some(value) => memory.set(ns, key, self.encode(value)?),
+                    None => {
+                        memory.delete(ns, key);
+                    }
+                }
+                Ok(new)
+            }
+            Backend::Sqlite(sqlite) => sqlite.update(ns, key, |old| {
+                let old = old.and_then(|text| serde_json::from_str(&text).ok());
+                let new = change(old).map_err(StoreError::Aborted)?;
+                let text = new.as_ref().map(|value| self.encode(value)).transpose()?;
+                Ok((new, text))
+            }),
+        }
+    }
+
+    /// Atomically adds `by` to the number under `key` (missing: 0); returns the sum.
+    pub(crate) fn incr(&self, ns: &str, key: &str, by: &Value) -> Result<Value, StoreError> {
+        let mut sum = Value::Null;
+        self.update(ns, key, |old| {
+            let added = add(old.as_ref(), by).ok_or_else(|| {
+                StoreError::NotANumber {
+                    key: key.to_string(),
+                }
+                .to_string()
+            })?;
+            sum = added.clone();
+            Ok(Some(added))
+        })
+        .map_err(|e| match e {
+            StoreError::Aborted(_) => StoreError::NotANumber {
+                key: key.to_string(),
+            },
+            other => other,
+        })?;
+        Ok(sum)
+    }
+}
+
+/// `old + by` for JSON numbers (integers stay integers while they fit); `None` when `old`
+/// is not a number (a missing value counts as 0).
+fn add(old: Option<&Value>, by: &Value) -> Option<Value> {
+    let zero = Value::from(0);
+    let old = old.unwrap_or(&zero);
+    if let (Some(a), Some(b)) = (old.as_i64(), by.as_i64())
+        && let Some(sum) = a.checked_add(b)
+    {
+        return Some(Value::from(sum));
+    }
+    let sum = old.as_f64()? + by.as_f64()?;
+    serde_json::Number::from_f64(sum).map(Value::Number)
+}
+
+impl Store {
+    pub(crate) fn new(inner: std::sync::Arc<StoreInner>, namespace: &str) -> Self {
+        Self {
+            inner,
+            namespace: namespace.into(),
+        }
+    }
+
+    /// The value under `key`, if any.
+    pub fn get(&self, key: &str) -> Result<Option<Value>, StoreError> {
+        self.inner.get(&self.namespace, key)
+    }
+
+    /// Stores `value` under `key`.
+    pub fn set(&self, key: &str, value: &Value) -> Result<(), StoreError> {
+        self.inner.set(&self.namespace, key, value)
+    }
+
+    /// Removes `key`; true when it was there.
+    pub fn delete(&self, key: &str) -> Result<bool, StoreError> {
+        self.inner.delete(&self.namespace, key)
+    }
+
+    /// Keys starting with `prefix`, sorted, at most `limit`.
+    pub fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.inner.list(&self.namespace, prefix, limit)
+    }
+
+    /// Atomically replaces the value under `key` with `change(old)` (`None` deletes it);
+    /// an `Err` from `change` writes nothing.
+    pub fn update(
+        &self,
+        key: &str,
+        change: impl FnOnce(Option<Value>) -> Result<Option<Value>, String>,
+    ) -> Result<Option<Value>, StoreError> {
+        self.inner.update(&self.namespace, key, change)
+    }
+
+    /// Atomically adds `by` to the number under `key` (missing: 0) and returns the sum.
+    pub fn incr(&self, key: &str, by: i64) -> Result<Value, StoreError> {
+        self.inner.incr(&self.namespace, key, &Value::from(by))
+    }
+}
