@@ -31,7 +31,7 @@ def medians(text):
 def main():
     out, as_json = Path(sys.argv[1]), sys.argv[2] == "true"
     rows = {}
-    for bench in ["discovery", "definitions", "calls"]:
+    for bench in ["discovery", "definitions", "calls", "store"]:
         path = out / f"{bench}.txt"
         if path.exists():
             rows.update({f"{bench}/{k}": v for k, v in medians(path.read_text()).items()})
@@ -54,6 +54,9 @@ def main():
     put("call_echo_coerce_us", "call_echo_coerce", 1e6)
     put("raw_lua_echo_us", "raw_lua_echo", 1e6)
     put("tool_search_us_1000", "tool_search_1000", 1e6)
+    put("store_get_us", "store_get", 1e6)
+    put("store_set_us", "store_set", 1e6)
+    put("store_update_us", "store_update", 1e6)
     reload = next((v for k, v in rows.items() if k.endswith("reload/133")), None)
     if reload is not None:
         figures["reload_visible_ms_133"] = round(200 + reload * 1e3, 3)

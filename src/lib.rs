@@ -253,7 +253,7 @@ pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 #[cfg(feature = "http")]
 pub use mcp::http::HttpOptions;
 pub use native::NativeTool;
-pub use store::{Store, StoreError};
 pub use registry::{
     Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,
 };
+pub use store::{Store, StoreError};

@@ -74,7 +74,8 @@ impl Sqlite {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let connection = Connection::open_with_flags(&self.path, flags).map_err(|e| e.to_string())?;
+        let connection =
+            Connection::open_with_flags(&self.path, flags).map_err(|e| e.to_string())?;
         connection
             .busy_timeout(BUSY_TIMEOUT)
             .map_err(|e| e.to_string())?;
@@ -84,7 +85,9 @@ impl Sqlite {
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(|e| e.to_string())?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(format!("cannot switch to WAL mode (journal mode is {mode})"));
+            return Err(format!(
+                "cannot switch to WAL mode (journal mode is {mode})"
+            ));
         }
         connection
             .execute_batch(

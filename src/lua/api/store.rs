@@ -55,15 +55,18 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             "Stores a JSON-representable value under key (nil deletes it); durable once it returns",
             |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
-                function(lua, move |lua, (ns, key, value): (String, String, LuaValue)| {
-                    if value.is_nil() {
-                        store.delete(&ns, &key).map_err(|e| raise("set", e))?;
-                        return Ok(());
-                    }
-                    let json = convert::lua_to_json(lua, &value, Mode::Data)
-                        .map_err(|e| failure("store", "set", e))?;
-                    store.set(&ns, &key, &json).map_err(|e| raise("set", e))
-                })
+                function(
+                    lua,
+                    move |lua, (ns, key, value): (String, String, LuaValue)| {
+                        if value.is_nil() {
+                            store.delete(&ns, &key).map_err(|e| raise("set", e))?;
+                            return Ok(());
+                        }
+                        let json = convert::lua_to_json(lua, &value, Mode::Data)
+                            .map_err(|e| failure("store", "set", e))?;
+                        store.set(&ns, &key, &json).map_err(|e| raise("set", e))
+                    },
+                )
             },
         ),
         entry(
@@ -92,7 +95,11 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                             None => DEFAULT_LIST_LIMIT,
                             Some(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
                             Some(n) => {
-                                return Err(failure("store", "list", format!("limit {n} is negative")));
+                                return Err(failure(
+                                    "store",
+                                    "list",
+                                    format!("limit {n} is negative"),
+                                ));
                             }
                         };
                         let keys = store
@@ -111,23 +118,26 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             "Atomically replaces the value with change(old) (nil deletes); if change raises, nothing is written",
             |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
-                function(lua, move |lua, (ns, key, change): (String, String, Function)| {
-                    let new = store
-                        .update(&ns, &key, |old| {
-                            let old = to_lua(lua, old).map_err(|e| e.to_string())?;
-                            let new: LuaValue = change
-                                .call(old)
-                                .map_err(|e| crate::lua::lua_error_message(&e))?;
-                            if new.is_nil() {
-                                return Ok(None);
-                            }
-                            convert::lua_to_json(lua, &new, Mode::Data)
-                                .map(Some)
-                                .map_err(|e| e.to_string())
-                        })
-                        .map_err(|e| raise("update", e))?;
-                    to_lua(lua, new)
-                })
+                function(
+                    lua,
+                    move |lua, (ns, key, change): (String, String, Function)| {
+                        let new = store
+                            .update(&ns, &key, |old| {
+                                let old = to_lua(lua, old).map_err(|e| e.to_string())?;
+                                let new: LuaValue = change
+                                    .call(old)
+                                    .map_err(|e| crate::lua::lua_error_message(&e))?;
+                                if new.is_nil() {
+                                    return Ok(None);
+                                }
+                                convert::lua_to_json(lua, &new, Mode::Data)
+                                    .map(Some)
+                                    .map_err(|e| e.to_string())
+                            })
+                            .map_err(|e| raise("update", e))?;
+                        to_lua(lua, new)
+                    },
+                )
             },
         ),
         entry(
@@ -137,24 +147,28 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             "Atomically adds by (default 1) to the number under key (missing: 0); returns the sum",
             |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
-                function(lua, move |lua, (ns, key, by): (String, String, Option<LuaValue>)| {
-                    let by = match by {
-                        None | Some(LuaValue::Nil) => Value::from(1),
-                        Some(LuaValue::Integer(i)) => Value::from(i),
-                        Some(LuaValue::Number(n)) if n.is_finite() => {
-                            serde_json::Number::from_f64(n).map_or(Value::from(1), Value::Number)
-                        }
-                        Some(other) => {
-                            return Err(failure(
-                                "store",
-                                "incr",
-                                format!("by must be a number, got {}", other.type_name()),
-                            ));
-                        }
-                    };
-                    let sum = store.incr(&ns, &key, &by).map_err(|e| raise("incr", e))?;
-                    convert::json_to_lua(lua, &sum)
-                })
+                function(
+                    lua,
+                    move |lua, (ns, key, by): (String, String, Option<LuaValue>)| {
+                        let by = match by {
+                            None | Some(LuaValue::Nil) => Value::from(1),
+                            Some(LuaValue::Integer(i)) => Value::from(i),
+                            Some(LuaValue::Number(n)) if n.is_finite() => {
+                                serde_json::Number::from_f64(n)
+                                    .map_or(Value::from(1), Value::Number)
+                            }
+                            Some(other) => {
+                                return Err(failure(
+                                    "store",
+                                    "incr",
+                                    format!("by must be a number, got {}", other.type_name()),
+                                ));
+                            }
+                        };
+                        let sum = store.incr(&ns, &key, &by).map_err(|e| raise("incr", e))?;
+                        convert::json_to_lua(lua, &sum)
+                    },
+                )
             },
         ),
     ]
