@@ -94,8 +94,8 @@ pub(crate) struct StoreInner {
 }
 
 /// The store as an embedder sees it: the `builtin` namespace, shared with the built-in Lua
-/// tools. Operations block briefly (SQLite); from async code, call them off the async
-/// workers (`spawn_blocking`).
+/// tools. Operations block briefly (SQLite); called on a worker of a multi-threaded tokio
+/// runtime they run under `block_in_place`, so the worker's other tasks move elsewhere.
 #[derive(Clone)]
 pub struct Store {
     inner: std::sync::Arc<StoreInner>,
@@ -295,22 +295,22 @@ impl Store {
 
     /// The value under `key`, if any.
     pub fn get(&self, key: &str) -> Result<Option<Value>, StoreError> {
-        self.inner.get(&self.namespace, key)
+        crate::blocking::off_async_worker(|| self.inner.get(&self.namespace, key))
     }
 
     /// Stores `value` under `key`.
     pub fn set(&self, key: &str, value: &Value) -> Result<(), StoreError> {
-        self.inner.set(&self.namespace, key, value)
+        crate::blocking::off_async_worker(|| self.inner.set(&self.namespace, key, value))
     }
 
     /// Removes `key`; true when it was there.
     pub fn delete(&self, key: &str) -> Result<bool, StoreError> {
-        self.inner.delete(&self.namespace, key)
+        crate::blocking::off_async_worker(|| self.inner.delete(&self.namespace, key))
     }
 
     /// Keys starting with `prefix`, sorted, at most `limit`.
     pub fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
-        self.inner.list(&self.namespace, prefix, limit)
+        crate::blocking::off_async_worker(|| self.inner.list(&self.namespace, prefix, limit))
     }
 
     /// Atomically replaces the value under `key` with `change(old)` (`None` deletes it);
@@ -320,11 +320,13 @@ impl Store {
         key: &str,
         change: impl FnOnce(Option<Value>) -> Result<Option<Value>, String>,
     ) -> Result<Option<Value>, StoreError> {
-        self.inner.update(&self.namespace, key, change)
+        crate::blocking::off_async_worker(|| self.inner.update(&self.namespace, key, change))
     }
 
     /// Atomically adds `by` to the number under `key` (missing: 0) and returns the sum.
     pub fn incr(&self, key: &str, by: i64) -> Result<Value, StoreError> {
-        self.inner.incr(&self.namespace, key, &Value::from(by))
+        crate::blocking::off_async_worker(|| {
+            self.inner.incr(&self.namespace, key, &Value::from(by))
+        })
     }
 }
