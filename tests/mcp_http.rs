@@ -97,3 +97,22 @@ registry.register{ name = "nap5", toolset = "t", parallel_safe = true,
     assert_eq!(load["ok"], 16 * 300, "{load}");
     assert!(load["edits"].as_u64().unwrap() >= 1, "{load}");
 }
+
+#[test]
+fn a_stateless_server_lists_and_calls() {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let steps = run_script(
+        "http_edges.py",
+        &[
+            binary.to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "stateless",
+        ],
+    );
+    let stateless = step(&steps, "stateless");
+    assert_eq!(stateless["names"], json!(["echo", "nap"]));
+    assert_eq!(stateless["is_error"], false, "{stateless}");
+    assert_eq!(stateless["text"], r#"{"text":"hi"}"#);
+}

@@ -68,8 +68,22 @@ async def scenario(binary, workdir):
 
 
 def main():
-    binary, workdir = sys.argv[1:]
-    asyncio.run(scenario(binary, workdir))
+    binary, workdir, *mode = sys.argv[1:]
+    runner = stateless if mode == ["stateless"] else scenario
+    asyncio.run(runner(binary, workdir))
+
+
+
+async def stateless(binary, workdir):
+    """`--stateless`: no session id, every request stands alone; list and call still work."""
+    async with http_server(binary, workdir, ["--stateless"]) as (url, _process):
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                listed = await session.list_tools()
+                echoed = await session.call_tool("echo", {"text": "hi"})
+                emit("stateless", names=sorted(t.name for t in listed.tools),
+                     is_error=echoed.is_error, text=echoed.content[0].text)
 
 
 if __name__ == "__main__":
