@@ -72,8 +72,6 @@ fn list_changed_is_sent_only_when_the_listed_tools_change() {
                 break;
             }
         }
-        drop(send);
-        drop(lines);
         serving.abort();
     });
 }
