@@ -145,7 +145,7 @@ fn every_validation_error_names_file_line_and_field() {
         ),
         (
             format!("registry.register{{ name = 'x', toolset = 't', {schema}, handler = print, emoj = '!' }}"),
-            "x.lua:1: register: unknown field 'emoj'".into(),
+            "x.lua:1: register: unknown field 'emoj' — did you mean 'emoji'?".into(),
         ),
         (
             format!("registry.register{{ name = 'x', toolset = 't', {schema}, handler = print, timeout_ms = -5 }}"),

@@ -5,13 +5,87 @@
 /// the `file:line` of the Lua code that called it, taken from the traceback.
 pub(crate) fn lua_error_message(error: &mlua::Error) -> String {
     let message = strip_internal_position(&bare_message(error));
-    if let mlua::Error::CallbackError { traceback, .. } = error
-        && let Some(at) = first_lua_position(traceback)
-        && !message.starts_with(&at)
-    {
-        return format!("{at}: {message}");
+    let message = match error {
+        mlua::Error::CallbackError { traceback, .. } => match first_lua_position(traceback) {
+            Some(at) if !message.starts_with(&at) => format!("{at}: {message}"),
+            _ => message,
+        },
+        _ => message,
+    };
+    with_sandbox_hint(collapse_repeated_position(message))
+}
+
+/// `f.lua:3: f.lua:3: boom` (a caught error raised again with `error(e)`, which adds the
+/// position once more) as `f.lua:3: boom`.
+fn collapse_repeated_position(mut message: String) -> String {
+    loop {
+        let Some(first) = position_prefix(&message) else {
+            return message;
+        };
+        let rest = &message[first.len()..];
+        if rest.starts_with(first.as_str()) {
+            message = rest.to_string();
+        } else {
+            return message;
+        }
     }
-    message
+}
+
+/// The leading `file:line: ` of a message, if it has one.
+fn position_prefix(message: &str) -> Option<String> {
+    let colon = message.find(": ")?;
+    let head = &message[..colon];
+    let (file, line) = head.rsplit_once(':')?;
+    (!file.is_empty() && !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| message[..colon + 2].to_string())
+}
+
+/// What the sandbox offers instead of what a message says is missing.
+const SANDBOX_HINTS: &[(&str, &str)] = &[
+    (
+        "(global 'io')",
+        "the sandbox has no `io`; use fs.read / fs.write / fs.list",
+    ),
+    (
+        "(field 'popen')",
+        "the sandbox runs no shell; use proc.run (programs listed in [sandbox] commands)",
+    ),
+    (
+        "(field 'execute')",
+        "os.execute is not available; use proc.run (programs listed in [sandbox] commands)",
+    ),
+    (
+        "(field 'getenv')",
+        "os.getenv is not available; use env.get (names in the tool's requires_env or [sandbox] env)",
+    ),
+    (
+        "(field 'exit')",
+        "os.exit is not available; return a result or raise an error instead",
+    ),
+    ("(global 'debug')", "the sandbox has no `debug` library"),
+    (
+        "(global 'package')",
+        "the sandbox has no `package`; require loads Lua modules from lib/ beside the tool files",
+    ),
+    (
+        "(global 'dofile')",
+        "the sandbox loads no files by path; put shared code in lib/ and require it",
+    ),
+    (
+        "(global 'loadfile')",
+        "the sandbox loads no files by path; put shared code in lib/ and require it",
+    ),
+];
+
+/// The message with a hint appended when it is about something the sandbox removed.
+fn with_sandbox_hint(message: String) -> String {
+    match SANDBOX_HINTS
+        .iter()
+        .find(|(pattern, _)| message.contains(pattern))
+    {
+        Some((_, hint)) => format!("{message} — {hint}"),
+        None => message,
+    }
 }
 
 /// Chunks of the host's own Lua (mlua's async glue, the sandbox bootstrap): positions in
@@ -102,5 +176,26 @@ mod tests {
             .exec()
             .unwrap_err();
         assert_eq!(lua_error_message(&err), "tools-lua/x.lua:2: fs.read: no");
+    }
+
+    #[test]
+    fn a_position_repeated_by_rethrowing_is_shown_once() {
+        assert_eq!(
+            collapse_repeated_position("t.lua:3: t.lua:3: fs.read: no".to_string()),
+            "t.lua:3: fs.read: no"
+        );
+        assert_eq!(
+            collapse_repeated_position("t.lua:3: other.lua:9: boom".to_string()),
+            "t.lua:3: other.lua:9: boom"
+        );
+    }
+
+    #[test]
+    fn what_the_sandbox_removed_says_what_to_use_instead() {
+        let io = with_sandbox_hint("t.lua:2: attempt to index a nil value (global 'io')".into());
+        assert!(io.ends_with("use fs.read / fs.write / fs.list"), "{io}");
+        let exec =
+            with_sandbox_hint("t.lua:2: attempt to call a nil value (field 'execute')".into());
+        assert!(exec.contains("use proc.run"), "{exec}");
     }
 }

@@ -302,6 +302,17 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
     },
 ];
 
+/// The known name closest to `given` when it is a plausible typo of it (small edit
+/// distance relative to its length).
+pub(crate) fn closest<'a>(given: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|name| (strsim::damerau_levenshtein(given, name), *name))
+        .filter(|(distance, name)| *distance <= (name.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
+}
+
 /// The field named `name`, if registrations have one.
 fn field_named(name: &str) -> Option<&'static RegisterField> {
     REGISTER_FIELDS.iter().find(|field| field.name == name)
@@ -322,13 +333,14 @@ pub(crate) fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTo
                 other => format!("[{}]", lua_type(other)),
             };
             let names: Vec<&str> = REGISTER_FIELDS.iter().map(|f| f.name).collect();
-            return Err(bad(
-                &shown,
-                format!(
+            let message = match closest(&shown, &names) {
+                Some(near) => format!("unknown field '{shown}' — did you mean '{near}'?"),
+                None => format!(
                     "unknown field '{shown}' (known fields: {})",
                     names.join(", ")
                 ),
-            ));
+            };
+            return Err(bad(&shown, message));
         }
     }
     let mut draft = Draft::default();
@@ -632,5 +644,19 @@ mod tests {
             readme.contains(&table),
             "README.md's field table is stale; it should read:\n{table}"
         );
+    }
+}
+
+#[cfg(test)]
+mod suggestions {
+    use super::{REGISTER_FIELDS, closest};
+
+    #[test]
+    fn typos_suggest_the_closest_field() {
+        let names: Vec<&str> = REGISTER_FIELDS.iter().map(|f| f.name).collect();
+        assert_eq!(closest("hanlder", &names), Some("handler"));
+        assert_eq!(closest("toolst", &names), Some("toolset"));
+        assert_eq!(closest("emoj", &names), Some("emoji"));
+        assert_eq!(closest("completely_else", &names), None);
     }
 }

@@ -100,8 +100,15 @@ fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String
             }
         }
     }
+    if tried.is_empty() {
+        return Err(format!(
+            "module '{name}' not found: require loads Lua modules from lib/ beside the tool \
+             files, and there is no lib/ here (the sandbox has no C modules or network libraries)"
+        ));
+    }
     Err(format!(
-        "module '{name}' not found; tried: {}",
+        "module '{name}' not found; tried: {} (require loads Lua modules from lib/ beside the \
+         tool files; the sandbox has no C modules or network libraries)",
         tried.join(", ")
     ))
 }

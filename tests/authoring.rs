@@ -1,0 +1,68 @@
+//! Messages that tell a tool author where and what: did-you-mean for unknown fields, what
+//! to use instead of what the sandbox removed, a position shown once.
+
+mod common;
+
+use common::{Fixture, call};
+use serde_json::json;
+
+fn error_of_handler(body: &str) -> String {
+    let fx = Fixture::new();
+    fx.tool(
+        "t.lua",
+        &format!(
+            "registry.register{{ name = \"t\", toolset = \"t\",\n  schema = {{ description = \"d\", parameters = {{ type = \"object\" }} }},\n  handler = function()\n{body}\nend }}"
+        ),
+    );
+    let host = fx.host();
+    let out = call(&host, "t", json!({}));
+    out["error"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn an_unknown_field_suggests_the_closest_one() {
+    let fx = Fixture::new();
+    fx.tool(
+        "greet.lua",
+        "registry.register{ name = 'greet', toolset = 't',\n  schema = { parameters = { type = 'object' } },\n  hanlder = function() return 'hi' end }",
+    );
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "check"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let printed =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        printed.contains("unknown field 'hanlder' — did you mean 'handler'?"),
+        "{printed}"
+    );
+}
+
+#[test]
+fn using_what_the_sandbox_removed_says_what_to_use_instead() {
+    let cases = [
+        ("return io.open('x')", "use fs.read / fs.write"),
+        ("return os.execute('ls')", "use proc.run"),
+        ("return os.getenv('HOME')", "use env.get"),
+        (
+            "return require('socket')",
+            "require loads Lua modules from lib/",
+        ),
+    ];
+    for (body, hint) in cases {
+        let message = error_of_handler(body);
+        assert!(message.contains(hint), "{body}: {message}");
+    }
+}
+
+#[test]
+fn a_rethrown_error_names_its_position_once() {
+    // Caught and raised again on the same line: Lua adds the position a second time.
+    let message =
+        error_of_handler("local ok, err = pcall(fs.read, '/definitely/not/here') error(err)");
+    assert_eq!(message.matches("t.lua:").count(), 1, "{message}");
+}
