@@ -66,3 +66,28 @@ fn a_rethrown_error_names_its_position_once() {
         error_of_handler("local ok, err = pcall(fs.read, '/definitely/not/here') error(err)");
     assert_eq!(message.matches("t.lua:").count(), 1, "{message}");
 }
+
+#[test]
+fn check_prints_each_problem_once_in_plain_english() {
+    let fx = Fixture::new();
+    fx.tool(
+        "bad.lua",
+        "registry.register{ name = 'bad', toolset = 't' }",
+    );
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "check"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let printed =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        printed.matches("'schema' is required").count(),
+        1,
+        "{printed}"
+    );
+    assert!(printed.contains("1 problem in 1 file checked"), "{printed}");
+}

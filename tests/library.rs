@@ -22,6 +22,7 @@ fn library(fx: &Fixture) -> Host {
     Host::builder()
         .tools_dir(shipped())
         .cache_dir(fx.cache())
+        .store_file(fx.store_file())
         .config_file(&path)
         .build()
         .unwrap()
@@ -346,4 +347,39 @@ fn the_committed_stubs_are_up_to_date() {
     ] {
         assert!(written.contains(needle), "{needle}");
     }
+}
+
+#[test]
+fn write_file_creates_missing_folders_inside_the_roots() {
+    let fx = Fixture::new();
+    let host = library(&fx);
+    let path = fx.root().join("new/deep/note.txt");
+    let out = call(&host, "write_file", json!({"path": path, "content": "hi"}));
+    assert!(text(&out).starts_with("wrote 2 bytes"), "{out}");
+    assert_eq!(std::fs::read_to_string(path).unwrap(), "hi");
+    let outside = call(
+        &host,
+        "write_file",
+        json!({"path": "/tmp/../etc/x/y.txt", "content": "no"}),
+    );
+    assert_eq!(outside["error_type"], "handler_error", "{outside}");
+}
+
+#[test]
+fn read_file_says_a_binary_file_is_binary() {
+    let fx = Fixture::new();
+    let host = library(&fx);
+    let path = fx.write("blob.bin", b"PK\x03\x04\0\0binary");
+    let out = call(&host, "read_file", json!({"path": path}));
+    assert!(text(&out).contains("is a binary file of 12 bytes"), "{out}");
+}
+
+#[test]
+fn calc_accepts_double_star_as_power() {
+    let fx = Fixture::new();
+    let host = library(&fx);
+    assert_eq!(
+        call(&host, "calc", json!({"expression": "2 ** 10"})),
+        json!("1024")
+    );
 }

@@ -1,4 +1,4 @@
--- calc: evaluate an arithmetic expression (+ - * / % ^, parentheses, unary minus, and
+-- calc: evaluate an arithmetic expression (+ - * / % ^ or **, parentheses, unary minus, and
 -- functions sqrt abs floor ceil min max round, constants pi e). A small recursive-descent
 -- parser: no `load`, nothing but arithmetic is ever evaluated.
 local functions = {
@@ -23,6 +23,10 @@ local function tokenize(text)
       local name = text:match("^%a%w*", i)
       tokens[#tokens + 1] = { kind = "name", value = name }
       i = i + #name
+    elseif c == "*" and text:sub(i + 1, i + 1) == "*" then
+      -- `**` (Python's power) means `^`.
+      tokens[#tokens + 1] = { kind = "^" }
+      i = i + 2
     elseif c:match("[%+%-%*/%%%^%(%),]") then
       tokens[#tokens + 1] = { kind = c }
       i = i + 1

@@ -24,7 +24,12 @@ registry.register{
     if type(args.path) ~= "string" or args.path == "" then
       error("read_file: 'path' must be a non-empty string", 0)
     end
-    local lines = text.lines(fs.read(args.path))
+    local content = fs.read(args.path)
+    -- Binary content would reach the model as noise: say what it is instead.
+    if content:sub(1, 8192):find("\0", 1, true) or not utf8.len(content) then
+      return string.format("(%s is a binary file of %d bytes; not shown)", args.path, #content)
+    end
+    local lines = text.lines(content)
     if #lines == 0 then
       return "(empty file)"
     end

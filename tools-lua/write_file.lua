@@ -1,4 +1,4 @@
--- write_file: create or replace a text file (its folder must exist).
+-- write_file: create or replace a text file, creating missing folders (inside the roots).
 local args = require("args")
 
 registry.register{
@@ -10,7 +10,7 @@ registry.register{
   },
   emoji = "✏️",
   schema = {
-    description = "Create or replace a text file with the given content",
+    description = "Create or replace a text file with the given content (missing folders are created)",
     parameters = {
       type = "object",
       properties = {
@@ -23,6 +23,8 @@ registry.register{
   handler = function(a)
     local path = args.string("write_file", a.path, "path")
     if type(a.content) ~= "string" then args.fail("write_file", "'content' must be a string") end
+    local folder = path:match("^(.+)/[^/]*$")
+    if folder and not fs.exists(folder) then fs.mkdir(folder) end
     fs.write(path, a.content)
     return string.format("wrote %d bytes to %s", #a.content, path)
   end,

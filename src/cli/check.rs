@@ -24,15 +24,23 @@ pub(super) fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
     for problem in &problems {
         outln!("{problem}");
     }
+    let files = plural(verdicts.len(), "file", "files");
     if problems.is_empty() {
-        outln!("ok: {} files checked, {tools} tools", verdicts.len());
+        outln!("ok: {files} checked, {}", plural(tools, "tool", "tools"));
         ExitCode::SUCCESS
     } else {
         outln!(
-            "{} problem(s) in {} files checked",
-            problems.len(),
-            verdicts.len()
+            "{} in {files} checked",
+            plural(problems.len(), "problem", "problems")
         );
         ExitCode::from(1)
+    }
+}
+
+/// `1 file`, `2 files`.
+fn plural(n: usize, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
     }
 }

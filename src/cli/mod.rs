@@ -138,7 +138,11 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     // The server is quiet by default: MCP clients show its stderr to their users.
     let serving = matches!(cli.command, Command::Serve { .. });
-    init_logging(cli.verbose, cli.quiet, serving);
+    let reports_problems = matches!(
+        cli.command,
+        Command::Check { .. } | Command::Discover { .. } | Command::Watch
+    );
+    init_logging(cli.verbose, cli.quiet, serving, reports_problems);
     let outcome = match &cli.command {
         Command::List { json } => {
             build(&cli, None, ONE_SHOT_VMS).map(|host| list::run(&host, &cli, *json))
@@ -192,13 +196,18 @@ fn parse_format(text: &str) -> Result<Format, String> {
     text.parse()
 }
 
-fn init_logging(verbose: u8, quiet: bool, serving: bool) {
+fn init_logging(verbose: u8, quiet: bool, serving: bool, reports_problems: bool) {
     let default = match (quiet, verbose + u8::from(!serving)) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",
+    };
+    // Commands that print load problems themselves do not log them a second time.
+    let default = match reports_problems {
+        true => format!("{default},toolhost::load=off"),
+        false => default.to_string(),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

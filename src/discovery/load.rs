@@ -108,7 +108,7 @@ pub(crate) fn load_all(
                     verdict.tools = names;
                     if let Some(mut error) = replaced {
                         error.kept_last_good = true;
-                        tracing::warn!("{error}");
+                        tracing::warn!(target: "toolhost::load", "{error}");
                         verdict.error = Some(error);
                         verdict.last_good = true;
                     }
@@ -116,7 +116,7 @@ pub(crate) fn load_all(
                 }
                 (Err(error), replaced) => {
                     let error = replaced.unwrap_or(error);
-                    tracing::warn!("{error}");
+                    tracing::warn!(target: "toolhost::load", "{error}");
                     verdict.error = Some(error);
                 }
             }

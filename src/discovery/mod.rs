@@ -254,8 +254,10 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     if let Some(dir) = cache_dir {
         next.write_if_changed(&previous, dir);
     }
+    // Logged under their own target: commands that print the problems themselves
+    // (`check`, `discover`, `watch`) switch it off so each is shown once.
     for error in verdicts.iter().filter_map(|v| v.error.as_ref()) {
-        tracing::warn!("{error}");
+        tracing::warn!(target: "toolhost::load", "{error}");
     }
     verdicts
 }

@@ -115,6 +115,11 @@ function fs.read(path) end
 ---@return boolean
 function fs.write(path, text) end
 
+---Creates a directory and any missing parents inside the roots (true if it already existed too)
+---@param path string
+---@return boolean
+function fs.mkdir(path) end
+
 ---True when the path exists inside the roots
 ---@param path string
 ---@return boolean

@@ -172,6 +172,27 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
         },
         ApiFunction {
             module: "fs",
+            name: "mkdir",
+            params: &[("path", "string")],
+            returns: "boolean",
+            doc: "Creates a directory and any missing parents inside the roots (true if it already existed too)",
+            make: |lua, ctx: &ApiContext| {
+                let default_roots = ctx.fs_roots.clone();
+                function(lua, move |lua, path: String| {
+                    let roots = current::fs_roots(lua, &default_roots);
+                    let at = roots.resolve(&path).map_err(|e| refuse("mkdir", e))?;
+                    at.root
+                        .dir
+                        .create_dir_all(&at.relative)
+                        .map_err(|e| refuse("mkdir", describe(&path, &e)))?;
+                    Ok(true)
+                })
+            },
+            calling: Calling::Anywhere,
+            constant: false,
+        },
+        ApiFunction {
+            module: "fs",
             name: "exists",
             params: &[("path", "string")],
             returns: "boolean",
