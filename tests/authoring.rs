@@ -91,3 +91,44 @@ fn check_prints_each_problem_once_in_plain_english() {
     );
     assert!(printed.contains("1 problem in 1 file checked"), "{printed}");
 }
+
+#[test]
+fn check_reports_files_that_mean_to_register_but_do_not() {
+    let fx = Fixture::new();
+    let body = "{ name = 'x', toolset = 't', schema = { parameters = { type = 'object' } }, handler = function() return 'x' end }";
+    fx.tool("colon.lua", &format!("-- a tool\nregistry:register{body}"));
+    fx.tool("typo.lua", &format!("registry.regsiter{body}"));
+    fx.tool(
+        "nested.lua",
+        &format!("local enabled = true\nif enabled then\n  registry.register{body}\nend"),
+    );
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "check"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        printed.contains("colon.lua:2: does not register: `registry:register` is a method call"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(
+            "typo.lua:1: does not register: `registry.regsiter` — did you mean `registry.register`?"
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(
+            "nested.lua:3: does not register: `registry.register` is not called at the top level"
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("3 problems in 3 files checked"),
+        "{printed}"
+    );
+}

@@ -14,11 +14,23 @@ pub(super) fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
         tools += verdict.tools.len();
         match &verdict.error {
             Some(error) => problems.push(error.to_string()),
-            None if !files.is_empty() && !verdict.registers => problems.push(format!(
-                "{}: does not register: no top-level registry.register or registry.hook call",
-                verdict.shown
-            )),
-            None => {}
+            None if verdict.registers => {}
+            None => {
+                // A file that means to register but does not would silently not exist.
+                let meant = std::fs::read_to_string(&verdict.path)
+                    .ok()
+                    .and_then(|text| near_miss(&text));
+                match (meant, files.is_empty()) {
+                    (Some((line, why)), _) => {
+                        problems.push(format!("{}:{line}: does not register: {why}", verdict.shown))
+                    }
+                    (None, false) => problems.push(format!(
+                        "{}: does not register: no top-level registry.register or registry.hook call",
+                        verdict.shown
+                    )),
+                    (None, true) => {}
+                }
+            }
         }
     }
     for problem in &problems {
@@ -35,6 +47,47 @@ pub(super) fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
         );
         ExitCode::from(1)
     }
+}
+
+/// Where and why a file that never registers looks as if it meant to: a method call
+/// (`registry:register`), a misspelt name (`registry.regsiter`), or a registration that is
+/// not at the top level.
+fn near_miss(text: &str) -> Option<(usize, String)> {
+    const RULE: &str = "toolhost runs a file only if `registry.register{...}` (or \
+                        `registry.hook`) is called at its top level, directly or in a top-level \
+                        `for`/`do` block";
+    let pattern = regex::Regex::new(r"registry\s*([.:])\s*([A-Za-z_][A-Za-z0-9_]*)").ok()?;
+    let mut nested = None;
+    for found in pattern.captures_iter(text) {
+        let line = text[..found.get(0)?.start()].matches('\n').count() + 1;
+        let (separator, name) = (&found[1], &found[2]);
+        let known = ["register", "hook"];
+        if separator == ":" && known.contains(&name) {
+            return Some((
+                line,
+                format!("`registry:{name}` is a method call; write `registry.{name}` ({RULE})"),
+            ));
+        }
+        if !known.contains(&name) {
+            if let Some(near) = crate::lua::fields::closest(name, &known) {
+                return Some((
+                    line,
+                    format!("`registry.{name}` — did you mean `registry.{near}`? ({RULE})"),
+                ));
+            }
+            continue;
+        }
+        nested.get_or_insert(line);
+    }
+    nested.map(|line| {
+        (
+            line,
+            format!(
+                "`registry.register` is not called at the top level (inside a function, `if` \
+                 or loop body other than `for`/`do`); {RULE}"
+            ),
+        )
+    })
 }
 
 /// `1 file`, `2 files`.
