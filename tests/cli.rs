@@ -359,3 +359,31 @@ fn schema_prints_the_selected_definitions_in_each_format() {
     assert_eq!(off["available"], false);
     assert_eq!(off["unavailable_reason"], "check_fn returned false");
 }
+
+#[test]
+fn list_aligns_columns_by_display_width_with_emoji() {
+    use unicode_width::UnicodeWidthStr;
+    let fx = Fixture::new();
+    fx.tool(
+        "a.lua",
+        "registry.register{ name = 'wide', toolset = 't', emoji = '📄',\n  schema = { parameters = { type = 'object' } }, handler = function() return 'x' end }\nregistry.register{ name = 'plain', toolset = 't',\n  schema = { parameters = { type = 'object' } }, handler = function() return 'x' end }",
+    );
+    let out = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "list"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The AVAILABLE column starts at the same display column on every line.
+    let starts: Vec<usize> = stdout
+        .lines()
+        .map(|line| {
+            let at = line.find("AVAILABLE").or_else(|| line.find("yes")).unwrap();
+            line[..at].width()
+        })
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] == w[1]), "{stdout}");
+}

@@ -52,19 +52,23 @@ pub(super) fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Prints left-aligned columns separated by two spaces.
+/// Prints left-aligned columns separated by two spaces, aligned by display width (an emoji
+/// takes two terminal columns).
 pub(super) fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
-    let mut widths = header.map(|h| h.chars().count());
+    use unicode_width::UnicodeWidthStr;
+    let mut widths = header.map(|h| h.width());
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
+            *width = (*width).max(cell.width());
         }
     }
     let line = |cells: Vec<&str>| {
         let padded: Vec<String> = cells
             .iter()
             .zip(widths)
-            .map(|(cell, width)| format!("{cell:<width$}"))
+            .map(|(cell, width)| {
+                format!("{cell}{}", " ".repeat(width.saturating_sub(cell.width())))
+            })
             .collect();
         outln!("{}", padded.join("  ").trim_end());
     };
