@@ -318,7 +318,18 @@ fn new_writes_a_tool_that_checks_and_runs() {
         .assert()
         .success();
     assert!(fx.tools().join("shout.lua").is_file());
+    assert!(fx.tools().join("shout_test.lua").is_file());
     toolhost(&fx).arg("check").assert().success();
+    let tested = toolhost(&fx)
+        .arg("test")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(
+        String::from_utf8_lossy(&tested.stdout).contains("2 passed, 0 failed"),
+        "the scaffolded test passes"
+    );
     toolhost(&fx)
         .args(["call", "shout", r#"{"text": "hey", "times": "2"}"#])
         .assert()

@@ -18,6 +18,7 @@ mod new;
 mod schema;
 mod serve;
 mod stubs;
+mod test;
 mod watch;
 
 use crate::{Format, Host, HostBuilder};
@@ -118,6 +119,14 @@ enum Command {
         /// Files to check (default: every candidate in the tool directories).
         files: Vec<PathBuf>,
     },
+    /// Run Lua test files (*_test.lua beside the tools, tests-lua/); exit 1 on a failure.
+    Test {
+        /// Test files or directories (default: every tool directory and ./tests-lua).
+        paths: Vec<PathBuf>,
+        /// Print one JSON object (tests, passed, failed) instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Call a tool and print its result.
     Call {
         /// The tool name.
@@ -182,6 +191,7 @@ pub fn run() -> ExitCode {
             build(&cli, only, ONE_SHOT_VMS).map(|host| check::run(&host, files))
         }
         Command::Call { name, args } => call::run(&cli, name, args.as_deref()),
+        Command::Test { paths, json } => test::run(&cli, paths, *json),
     };
     match outcome {
         Ok(code) => code,

@@ -1,4 +1,5 @@
-//! `toolhost new NAME [--toolset T]`: a commented tool file that passes `check` and runs.
+//! `toolhost new NAME [--toolset T]`: a commented tool file that passes `check` and runs,
+//! and `NAME_test.lua` beside it that passes `toolhost test`.
 
 use super::Cli;
 use crate::registry::ToolName;
@@ -6,7 +7,8 @@ use std::process::ExitCode;
 
 /// The template; NAME and TOOLSET are replaced.
 const TEMPLATE: &str = r#"-- NAME: describe what the tool does, for the model.
--- Check it with `toolhost check`, try it with `toolhost call NAME '{"text": "hi"}'`.
+-- Check it with `toolhost check`, try it with `toolhost call NAME '{"text": "hi"}'`,
+-- test it with `toolhost test` (NAME_test.lua).
 -- Editor completion: `toolhost stubs` writes LuaLS definitions of the host API.
 
 registry.register{
@@ -33,7 +35,18 @@ registry.register{
 }
 "#;
 
-/// Writes `<first tool dir>/NAME.lua`; refuses to overwrite.
+/// The test template; NAME is replaced.
+const TEST_TEMPLATE: &str = r#"-- Tests of NAME: `toolhost test` runs them, each on a fresh host with its own temp dir.
+test("NAME repeats its text", function(t)
+  t.eq(t.call("NAME", { text = "hi", times = 2 }), "hi hi")
+end)
+
+test("NAME needs a text", function(t)
+  t.error_type(t.call("NAME", {}), "invalid_arguments")
+end)
+"#;
+
+/// Writes `<first tool dir>/NAME.lua` and `NAME_test.lua`; refuses to overwrite.
 pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, String> {
     ToolName::new(name).map_err(|e| format!("NAME {e}"))?;
     ToolName::new(toolset).map_err(|e| format!("--toolset {e}"))?;
@@ -44,14 +57,20 @@ pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, Stri
         .unwrap_or_else(|| std::path::PathBuf::from("tools-lua"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join(format!("{name}.lua"));
-    if path.exists() {
-        return Err(format!(
-            "{} already exists; pick another name",
-            path.display()
-        ));
+    let test_path = dir.join(format!("{name}_test.lua"));
+    for existing in [&path, &test_path] {
+        if existing.exists() {
+            return Err(format!(
+                "{} already exists; pick another name",
+                existing.display()
+            ));
+        }
     }
     let text = TEMPLATE.replace("NAME", name).replace("TOOLSET", toolset);
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(&test_path, TEST_TEMPLATE.replace("NAME", name))
+        .map_err(|e| format!("cannot write {}: {e}", test_path.display()))?;
     outln!("{}", path.display());
+    outln!("{}", test_path.display());
     Ok(ExitCode::SUCCESS)
 }

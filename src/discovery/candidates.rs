@@ -1,5 +1,6 @@
 //! Which files are candidates (SPEC §1, §2.1): `DIR/NAME.lua` and `DIR/PKG/tool.lua`,
-//! never `_`-prefixed names, never anything under `DIR/lib/`.
+//! never `_`-prefixed names, never anything under `DIR/lib/` or `DIR/tests-lua/`, never a
+//! test file `*_test.lua` (those are `toolhost test`'s).
 
 use std::path::{Path, PathBuf};
 use walkdir::WalkDir;
@@ -46,6 +47,11 @@ impl Candidate {
     }
 }
 
+/// `NAME_test.lua`: a test file for `toolhost test`, never a tool.
+pub(crate) fn is_test_file(name: &str) -> bool {
+    name.ends_with("_test.lua")
+}
+
 fn hidden(name: &std::ffi::OsStr) -> bool {
     name.to_string_lossy().starts_with('_')
 }
@@ -64,7 +70,9 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
         .into_iter()
         .filter_entry(|entry| {
             let name = entry.file_name();
-            !(entry.depth() == 1 && entry.file_type().is_dir() && (name == "lib" || hidden(name)))
+            !(entry.depth() == 1
+                && entry.file_type().is_dir()
+                && (name == "lib" || name == "tests-lua" || hidden(name)))
         });
     let mut out = Vec::new();
     for entry in walker.filter_map(|e| e.ok()) {
@@ -73,7 +81,10 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
             continue;
         }
         let is_candidate = match entry.depth() {
-            1 => name.to_string_lossy().ends_with(".lua"),
+            1 => {
+                let name = name.to_string_lossy();
+                name.ends_with(".lua") && !is_test_file(&name)
+            }
             _ => name == "tool.lua",
         };
         if !is_candidate {

@@ -52,6 +52,7 @@ pub struct HostBuilder {
     approver_factory: Option<ApproverFactory>,
     vms: Option<usize>,
     store: Option<StoreChoice>,
+    fs_roots: Option<Vec<PathBuf>>,
 }
 
 /// Where the store lives, when the builder decides instead of `[store]`.
@@ -103,6 +104,14 @@ impl HostBuilder {
     /// when the host is.
     pub fn memory_store(mut self) -> Self {
         self.store = Some(StoreChoice::Memory);
+        self
+    }
+
+    /// Confines `fs` to these roots instead of `[sandbox] fs_roots` (`toolhost test` gives
+    /// each test a temp dir).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn fs_roots(mut self, roots: Vec<PathBuf>) -> Self {
+        self.fs_roots = Some(roots);
         self
     }
 
@@ -158,10 +167,13 @@ impl HostBuilder {
     /// Reads the configuration, discovers and loads every tool file. Per-file problems are
     /// reported in [`Host::discovery`], never returned as errors.
     pub fn build(self) -> Result<Host> {
-        let loaded_config = match self.config {
+        let mut loaded_config = match self.config {
             Some(config) => config,
             None => LoadedConfig::discover(self.config_file.as_deref())?,
         };
+        if let Some(roots) = self.fs_roots {
+            loaded_config.config.sandbox.fs_roots = Some(roots);
+        }
         let natives = self
             .natives
             .into_iter()

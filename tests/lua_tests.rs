@@ -1,0 +1,132 @@
+//! `toolhost test`: Lua test files run tools through the whole pipeline without a model.
+
+mod common;
+
+use assert_cmd::Command;
+use common::Fixture;
+use serde_json::Value;
+use std::path::Path;
+
+fn toolhost(fx: &Fixture) -> Command {
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache"]);
+    command
+}
+
+const GREET: &str = r#"registry.register{ name = "greet", toolset = "t",
+  schema = { description = "Greets", parameters = { type = "object",
+    properties = { who = { type = "string" } }, required = { "who" } } },
+  handler = function(args) return "Hello, " .. args.who .. "!" end }"#;
+
+#[test]
+fn every_shipped_tool_passes_its_tests() {
+    let fx = Fixture::new();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools-lua");
+    let out = toolhost(&fx)
+        .arg("--tools-dir")
+        .arg(&shipped)
+        .arg("test")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(", 0 failed"), "{stdout}");
+    // Every shipped tool file has a test file.
+    for entry in std::fs::read_dir(&shipped).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if name.ends_with(".lua") && !name.ends_with("_test.lua") {
+            let test = shipped.join(name.replace(".lua", "_test.lua"));
+            assert!(test.is_file(), "{} has no test file", path.display());
+        }
+    }
+}
+
+#[test]
+fn a_failing_assertion_names_its_line_and_what_was_expected() {
+    let fx = Fixture::new();
+    fx.tool("greet.lua", GREET);
+    fx.tool(
+        "greet_test.lua",
+        "test(\"greets\", function(t)\n  local out = t.call(\"greet\", { who = \"Ada\" })\n  t.eq(out, \"Hi, Ada!\")\nend)\ntest(\"needs a name\", function(t)\n  t.error_type(t.call(\"greet\", {}), \"invalid_arguments\")\nend)\n",
+    );
+    let out = toolhost(&fx)
+        .arg("test")
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAIL  greets"), "{stdout}");
+    assert!(
+        stdout.contains("greet_test.lua:3: expected \"Hi, Ada!\", got \"Hello, Ada!\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("ok    needs a name"), "{stdout}");
+    assert!(stdout.contains("1 passed, 1 failed"), "{stdout}");
+}
+
+#[test]
+fn json_output_lists_every_test() {
+    let fx = Fixture::new();
+    fx.tool("greet.lua", GREET);
+    fx.tool(
+        "greet_test.lua",
+        "test(\"a\", function(t) t.ok(true) end)\ntest(\"b\", function(t) t.ok(false, \"b fails\") end)\n",
+    );
+    let out = toolhost(&fx)
+        .args(["test", "--json"])
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["passed"], 1);
+    assert_eq!(report["failed"], 1);
+    assert_eq!(report["tests"][1]["name"], "b");
+    assert!(
+        report["tests"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("b fails"),
+        "{report}"
+    );
+}
+
+#[test]
+fn each_test_gets_a_fresh_file_system_root() {
+    let fx = Fixture::new();
+    fx.tool(
+        "files.lua",
+        r#"registry.register{ name = "peek", toolset = "t",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return tostring(fs.exists("left.txt")) end }"#,
+    );
+    fx.tool(
+        "files_test.lua",
+        "test(\"writes\", function(t)\n  t.write(\"left.txt\", \"x\")\n  t.eq(t.call(\"peek\", {}), \"true\")\nend)\ntest(\"sees nothing of the first\", function(t)\n  t.eq(t.call(\"peek\", {}), \"false\")\nend)\n",
+    );
+    toolhost(&fx).arg("test").assert().success();
+}
+
+#[test]
+fn test_files_are_never_tools() {
+    let fx = Fixture::new();
+    fx.tool("greet.lua", GREET);
+    fx.tool(
+        "greet_test.lua",
+        "registry.register{ name = 'sneaky', toolset = 't', schema = { parameters = { type = 'object' } }, handler = print }\n",
+    );
+    let out = toolhost(&fx)
+        .args(["list", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(tools.as_array().unwrap().len(), 1, "{tools}");
+}

@@ -1,0 +1,7 @@
+test("list_dir marks folders", function(t)
+  t.write("a.txt", "a")
+  t.write("sub/b.txt", "b")
+  local out = t.call("list_dir", {})
+  t.contains(out, "a.txt")
+  t.contains(out, "sub/")
+end)

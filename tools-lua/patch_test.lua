@@ -1,0 +1,10 @@
+test("patch replaces one unique occurrence", function(t)
+  t.write("f.txt", "alpha beta")
+  t.call("patch", { path = "f.txt", old_text = "beta", new_text = "gamma" })
+  t.contains(t.call("read_file", { path = "f.txt" }), "alpha gamma")
+end)
+
+test("patch refuses an ambiguous change", function(t)
+  t.write("f.txt", "x x")
+  t.error_type(t.call("patch", { path = "f.txt", old_text = "x", new_text = "y" }), "handler_error")
+end)

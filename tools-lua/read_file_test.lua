@@ -1,0 +1,15 @@
+test("read_file numbers the lines", function(t)
+  t.write("notes.txt", "first\nsecond\n")
+  local out = t.call("read_file", { path = "notes.txt" })
+  t.contains(out, "first")
+  t.match(out, "2.*second")
+end)
+
+test("read_file names binary files instead of showing them", function(t)
+  t.write("blob.bin", "PK\0\0binary")
+  t.match(t.call("read_file", { path = "blob.bin" }), "is a binary file")
+end)
+
+test("read_file stays inside the roots", function(t)
+  t.error_type(t.call("read_file", { path = "/etc/passwd" }), "handler_error")
+end)
