@@ -170,7 +170,7 @@ impl Host {
         };
         // Nobody listening is fine.
         let _ = self.inner.reloads.send(event.clone());
-        tracing::info!("{}", event.summary());
+        tracing::info!(target: "toolhost::load", "{}", event.summary());
         event
     }
 }
