@@ -132,3 +132,21 @@ fn check_reports_files_that_mean_to_register_but_do_not() {
         "{printed}"
     );
 }
+
+#[test]
+fn a_load_error_points_at_the_line_of_the_offending_field() {
+    let fx = Fixture::new();
+    fx.tool(
+        "greet.lua",
+        "registry.register{\n  name = \"greet\",\n  toolset = \"demo\",\n  schema = {\n    parameters = { type = \"object\", properties = {\n      who = { type = \"strng\" },\n    } },\n  },\n  handler = function(args) return args.who end,\n}\n",
+    );
+    let host = fx.host();
+    let error = common::error_of(&host, "greet.lua");
+    assert!(
+        error.ends_with(
+            "greet.lua:6: register: schema.parameters.properties.who.type: \"strng\" is not a \
+             JSON-Schema type (string, number, integer, boolean, array, object, null)"
+        ),
+        "{error}"
+    );
+}

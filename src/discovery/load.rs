@@ -10,7 +10,7 @@ use super::{ToolDir, Verdict};
 use crate::error::LoadError;
 use crate::lua::{FileSpec, LoadingFile, LuaVm, SearchDir};
 use crate::registry::{
-    FnRole, Handler, HookEntry, LuaFnId, Probe, RegistryState, ToolEntry, compile_parameters,
+    FnRole, Handler, HookEntry, LuaFnId, Probe, RegistryState, ToolEntry, compile_parameters_at,
     default_description,
 };
 use serde_json::{Map, Value};
@@ -28,7 +28,8 @@ struct Staged {
     env_grants: Vec<String>,
 }
 
-type Compiled = Result<Arc<jsonschema::Validator>, String>;
+/// A compiled parameters schema, or the field at fault and what is wrong there.
+type Compiled = Result<Arc<jsonschema::Validator>, (String, String)>;
 
 /// The source each file loaded from (the current one, or its last good version).
 pub(crate) type Sources = HashMap<PathBuf, Arc<[u8]>>;
@@ -61,7 +62,7 @@ pub(crate) fn load_all(
             .name("toolhost-schema".into())
             .spawn_scoped(scope, move || {
                 for (key, schema) in job_queue {
-                    let _ = results.send((key, compile_parameters(&schema)));
+                    let _ = results.send((key, compile_parameters_at(&schema)));
                 }
             });
         let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
@@ -73,7 +74,7 @@ pub(crate) fn load_all(
                     let key = (index, tool);
                     let sent = worker.is_ok() && jobs.send((key, entry.schema.clone())).is_ok();
                     if !sent {
-                        compiled.insert(key, compile_parameters(&entry.schema));
+                        compiled.insert(key, compile_parameters_at(&entry.schema));
                     }
                 }
             }
@@ -88,8 +89,10 @@ pub(crate) fn load_all(
             let index = file.index;
             let verdict = &mut verdicts[index];
             let placeholder = Err(LoadError::new(&verdict.shown, None, "not run"));
-            let mut result = std::mem::replace(&mut file.outcome, placeholder)
-                .and_then(|staged| commit(staged, index, &mut compiled, verdict, vm, state));
+            let mut result = std::mem::replace(&mut file.outcome, placeholder).and_then(|staged| {
+                commit(staged, index, &mut compiled, verdict, vm, state)
+                    .map_err(|error| at_field_line(error, &file.source))
+            });
             if let Err(error) = &result
                 && file.replaced_error.is_none()
                 && let Some(fallback) = fallback_for(verdict, &file.source, last_good)
@@ -191,6 +194,19 @@ fn run_file(
     };
     vm.load_file(&spec, source)
         .map(|loaded| stage(loaded, index as u32, verdict, dir, vm))
+        .map_err(|error| at_field_line(error, source))
+}
+
+/// Moves a registration error from the `registry.register` line to the line of the field at
+/// fault, when the source shows it.
+fn at_field_line(mut error: LoadError, source: &[u8]) -> LoadError {
+    if let (Some(field), Some(line)) = (&error.field, error.line)
+        && let Ok(text) = std::str::from_utf8(source)
+        && let Some(found) = super::field_line::field_line(text, line, field)
+    {
+        error.line = Some(found);
+    }
+    error
 }
 
 /// Each tool directory's `lib/` (when it exists).
@@ -372,14 +388,17 @@ fn commit(
     for (tool, entry) in file.entries.iter_mut().enumerate() {
         let outcome = compiled
             .remove(&(index, tool))
-            .unwrap_or_else(|| compile_parameters(&entry.schema));
+            .unwrap_or_else(|| compile_parameters_at(&entry.schema));
         match outcome {
             Ok(validator) => entry.validator = Some(validator),
-            Err(message) => {
+            Err((field, message)) => {
                 let line = file.lines[tool];
-                let error =
-                    LoadError::new(&verdict.shown, Some(line), format!("register: {message}"))
-                        .with_field(Some("schema.parameters".into()));
+                let error = LoadError::new(
+                    &verdict.shown,
+                    Some(line),
+                    format!("register: {field}: {message}"),
+                )
+                .with_field(Some(field));
                 return Err(error);
             }
         }

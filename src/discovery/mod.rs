@@ -4,6 +4,7 @@
 
 mod cache;
 mod candidates;
+mod field_line;
 #[cfg(test)]
 mod fuzz_tests;
 mod load;

@@ -25,7 +25,8 @@ pub use observe::{CallObserver, LogLevel, LogLine, Progress};
 pub use output::Annotations;
 pub(crate) use output::OutputSchema;
 pub(crate) use schema::{
-    check_function_schema, compile_parameters, default_description, json_path, json_type,
+    check_function_schema, compile_parameters, compile_parameters_at, default_description,
+    json_path, json_type,
 };
 pub(crate) use state::RegistryState;
 

@@ -69,22 +69,53 @@ pub(crate) fn check_function_schema(schema: &Map<String, Value>) -> Result<(), S
 pub(crate) fn compile_parameters(
     schema: &Map<String, Value>,
 ) -> Result<Arc<jsonschema::Validator>, String> {
-    let parameters = schema
-        .get("parameters")
-        .ok_or("'schema.parameters' is required (a JSON-Schema object)")?;
+    compile_parameters_at(schema).map_err(|(field, message)| format!("'{field}' {message}"))
+}
+
+/// Like [`compile_parameters`], the error as the field at fault
+/// (`schema.parameters.properties.who.type`) and what is wrong there, in plain words for
+/// the common cases.
+pub(crate) fn compile_parameters_at(
+    schema: &Map<String, Value>,
+) -> Result<Arc<jsonschema::Validator>, (String, String)> {
+    let Some(parameters) = schema.get("parameters") else {
+        return Err((
+            "schema.parameters".into(),
+            "is required (a JSON-Schema object)".into(),
+        ));
+    };
     let mut parameters = parameters.clone();
     allow_nullable(&mut parameters, 0);
     jsonschema::validator_for(&parameters)
         .map(Arc::new)
         .map_err(|error| {
-            let at = error.instance_path().to_string();
-            let at = if at.is_empty() {
-                String::new()
-            } else {
-                format!(" at {at}")
-            };
-            format!("'schema.parameters' is not a valid JSON Schema{at}: {error}")
+            let pointer = error.instance_path().to_string();
+            let field = format!(
+                "schema.parameters{}",
+                json_path(&pointer).trim_start_matches('$')
+            );
+            let value = error.instance().clone().into_owned();
+            (field, explain(&pointer, &value, &error.to_string()))
         })
+}
+
+/// JSON-Schema's own words translated where they are jargon.
+fn explain(pointer: &str, value: &Value, raw: &str) -> String {
+    const TYPES: &str = "string, number, integer, boolean, array, object, null";
+    if pointer.ends_with("/type") {
+        return match value {
+            Value::String(_) => format!("{value} is not a JSON-Schema type ({TYPES})"),
+            Value::Array(_) => format!("must list JSON-Schema types ({TYPES}), got {value}"),
+            _ => format!("must be a JSON-Schema type name ({TYPES}), got {value}"),
+        };
+    }
+    if pointer.ends_with("/required") {
+        return format!("must be a list of property names, got {value}");
+    }
+    if raw.contains("is not valid under any of the schemas listed in the 'anyOf' keyword") {
+        return format!("is not a valid JSON Schema here: {value}");
+    }
+    format!("is not a valid JSON Schema: {raw}")
 }
 
 /// Rewrites OpenAPI's `nullable: true` (which JSON Schema does not know) as an added
@@ -176,7 +207,11 @@ mod tests {
         assert!(e.contains("type = \"string\""), "{e}");
         let e = check(json!({"parameters":{"type":"object","properties":{"x":{"type":"strnig"}}}}))
             .unwrap_err();
-        assert!(e.contains("not a valid JSON Schema"), "{e}");
+        assert_eq!(
+            e,
+            "'schema.parameters.properties.x.type' \"strnig\" is not a JSON-Schema type \
+             (string, number, integer, boolean, array, object, null)"
+        );
         let e = check(json!({"description": 5, "parameters":{"type":"object"}})).unwrap_err();
         assert!(e.contains("'schema.description'"), "{e}");
     }
