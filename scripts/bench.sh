@@ -48,4 +48,8 @@ cp -r "$wl/tools-lua" "$mcp_dir/tools-lua"
 # The same over streamable HTTP, 8 concurrent sessions.
 "$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 >> "$out/mcp.txt" 2>/dev/null || true
 
+# Tool search quality on the labelled query set (tests/search_quality.rs prints one JSON line).
+cargo test --release --quiet --test search_quality -- --nocapture 2>/dev/null \
+  | grep '^{"tool_search_recall_at_3"' > "$out/search_quality.txt" || true
+
 python3 scripts/bench_figures.py "$out" "$json"

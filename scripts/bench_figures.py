@@ -67,6 +67,11 @@ def main():
     process = out / "process.txt"
     if process.exists() and process.read_text().strip():
         figures["whole_process_call_ms"] = round(float(process.read_text()), 3)
+    quality = out / "search_quality.txt"
+    if quality.exists() and quality.read_text().strip():
+        measured = json.loads(quality.read_text().splitlines()[0])
+        figures["tool_search_recall_at_3"] = round(measured["tool_search_recall_at_3"], 3)
+        figures["tool_search_mrr"] = round(measured["tool_search_mrr"], 3)
     mcp = out / "mcp.txt"
     if mcp.exists():
         for line in mcp.read_text().splitlines():

@@ -1,57 +1,142 @@
-//! A BM25 index over tool documents (SPEC §7.2): name words (split on `_ . : -`), toolset,
-//! description and top-level parameter names, lowercased and lightly stemmed.
+//! A BM25 index over tool documents (SPEC §7.2). Terms are lowercased words — names split
+//! on `_ . : -` and camelCase — without stop words, reduced by the Snowball English stemmer.
+//! A tool's name counts three times, its toolset, description, parameter names and
+//! parameter descriptions once. Query terms are widened with a small table of tool
+//! vocabulary synonyms (time/date/clock, find/search/grep, run/execute/shell, …).
 
 use crate::registry::ToolEntry;
+use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 const K1: f64 = 1.5;
 const B: f64 = 0.75;
+/// How many times a name term counts.
+const NAME_WEIGHT: u32 = 3;
+/// A synonym counts this much of the word the query used.
+const SYNONYM_WEIGHT: f64 = 0.6;
 
-/// Splits text into lowercase, stemmed terms.
+static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// Words that carry no meaning for finding a tool.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "the", "of", "in", "on", "to", "for", "from", "with", "and", "or", "is", "are",
+    "be", "it", "its", "this", "that", "my", "me", "i", "we", "you", "your", "some", "any", "what",
+    "how", "do", "does", "can", "please", "into", "at", "by", "as", "all", "one",
+];
+
+/// Groups of words a query may use for the same thing (tool vocabulary).
+const SYNONYMS: &[&[&str]] = &[
+    &[
+        "time",
+        "date",
+        "clock",
+        "now",
+        "datetime",
+        "today",
+        "timestamp",
+        "day",
+        "weekday",
+    ],
+    &["find", "search", "grep", "look", "locate", "lookup"],
+    &[
+        "run", "execute", "exec", "shell", "command", "launch", "program",
+    ],
+    &["edit", "modify", "patch", "change", "replace", "fix"],
+    &[
+        "calculate",
+        "compute",
+        "calc",
+        "arithmetic",
+        "math",
+        "multiply",
+        "add",
+        "sum",
+        "divide",
+        "subtract",
+        "expression",
+        "evaluate",
+    ],
+    &["read", "open", "show", "view", "cat", "content", "display"],
+    &["write", "save", "create", "put"],
+    &["list", "directory", "folder", "dir", "ls", "entries"],
+    &["sleep", "wait", "pause", "delay"],
+    &["json", "query", "extract", "field", "path"],
+    &["remember", "memory", "recall", "forget", "fact"],
+    &["task", "todo", "plan", "checklist"],
+    &["echo", "repeat", "back", "return"],
+    &["file", "document", "text"],
+];
+
+/// Splits text into lowercase, stemmed terms (stop words dropped).
 pub(crate) fn terms(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .map(|word| stem(&word.to_lowercase()))
+    words(text)
+        .filter(|word| !STOP_WORDS.contains(&word.as_str()))
+        .map(|word| stem(&word))
         .collect()
 }
 
-/// A light English stemmer: plurals, `-ing`, `-ed`, and a final `e` (so "archive",
-/// "archives", "archived" and "archiving" meet at "archiv").
-pub(crate) fn stem(word: &str) -> String {
-    let base = strip_endings(word);
-    if base.len() > 3 && base.ends_with('e') {
-        return base[..base.len() - 1].to_string();
-    }
-    base
+/// Lowercase words: split on anything not alphanumeric and at camelCase boundaries.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|part| !part.is_empty())
+        .flat_map(|part| {
+            let mut out = Vec::new();
+            let mut current = String::new();
+            let mut previous_lower = false;
+            for c in part.chars() {
+                if c.is_uppercase() && previous_lower && !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
+                }
+                previous_lower = c.is_lowercase() || c.is_ascii_digit();
+                current.extend(c.to_lowercase());
+            }
+            if !current.is_empty() {
+                out.push(current);
+            }
+            out
+        })
 }
 
-fn strip_endings(word: &str) -> String {
-    let n = word.chars().count();
-    let strip = |suffix: &str, keep: usize| -> Option<String> {
-        (word.ends_with(suffix) && n > keep).then(|| word[..word.len() - suffix.len()].to_string())
-    };
-    if let Some(base) = strip("ies", 4) {
-        return base + "y";
-    }
-    if word.ends_with("sses") {
-        return word[..word.len() - 2].to_string();
-    }
-    for ending in ["ches", "shes", "xes", "zes"] {
-        if let Some(base) = strip(ending, 4) {
-            return base + &ending[..ending.len() - 2];
+/// The Snowball English stem of a lowercase word.
+pub(crate) fn stem(word: &str) -> String {
+    STEMMER.stem(word).into_owned()
+}
+
+/// Stemmed synonym groups, and each stem's groups.
+static SYNONYM_INDEX: LazyLock<HashMap<String, Vec<String>>> = LazyLock::new(|| {
+    let mut index: HashMap<String, Vec<String>> = HashMap::new();
+    for group in SYNONYMS {
+        let stems: Vec<String> = group.iter().map(|w| stem(w)).collect();
+        for s in &stems {
+            let entry = index.entry(s.clone()).or_default();
+            for other in &stems {
+                if other != s && !entry.contains(other) {
+                    entry.push(other.clone());
+                }
+            }
         }
     }
-    if word.ends_with('s') && !word.ends_with("ss") && !word.ends_with("us") && n > 3 {
-        return word[..word.len() - 1].to_string();
+    index
+});
+
+/// The query's terms with their weights: its own words 1.0, their synonyms less.
+fn query_terms(query: &str) -> Vec<(String, f64)> {
+    let own = terms(query);
+    let mut weighted: Vec<(String, f64)> = Vec::new();
+    for term in &own {
+        if !weighted.iter().any(|(t, _)| t == term) {
+            weighted.push((term.clone(), 1.0));
+        }
     }
-    if let Some(base) = strip("ing", 5) {
-        return base;
+    for term in &own {
+        for synonym in SYNONYM_INDEX.get(term).into_iter().flatten() {
+            if !weighted.iter().any(|(t, _)| t == synonym) {
+                weighted.push((synonym.clone(), SYNONYM_WEIGHT));
+            }
+        }
     }
-    if let Some(base) = strip("ed", 4) {
-        return base;
-    }
-    word.to_string()
+    weighted
 }
 
 struct Document {
@@ -68,7 +153,12 @@ pub(crate) struct Index {
 }
 
 fn document_terms(tool: &ToolEntry) -> Vec<String> {
-    let mut all = terms(tool.name.as_str());
+    let mut all = Vec::new();
+    for term in terms(tool.name.as_str()) {
+        for _ in 0..NAME_WEIGHT {
+            all.push(term.clone());
+        }
+    }
     all.extend(terms(tool.toolset.as_str()));
     let description = tool
         .schema
@@ -82,8 +172,11 @@ fn document_terms(tool: &ToolEntry) -> Vec<String> {
         .and_then(|p| p.get("properties"))
         .and_then(|p| p.as_object())
     {
-        for name in properties.keys() {
+        for (name, property) in properties {
             all.extend(terms(name));
+            if let Some(text) = property.get("description").and_then(|d| d.as_str()) {
+                all.extend(terms(text));
+            }
         }
     }
     all
@@ -128,51 +221,40 @@ impl Index {
         self.documents.len()
     }
 
-    /// The best `limit` tools for `query`: an exact name match first, then tools containing
-    /// the query's rarest known term, by BM25 score, ties by name.
+    /// The best `limit` tools for `query`: an exact name match first, then by BM25 score
+    /// over the query's terms and their synonyms, ties by name.
     pub(crate) fn search(&self, query: &str, limit: usize) -> Vec<Arc<ToolEntry>> {
         let wanted = query.trim().to_lowercase();
         let exact = self
             .documents
             .iter()
             .find(|d| d.tool.name.as_str().to_lowercase() == wanted);
-        let mut query_terms = terms(query);
-        query_terms.dedup();
-        let known: Vec<&String> = query_terms
-            .iter()
-            .filter(|t| self.document_frequency.contains_key(*t))
+        let weighted: Vec<(String, f64)> = query_terms(query)
+            .into_iter()
+            .filter(|(t, _)| self.document_frequency.contains_key(t))
             .collect();
-        let rarest = known
-            .iter()
-            .min_by_key(|t| {
-                self.document_frequency
-                    .get(**t)
-                    .copied()
-                    .unwrap_or(u32::MAX)
-            })
-            .copied();
         let total = self.documents.len() as f64;
         let mut scored: Vec<(f64, &Document)> = self
             .documents
             .iter()
-            .filter(|d| rarest.is_some_and(|r| d.frequencies.contains_key(r)))
             .filter(|d| exact.is_none_or(|e| !std::ptr::eq(*d, e)))
             .map(|d| {
-                let score: f64 = known
+                let score: f64 = weighted
                     .iter()
-                    .map(|term| {
-                        let tf = d.frequencies.get(*term).copied().unwrap_or(0) as f64;
+                    .map(|(term, weight)| {
+                        let tf = d.frequencies.get(term).copied().unwrap_or(0) as f64;
                         if tf == 0.0 {
                             return 0.0;
                         }
-                        let df = self.document_frequency.get(*term).copied().unwrap_or(0) as f64;
+                        let df = self.document_frequency.get(term).copied().unwrap_or(0) as f64;
                         let idf = (1.0 + (total - df + 0.5) / (df + 0.5)).ln();
                         let norm = 1.0 - B + B * d.length / self.average_length;
-                        idf * tf * (K1 + 1.0) / (tf + K1 * norm)
+                        weight * idf * tf * (K1 + 1.0) / (tf + K1 * norm)
                     })
                     .sum();
                 (score, d)
             })
+            .filter(|(score, _)| *score > 0.0)
             .collect();
         scored.sort_by(|a, b| {
             b.0.partial_cmp(&a.0)
@@ -204,13 +286,19 @@ mod tests {
         ] {
             assert_eq!(stem(a), stem(b), "{a} / {b}");
         }
-        assert_eq!(stem("searching"), "search");
-        assert_eq!(stem("boxes"), "box");
-        assert_eq!(stem("status"), "status");
-        assert_eq!(stem("class"), "class");
         assert_eq!(
-            terms("read_file.v2:Thing-s"),
-            ["read", "fil", "v2", "thing", "s"]
+            terms("read_file.v2:ThingTwo"),
+            ["read", "file", "v2", "thing", "two"]
         );
+        assert_eq!(terms("the time of day"), ["time", "day"]);
+    }
+
+    #[test]
+    fn synonyms_widen_a_query() {
+        let widened: Vec<String> = query_terms("current time")
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert!(widened.contains(&stem("date")), "{widened:?}");
     }
 }

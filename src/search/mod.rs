@@ -80,11 +80,16 @@ impl SearchPlan {
             ),
             (
                 "tool_call",
+                // Strict-mode friendly (OpenAI strict function calling): every property
+                // required, no open object; the arguments travel as JSON text (an object is
+                // accepted too).
                 json!({
                     "description": "Calls one unlisted tool: {name, arguments}. Listed tools are called directly, not through this.",
                     "parameters": {"type": "object", "properties": {
                         "name": {"type": "string", "description": "The tool, as tool_search named it"},
-                        "arguments": {"type": ["object", "string", "null"], "description": "Its arguments (an object)"}}}
+                        "arguments": {"type": ["string", "null"], "description": "Its arguments as JSON object text, e.g. {\"path\": \"a.txt\"}; null for none"}},
+                        "required": ["name", "arguments"],
+                        "additionalProperties": false}
                 }),
             ),
         ]
