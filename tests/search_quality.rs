@@ -154,21 +154,40 @@ fn shipped_host(fx: &Fixture) -> toolhost::Host {
         .expect("host")
 }
 
-/// The generated 1,000-tool workload (made by `scripts/gen-workload` on first use).
-fn workload_dir() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = root.join("target/bench-workloads/1000");
-    if !out.join("tools-lua").is_dir() {
-        let manifest = root.join("../shared/bench/workload-1000.json");
-        let status = std::process::Command::new("python3")
-            .arg(root.join("scripts/gen-workload"))
-            .arg(manifest)
-            .arg(&out)
-            .status()
-            .expect("python3 runs scripts/gen-workload");
-        assert!(status.success(), "gen-workload failed");
+/// Lua tool files for the 1,000-tool benchmark workload's searchable tools (the 541 whose
+/// availability needs no configuration), from `tests/data/workload-1000-searchable.json` —
+/// extracted from `../shared/bench/workload-1000.json` (name, toolset, description,
+/// parameter names and descriptions) so the test needs nothing outside the repository.
+fn write_workload(fx: &Fixture) -> PathBuf {
+    let data =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workload-1000-searchable.json");
+    let tools: Vec<(String, String, String, Vec<(String, String)>)> =
+        serde_json::from_str(&std::fs::read_to_string(data).expect("workload data")).unwrap();
+    let quote = |text: &str| format!("[==[{text}]==]");
+    let mut source = String::new();
+    for (name, toolset, description, parameters) in &tools {
+        let properties: Vec<String> = parameters
+            .iter()
+            .map(|(key, about)| {
+                format!(
+                    "[ {} ] = {{ type = \"string\", description = {} }}",
+                    quote(key),
+                    quote(about)
+                )
+            })
+            .collect();
+        source.push_str(&format!(
+            "registry.register{{ name = {}, toolset = {}, schema = {{ description = {}, parameters = {{ type = \"object\", properties = {{ {} }} }} }}, handler = function() return \"\" end }}\n",
+            quote(name),
+            quote(toolset),
+            quote(description),
+            properties.join(", ")
+        ));
     }
-    out
+    let dir = fx.root().join("workload-tools");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("workload.lua"), source).unwrap();
+    dir
 }
 
 #[test]
@@ -178,21 +197,10 @@ fn tool_search_finds_the_right_tool_for_natural_queries() {
     let host = shipped_host(&fx);
     let (recall_shipped, mrr_shipped, misses_shipped) = measure(&host, SHIPPED);
 
-    let workload = workload_dir();
-    let config = fx.write(
-        "workload.toml",
-        format!(
-            "[tool_search]\nenabled = \"on\"\n{}",
-            std::fs::read_to_string(workload.join("toolhost.toml"))
-                .unwrap_or_default()
-                .lines()
-                .filter(|line| !line.starts_with("[tool_search]") && !line.starts_with("enabled"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        ),
-    );
+    let workload = write_workload(&fx);
+    let config = fx.write("workload.toml", "[tool_search]\nenabled = \"on\"\n");
     let big = toolhost::Host::builder()
-        .tools_dir(workload.join("tools-lua"))
+        .tools_dir(workload)
         .cache_dir(fx.root().join("cache-1000"))
         .memory_store()
         .config_file(config)
