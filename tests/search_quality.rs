@@ -154,6 +154,9 @@ fn shipped_host(fx: &Fixture) -> toolhost::Host {
         .expect("host")
 }
 
+/// One workload tool: name, toolset, description, (parameter, description) pairs.
+type WorkloadTool = (String, String, String, Vec<(String, String)>);
+
 /// Lua tool files for the 1,000-tool benchmark workload's searchable tools (the 541 whose
 /// availability needs no configuration), from `tests/data/workload-1000-searchable.json` —
 /// extracted from `../shared/bench/workload-1000.json` (name, toolset, description,
@@ -161,7 +164,7 @@ fn shipped_host(fx: &Fixture) -> toolhost::Host {
 fn write_workload(fx: &Fixture) -> PathBuf {
     let data =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workload-1000-searchable.json");
-    let tools: Vec<(String, String, String, Vec<(String, String)>)> =
+    let tools: Vec<WorkloadTool> =
         serde_json::from_str(&std::fs::read_to_string(data).expect("workload data")).unwrap();
     let quote = |text: &str| format!("[==[{text}]==]");
     let mut source = String::new();
