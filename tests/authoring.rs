@@ -19,13 +19,8 @@ fn error_of_handler(body: &str) -> String {
     out["error"].as_str().unwrap_or_default().to_string()
 }
 
-#[test]
-fn an_unknown_field_suggests_the_closest_one() {
-    let fx = Fixture::new();
-    fx.tool(
-        "greet.lua",
-        "registry.register{ name = 'greet', toolset = 't',\n  schema = { parameters = { type = 'object' } },\n  hanlder = function() return 'hi' end }",
-    );
+/// `toolhost check` in the fixture, which must exit 1: its stdout and stderr.
+fn failing_check(fx: &Fixture) -> (String, String) {
     let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
@@ -34,8 +29,21 @@ fn an_unknown_field_suggests_the_closest_one() {
         .code(1)
         .get_output()
         .clone();
-    let printed =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+#[test]
+fn an_unknown_field_suggests_the_closest_one() {
+    let fx = Fixture::new();
+    fx.tool(
+        "greet.lua",
+        "registry.register{ name = 'greet', toolset = 't',\n  schema = { parameters = { type = 'object' } },\n  hanlder = function() return 'hi' end }",
+    );
+    let (stdout, stderr) = failing_check(&fx);
+    let printed = stdout + &stderr;
     assert!(
         printed.contains("unknown field 'hanlder' — did you mean 'handler'?"),
         "{printed}"
@@ -74,16 +82,8 @@ fn check_prints_each_problem_once_in_plain_english() {
         "bad.lua",
         "registry.register{ name = 'bad', toolset = 't' }",
     );
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args(["--cache-dir", "cache", "check"])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let printed =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let (stdout, stderr) = failing_check(&fx);
+    let printed = stdout + &stderr;
     assert_eq!(
         printed.matches("'schema' is required").count(),
         1,
@@ -102,15 +102,7 @@ fn check_reports_files_that_mean_to_register_but_do_not() {
         "nested.lua",
         &format!("local enabled = true\nif enabled then\n  registry.register{body}\nend"),
     );
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args(["--cache-dir", "cache", "check"])
-        .assert()
-        .code(1)
-        .get_output()
-        .clone();
-    let printed = String::from_utf8_lossy(&out.stdout);
+    let (printed, _) = failing_check(&fx);
     assert!(
         printed.contains("colon.lua:2: does not register: `registry:register` is a method call"),
         "{printed}"

@@ -6,30 +6,16 @@ mod common;
 use common::Fixture;
 use common::mcp_client::{self, step};
 use serde_json::Value;
-use std::path::Path;
-use std::process::Command;
 
 fn run_client(fx: &Fixture, scenario: &str, extra: &[&str]) -> Vec<Value> {
-    let client = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
-    let output = Command::new(mcp_client::python())
-        .arg(client)
-        .arg(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .arg(fx.root())
-        .arg(scenario)
-        .args(extra)
-        .env_remove("TOOLHOST_CONFIG")
-        .output()
-        .expect("client runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "client failed\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
-        .collect()
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let mut args = vec![
+        binary.to_str().expect("utf-8 path"),
+        fx.root().to_str().expect("utf-8 path"),
+        scenario,
+    ];
+    args.extend_from_slice(extra);
+    mcp_client::run_script("client.py", &args)
 }
 
 fn text(step: &Value) -> String {

@@ -219,7 +219,7 @@ fn call(plan: &SearchPlan, args: &Value) -> Routed {
                     "tool_call",
                     format!(
                         "$.arguments: a string must hold a JSON object, got a JSON {}",
-                        json_kind(&other)
+                        crate::registry::json_type(&other)
                     ),
                 ));
             }
@@ -239,18 +239,6 @@ fn call(plan: &SearchPlan, args: &Value) -> Routed {
         }
     };
     Routed::Call(name.to_string(), arguments)
-}
-
-/// The JSON type name of a value, for messages.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// The text around where a JSON parse stopped (1-based line and column), at most 20

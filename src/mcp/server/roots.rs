@@ -52,6 +52,10 @@ impl SessionRoots {
 
     /// The roots a call of this session uses (`None`: the host's own).
     pub(crate) async fn current(&self) -> Option<Arc<FsRoots>> {
+        // Settled (every call but those racing the first answer): no subscription, no timer.
+        if let State::Ready(roots) = &*self.state.borrow() {
+            return roots.clone();
+        }
         let mut receiver = self.state.subscribe();
         let settled = tokio::time::timeout(
             FIRST_ANSWER_WAIT,
