@@ -18,6 +18,9 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
+/// Log lines of one call waiting to be sent; more are dropped.
+const MAX_QUEUED_LOG_LINES: usize = 256;
+
 /// The shortest gap between two progress notifications of one call (≤ 20 per second).
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
@@ -33,14 +36,14 @@ struct Forwarding {
 
 struct Channels {
     progress: watch::Sender<Option<Progress>>,
-    logs: mpsc::UnboundedSender<LogLine>,
+    logs: mpsc::Sender<LogLine>,
 }
 
 impl Forwarding {
     fn channels(&self) -> &Channels {
         self.channels.get_or_init(|| {
             let (progress, progress_rx) = watch::channel(None);
-            let (logs, logs_rx) = mpsc::unbounded_channel();
+            let (logs, logs_rx) = mpsc::channel(MAX_QUEUED_LOG_LINES);
             let task = tokio::spawn(forward(
                 self.peer.clone(),
                 self.token.clone(),
@@ -62,7 +65,9 @@ impl CallObserver for Forwarding {
 
     fn log(&self, line: LogLine) {
         if self.minimum.is_some_and(|minimum| line.level >= minimum) {
-            let _ = self.channels().logs.send(line);
+            // A handler logging faster than the client reads loses lines beyond the queue
+            // (they are still in the server's own log), never the server's memory.
+            let _ = self.channels().logs.try_send(line);
         }
     }
 }
@@ -121,7 +126,7 @@ async fn forward(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     mut progress: watch::Receiver<Option<Progress>>,
-    mut logs: mpsc::UnboundedReceiver<LogLine>,
+    mut logs: mpsc::Receiver<LogLine>,
 ) {
     let mut progress_open = token.is_some();
     let mut logs_open = true;
