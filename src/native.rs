@@ -182,6 +182,7 @@ impl NativeTool {
             source: Source::Native,
             file: None,
             line: None,
+            offline: None,
         })
     }
 }

@@ -21,12 +21,14 @@ pub(super) fn verdict_json(verdict: &Verdict) -> Value {
 /// code.
 pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let verdicts = host.discovery();
+    let servers = super::mcp_servers::rows(host);
     if as_json {
-        let rows: Vec<Value> = verdicts.iter().map(verdict_json).collect();
+        let mut rows: Vec<Value> = verdicts.iter().map(verdict_json).collect();
+        rows.extend(servers.iter().map(super::mcp_servers::Row::to_json));
         outln!("{}", Value::Array(rows));
         return ExitCode::SUCCESS;
     }
-    let rows: Vec<[String; 4]> = verdicts
+    let mut rows: Vec<[String; 4]> = verdicts
         .iter()
         .map(|v| {
             let reason = serde_json::to_value(v.reason)
@@ -45,6 +47,10 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
             ]
         })
         .collect();
+    rows.extend(servers.iter().map(super::mcp_servers::Row::to_cells));
     super::list::print_table(&["PATH", "REASON", "CACHE", "TOOLS / ERROR"], &rows);
+    for problem in host.mcp_problems() {
+        outln!("{problem}");
+    }
     ExitCode::SUCCESS
 }

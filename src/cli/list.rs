@@ -49,6 +49,12 @@ pub(super) fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
         })
         .collect();
     print_table(&header, &table);
+    // A server that is down and whose tools were never listed has no row above.
+    for server in super::mcp_servers::rows(host) {
+        if let Some(note) = server.note_without_tools() {
+            outln!("{note}");
+        }
+    }
     ExitCode::SUCCESS
 }
 

@@ -14,6 +14,7 @@ mod call;
 mod check;
 mod discover;
 mod list;
+mod mcp_servers;
 mod new;
 mod schema;
 mod serve;
@@ -216,8 +217,13 @@ fn init_logging(verbose: u8, quiet: bool, serving: bool, reports_problems: bool)
     };
     // Commands that print load problems themselves do not log them a second time.
     let default = match reports_problems {
-        true => format!("{default},toolhost::load=off"),
+        true => format!("{default},toolhost::load=off,toolhost::mcp_client=off"),
         false => default.to_string(),
+    };
+    // rmcp's own lifecycle lines (one per MCP server connection) only when asked for.
+    let default = match verbose {
+        0 => format!("{default},rmcp=warn"),
+        _ => default,
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));

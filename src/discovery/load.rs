@@ -346,6 +346,7 @@ fn stage(
             source: dir.source.clone(),
             file: Some(verdict.path.clone()),
             line: Some(tool.line),
+            offline: None,
         });
     }
     let hooks = loaded

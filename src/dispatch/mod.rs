@@ -33,6 +33,8 @@ mod validate;
 pub(crate) use approval::PolicyApprover;
 pub use approval::{ApprovalRequest, Approver};
 pub use errors::ErrorType;
+#[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
+pub(crate) use execute::DEFAULT_TIMEOUT_MS;
 pub use hooks::{CallStatus, Hook, HookCall, PostCall, PreDecision};
 pub use middleware::{BoxFuture, Middleware, Next, ToolCall};
 pub use result::{ToolError, ToolResult};

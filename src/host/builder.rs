@@ -199,9 +199,19 @@ impl HostBuilder {
             .check_ttl_secs
             .map(std::time::Duration::from_secs)
             .unwrap_or(DEFAULT_CHECK_TTL);
+        #[cfg(feature = "mcp-client")]
+        let mcp = crate::mcp::client::McpClients::start(
+            &config.mcp_servers,
+            cache_dir_of(&inputs, config),
+            default_timeout_ms(config),
+        );
+        #[cfg(feature = "mcp-client")]
+        let externals = mcp.entries();
+        #[cfg(not(feature = "mcp-client"))]
+        let externals = Vec::new();
         let (world, state, sources) =
-            build_world(&inputs, Arc::new(loaded_config), &Sources::new())?;
-        Ok(Host::from_parts(HostInner {
+            build_world(&inputs, Arc::new(loaded_config), &Sources::new(), externals)?;
+        let host = Host::from_parts(HostInner {
             inputs,
             world: RwLock::new(Arc::new(world)),
             registry: Registry::new(state),
@@ -213,8 +223,32 @@ impl HostBuilder {
             rendered: RenderCache::default(),
             search: SearchPlans::default(),
             reloads: tokio::sync::broadcast::channel(RELOAD_EVENTS_KEPT).0,
-        }))
+            #[cfg(feature = "mcp-client")]
+            mcp,
+        });
+        #[cfg(feature = "mcp-client")]
+        host.listen_to_mcp_servers();
+        Ok(host)
     }
+}
+
+/// The cache directory: the builder's (or `--cache-dir`), else the config's, else the
+/// default.
+pub(super) fn cache_dir_of(inputs: &BuildInputs, config: &Config) -> PathBuf {
+    inputs
+        .cache_dir_flag
+        .clone()
+        .or_else(|| config.cache_dir.clone())
+        .unwrap_or_else(default_cache_dir)
+}
+
+/// `[runtime] timeout_ms`, else the default deadline.
+#[cfg_attr(not(feature = "mcp-client"), allow(dead_code))]
+pub(super) fn default_timeout_ms(config: &Config) -> u64 {
+    config
+        .runtime
+        .timeout_ms
+        .unwrap_or(crate::dispatch::DEFAULT_TIMEOUT_MS)
 }
 
 /// A freshly loaded world, the registry contents that go with it, and the sources its
@@ -222,19 +256,19 @@ impl HostBuilder {
 pub(super) type Built = (World, RegistryState, Sources);
 
 /// Loads a world from `config`: tool directories, VMs, verdicts, registry contents, and
-/// the sources that loaded. `last_good` stands in for files that now fail.
+/// the sources that loaded. `last_good` stands in for files that now fail. `externals`
+/// (MCP servers' tools) register with the native tools, before any Lua file.
 pub(super) fn build_world(
     inputs: &BuildInputs,
     config: Arc<LoadedConfig>,
     last_good: &Sources,
+    externals: Vec<crate::registry::ToolEntry>,
 ) -> Result<Built> {
     let settings_config = &config.config;
     let dirs = tool_dirs(&inputs.tools_dir_flags, &config)?;
-    let cache_dir = inputs
-        .cache_dir_flag
-        .clone()
-        .or_else(|| settings_config.cache_dir.clone())
-        .unwrap_or_else(default_cache_dir);
+    let cache_dir = cache_dir_of(inputs, settings_config);
+    let natives: Vec<crate::registry::ToolEntry> =
+        inputs.natives.iter().cloned().chain(externals).collect();
     let settings = vm_settings(settings_config, inputs.store.clone());
     let vms = inputs
         .vms
@@ -250,7 +284,7 @@ pub(super) fn build_world(
         only_files: inputs.only_files.as_deref(),
         cache_dir: &cache_dir,
         settings: &settings,
-        natives: &inputs.natives,
+        natives: &natives,
         plugins_allowing_override: settings_config
             .plugins
             .iter()

@@ -10,6 +10,9 @@ mod batch;
 mod builder;
 mod generation;
 mod info;
+#[cfg(feature = "mcp-client")]
+mod mcp_servers;
+mod nested;
 mod reload;
 #[cfg(feature = "watch")]
 mod watch;
@@ -72,6 +75,9 @@ struct HostInner {
     pipeline: Pipeline,
     /// Every reload's event, for MCP sessions (`tools/list_changed`) and other listeners.
     reloads: tokio::sync::broadcast::Sender<ReloadEvent>,
+    /// The links to `[mcp_servers.*]`.
+    #[cfg(feature = "mcp-client")]
+    mcp: crate::mcp::client::McpClients,
 }
 
 /// A running tool host.
@@ -253,7 +259,7 @@ impl Host {
         let host = self.clone();
         let on_vm = world.clone();
         let call_name = name.to_string();
-        let ctx = ctx.clone();
+        let ctx = self.with_caller(ctx);
         let run = world.pool.run(&needs, move |vm| async move {
             let world = on_vm;
             let env = CallEnv {

@@ -72,7 +72,7 @@ impl ReloadEvent {
 
 /// A tool's identity for change detection: everything that shows in its definition, and
 /// the source it was loaded from.
-fn fingerprint(
+pub(super) fn fingerprint(
     state: &RegistryState,
     sources: &crate::discovery::Sources,
 ) -> BTreeMap<String, String> {
@@ -95,11 +95,12 @@ fn fingerprint(
                 None => tool.name.to_string(),
             };
             let value = format!(
-                "{}|{}|{}|{}|{source_hash}",
+                "{}|{}|{}|{}|{source_hash}|{:?}",
                 tool.toolset,
                 serde_json::Value::Object((*tool.schema).clone()),
                 tool.description,
-                tool.emoji
+                tool.emoji,
+                tool.offline
             );
             (key, value)
         })
@@ -125,7 +126,18 @@ impl Host {
             None => old_world.config.clone(),
         };
         let last_good = self.inner.last_good.lock().clone();
-        let built = build_world(&self.inner.inputs, config, &last_good);
+        #[cfg(feature = "mcp-client")]
+        let externals = {
+            // An edited `[mcp_servers.X]` restarts just that server.
+            self.inner.mcp.reconcile(
+                &config.config.mcp_servers,
+                super::builder::default_timeout_ms(&config.config),
+            );
+            self.inner.mcp.entries()
+        };
+        #[cfg(not(feature = "mcp-client"))]
+        let externals = Vec::new();
+        let built = build_world(&self.inner.inputs, config, &last_good, externals);
         let (world, state, sources) = match built {
             Ok(parts) => parts,
             Err(error) => {

@@ -15,6 +15,7 @@ local pairs, ipairs, type, error = pairs, ipairs, type, error
 local real_setmetatable, rawget = setmetatable, rawget
 local real_load, running = load, coroutine.running
 local table_concat, prescan, progress = table.concat, host.prescan, host.progress
+local call_tool = host.call_tool
 local real_create, real_resume, real_close = coroutine.create, coroutine.resume, coroutine.close
 local collect = collectgarbage
 
@@ -45,6 +46,23 @@ local handler_threads = real_setmetatable({}, { __mode = "k" })
 -- Runs a handler on the current (async) thread as a new call, with a read-only `ctx`
 -- (built here: a Lua table constructor is far cheaper than building it field by field
 -- from Rust).
+local call_here -- defined below, with the host-API glue
+
+-- `ctx.call(name, args)`: awaits another tool's result (a string, or a table for JSON and
+-- errors). Only on the handler's own thread, where awaiting is possible.
+local function ctx_call(name, args)
+  if not handler_threads[running()] then
+    error("ctx.call can only be called from the tool handler itself (not inside coroutine.create/wrap)", 2)
+  end
+  if type(name) ~= "string" then error("ctx.call: the tool name must be a string", 2) end
+  if args ~= nil and type(args) ~= "table" then
+    error("ctx.call: the arguments must be a table", 2)
+  end
+  local ok, r = call_here(call_tool, name, args)
+  if not ok then error(r, 2) end
+  return r[2]
+end
+
 local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope)
   local co = running()
   call_of[co] = {}
@@ -52,7 +70,7 @@ local function invoke(handler, args, tool_name, tool_call_id, session_id, task_i
   local ctx = real_setmetatable({}, {
     __index = {
       tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
-      task_id = task_id, scope = scope, progress = progress,
+      task_id = task_id, scope = scope, progress = progress, call = ctx_call,
     },
     __newindex = refuse_write,
     __metatable = false,
@@ -153,7 +171,7 @@ local function strip_glue(e)
   if type(e) ~= "string" then return e end
   return (e:gsub("^__mlua_async_poll:%d+: ", ""))
 end
-local function call_here(fn, ...)
+function call_here(fn, ...)
   local r = pack(pcall(fn, ...))
   if not r[1] then return false, strip_glue(r[2]) end
   return true, r

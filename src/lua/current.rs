@@ -17,19 +17,25 @@ pub(crate) struct CurrentCall {
     pub observer: Option<Arc<dyn CallObserver>>,
     /// The call's own fs roots.
     pub fs_roots: Option<Arc<FsRoots>>,
+    /// The call's context, for `ctx.call` (when the host runs the call).
+    pub ctx: Option<CallContext>,
+    /// How many `ctx.call`s this call has made (for the children's call ids).
+    pub children: std::sync::atomic::AtomicU32,
 }
 
 impl CurrentCall {
     /// The parts of `ctx` host functions need, or `None` when there are none (the common
     /// case costs nothing per poll).
     pub(crate) fn of(tool: &str, ctx: &CallContext) -> Option<Arc<Self>> {
-        if ctx.observer().is_none() && ctx.fs_roots().is_none() {
+        if ctx.observer().is_none() && ctx.fs_roots().is_none() && ctx.caller.is_none() {
             return None;
         }
         Some(Arc::new(Self {
             tool: tool.to_string(),
             observer: ctx.observer().cloned(),
             fs_roots: ctx.fs_roots().cloned(),
+            ctx: ctx.caller.is_some().then(|| ctx.clone()),
+            children: std::sync::atomic::AtomicU32::new(0),
         }))
     }
 }

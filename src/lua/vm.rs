@@ -169,6 +169,46 @@ impl LuaVm {
                 },
             )?,
         )?;
+        // `ctx.call(name, args)`: another tool through the whole pipeline, as the running
+        // call (its scope, selection, ids), one level deeper.
+        host.set(
+            "call_tool",
+            lua.create_async_function(|lua, (name, args): (String, LuaValue)| async move {
+                let Some(call) = super::current::get(&lua) else {
+                    return Err(mlua::Error::runtime(
+                        "ctx.call is not available here (only in a handler the host runs)",
+                    ));
+                };
+                let (Some(ctx), Some(caller)) = (
+                    call.ctx.clone(),
+                    call.ctx.as_ref().and_then(|ctx| ctx.caller.clone()),
+                ) else {
+                    return Err(mlua::Error::runtime(
+                        "ctx.call is not available here (only in a handler the host runs)",
+                    ));
+                };
+                let args = match args {
+                    LuaValue::Nil => Value::Object(serde_json::Map::new()),
+                    other => convert::lua_to_json(&lua, &other, Mode::Data).map_err(|e| {
+                        mlua::Error::runtime(format!(
+                            "ctx.call: arguments hold {} at args.{}",
+                            e.reason, e.path
+                        ))
+                    })?,
+                };
+                let n = call
+                    .children
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                    + 1;
+                let parent = ctx
+                    .tool_call_id
+                    .clone()
+                    .unwrap_or_else(|| call.tool.clone());
+                let child = ctx.child(format!("{parent}/{n}"));
+                let answer = caller.call(name, args, child).await;
+                convert::json_to_lua(&lua, &answer)
+            })?,
+        )?;
         host.set("patterns", super::patterns::install(&lua)?)?;
         host.set(
             "prescan",

@@ -272,7 +272,7 @@ impl AvailabilityCache {
         now: Instant,
         probe: impl FnOnce() -> ProbeOutcome,
     ) -> Availability {
-        if let Some(reason) = missing_env(tool) {
+        if let Some(reason) = missing_env(tool).or_else(|| tool.offline.clone()) {
             return Availability::no(reason, Freshness::Always);
         }
         let Some(check_fn) = &tool.check_fn else {

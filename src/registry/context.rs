@@ -42,6 +42,20 @@ pub struct CallContext {
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
     /// The `fs` roots of this call, instead of the configured ones (an MCP client's roots).
     pub(crate) fs_roots: Option<Arc<FsRoots>>,
+    /// Runs `ctx.call` (set by the host for every call it runs).
+    pub(crate) caller: Option<Arc<dyn ToolCaller>>,
+    /// How many `ctx.call`s deep this call is (0: called from outside).
+    pub(crate) depth: u8,
+}
+
+/// Most nested `ctx.call`s: a chain deeper than this gets an error result.
+pub(crate) const MAX_CALL_DEPTH: u8 = 8;
+
+/// What runs `ctx.call(name, args)`: the whole pipeline with the caller's context; the
+/// answer is the result as JSON (a string for text, an object for JSON and errors).
+pub(crate) trait ToolCaller: Send + Sync {
+    /// Calls `name` with `args` as `ctx` (already the child's context).
+    fn call(&self, name: String, args: Value, ctx: CallContext) -> NativeFuture<Value>;
 }
 
 impl std::fmt::Debug for CallContext {
@@ -56,6 +70,7 @@ impl std::fmt::Debug for CallContext {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("observed", &self.observer.is_some())
             .field("fs_roots", &self.fs_roots)
+            .field("depth", &self.depth)
             .finish()
     }
 }
@@ -129,15 +144,24 @@ impl CallContext {
         self
     }
 
+    /// The context of a call this call makes with `ctx.call`: same ids, scope, selection,
+    /// observer, roots and cancellation, one level deeper, with the child's call id.
+    pub(crate) fn child(&self, tool_call_id: String) -> Self {
+        let mut child = self.clone();
+        child.tool_call_id = Some(tool_call_id);
+        child.depth = self.depth.saturating_add(1);
+        child
+    }
+
     /// This call's own `fs` roots, if it has them.
     pub(crate) fn fs_roots(&self) -> Option<&Arc<FsRoots>> {
         self.fs_roots.as_ref()
     }
 }
 
-/// The future a native handler returns: the tool's result (a JSON string for text, an
-/// object for structured or multimodal results) or an error message.
-pub(crate) type NativeFuture = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
+/// The future a native handler returns (by default): the tool's result (a JSON string for
+/// text, an object for structured or multimodal results) or an error message.
+pub(crate) type NativeFuture<T = Result<Value, String>> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// A Rust async tool handler: `(args, ctx) -> result`.
 pub(crate) type NativeHandler = Arc<dyn Fn(Value, CallContext) -> NativeFuture + Send + Sync>;

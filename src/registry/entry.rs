@@ -16,6 +16,8 @@ pub enum Source {
     Plugin(String),
     /// A Rust handler registered by the embedding program.
     Native,
+    /// A tool of the external MCP server `[mcp_servers.NAME]`.
+    Mcp(String),
 }
 
 impl fmt::Display for Source {
@@ -24,6 +26,7 @@ impl fmt::Display for Source {
             Source::Builtin => f.write_str("builtin"),
             Source::Plugin(id) => write!(f, "plugin:{id}"),
             Source::Native => f.write_str("native"),
+            Source::Mcp(server) => write!(f, "mcp:{server}"),
         }
     }
 }
@@ -154,6 +157,9 @@ pub struct ToolEntry {
     pub file: Option<PathBuf>,
     /// The line of the `registry.register` call.
     pub line: Option<u32>,
+    /// Registered but unavailable for this reason, whatever `check_fn` says (the tool of an
+    /// MCP server that is down).
+    pub offline: Option<String>,
 }
 
 impl ToolEntry {
@@ -244,5 +250,6 @@ pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
         source: Source::Builtin,
         file: None,
         line: None,
+        offline: None,
     }
 }

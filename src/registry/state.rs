@@ -94,6 +94,22 @@ impl RegistryState {
         Ok(applied)
     }
 
+    /// Removes every tool `doomed` picks (an MCP server's tools before they are listed
+    /// again); returns how many went.
+    #[cfg_attr(not(feature = "mcp-client"), allow(dead_code))]
+    pub(crate) fn remove_where(&mut self, doomed: impl Fn(&ToolEntry) -> bool) -> usize {
+        let before = self.all().count();
+        self.global.retain(|_, tool| !doomed(tool));
+        for overlay in self.scoped.values_mut() {
+            overlay.retain(|_, tool| !doomed(tool));
+        }
+        let removed = before - self.all().count();
+        if removed > 0 {
+            self.generation += 1;
+        }
+        removed
+    }
+
     /// Removes a tool from the global registry (`scope = None`) or an overlay; true when
     /// something was removed. (Reloads build fresh states; removal is for tests.)
     #[cfg(test)]

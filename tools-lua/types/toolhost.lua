@@ -8,6 +8,7 @@
 ---@field task_id string?
 ---@field scope string?
 ---@field progress fun(done: number, total?: number, message?: string) # reports progress to an MCP client that asked for it; else a no-op
+---@field call fun(name: string, args?: table): string|table # calls another tool through the whole pipeline as this call (awaits; depth limit 8); a table for structured results and errors (error_type)
 
 ---@class toolhost.Tool
 ---@field name string Tool name, ^[A-Za-z0-9_-]{1,64}$

@@ -16,6 +16,10 @@ const CTX_FIELDS: &[(&str, &str)] = &[
         "progress",
         "fun(done: number, total?: number, message?: string) # reports progress to an MCP client that asked for it; else a no-op",
     ),
+    (
+        "call",
+        "fun(name: string, args?: table): string|table # calls another tool through the whole pipeline as this call (awaits; depth limit 8); a table for structured results and errors (error_type)",
+    ),
 ];
 
 /// The stub file's text.

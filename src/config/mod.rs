@@ -3,6 +3,11 @@
 //! Every section rejects unknown keys (`deny_unknown_fields`), so a typo is an error that
 //! names the key and the line instead of a silently ignored setting.
 
+mod mcp_servers;
+
+#[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
+pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
+
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -53,6 +58,9 @@ pub(crate) struct Config {
     /// The durable `store`.
     #[serde(default)]
     pub store: StoreConfig,
+    /// External MCP servers whose tools join the registry.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// `[store]`: where `store` keeps its values.
@@ -293,6 +301,12 @@ impl LoadedConfig {
                 plugin.dir = base.join(&plugin.dir);
             }
         }
+        mcp_servers::check(&mut config.mcp_servers, base).map_err(|message| {
+            Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message,
+            }
+        })?;
         if let Some(store) = config.store.path.as_mut()
             && store.is_relative()
         {
@@ -374,7 +388,7 @@ mod tests {
 
     #[test]
     fn the_example_config_parses_with_every_key_uncommented() {
-        let example = include_str!("../toolhost.toml");
+        let example = include_str!("../../toolhost.toml");
         let uncommented: String = example
             .lines()
             .map(|line| match line.strip_prefix("# ") {
@@ -388,6 +402,7 @@ mod tests {
         assert_eq!(config.toolsets["coding"].includes, ["file", "shell"]);
         assert!(config.plugins.contains_key("acme"));
         assert_eq!(config.approval.default, Some(ApprovalDefault::Deny));
+        assert!(config.mcp_servers.contains_key("git"));
     }
 
     #[test]

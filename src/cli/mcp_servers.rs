@@ -1,0 +1,82 @@
+//! `[mcp_servers.*]` in `discover` (one row per server: up or down, its tools or the
+//! reason) and in `list` (a note for a server that is down before its tools were ever
+//! listed, since it has no tool rows).
+
+use crate::Host;
+use crate::mcp::client::Status;
+use serde_json::{Value, json};
+
+/// One server as `discover` shows it.
+pub(super) struct Row {
+    name: String,
+    status: Status,
+    tools: Vec<String>,
+}
+
+/// Every configured server, by name, with the tools registered for it.
+pub(super) fn rows(host: &Host) -> Vec<Row> {
+    let registered = host.tools(None);
+    let mut rows: Vec<Row> = host
+        .mcp_servers()
+        .into_iter()
+        .map(|server| {
+            let source = format!("mcp:{}", server.name);
+            Row {
+                tools: registered
+                    .iter()
+                    .filter(|tool| tool.source == source)
+                    .map(|tool| tool.name.clone())
+                    .collect(),
+                name: server.name,
+                status: server.status,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| a.name.cmp(&b.name));
+    rows
+}
+
+impl Row {
+    fn reason(&self) -> Option<String> {
+        match &self.status {
+            Status::Up => None,
+            Status::Starting => Some(format!("MCP server '{}' is starting", self.name)),
+            Status::Down(reason) => Some(reason.clone()),
+        }
+    }
+
+    /// The `discover --json` object: the verdict keys of SPEC §12, `path` = `mcp:NAME`,
+    /// `reason` = `mcp_server`, `registers` = connected, `error` = why not.
+    pub(super) fn to_json(&self) -> Value {
+        json!({
+            "path": format!("mcp:{}", self.name),
+            "registers": self.status == Status::Up,
+            "reason": "mcp_server",
+            "cached": false,
+            "error": self.reason(),
+            "tools": self.tools,
+        })
+    }
+
+    /// The `discover` table row.
+    pub(super) fn to_cells(&self) -> [String; 4] {
+        let detail = match self.reason() {
+            Some(reason) => format!("error: {reason}"),
+            None => self.tools.join(", "),
+        };
+        [
+            format!("mcp:{}", self.name),
+            "mcp_server".to_string(),
+            String::new(),
+            detail,
+        ]
+    }
+
+    /// What `list` says of a server that is down with no tools registered.
+    pub(super) fn note_without_tools(&self) -> Option<String> {
+        match (self.tools.is_empty(), self.reason()) {
+            (true, Some(reason)) => Some(format!("{reason} (no tools known yet)")),
+            _ => None,
+        }
+    }
+}

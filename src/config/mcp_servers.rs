@@ -1,0 +1,151 @@
+//! `[mcp_servers.NAME]`: external MCP servers whose tools join the registry (SPEC §11).
+//! Parsed and checked here whatever features are built, so a config file means the same to
+//! every build; the client itself is the `mcp-client` feature.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One external MCP server: a stdio child (`command`) or a streamable-HTTP endpoint (`url`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(not(feature = "mcp-client"), allow(dead_code))]
+pub(crate) struct McpServerConfig {
+    /// Program and arguments of a stdio server.
+    pub command: Option<Vec<String>>,
+    /// Endpoint of a streamable-HTTP server.
+    pub url: Option<String>,
+    /// Variables added to the child's (otherwise clean) environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The child's working directory (relative to the config file).
+    pub cwd: Option<PathBuf>,
+    /// Per-call deadline in milliseconds (default `[runtime] timeout_ms`).
+    pub timeout_ms: Option<u64>,
+    /// How long starting (spawn + initialize + first listing) may take (default 10 s).
+    pub connect_timeout_ms: Option<u64>,
+    /// Which of the server's tools to register (globs over the server's own tool names).
+    #[serde(default)]
+    pub tools: ToolFilterConfig,
+    /// Environment variable holding the bearer token sent to an HTTP server.
+    pub bearer_token_env: Option<String>,
+    /// `false` leaves the server out (default true).
+    pub enabled: Option<bool>,
+}
+
+/// `[mcp_servers.NAME] tools = { include, exclude }`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(not(feature = "mcp-client"), allow(dead_code))]
+pub(crate) struct ToolFilterConfig {
+    /// Only tools matching one of these globs (default: every tool).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Never tools matching one of these globs.
+    #[serde(default)]
+    pub exclude: Vec<String>,
+}
+
+impl McpServerConfig {
+    /// Whether the server is to be started.
+    #[cfg_attr(not(feature = "mcp-client"), allow(dead_code))]
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+}
+
+/// Checks every server section; the error names the key. Relative `cwd`s are resolved
+/// against `base` (the config file's directory).
+pub(crate) fn check(
+    servers: &mut BTreeMap<String, McpServerConfig>,
+    base: &Path,
+) -> Result<(), String> {
+    for (name, server) in servers.iter_mut() {
+        let key = format!("mcp_servers.{name}");
+        // The name becomes part of tool names (`mcp__NAME__TOOL`) and the toolset `mcp-NAME`.
+        crate::registry::ToolName::new(&format!("mcp-{name}"))
+            .map_err(|e| format!("{key}: the server name {e}"))?;
+        if name.contains("__") {
+            return Err(format!(
+                "{key}: the server name may not contain '__' (it separates server and tool in \
+                 mcp__SERVER__TOOL)"
+            ));
+        }
+        match (&server.command, &server.url) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "{key}: give either 'command' (a stdio server) or 'url' (streamable HTTP), \
+                     not both"
+                ));
+            }
+            (None, None) => {
+                return Err(format!(
+                    "{key}: missing 'command' (a stdio server) or 'url' (streamable HTTP)"
+                ));
+            }
+            (Some(command), None) if command.first().is_none_or(|p| p.is_empty()) => {
+                return Err(format!("{key}.command: must name a program"));
+            }
+            (None, Some(url)) if url.starts_with("https://") => {
+                return Err(format!(
+                    "{key}.url: https is not supported (this build has no TLS stack); use \
+                     http:// on a trusted network or loopback, e.g. behind a local TLS proxy"
+                ));
+            }
+            (None, Some(url)) if !url.starts_with("http://") => {
+                return Err(format!("{key}.url: must start with http://, got {url:?}"));
+            }
+            _ => {}
+        }
+        if server.url.is_some() {
+            for (field, set) in [
+                ("env", !server.env.is_empty()),
+                ("cwd", server.cwd.is_some()),
+            ] {
+                if set {
+                    return Err(format!(
+                        "{key}.{field}: only applies to a stdio server ('command')"
+                    ));
+                }
+            }
+        } else if server.bearer_token_env.is_some() {
+            return Err(format!(
+                "{key}.bearer_token_env: only applies to an HTTP server ('url')"
+            ));
+        }
+        for (field, value) in [
+            ("timeout_ms", server.timeout_ms),
+            ("connect_timeout_ms", server.connect_timeout_ms),
+        ] {
+            if value == Some(0) {
+                return Err(format!("{key}.{field}: must be at least 1"));
+            }
+        }
+        for (field, globs) in [
+            ("include", &server.tools.include),
+            ("exclude", &server.tools.exclude),
+        ] {
+            for glob in globs {
+                check_glob(glob).map_err(|e| format!("{key}.tools.{field}: {glob:?}: {e}"))?;
+            }
+        }
+        if let Some(cwd) = server.cwd.as_mut()
+            && cwd.is_relative()
+        {
+            *cwd = base.join(&*cwd);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "mcp-client")]
+fn check_glob(glob: &str) -> Result<(), String> {
+    globset::Glob::new(glob)
+        .map(|_| ())
+        .map_err(|e| e.kind().to_string())
+}
+
+#[cfg(not(feature = "mcp-client"))]
+fn check_glob(_glob: &str) -> Result<(), String> {
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Starting the connection to one server: a stdio child in its own process group (killed
+//! with the host, never orphaned) or a streamable-HTTP endpoint. Everything protocol-level
+//! is rmcp's.
+
+use super::listener::Listener;
+use crate::config::McpServerConfig;
+use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+use rmcp::RoleClient;
+use rmcp::service::{RunningService, ServiceExt};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use std::process::Stdio;
+use tokio::io::AsyncBufReadExt;
+
+/// A running client session with one server.
+pub(super) type Session = RunningService<RoleClient, Listener>;
+
+/// Variables a stdio child keeps from the host's environment (a clean environment
+/// otherwise: secrets in the host's environment are not every server's business).
+const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER"];
+
+/// Longest stderr line logged (a server printing binary junk cannot flood the log).
+const MAX_STDERR_LINE: usize = 4096;
+
+/// Connects to `server` and runs the MCP handshake. For a child, its process-group id goes
+/// to `pgid` as soon as it exists (so the host can kill the group whatever happens next).
+pub(super) async fn connect(
+    name: &str,
+    server: &McpServerConfig,
+    listener: Listener,
+    pgid: &parking_lot::Mutex<Option<u32>>,
+) -> Result<Session, String> {
+    match (&server.command, &server.url) {
+        (Some(command), _) => connect_child(name, server, command, listener, pgid).await,
+        (None, Some(url)) => connect_http(server, url, listener).await,
+        (None, None) => Err("neither 'command' nor 'url' is set".to_string()),
+    }
+}
+
+async fn connect_child(
+    name: &str,
+    server: &McpServerConfig,
+    command: &[String],
+    listener: Listener,
+    pgid: &parking_lot::Mutex<Option<u32>>,
+) -> Result<Session, String> {
+    let Some((program, args)) = command.split_first() else {
+        return Err("'command' is empty".to_string());
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args).env_clear();
+    for key in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(key) {
+            cmd.env(key, value);
+        }
+    }
+    cmd.envs(&server.env);
+    if let Some(cwd) = &server.cwd {
+        cmd.current_dir(cwd);
+    }
+    die_with_parent(&mut cmd);
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    let (transport, stderr) = TokioChildProcess::builder(wrapped)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {program:?}: {e}"))?;
+    *pgid.lock() = transport.id();
+    if let Some(stderr) = stderr {
+        tokio::spawn(log_stderr(name.to_string(), stderr));
+    }
+    listener
+        .serve(transport)
+        .await
+        .map_err(|e| format!("the MCP handshake failed: {e}"))
+}
+
+async fn connect_http(
+    server: &McpServerConfig,
+    url: &str,
+    listener: Listener,
+) -> Result<Session, String> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    if let Some(var) = &server.bearer_token_env {
+        match std::env::var(var) {
+            Ok(token) if !token.is_empty() => config = config.auth_header(token),
+            _ => {
+                return Err(format!(
+                    "environment variable {var} (bearer_token_env) is not set"
+                ));
+            }
+        }
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    listener
+        .serve(transport)
+        .await
+        .map_err(|e| format!("cannot connect to {url}: {e}"))
+}
+
+/// The server's stderr, line by line, into our log at debug under its name.
+async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
+    let mut lines = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match lines.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line[..line.len().min(MAX_STDERR_LINE)]);
+                tracing::debug!(target: "toolhost::mcp_client", server = %name, "{}", text.trim_end());
+            }
+        }
+    }
+}
+
+/// Asks the kernel to kill the child when the host dies, however it dies (SIGKILL
+/// included): the group kill on drop covers orderly exits, this covers the rest.
+fn die_with_parent(cmd: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and calls only
+    // async-signal-safe functions (prctl, getppid, _exit); it touches no memory of ours.
+    unsafe {
+        let parent = libc::getpid();
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // The host died between fork and prctl: go at once.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}

@@ -1,0 +1,282 @@
+//! One external server's link: its supervisor task connects, lists the tools, relists on
+//! `notifications/tools/list_changed`, notices the server going away and reconnects with
+//! exponential back-off (1 s doubling to 60 s). Every change of what the server offers
+//! (its tools, or whether it is up) is reported through `on_change`, and the host turns it
+//! into a registry update.
+
+use super::connect::{Session, connect};
+use super::listener::Listener;
+use super::result::from_call_result;
+use crate::config::McpServerConfig;
+use parking_lot::Mutex;
+use rmcp::Peer;
+use rmcp::RoleClient;
+use rmcp::model::{CallToolRequestParams, Tool};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Default time starting a server (spawn, handshake, first listing) may take.
+pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// First wait before reconnecting.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// Longest wait before reconnecting.
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Whether the server is serving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// The first connection attempt has not finished.
+    Starting,
+    /// Connected; its tools are callable.
+    Up,
+    /// Not connected, and why (`MCP server 'git' failed to start: …`).
+    Down(String),
+}
+
+/// What the link knows now.
+struct Known {
+    status: Status,
+    peer: Option<Peer<RoleClient>>,
+    /// The server's tools as last listed (kept while it is down, so they stay registered).
+    tools: Option<Arc<Vec<Tool>>>,
+}
+
+/// One configured server and its state.
+pub(crate) struct Link {
+    /// `[mcp_servers.NAME]`.
+    pub name: String,
+    /// Its section.
+    pub config: McpServerConfig,
+    known: Mutex<Known>,
+    /// Set once the first connection attempt has ended, either way.
+    settled: watch::Sender<bool>,
+    /// The child's process group, while one runs.
+    pub(super) pgid: Mutex<Option<u32>>,
+    /// Stops the supervisor (config removed or changed, host gone).
+    stop: CancellationToken,
+}
+
+impl Link {
+    /// A link that has not connected yet; `tools` are the last listing remembered from an
+    /// earlier run, if any.
+    pub(super) fn new(name: &str, config: McpServerConfig, tools: Option<Vec<Tool>>) -> Self {
+        Self {
+            name: name.to_string(),
+            config,
+            known: Mutex::new(Known {
+                status: Status::Starting,
+                peer: None,
+                tools: tools.map(Arc::new),
+            }),
+            settled: watch::channel(false).0,
+            pgid: Mutex::new(None),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Whether it is up, and if not why.
+    pub(crate) fn status(&self) -> Status {
+        self.known.lock().status.clone()
+    }
+
+    /// The tools as last listed.
+    pub(crate) fn tools(&self) -> Option<Arc<Vec<Tool>>> {
+        self.known.lock().tools.clone()
+    }
+
+    /// Waits until the first connection attempt has ended (or `limit` passed).
+    pub(super) async fn settled(&self, limit: Duration) {
+        let mut settled = self.settled.subscribe();
+        let _ = tokio::time::timeout(limit, settled.wait_for(|done| *done)).await;
+    }
+
+    /// Stops the supervisor (its session ends, a child is killed).
+    pub(super) fn stop(&self) {
+        self.stop.cancel();
+        self.kill_group();
+    }
+
+    /// Kills the child's whole process group, if one runs (a server that spawned helpers
+    /// takes them with it).
+    pub(super) fn kill_group(&self) {
+        if let Some(pgid) = self.pgid.lock().take()
+            && let Ok(pgid) = i32::try_from(pgid)
+            && pgid > 1
+        {
+            // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+
+    /// How long starting may take.
+    pub(super) fn connect_timeout(&self) -> Duration {
+        self.config
+            .connect_timeout_ms
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT)
+    }
+
+    /// Calls `tool` on the server. Dropping the future before the answer sends
+    /// `notifications/cancelled` for the request (rmcp does it), which is how a deadline
+    /// or a cancellation of ours reaches the server.
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        structured: bool,
+    ) -> Result<Value, String> {
+        let (peer, status) = {
+            let known = self.known.lock();
+            (known.peer.clone(), known.status.clone())
+        };
+        let Some(peer) = peer else {
+            return Err(match status {
+                Status::Down(reason) => reason,
+                _ => format!("MCP server '{}' is not connected yet", self.name),
+            });
+        };
+        let arguments = match args {
+            Value::Object(arguments) => arguments,
+            Value::Null => serde_json::Map::new(),
+            other => {
+                return Err(format!(
+                    "arguments for an MCP tool must be an object, got {}",
+                    crate::registry::json_type(&other)
+                ));
+            }
+        };
+        let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let result = peer
+            .call_tool(request)
+            .await
+            .map_err(|e| format!("MCP server '{}': {e}", self.name))?;
+        from_call_result(result, structured)
+    }
+
+    fn set(&self, status: Status, peer: Option<Peer<RoleClient>>, tools: Option<Vec<Tool>>) {
+        let mut known = self.known.lock();
+        known.status = status;
+        known.peer = peer;
+        if let Some(tools) = tools {
+            known.tools = Some(Arc::new(tools));
+        }
+    }
+
+    /// The supervisor: connect, serve, notice the end, back off, again, until stopped.
+    /// `on_change` runs after every change of status or tools.
+    pub(super) async fn supervise(self: Arc<Self>, on_change: Arc<dyn Fn(&Link) + Send + Sync>) {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let started = tokio::time::Instant::now();
+            let tools_changed = Arc::new(Notify::new());
+            let listener = Listener {
+                tools_changed: tools_changed.clone(),
+            };
+            let attempt = tokio::select! {
+                () = self.stop.cancelled() => return,
+                attempt = tokio::time::timeout(self.connect_timeout(), self.start(listener)) => attempt,
+            };
+            match attempt {
+                Ok(Ok((session, tools))) => {
+                    tracing::debug!(target: "toolhost::mcp_client", server = %self.name, "connected, {} tools", tools.len());
+                    self.set(Status::Up, Some(session.peer().clone()), Some(tools));
+                    self.settled.send_replace(true);
+                    on_change(&self);
+                    let reason = self.serve(session, tools_changed, &on_change).await;
+                    let Some(reason) = reason else { return };
+                    tracing::warn!(target: "toolhost::mcp_client", "{reason}");
+                    self.set(Status::Down(reason), None, None);
+                    on_change(&self);
+                    if started.elapsed() >= MAX_BACKOFF {
+                        backoff = FIRST_BACKOFF;
+                    }
+                }
+                Ok(Err(error)) => self.failed(error, &on_change),
+                Err(_) => self.failed(
+                    format!(
+                        "no answer within {} ms (connect_timeout_ms)",
+                        self.connect_timeout().as_millis()
+                    ),
+                    &on_change,
+                ),
+            }
+            self.kill_group();
+            tokio::select! {
+                () = self.stop.cancelled() => return,
+                () = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    fn failed(&self, error: String, on_change: &Arc<dyn Fn(&Link) + Send + Sync>) {
+        let reason = format!("MCP server '{}' failed to start: {error}", self.name);
+        let changed = self.status() != Status::Down(reason.clone());
+        // Said once; the same failure on every retry only at debug.
+        match changed {
+            true => tracing::warn!(target: "toolhost::mcp_client", "{reason}"),
+            false => tracing::debug!(target: "toolhost::mcp_client", "{reason}"),
+        }
+        self.set(Status::Down(reason), None, None);
+        self.settled.send_replace(true);
+        if changed {
+            on_change(self);
+        }
+    }
+
+    /// Connects and lists the tools.
+    async fn start(&self, listener: Listener) -> Result<(Session, Vec<Tool>), String> {
+        let session = connect(&self.name, &self.config, listener, &self.pgid).await?;
+        let tools = session
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        Ok((session, tools))
+    }
+
+    /// Serves until the session ends (`Some(reason)`) or the link is stopped (`None`);
+    /// lists again whenever the server says its tools changed.
+    async fn serve(
+        &self,
+        session: Session,
+        tools_changed: Arc<Notify>,
+        on_change: &Arc<dyn Fn(&Link) + Send + Sync>,
+    ) -> Option<String> {
+        let peer = session.peer().clone();
+        let ending = session.cancellation_token();
+        let mut waiting = Box::pin(session.waiting());
+        loop {
+            tokio::select! {
+                () = self.stop.cancelled() => {
+                    ending.cancel();
+                    let _ = tokio::time::timeout(Duration::from_secs(2), waiting).await;
+                    return None;
+                }
+                () = tools_changed.notified() => match peer.list_all_tools().await {
+                    Ok(tools) => {
+                        tracing::info!(target: "toolhost::mcp_client", server = %self.name, "tool list changed, {} tools", tools.len());
+                        self.set(Status::Up, Some(peer.clone()), Some(tools));
+                        on_change(self);
+                    }
+                    Err(error) => tracing::warn!(target: "toolhost::mcp_client", server = %self.name, "tools/list after list_changed failed: {error}"),
+                },
+                ended = &mut waiting => {
+                    let how = match ended {
+                        Ok(reason) => format!("{reason:?}"),
+                        Err(error) => error.to_string(),
+                    };
+                    return Some(format!(
+                        "MCP server '{}' exited ({how}); restarting with back-off",
+                        self.name
+                    ));
+                }
+            }
+        }
+    }
+}

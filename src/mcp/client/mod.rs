@@ -1,0 +1,229 @@
+//! The MCP client side (`[mcp_servers.NAME]`, SPEC §11): other MCP servers' tools in the
+//! same registry and pipeline as Lua tools.
+//!
+//! [`McpClients`] owns one small tokio runtime of its own (created only when a server is
+//! configured), so links live on independently of whoever built the host and whatever
+//! runtime, if any, it runs on. Each server has a [`Link`] whose supervisor task connects,
+//! lists and reconnects; the host hears of every change through the listener it sets and
+//! updates the registry (generation bump, `list_changed` to its own MCP clients).
+//! A server's last listing is remembered in the cache directory, so a server that fails to
+//! start still has its tools registered (unavailable, with the reason).
+
+mod connect;
+mod link;
+mod listener;
+mod memory;
+mod result;
+mod tools;
+
+pub(crate) use link::Status;
+
+use crate::config::McpServerConfig;
+use crate::registry::ToolEntry;
+use link::Link;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Called after any server's tools or status changed.
+type ChangeListener = Box<dyn Fn() + Send + Sync>;
+
+/// One server's state, for `toolhost list` / `discover` and embedders' diagnostics.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerStatus {
+    /// `[mcp_servers.NAME]`.
+    pub name: String,
+    /// Up, starting, or down with the reason.
+    pub status: Status,
+}
+
+/// Every configured server's link.
+pub(crate) struct McpClients {
+    runtime: OnceLock<tokio::runtime::Runtime>,
+    links: Mutex<BTreeMap<String, Arc<Link>>>,
+    memory: memory::Memory,
+    default_timeout_ms: Mutex<u64>,
+    listener: Arc<OnceLock<ChangeListener>>,
+    /// Problems of the last conversion (collisions, tools left out), logged once each.
+    problems: Mutex<Vec<String>>,
+}
+
+impl McpClients {
+    /// Starts every enabled server in `servers` (in parallel) and waits until each has
+    /// connected or failed (at most its `connect_timeout_ms`).
+    pub(crate) fn start(
+        servers: &BTreeMap<String, McpServerConfig>,
+        cache_dir: PathBuf,
+        default_timeout_ms: u64,
+    ) -> Self {
+        let clients = Self {
+            runtime: OnceLock::new(),
+            links: Mutex::new(BTreeMap::new()),
+            memory: memory::Memory::new(cache_dir),
+            default_timeout_ms: Mutex::new(default_timeout_ms),
+            listener: Arc::new(OnceLock::new()),
+            problems: Mutex::new(Vec::new()),
+        };
+        let started = clients.reconcile(servers, default_timeout_ms);
+        clients.wait_settled(&started);
+        clients
+    }
+
+    /// Sets who hears of changes (the host); set once.
+    pub(crate) fn set_listener(&self, listener: ChangeListener) {
+        let _ = self.listener.set(listener);
+    }
+
+    /// Brings the links in line with `servers`: a removed or disabled server is stopped, a
+    /// new one started, a changed one restarted; unchanged ones go on untouched. Returns
+    /// the links started.
+    pub(crate) fn reconcile(
+        &self,
+        servers: &BTreeMap<String, McpServerConfig>,
+        default_timeout_ms: u64,
+    ) -> Vec<Arc<Link>> {
+        *self.default_timeout_ms.lock() = default_timeout_ms;
+        let mut links = self.links.lock();
+        links.retain(|name, link| {
+            let keep = servers
+                .get(name)
+                .is_some_and(|config| config.is_enabled() && *config == link.config);
+            if !keep {
+                tracing::info!(target: "toolhost::mcp_client", server = %name, "stopping");
+                link.stop();
+            }
+            keep
+        });
+        let mut started = Vec::new();
+        for (name, config) in servers {
+            if !config.is_enabled() || links.contains_key(name) {
+                continue;
+            }
+            let link = Arc::new(Link::new(
+                name,
+                config.clone(),
+                self.memory.recall(name, config),
+            ));
+            let on_change = self.on_change();
+            self.runtime().spawn(link.clone().supervise(on_change));
+            links.insert(name.clone(), link.clone());
+            started.push(link);
+        }
+        started
+    }
+
+    /// The registry entries of every server's tools; problems are logged (once each).
+    pub(crate) fn entries(&self) -> Vec<ToolEntry> {
+        let links: Vec<Arc<Link>> = self.links.lock().values().cloned().collect();
+        let default_timeout_ms = *self.default_timeout_ms.lock();
+        let mut all = Vec::new();
+        let mut problems = Vec::new();
+        for link in &links {
+            let (entries, found) = tools::entries(link, default_timeout_ms);
+            all.extend(entries);
+            problems.extend(found);
+        }
+        let mut known = self.problems.lock();
+        for problem in &problems {
+            if !known.contains(problem) {
+                tracing::warn!(target: "toolhost::mcp_client", "{problem}");
+            }
+        }
+        *known = problems;
+        all
+    }
+
+    /// Problems met turning the servers' tools into registry entries.
+    pub(crate) fn problems(&self) -> Vec<String> {
+        self.problems.lock().clone()
+    }
+
+    /// Each configured, enabled server's state, by name.
+    pub(crate) fn statuses(&self) -> Vec<ServerStatus> {
+        self.links
+            .lock()
+            .values()
+            .map(|link| ServerStatus {
+                name: link.name.clone(),
+                status: link.status(),
+            })
+            .collect()
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("toolhost-mcp-client")
+                .enable_all()
+                .build()
+                // Without a runtime no server can be reached; the OS refusing a thread
+                // at start-up leaves nothing sensible to do.
+                .expect("the MCP client runtime starts")
+        })
+    }
+
+    /// What a link calls after a change: remember the listing, tell the host (on a
+    /// blocking thread: the host's registry update may take a lock a reload holds).
+    fn on_change(&self) -> Arc<dyn Fn(&Link) + Send + Sync> {
+        let listener = self.listener.clone();
+        let memory = self.memory.clone();
+        Arc::new(move |link: &Link| {
+            if link.status() == Status::Up
+                && let Some(tools) = link.tools()
+            {
+                memory.remember(&link.name, &link.config, &tools);
+            }
+            let listener = listener.clone();
+            tokio::task::spawn_blocking(move || {
+                if let Some(listener) = listener.get() {
+                    listener();
+                }
+            });
+        })
+    }
+
+    fn wait_settled(&self, links: &[Arc<Link>]) {
+        if links.is_empty() {
+            return;
+        }
+        let limit = links
+            .iter()
+            .map(|link| link.connect_timeout())
+            .max()
+            .unwrap_or_default()
+            + Duration::from_millis(500);
+        let (done, wait) = std::sync::mpsc::channel();
+        let links = links.to_vec();
+        self.runtime().spawn(async move {
+            let all = links.iter().map(|link| link.settled(limit));
+            futures_join_all(all).await;
+            let _ = done.send(());
+        });
+        let _ = wait.recv_timeout(limit + Duration::from_secs(1));
+    }
+}
+
+/// Awaits every future (they are few: one per server).
+async fn futures_join_all<F: std::future::Future<Output = ()>>(all: impl Iterator<Item = F>) {
+    let mut set = Vec::new();
+    for future in all {
+        set.push(Box::pin(future));
+    }
+    for future in set {
+        future.await;
+    }
+}
+
+impl Drop for McpClients {
+    fn drop(&mut self) {
+        for link in self.links.lock().values() {
+            link.stop();
+        }
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

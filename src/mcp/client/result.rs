@@ -1,0 +1,135 @@
+//! A server's `tools/call` result as a native handler's answer: `isError` → the server's
+//! text as the error message; text blocks only → one string; any image, audio or resource
+//! → the multimodal envelope (SPEC §1) with the parts in order; `structuredContent` → the
+//! object itself when the tool declares an output schema (the pipeline checks it, and our
+//! own MCP clients get it as `structuredContent` again).
+
+use rmcp::model::CallToolResult;
+use serde_json::{Value, json};
+
+/// Maps one result; `structured` says whether the tool declared an output schema.
+pub(super) fn from_call_result(result: CallToolResult, structured: bool) -> Result<Value, String> {
+    let parts: Vec<Value> = result
+        .content
+        .iter()
+        .filter_map(|block| serde_json::to_value(block).ok())
+        .map(part)
+        .collect();
+    let text = texts(&parts);
+    if result.is_error == Some(true) {
+        return Err(match text.is_empty() {
+            true => "the MCP server reported an error without a message".to_string(),
+            false => text,
+        });
+    }
+    if structured && let Some(Value::Object(object)) = result.structured_content {
+        return Ok(Value::Object(object));
+    }
+    let only_text = parts
+        .iter()
+        .all(|p| p.get("type").and_then(Value::as_str) == Some("text"));
+    if only_text {
+        return Ok(Value::String(text));
+    }
+    Ok(json!({
+        "_multimodal": true,
+        "content": parts,
+        "text_summary": summary(&parts),
+    }))
+}
+
+/// A content block (MCP JSON) as a multimodal part: MCP's embedded `resource` object is
+/// flattened into the part (`uri`, `mime_type`, `text` | `blob`), `mimeType` becomes
+/// `mime_type`.
+fn part(block: Value) -> Value {
+    let Value::Object(mut block) = block else {
+        return block;
+    };
+    if let Some(Value::Object(resource)) = block.remove("resource") {
+        for (key, value) in resource {
+            block.insert(key, value);
+        }
+    }
+    if let Some(mime) = block.remove("mimeType") {
+        block.insert("mime_type".to_string(), mime);
+    }
+    block.remove("annotations");
+    Value::Object(block)
+}
+
+/// The text blocks, joined by newlines.
+fn texts(parts: &[Value]) -> String {
+    parts
+        .iter()
+        .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a text-only reader learns: the text, and one line per non-text part.
+fn summary(parts: &[Value]) -> String {
+    let mut lines = Vec::new();
+    for p in parts {
+        let field = |name: &str| p.get(name).and_then(Value::as_str).unwrap_or_default();
+        match field("type") {
+            "text" => lines.push(field("text").to_string()),
+            kind => {
+                let mut line = format!("[{kind}");
+                for detail in [field("mime_type"), field("uri")] {
+                    if !detail.is_empty() {
+                        line.push(' ');
+                        line.push_str(detail);
+                    }
+                }
+                line.push(']');
+                lines.push(line);
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::ContentBlock;
+
+    #[test]
+    fn text_blocks_become_one_string() {
+        let result =
+            CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
+        assert_eq!(from_call_result(result, false), Ok(json!("a\nb")));
+    }
+
+    #[test]
+    fn an_image_makes_a_multimodal_envelope_in_order() {
+        let result = CallToolResult::success(vec![
+            ContentBlock::text("look"),
+            ContentBlock::image("aGk=", "image/png"),
+        ]);
+        let value = from_call_result(result, false).expect("success");
+        assert_eq!(value["_multimodal"], json!(true));
+        assert_eq!(value["content"][1]["type"], json!("image"));
+        assert_eq!(value["content"][1]["data"], json!("aGk="));
+        assert_eq!(value["content"][1]["mime_type"], json!("image/png"));
+        assert_eq!(value["text_summary"], json!("look\n[image image/png]"));
+    }
+
+    #[test]
+    fn is_error_carries_the_servers_text() {
+        let result = CallToolResult::error(vec![ContentBlock::text("disk full")]);
+        assert_eq!(
+            from_call_result(result, false),
+            Err("disk full".to_string())
+        );
+    }
+
+    #[test]
+    fn structured_content_is_kept_for_tools_with_an_output_schema() {
+        let result = CallToolResult::structured(json!({"n": 1}));
+        assert_eq!(from_call_result(result.clone(), true), Ok(json!({"n": 1})));
+        // Without an output schema the text form (the JSON text) is what the model gets.
+        assert_eq!(from_call_result(result, false), Ok(json!("{\"n\":1}")));
+    }
+}

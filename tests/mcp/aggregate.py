@@ -1,0 +1,85 @@
+"""Drives `toolhost serve` (configured with MCP servers of its own) with the official MCP
+Python client, for tests/mcp_servers.rs. Prints one JSON object per step.
+
+usage: aggregate.py TOOLHOST_BINARY WORKDIR SCENARIO
+scenarios:
+  list_changed  call mcp__py__grow; our client gets list_changed; mcp__py__extra is listed
+  restart       kill the fixture server; its tools go unavailable, then come back
+  timeout       a call past the server's timeout_ms answers `timeout`
+"""
+import asyncio
+import json
+import os
+import signal
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def emit(step, **data):
+    print(json.dumps({"step": step, **data}), flush=True)
+
+
+def text_of(result):
+    return "".join(getattr(block, "text", "") for block in result.content)
+
+
+def is_error(result):
+    return getattr(result, "is_error", None) or getattr(result, "isError", None)
+
+
+async def main(binary, workdir, scenario):
+    params = StdioServerParameters(
+        command=binary,
+        args=["--cache-dir", workdir + "/cache", "serve"],
+        cwd=workdir,
+    )
+    changed = asyncio.Event()
+
+    async def on_message(message):
+        inner = getattr(message, "root", message)
+        if getattr(inner, "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, message_handler=on_message) as session:
+            await session.initialize()
+            listed = await session.list_tools()
+            emit("list", tools=sorted(t.name for t in listed.tools))
+            if scenario == "list_changed":
+                result = await session.call_tool("mcp__py__grow", {})
+                emit("grow", text=text_of(result), error=bool(is_error(result)))
+                await asyncio.wait_for(changed.wait(), 20)
+                listed = await session.list_tools()
+                emit("relisted", tools=sorted(t.name for t in listed.tools))
+                result = await session.call_tool("mcp__py__extra", {})
+                emit("extra", text=text_of(result), error=bool(is_error(result)))
+            elif scenario == "restart":
+                result = await session.call_tool("mcp__py__pid", {})
+                first = int(json.loads(text_of(result))["result"])
+                emit("pid", pid=first)
+                changed.clear()
+                os.kill(first, signal.SIGKILL)
+                # Down: the tools stay listed only while available, so the list changes.
+                await asyncio.wait_for(changed.wait(), 20)
+                down = await session.call_tool("mcp__py__echo", {"text": "x"})
+                emit("down", text=text_of(down), error=bool(is_error(down)))
+                # Back (back-off 1 s): the list changes again and calls work.
+                for _ in range(200):
+                    result = await session.call_tool("mcp__py__pid", {})
+                    if not is_error(result):
+                        break
+                    await asyncio.sleep(0.1)
+                emit("back", text=text_of(result), error=bool(is_error(result)))
+            elif scenario == "timeout":
+                result = await session.call_tool("mcp__py__slow", {"seconds": 60})
+                emit("slow", text=text_of(result), error=bool(is_error(result)))
+                result = await session.call_tool("mcp__py__echo", {"text": "after"})
+                emit("after", text=text_of(result), error=bool(is_error(result)))
+            else:
+                raise SystemExit("unknown scenario " + scenario)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))

@@ -1,0 +1,83 @@
+"""An MCP server written with the official SDK's MCPServer (FastMCP, renamed in mcp 2),
+serving over stdio for toolhost's MCP-client tests (tests/mcp_servers.rs).
+
+Tools: echo, add (structured output), slow (notes its cancellation in $FIXTURE_DIR),
+fail (isError), picture (an image), grow (adds a tool and says the list changed), pid,
+note_add / note_drop (for include/exclude globs)."""
+import asyncio
+import os
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.types import Image
+
+server = MCPServer("fixture")
+marks = os.environ.get("FIXTURE_DIR", ".")
+
+
+def mark(name, text=""):
+    with open(os.path.join(marks, name), "w") as f:
+        f.write(text)
+
+
+@server.tool(description="Say the text back.")
+def echo(text: str) -> str:
+    return text
+
+
+@server.tool(description="Add two integers.")
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@server.tool(description="Sleep, noting a cancellation in FIXTURE_DIR/cancelled.")
+async def slow(seconds: float) -> str:
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        mark("cancelled", "yes")
+        raise
+    return "slept"
+
+
+@server.tool(description="Always fails.")
+def fail() -> str:
+    raise ToolError("disk full")
+
+
+@server.tool(description="A tiny picture.")
+def picture() -> Image:
+    return Image(data=b"\x89PNG\r\n\x1a\n", format="png")
+
+
+@server.tool(description="Adds the tool 'extra' and announces the change.")
+async def grow(ctx: Context) -> str:
+    def extra() -> str:
+        return "extra here"
+
+    server.add_tool(extra, name="extra", description="Appeared later.")
+    await ctx.session.send_tool_list_changed()
+    return "grown"
+
+
+@server.tool(description="This server's process id.")
+def pid() -> str:
+    return str(os.getpid())
+
+
+@server.tool(description="Add a note.")
+def note_add(text: str) -> str:
+    return "added " + text
+
+
+@server.tool(description="Drop a note.")
+def note_drop(text: str) -> str:
+    return "dropped " + text
+
+
+if __name__ == "__main__":
+    print("fixture server starting", file=sys.stderr)
+    if os.path.exists(os.path.join(marks, "refuse")):
+        raise SystemExit("refusing to start (FIXTURE_DIR/refuse exists)")
+    server.run("stdio")

@@ -1,0 +1,620 @@
+//! `[mcp_servers.NAME]`: tools of other MCP servers in the registry and the pipeline.
+//! The server is a real one: `tests/mcp/fixture_server.py`, written with the official
+//! SDK's MCPServer (FastMCP, renamed in mcp 2) and run in the test venv; and `toolhost
+//! serve` itself (toolhost aggregating toolhost).
+
+mod common;
+
+use assert_cmd::Command;
+use common::mcp_client::{python, run_script, step};
+use common::{Fixture, call, simple_tool};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+fn fixture_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/fixture_server.py")
+}
+
+/// `[mcp_servers.py]` running the fixture server, with `extra` lines in its section.
+fn py_server(fx: &Fixture, extra: &str) -> String {
+    format!(
+        "[mcp_servers.py]\ncommand = [{:?}, {:?}]\nenv = {{ FIXTURE_DIR = {:?} }}\n{extra}\n",
+        python().display().to_string(),
+        fixture_server().display().to_string(),
+        fx.root().display().to_string(),
+    )
+}
+
+fn toolhost(fx: &Fixture) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    cmd.current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache"]);
+    cmd
+}
+
+/// A structured result's object (a model sees it as JSON text).
+fn structured(out: Value) -> Value {
+    match &out {
+        Value::String(text) => serde_json::from_str(text).unwrap_or(out),
+        _ => out,
+    }
+}
+
+/// Waits (polling: the event is another process's) until `done`, at most `limit`.
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+#[test]
+fn external_tools_are_registered_with_toolset_source_and_schema() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    let echo = host
+        .tools(None)
+        .into_iter()
+        .find(|t| t.name == "mcp__py__echo")
+        .expect("mcp__py__echo is registered");
+    assert_eq!(echo.toolset, "mcp-py");
+    assert_eq!(echo.source, "mcp:py");
+    assert_eq!(echo.description, "Say the text back.");
+    assert_eq!(host.unavailable_reason("mcp__py__echo", None), None);
+}
+
+#[test]
+fn a_call_returns_the_servers_text() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    assert_eq!(
+        structured(call(&host, "mcp__py__echo", json!({"text": "hi"}))),
+        json!({"result": "hi"})
+    );
+}
+
+#[test]
+fn structured_content_is_kept_for_a_tool_with_an_output_schema() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    assert_eq!(
+        structured(call(&host, "mcp__py__add", json!({"a": 2, "b": 3}))),
+        json!({"result": 5})
+    );
+}
+
+#[test]
+fn is_error_becomes_handler_error_carrying_the_servers_text() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    let out = call(&host, "mcp__py__fail", json!({}));
+    assert_eq!(out["error_type"], "handler_error");
+    assert!(
+        out["error"].as_str().unwrap().contains("disk full"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_image_becomes_the_multimodal_envelope() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    let out = call(&host, "mcp__py__picture", json!({}));
+    assert_eq!(out["_multimodal"], true);
+    assert_eq!(out["content"][0]["type"], "image");
+    assert_eq!(out["content"][0]["mime_type"], "image/png");
+}
+
+#[test]
+fn arguments_are_validated_before_they_reach_the_server() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    let out = call(&host, "mcp__py__add", json!({"a": 1, "b": "two"}));
+    assert_eq!(out["error_type"], "invalid_arguments");
+    assert_eq!(out["path"], "$.b");
+}
+
+#[test]
+fn lua_hooks_see_and_modify_external_calls() {
+    let fx = Fixture::new();
+    fx.tool(
+        "hook.lua",
+        r#"registry.hook("pre_tool_call", function(call)
+  if call.tool_name == "mcp__py__echo" then
+    return { action = "modify", args = { text = call.args.text .. "!" } }
+  end
+end)"#,
+    );
+    let host = fx.host_with(&py_server(&fx, ""));
+    assert_eq!(
+        structured(call(&host, "mcp__py__echo", json!({"text": "hi"}))),
+        json!({"result": "hi!"})
+    );
+}
+
+#[test]
+fn approval_policy_applies_to_external_tools() {
+    let fx = Fixture::new();
+    let toml = format!(
+        "[approval]\ntools = [\"mcp__py__note_drop\"]\n{}",
+        py_server(&fx, "")
+    );
+    let host = fx.host_with(&toml);
+    let out = call(&host, "mcp__py__note_drop", json!({"text": "x"}));
+    assert_eq!(out["error_type"], "approval_denied", "{out}");
+}
+
+#[test]
+fn include_and_exclude_globs_pick_the_tools() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(
+        &fx,
+        "tools = { include = [\"note_*\", \"echo\"], exclude = [\"note_drop\"] }",
+    ));
+    let mut names: Vec<String> = host
+        .tools(None)
+        .into_iter()
+        .map(|t| t.name)
+        .filter(|n| n.starts_with("mcp__"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["mcp__py__echo", "mcp__py__note_add"]);
+}
+
+#[test]
+fn a_server_that_never_starts_does_not_stop_the_host() {
+    let fx = Fixture::new();
+    fx.tool("local.lua", &simple_tool("local_tool", "t", "here"));
+    let toml = format!(
+        "[mcp_servers.broken]\ncommand = [\"{}/no-such-server\"]\n{}",
+        fx.root().display(),
+        py_server(&fx, "")
+    );
+    let host = fx.host_with(&toml);
+    assert_eq!(call(&host, "local_tool", json!({})), json!("here"));
+    assert_eq!(
+        structured(call(&host, "mcp__py__echo", json!({"text": "ok"}))),
+        json!({"result": "ok"})
+    );
+}
+
+#[test]
+fn discover_reports_why_a_server_failed_to_start() {
+    let fx = Fixture::new();
+    fx.write(
+        "toolhost.toml",
+        "[mcp_servers.broken]\ncommand = [\"/no/such/server\"]\n",
+    );
+    let out = toolhost(&fx).args(["discover", "--json"]).output().unwrap();
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "mcp:broken")
+        .expect("a row for the server");
+    let error = row["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("MCP server 'broken' failed to start: "),
+        "{error}"
+    );
+}
+
+#[test]
+fn remembered_tools_of_a_server_that_fails_are_listed_unavailable_with_the_reason() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    toolhost(&fx).arg("list").assert().success();
+    // Same section, but now the server exits at start.
+    fx.write("refuse", "");
+    let out = toolhost(&fx).args(["list", "--json"]).output().unwrap();
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let echo = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "mcp__py__echo")
+        .unwrap_or_else(|| panic!("the remembered tool is listed: {rows}"));
+    assert_eq!(echo["available"], false);
+    let reason = echo["unavailable_reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("MCP server 'py' failed to start"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_changed_section_forgets_the_remembered_listing() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    toolhost(&fx).arg("list").assert().success();
+    fx.write("refuse", "");
+    fx.write("toolhost.toml", py_server(&fx, "timeout_ms = 5000"));
+    let out = toolhost(&fx).args(["list", "--json"]).output().unwrap();
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["source"] != "mcp:py"),
+        "{rows}"
+    );
+}
+
+#[test]
+fn list_shows_the_reason_for_a_server_with_no_known_tools() {
+    let fx = Fixture::new();
+    fx.write(
+        "toolhost.toml",
+        "[mcp_servers.broken]\ncommand = [\"/no/such/server\"]\n",
+    );
+    let out = toolhost(&fx).arg("list").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("MCP server 'broken' failed to start"),
+        "{text}"
+    );
+}
+
+#[test]
+fn both_command_and_url_is_a_config_error_naming_the_key() {
+    let fx = Fixture::new();
+    fx.write(
+        "toolhost.toml",
+        "[mcp_servers.x]\ncommand = [\"a\"]\nurl = \"http://127.0.0.1:1/mcp\"\n",
+    );
+    let out = toolhost(&fx).arg("list").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mcp_servers.x"), "{err}");
+}
+
+#[test]
+fn an_unknown_key_in_a_server_section_is_a_config_error() {
+    let fx = Fixture::new();
+    fx.write(
+        "toolhost.toml",
+        "[mcp_servers.x]\ncommand = [\"a\"]\ncomand = [\"b\"]\n",
+    );
+    let out = toolhost(&fx).arg("list").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("comand"), "{err}");
+}
+
+#[test]
+fn ctx_call_runs_an_external_tool_through_the_pipeline() {
+    let fx = Fixture::new();
+    fx.tool(
+        "shout.lua",
+        r#"registry.register{
+  name = "shout", toolset = "demo",
+  schema = { description = "Echo loudly", parameters = { type = "object",
+    properties = { text = { type = "string" } }, required = { "text" } } },
+  handler = function(args, ctx)
+    local out = ctx.call("mcp__py__echo", { text = args.text })
+    return { loud = out.result:upper(), id = ctx.tool_call_id }
+  end,
+}"#,
+    );
+    let host = fx.host_with(&py_server(&fx, ""));
+    let ctx = toolhost::CallContext::default().with_tool_call_id("call-1");
+    let out = structured(common::call_in(&host, "shout", json!({"text": "hi"}), &ctx));
+    assert_eq!(out, json!({"loud": "HI", "id": "call-1"}));
+}
+
+#[test]
+fn ctx_call_returns_errors_as_tables() {
+    let fx = Fixture::new();
+    fx.tool(
+        "relay.lua",
+        r#"registry.register{
+  name = "relay", toolset = "demo",
+  schema = { description = "Relay", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    local out = ctx.call("no_such_tool", {})
+    return { got = out.error_type }
+  end,
+}"#,
+    );
+    let host = fx.host();
+    assert_eq!(
+        structured(call(&host, "relay", json!({}))),
+        json!({"got": "unknown_tool"})
+    );
+}
+
+#[test]
+fn ctx_call_chains_stop_at_depth_8() {
+    let fx = Fixture::new();
+    fx.tool(
+        "deep.lua",
+        r#"registry.register{
+  name = "deep", toolset = "demo",
+  schema = { description = "Recurse", parameters = { type = "object",
+    properties = { n = { type = "integer" } } } },
+  handler = function(args, ctx)
+    local n = args.n or 0
+    local out = ctx.call("deep", { n = n + 1 })
+    if out.depth then return out end -- a deeper level's answer, passed up
+    return { depth = n, error_type = out.error_type, error = out.error }
+  end,
+}"#,
+    );
+    let host = fx.host();
+    let out = structured(call(&host, "deep", json!({})));
+    assert_eq!(out["depth"], 8, "{out}");
+    assert_eq!(out["error_type"], "blocked");
+    assert!(out["error"].as_str().unwrap().contains("too deep"), "{out}");
+}
+
+#[test]
+fn toolhost_aggregates_toolhost() {
+    let fx = Fixture::new();
+    let inner = fx.root().join("inner");
+    std::fs::create_dir_all(inner.join("tools-lua")).unwrap();
+    std::fs::write(
+        inner.join("tools-lua/greet.lua"),
+        simple_tool("greet", "inner", "hello from inside"),
+    )
+    .unwrap();
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    fx.write(
+        "toolhost.toml",
+        format!(
+            "[mcp_servers.inner]\ncommand = [{:?}, \"--tools-dir\", \"tools-lua\", \"--cache-dir\", \"cache\", \"serve\"]\ncwd = {:?}\n",
+            binary.display().to_string(),
+            inner.display().to_string()
+        ),
+    );
+    let out = toolhost(&fx)
+        .args(["call", "mcp__inner__greet", "{}"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "hello from inside",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_timeout_answers_timeout_and_cancels_the_request_on_the_server() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, "timeout_ms = 1000"));
+    let steps = run_script(
+        "aggregate.py",
+        &[
+            assert_cmd::cargo::cargo_bin!("toolhost").to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "timeout",
+        ],
+    );
+    let slow = step(&steps, "slow");
+    assert!(
+        slow["text"].as_str().unwrap().contains("\"timeout\""),
+        "{slow}"
+    );
+    assert_eq!(step(&steps, "after")["error"], false);
+    assert!(
+        wait_until(Duration::from_secs(10), || fx
+            .root()
+            .join("cancelled")
+            .exists()),
+        "the server never saw notifications/cancelled"
+    );
+}
+
+#[test]
+fn a_servers_list_changed_reaches_our_own_clients() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let steps = run_script(
+        "aggregate.py",
+        &[
+            assert_cmd::cargo::cargo_bin!("toolhost").to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "list_changed",
+        ],
+    );
+    let relisted = step(&steps, "relisted")["tools"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(relisted.contains(&json!("mcp__py__extra")), "{relisted:?}");
+    assert_eq!(step(&steps, "extra")["text"], "{\"result\":\"extra here\"}");
+}
+
+#[test]
+fn a_killed_server_goes_unavailable_and_comes_back() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let steps = run_script(
+        "aggregate.py",
+        &[
+            assert_cmd::cargo::cargo_bin!("toolhost").to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "restart",
+        ],
+    );
+    let down = step(&steps, "down");
+    assert!(
+        down["text"].as_str().unwrap().contains("\"unavailable\""),
+        "{down}"
+    );
+    let back = step(&steps, "back");
+    assert_eq!(back["error"], false, "{back}");
+    assert_ne!(
+        back["text"],
+        json!(format!("{{\"result\":\"{}\"}}", step(&steps, "pid")["pid"])),
+        "a new process serves"
+    );
+}
+
+/// The pids of `parent`'s children.
+fn children_of(parent: u32) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+        return pids;
+    };
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            pids.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    pids
+}
+
+/// Whether `pid` is gone (or a zombie about to be reaped).
+fn is_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[test]
+fn no_server_process_outlives_a_killed_host() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let mut host = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            child = children_of(host.id());
+            !child.is_empty()
+        }),
+        "the MCP server child never started"
+    );
+    host.kill().unwrap(); // SIGKILL: no destructor runs in the host
+    host.wait().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(10), || child
+            .iter()
+            .all(|pid| is_gone(*pid))),
+        "server processes {child:?} outlived the host"
+    );
+}
+
+/// `toolhost serve --http` on a free port with a tools dir holding `greet`, requiring the
+/// bearer token in its `INNER_TOKEN`; returns the process and its URL.
+fn inner_http_server(fx: &Fixture, token: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let inner = fx.root().join("inner");
+    std::fs::create_dir_all(inner.join("tools-lua")).unwrap();
+    std::fs::write(
+        inner.join("tools-lua/greet.lua"),
+        simple_tool("greet", "inner", "hello over http"),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(&inner)
+        .env_remove("TOOLHOST_CONFIG")
+        .env("INNER_TOKEN", token)
+        .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"])
+        .args(["--auth-token-env", "INNER_TOKEN"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the server prints its address")
+            .unwrap();
+        if let Some(url) = line.split("serving MCP at ").nth(1) {
+            break url.trim().to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
+
+#[test]
+fn a_streamable_http_server_is_reached_with_its_bearer_token() {
+    let fx = Fixture::new();
+    let (mut inner, url) = inner_http_server(&fx, "s3cret");
+    fx.write(
+        "toolhost.toml",
+        format!("[mcp_servers.remote]\nurl = {url:?}\nbearer_token_env = \"REMOTE_TOKEN\"\n"),
+    );
+    let out = toolhost(&fx)
+        .env("REMOTE_TOKEN", "s3cret")
+        .args(["call", "mcp__remote__greet", "{}"])
+        .output()
+        .unwrap();
+    inner.kill().unwrap();
+    inner.wait().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "hello over http",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_missing_bearer_token_is_the_reason_the_server_is_down() {
+    let fx = Fixture::new();
+    fx.write(
+        "toolhost.toml",
+        "[mcp_servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env = \"NO_SUCH_TOKEN_VAR\"\n",
+    );
+    let out = toolhost(&fx)
+        .env_remove("NO_SUCH_TOKEN_VAR")
+        .arg("list")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("NO_SUCH_TOKEN_VAR"), "{text}");
+}
+
+#[test]
+fn editing_one_servers_section_restarts_just_that_server() {
+    let fx = Fixture::new();
+    let section = |name: &str, extra: &str| {
+        py_server(&fx, extra).replace("[mcp_servers.py]", &format!("[mcp_servers.{name}]"))
+    };
+    let host = fx.host_with(&format!("{}{}", section("a", ""), section("b", "")));
+    let pid = |tool: &str| structured(call(&host, tool, json!({})))["result"].clone();
+    let (a, b) = (pid("mcp__a__pid"), pid("mcp__b__pid"));
+    assert!(a.is_string() && b.is_string(), "{a} {b}");
+    fx.write(
+        "toolhost.toml",
+        format!("{}{}", section("a", "timeout_ms = 20000"), section("b", "")),
+    );
+    host.reload();
+    assert!(
+        wait_until(Duration::from_secs(30), || {
+            let now = pid("mcp__a__pid");
+            now.is_string() && now != a
+        }),
+        "server a was not restarted"
+    );
+    assert_eq!(pid("mcp__b__pid"), b, "server b kept running");
+}
