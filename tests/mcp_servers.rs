@@ -618,3 +618,88 @@ fn editing_one_servers_section_restarts_just_that_server() {
     );
     assert_eq!(pid("mcp__b__pid"), b, "server b kept running");
 }
+
+/// `inner_http_server` behind `tests/mcp/tls_proxy.py` (a throwaway CA in `ca.pem`);
+/// returns both processes and the https URL.
+fn inner_https_server(fx: &Fixture) -> (std::process::Child, std::process::Child, String) {
+    use std::io::BufRead;
+    let (inner, url) = inner_http_server(fx, "tls-token");
+    let port = url
+        .trim_end_matches("/mcp")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut proxy = std::process::Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/tls_proxy.py"))
+        .arg(fx.root())
+        .arg(&port)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = proxy.stdout.take().unwrap();
+    let line = std::io::BufReader::new(stdout)
+        .lines()
+        .next()
+        .expect("the proxy prints its port")
+        .unwrap();
+    let proxy_port = line.trim_start_matches("listening ").trim().to_string();
+    (inner, proxy, format!("https://localhost:{proxy_port}/mcp"))
+}
+
+#[test]
+fn an_https_server_is_reached_with_a_trusted_certificate() {
+    let fx = Fixture::new();
+    let (mut inner, mut proxy, url) = inner_https_server(&fx);
+    fx.write(
+        "toolhost.toml",
+        format!("[mcp_servers.tls]\nurl = {url:?}\nbearer_token_env = \"TLS_TOKEN\"\n"),
+    );
+    let out = toolhost(&fx)
+        .env("SSL_CERT_FILE", fx.root().join("ca.pem"))
+        .env("TLS_TOKEN", "tls-token")
+        .args(["call", "mcp__tls__greet", "{}"])
+        .output()
+        .unwrap();
+    for child in [&mut inner, &mut proxy] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "hello over http",
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_untrusted_certificate_is_the_reason_the_server_is_down() {
+    let fx = Fixture::new();
+    let (mut inner, mut proxy, url) = inner_https_server(&fx);
+    fx.write(
+        "toolhost.toml",
+        format!("[mcp_servers.tls]\nurl = {url:?}\nbearer_token_env = \"TLS_TOKEN\"\n"),
+    );
+    let out = toolhost(&fx)
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR")
+        .env("TLS_TOKEN", "tls-token")
+        .args(["discover", "--json"])
+        .output()
+        .unwrap();
+    for child in [&mut inner, &mut proxy] {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let error = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["path"] == "mcp:tls")
+        .and_then(|r| r["error"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(error.contains("certificate"), "{error}");
+}

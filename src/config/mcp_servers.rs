@@ -86,14 +86,10 @@ pub(crate) fn check(
             (Some(command), None) if command.first().is_none_or(|p| p.is_empty()) => {
                 return Err(format!("{key}.command: must name a program"));
             }
-            (None, Some(url)) if url.starts_with("https://") => {
+            (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
                 return Err(format!(
-                    "{key}.url: https is not supported (this build has no TLS stack); use \
-                     http:// on a trusted network or loopback, e.g. behind a local TLS proxy"
+                    "{key}.url: must start with http:// or https://, got {url:?}"
                 ));
-            }
-            (None, Some(url)) if !url.starts_with("http://") => {
-                return Err(format!("{key}.url: must start with http://, got {url:?}"));
             }
             _ => {}
         }

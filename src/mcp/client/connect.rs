@@ -91,11 +91,44 @@ async fn connect_http(
             }
         }
     }
+    // reqwest is built without a crypto provider of its own: ring, installed once per
+    // process (an embedder that installed another one keeps it).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_config(config);
-    listener
-        .serve(transport)
-        .await
-        .map_err(|e| format!("cannot connect to {url}: {e}"))
+    listener.serve(transport).await.map_err(|e| match &e {
+        // Its `error` is not marked as the source: follow it by hand to the cause
+        // (a refused connection, an untrusted certificate).
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            use rmcp::transport::streamable_http_client::StreamableHttpError;
+            match error
+                .error
+                .downcast_ref::<StreamableHttpError<reqwest::Error>>()
+            {
+                // Nor is the HTTP client's error inside it.
+                Some(StreamableHttpError::Client(client)) => {
+                    format!("cannot connect to {url}: {}", with_causes(client))
+                }
+                _ => format!("cannot connect to {url}: {}", with_causes(error)),
+            }
+        }
+        other => format!("cannot connect to {url}: {}", with_causes(other)),
+    })
+}
+
+/// An error and its causes, innermost last (`…: invalid peer certificate: UnknownIssuer`):
+/// the top-level message of a transport error rarely says what went wrong.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(inner) = cause {
+        let message = inner.to_string();
+        if !text.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        cause = inner.source();
+    }
+    text
 }
 
 /// The server's stderr, line by line, into our log at debug under its name.
