@@ -143,7 +143,7 @@ impl ProbeRunner for LuaVm {
     fn check(&self, probe: &Probe<bool>) -> ProbeOutcome {
         match probe {
             Probe::Lua(id) => self.call_check(*id),
-            Probe::Native(f) => Ok(f()),
+            Probe::Native(f) => Ok(f().into()),
         }
     }
 
@@ -204,7 +204,7 @@ pub(crate) fn selected_available(
                 .availability
                 .check(tool, scope, generation, now, || match &tool.check_fn {
                     Some(probe) => inputs.probes.check(probe),
-                    None => Ok(true),
+                    None => Ok(crate::registry::Probed::Yes),
                 });
         freshness = freshness.min(answer.freshness);
         if answer.available {
@@ -262,6 +262,7 @@ impl RenderCache {
 pub(crate) fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definitions, Freshness) {
     let (mut tools, freshness) = selected_available(inputs, selection);
     let plan = search_plan(inputs, selection);
+    let bridges = plan.active.then(|| plan.bridge_schemas(&tools));
     if plan.active {
         tools.retain(|tool| !plan.deferred.contains(tool.name.as_str()));
     }
@@ -283,8 +284,8 @@ pub(crate) fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definition
             rendered
         })
         .collect();
-    if plan.active {
-        for (name, schema) in plan.bridge_schemas() {
+    if let Some(bridges) = bridges {
+        for (name, schema) in bridges {
             list.push(Arc::new(render_named(
                 name,
                 schema.as_object().cloned().unwrap_or_default(),

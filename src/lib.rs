@@ -227,6 +227,7 @@ mod config;
 mod definitions;
 mod discovery;
 mod dispatch;
+mod env_vars;
 mod error;
 mod host;
 mod lua;

@@ -142,3 +142,44 @@ fn a_load_error_points_at_the_line_of_the_offending_field() {
         "{error}"
     );
 }
+
+#[test]
+fn a_check_fn_may_say_why_a_tool_is_unavailable() {
+    let fx = Fixture::new();
+    fx.tool(
+        "t.lua",
+        "registry.register{ name = \"t\", toolset = \"t\",\n  schema = { description = \"d\", parameters = { type = \"object\" } },\n  check_fn = function() return false, \"set [x] y first\" end,\n  handler = function() return \"x\" end }",
+    );
+    let host = fx.host();
+    assert_eq!(
+        host.unavailable_reason("t", None).as_deref(),
+        Some("set [x] y first")
+    );
+}
+
+#[test]
+fn run_commands_unavailability_names_the_config_key_that_enables_it() {
+    let cache = tempfile::tempdir().unwrap();
+    let host = toolhost::Host::builder()
+        .tools_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/tools-lua"))
+        .cache_dir(cache.path())
+        .memory_store()
+        .default_config()
+        .build()
+        .unwrap();
+    let reason = host
+        .unavailable_reason("run_command", None)
+        .unwrap_or_default();
+    assert!(reason.contains("[sandbox] commands"), "{reason}");
+}
+
+#[test]
+fn handler_errors_name_the_file_relative_to_its_tool_directory() {
+    // The fixture's tool directory is an absolute temp path.
+    let error = error_of_handler("local x = nil\nreturn x.y");
+    assert!(
+        error.contains("tools-lua/t.lua:5: attempt to index"),
+        "{error}"
+    );
+    assert!(!error.contains(": /"), "no absolute host path: {error}");
+}

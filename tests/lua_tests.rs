@@ -130,3 +130,86 @@ fn test_files_are_never_tools() {
     let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(tools.as_array().unwrap().len(), 1, "{tools}");
 }
+
+const SAY: &str = r#"registry.register{ name = "say", toolset = "t",
+  requires_env = { "TOOLHOST_TEST_GREETING" },
+  schema = { description = "Says the greeting", parameters = { type = "object" } },
+  handler = function() return env.get("TOOLHOST_TEST_GREETING") end }
+registry.register{ name = "status", toolset = "t",
+  schema = { description = "git status", parameters = { type = "object" } },
+  handler = function()
+    local r = proc.run{ argv = { "git", "status", "--short" } }
+    return r.stdout .. "|" .. tostring(r.code)
+  end }
+registry.register{ name = "other", toolset = "t",
+  schema = { description = "runs ls", parameters = { type = "object" } },
+  handler = function() return proc.run{ argv = { "ls" } }.stdout end }"#;
+
+fn run_lua_tests(fx: &Fixture) -> (bool, String) {
+    let out = toolhost(fx)
+        .env_remove("TOOLHOST_TEST_GREETING")
+        .args(["test", "--json"])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+#[test]
+fn t_env_sets_variables_for_that_test_only() {
+    let fx = Fixture::new();
+    fx.tool("say.lua", SAY);
+    fx.tool(
+        "say_test.lua",
+        r#"test("with the variable", function(t)
+  t.env{ TOOLHOST_TEST_GREETING = "hi" }
+  t.eq(t.call("say", {}), "hi")
+end)
+test("without it", function(t)
+  t.error_type(t.call("say", {}), "unavailable")
+end)"#,
+    );
+    let (ok, stdout) = run_lua_tests(&fx);
+    assert!(ok, "{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["passed"], 2, "{stdout}");
+}
+
+#[test]
+fn t_proc_scripts_proc_run_and_refuses_unscripted_runs() {
+    let fx = Fixture::new();
+    fx.tool("say.lua", SAY);
+    fx.tool(
+        "say_test.lua",
+        r#"test("scripted", function(t)
+  t.proc{ { argv = { "git", "status" }, stdout = " M a.txt", code = 0 } }
+  t.eq(t.call("status", {}), " M a.txt|0")
+  local out = t.call("other", {})
+  t.error_type(out, "handler_error")
+  t.contains(out.error, "no scripted answer for \"ls\"")
+end)"#,
+    );
+    let (ok, stdout) = run_lua_tests(&fx);
+    assert!(ok, "{stdout}");
+}
+
+#[test]
+fn t_env_after_the_first_call_is_an_error_at_the_tests_line() {
+    let fx = Fixture::new();
+    fx.tool("say.lua", SAY);
+    fx.tool(
+        "say_test.lua",
+        "test(\"late\", function(t)\n  t.call(\"say\", {})\n  t.env{ TOOLHOST_TEST_GREETING = \"x\" }\nend)",
+    );
+    let (ok, stdout) = run_lua_tests(&fx);
+    assert!(!ok);
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    let message = report["tests"][0]["message"].as_str().unwrap();
+    assert!(message.contains("say_test.lua:3"), "{message}");
+    assert!(
+        message.contains("before the test's first t.call"),
+        "{message}"
+    );
+}

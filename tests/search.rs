@@ -393,3 +393,25 @@ fn malformed_tool_call_arguments_say_where_parsing_stopped() {
     assert!(message.contains("not valid JSON"), "{message}");
     assert!(message.contains("parsing stopped at \",}\""), "{message}");
 }
+
+#[test]
+fn the_search_description_names_only_toolsets_with_available_deferred_tools() {
+    let fx = fixture();
+    fx.tool(
+        "secret.lua",
+        r#"registry.register{ name = "vault_read", toolset = "vault",
+  requires_env = { "TOOLHOST_TEST_NEVER_SET_VAULT" },
+  schema = { description = "Read a secret", parameters = { type = "object" } },
+  handler = function() return "s" end }"#,
+    );
+    let host = host(&fx);
+    let list = host.tool_definitions(&Selection::default());
+    let search = list
+        .iter()
+        .find(|d| d["function"]["name"] == "tool_search")
+        .expect("tool_search is listed");
+    let description = search["function"]["description"].as_str().unwrap();
+    assert!(description.starts_with("47 more tools"), "{description}");
+    assert!(!description.contains("vault"), "{description}");
+    assert!(description.contains("tickets (15)"), "{description}");
+}

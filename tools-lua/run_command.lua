@@ -11,7 +11,10 @@ registry.register{
   is_async = true,
   max_result_size_chars = 50000,
   -- proc.run refuses unlisted programs: with none listed the tool is useless.
-  check_fn = function() return #proc.allowed() > 0 end,
+  check_fn = function()
+    return #proc.allowed() > 0,
+      "no program is allowed to run: list them in [sandbox] commands (toolhost.toml)"
+  end,
   schema = {
     description = "Run a program with arguments (no shell; only programs the operator allowed)",
     parameters = {

@@ -14,13 +14,19 @@
 //!
 //! Each test gets a fresh host (the same tool directories and config) whose `fs` is a temp
 //! dir of its own (`t.write`, `t.fs`) and whose `store` is in memory; calls keep their
-//! normal deadlines. Test code itself is the author's and runs in a plain Lua state with a
-//! time limit per test.
+//! normal deadlines. `t.env{NAME = "v"}` sets environment variables for that test only
+//! (over the process's, which stays untouched) and `t.proc{...}` scripts `proc.run`'s
+//! answers (no program runs; an unscripted run is refused); both come before the test's
+//! first `t.call`, which builds its host. Test code itself is the author's and runs in a
+//! plain Lua state with a time limit per test.
 
 use super::Cli;
+use crate::lua::api::proc_script::{ProcScript, ScriptedRun};
 use crate::{CallContext, Host, ToolResult};
 use mlua::{Function, HookTriggers, Lua, LuaSerdeExt, Table, Value as LuaValue, VmState};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -193,6 +199,58 @@ fn run_file(
     Ok(outcomes)
 }
 
+/// How a test's host is made.
+struct Recipe {
+    tool_dirs: Vec<PathBuf>,
+    config: Option<PathBuf>,
+    root: PathBuf,
+}
+
+/// One test's host, built by its first `t.call` from what `t.env`/`t.proc` set up.
+struct Setup {
+    env: HashMap<String, String>,
+    script: Vec<ScriptedRun>,
+    host: Option<Arc<Host>>,
+    recipe: Recipe,
+}
+
+impl Setup {
+    /// Why set-up is refused: the host exists already.
+    fn too_late(&self, what: &str) -> Option<String> {
+        self.host.as_ref().map(|_| {
+            format!("{what} must come before the test's first t.call (it sets up the test's host)")
+        })
+    }
+
+    /// The test's host, built on first use.
+    fn host(&mut self) -> Result<Arc<Host>, String> {
+        if let Some(host) = &self.host {
+            return Ok(host.clone());
+        }
+        let recipe = &self.recipe;
+        let mut builder = Host::builder()
+            .cache_dir(recipe.root.join(".cache"))
+            .memory_store()
+            .vms(1)
+            .fs_roots(vec![recipe.root.clone()])
+            .env_overlay(self.env.clone());
+        if !self.script.is_empty() {
+            let script =
+                ProcScript::new(self.script.clone()).map_err(|e| format!("t.proc: {e}"))?;
+            builder = builder.proc_script(script);
+        }
+        for dir in &recipe.tool_dirs {
+            builder = builder.tools_dir(dir);
+        }
+        if let Some(config) = &recipe.config {
+            builder = builder.config_file(config);
+        }
+        let host = Arc::new(builder.build().map_err(|e| e.to_string())?);
+        self.host = Some(host.clone());
+        Ok(host)
+    }
+}
+
 /// One test: a fresh host with its own temp fs root, `t` bound to it, the body run under
 /// the time limit.
 fn run_one(
@@ -211,22 +269,21 @@ fn run_one(
         .path()
         .canonicalize()
         .unwrap_or_else(|_| root.path().to_path_buf());
-    let mut builder = Host::builder()
-        .cache_dir(root_path.join(".cache"))
-        .memory_store()
-        .vms(1)
-        .fs_roots(vec![root_path.clone()]);
-    for dir in tool_dirs {
-        builder = builder.tools_dir(dir);
-    }
-    if let Some(config) = &cli.config {
-        builder = builder.config_file(config);
-    }
-    let host = Arc::new(builder.build().map_err(|e| e.to_string())?);
+    let setup = Arc::new(Mutex::new(Setup {
+        env: HashMap::new(),
+        script: Vec::new(),
+        host: None,
+        recipe: Recipe {
+            tool_dirs: tool_dirs.to_vec(),
+            config: cli.config.clone(),
+            root: root_path.clone(),
+        },
+    }));
     let handle = runtime.handle().clone();
-    let call_host = host.clone();
+    let call_setup = setup.clone();
     let call = lua
         .create_function(move |lua, (name, args): (String, Option<LuaValue>)| {
+            let call_host = call_setup.lock().host().map_err(mlua::Error::runtime)?;
             let args = match args {
                 Some(LuaValue::Table(_)) => {
                     lua.from_value::<Value>(args.unwrap_or(LuaValue::Nil))?
@@ -256,8 +313,41 @@ fn run_one(
             std::fs::write(&path, &*text.as_bytes()).map_err(mlua::Error::external)
         })
         .map_err(|e| e.to_string())?;
+    let env_setup = setup.clone();
+    let env = lua
+        // Answers nil, or what is wrong (the prelude raises it at the test's line).
+        .create_function(move |_, vars: Table| {
+            let mut setup = env_setup.lock();
+            if let Some(problem) = setup.too_late("t.env") {
+                return Ok(Some(problem));
+            }
+            for pair in vars.pairs::<String, mlua::LuaString>() {
+                let Ok((name, value)) = pair else {
+                    return Ok(Some("t.env: names and values must be strings".to_string()));
+                };
+                setup.env.insert(name, value.to_string_lossy());
+            }
+            Ok(None)
+        })
+        .map_err(|e| e.to_string())?;
+    let proc_setup = setup.clone();
+    let proc = lua
+        .create_function(move |lua, runs: LuaValue| {
+            let mut setup = proc_setup.lock();
+            if let Some(problem) = setup.too_late("t.proc") {
+                return Ok(Some(problem));
+            }
+            match lua.from_value::<Vec<ScriptedRun>>(runs) {
+                Ok(runs) => {
+                    setup.script.extend(runs);
+                    Ok(None)
+                }
+                Err(e) => Ok(Some(format!("t.proc: {e}"))),
+            }
+        })
+        .map_err(|e| e.to_string())?;
     let t: Table = make_t
-        .call((call, root_path.display().to_string(), write))
+        .call((call, root_path.display().to_string(), write, env, proc))
         .map_err(|e| e.to_string())?;
     let deadline = Instant::now() + TEST_TIME_LIMIT;
     lua.set_hook(

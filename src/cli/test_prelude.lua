@@ -26,9 +26,22 @@ local function fail(message, what)
   error((what and (what .. ": ") or "") .. message, 3)
 end
 
-return function(call_fn, fs_root, write_fn)
+return function(call_fn, fs_root, write_fn, env_fn, proc_fn)
   local t = {}
   function t.call(name, args) return call_fn(name, args) end
+  -- Environment variables for this test only (before its first t.call).
+  function t.env(vars)
+    if type(vars) ~= "table" then error("t.env expects a table of NAME = \"value\"", 2) end
+    local problem = env_fn(vars)
+    if problem then error(problem, 2) end
+  end
+  -- Scripted proc.run answers for this test only (before its first t.call):
+  -- t.proc{ { argv = {"git", "status"}, stdout = "clean", code = 0 }, ... }
+  function t.proc(runs)
+    if type(runs) ~= "table" then error("t.proc expects a list of {argv = {...}, stdout, stderr, code}", 2) end
+    local problem = proc_fn(runs)
+    if problem then error(problem, 2) end
+  end
   function t.eq(got, expected, what)
     if not equal(got, expected) then
       fail("expected " .. show(expected) .. ", got " .. show(got), what)

@@ -15,7 +15,7 @@ use crate::registry::{
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
 
@@ -184,11 +184,13 @@ fn run_file(
     source: &[u8],
     vm: &mut LuaVm,
 ) -> Result<Staged, LoadError> {
+    let chunk_name = model_facing(Path::new(&verdict.shown), &dir.path);
     let spec = FileSpec {
         display: &verdict.shown,
+        chunk_name: &chunk_name,
         index: index as u32,
         domain: dir.source.to_string().into(),
-        search_dirs: search_dirs(verdict, libs),
+        search_dirs: search_dirs(verdict, libs, dir),
         capabilities: dir.capabilities.as_deref(),
         capability_hint: dir.capability_hint.as_deref(),
     };
@@ -209,20 +211,43 @@ fn at_field_line(mut error: LoadError, source: &[u8]) -> LoadError {
     error
 }
 
+/// How Lua names a file of tool directory `dir` in its messages (handler errors reach
+/// models): the directory's own name and the path inside it (`tools-lua/read_file.lua`),
+/// never the host's absolute path. A path outside `dir` is shown by its file name.
+fn model_facing(path: &Path, dir: &Path) -> String {
+    let inside = path
+        .strip_prefix(dir)
+        .ok()
+        .filter(|p| !p.as_os_str().is_empty());
+    match (inside, dir.file_name()) {
+        (Some(inside), Some(name)) => Path::new(name).join(inside).display().to_string(),
+        (Some(inside), None) => inside.display().to_string(),
+        (None, _) => path
+            .file_name()
+            .map(|name| Path::new(name).display().to_string())
+            .unwrap_or_else(|| path.display().to_string()),
+    }
+}
+
 /// Each tool directory's `lib/` (when it exists).
 fn lib_dirs(dirs: &[ToolDir]) -> Vec<Option<SearchDir>> {
     dirs.iter()
-        .map(|dir| SearchDir::new(&dir.path.join("lib")))
+        .map(|dir| {
+            let lib = dir.path.join("lib");
+            SearchDir::new(&lib).map(|found| found.shown_as(model_facing(&lib, &dir.path)))
+        })
         .collect()
 }
 
 /// Where `require` looks for this file: its package dir, its own `lib/`, then the other
 /// tool directories' `lib/` in order.
-fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>]) -> Vec<SearchDir> {
+fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>], dir: &ToolDir) -> Vec<SearchDir> {
     let mut dirs: Vec<SearchDir> = verdict
         .package_dir
         .as_deref()
-        .and_then(SearchDir::new)
+        .and_then(|package| {
+            SearchDir::new(package).map(|found| found.shown_as(model_facing(package, &dir.path)))
+        })
         .into_iter()
         .collect();
     dirs.extend(libs[verdict.dir_index].iter().cloned());

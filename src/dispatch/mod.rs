@@ -84,7 +84,7 @@ pub(crate) fn availability_of(
         Instant::now(),
         || match &tool.check_fn {
             Some(probe) => vm.check(probe),
-            None => Ok(true),
+            None => Ok(crate::registry::Probed::Yes),
         },
     )
 }

@@ -53,6 +53,8 @@ pub struct HostBuilder {
     vms: Option<usize>,
     store: Option<StoreChoice>,
     fs_roots: Option<Vec<PathBuf>>,
+    env: crate::env_vars::EnvVars,
+    proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
 }
 
 /// Where the store lives, when the builder decides instead of `[store]`.
@@ -112,6 +114,22 @@ impl HostBuilder {
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn fs_roots(mut self, roots: Vec<PathBuf>) -> Self {
         self.fs_roots = Some(roots);
+        self
+    }
+
+    /// Runs tools under these environment variables, over the process's (`toolhost
+    /// test`'s `t.env`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn env_overlay(mut self, vars: std::collections::HashMap<String, String>) -> Self {
+        self.env = crate::env_vars::EnvVars::with_overlay(vars);
+        self
+    }
+
+    /// Answers `proc.run` from this script instead of running programs (`toolhost test`'s
+    /// `t.proc`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn proc_script(mut self, script: crate::lua::api::proc_script::ProcScript) -> Self {
+        self.proc_script = Some(Arc::new(script));
         self
     }
 
@@ -187,6 +205,8 @@ impl HostBuilder {
             vms: self.vms,
             only_files: self.only_files,
             store: Arc::new(make_store(self.store, &loaded_config.config)),
+            env: self.env,
+            proc_script: self.proc_script,
         };
         let config = &loaded_config.config;
         let default = config.approval.default.unwrap_or_default();
@@ -211,6 +231,7 @@ impl HostBuilder {
         let externals = Vec::new();
         let (world, state, sources) =
             build_world(&inputs, Arc::new(loaded_config), &Sources::new(), externals)?;
+        let availability = AvailabilityCache::new(ttl).with_env(inputs.env.clone());
         let host = Host::from_parts(HostInner {
             inputs,
             world: RwLock::new(Arc::new(world)),
@@ -218,7 +239,7 @@ impl HostBuilder {
             last_good: Mutex::new(sources),
             reloading: Mutex::new(()),
             pipeline: Pipeline::new(self.hooks, self.middleware, approver),
-            availability: AvailabilityCache::new(ttl),
+            availability,
             memo: DefinitionsMemo::default(),
             rendered: RenderCache::default(),
             search: SearchPlans::default(),
@@ -269,7 +290,7 @@ pub(super) fn build_world(
     let cache_dir = cache_dir_of(inputs, settings_config);
     let natives: Vec<crate::registry::ToolEntry> =
         inputs.natives.iter().cloned().chain(externals).collect();
-    let settings = vm_settings(settings_config, inputs.store.clone());
+    let settings = vm_settings(settings_config, inputs);
     let vms = inputs
         .vms
         .or(settings_config.runtime.vms)
@@ -307,8 +328,11 @@ pub(super) fn build_world(
 }
 
 /// VM settings from `[sandbox]` and `[runtime]`.
-fn vm_settings(config: &Config, store: Arc<StoreInner>) -> VmSettings {
+fn vm_settings(config: &Config, inputs: &BuildInputs) -> VmSettings {
+    let store: Arc<StoreInner> = inputs.store.clone();
     VmSettings {
+        env: inputs.env.clone(),
+        proc_script: inputs.proc_script.clone(),
         fs_roots: Arc::new(FsRoots::new(config.sandbox.fs_roots.as_deref())),
         commands: config.sandbox.commands.clone().into(),
         proc_env: config.sandbox.proc_env.clone().into(),

@@ -57,6 +57,10 @@ struct BuildInputs {
     vms: Option<usize>,
     only_files: Option<Vec<PathBuf>>,
     store: Arc<crate::store::StoreInner>,
+    /// The environment tools see.
+    env: crate::env_vars::EnvVars,
+    /// Scripted `proc.run` answers, if any.
+    proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
 }
 
 struct HostInner {

@@ -142,8 +142,8 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
     RegisterField {
         name: "check_fn",
         required: false,
-        lua_type: "fun(): boolean",
-        doc: "Availability probe (cached per check_fn and scope)",
+        lua_type: "fun(): boolean, string?",
+        doc: "Availability probe (cached per check_fn and scope); `return false, \"why\"` gives the reason shown",
         expects: "a function",
         parse: |_, field, value, draft| {
             draft.check_fn = optional_function(field, value)?;

@@ -34,6 +34,12 @@ impl SearchDir {
             canonical,
         })
     }
+
+    /// The same directory, named `shown` in messages.
+    pub(crate) fn shown_as(mut self, shown: impl Into<PathBuf>) -> Self {
+        self.shown = shown.into();
+        self
+    }
 }
 
 /// Everything a `require` function needs to load a module into a fresh environment.

@@ -36,6 +36,10 @@ pub(crate) struct VmSettings {
     pub proc_env: Arc<[String]>,
     /// The store shared by every VM.
     pub store: Arc<crate::store::StoreInner>,
+    /// The environment tools see (the process's, under `toolhost test`'s overlay).
+    pub env: crate::env_vars::EnvVars,
+    /// Scripted `proc.run` answers instead of programs (`toolhost test`).
+    pub proc_script: Option<Arc<super::api::proc_script::ProcScript>>,
     /// Environment variables every tool may read.
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
@@ -49,8 +53,11 @@ pub(crate) struct VmSettings {
 /// may use.
 #[derive(Debug, Clone)]
 pub(crate) struct FileSpec<'a> {
-    /// The file as shown in messages and Lua error positions.
+    /// The file as shown to operators (load errors): the tool directory as configured.
     pub display: &'a str,
+    /// The name Lua gives the chunk (error positions, which reach models): the path inside
+    /// its tool directory, never an absolute host path.
+    pub chunk_name: &'a str,
     /// The file's index in the load order: its identity for `env.get` grants.
     pub index: u32,
     /// Its trust domain (`builtin`, `plugin:<id>`): which module instances it shares.
@@ -144,6 +151,8 @@ impl LuaVm {
             commands: settings.commands.clone(),
             proc_env: settings.proc_env.clone(),
             store: settings.store.clone(),
+            env: settings.env.clone(),
+            proc_script: settings.proc_script.clone(),
         };
         let host = lua.create_table()?;
         host.set("api", api::install(&lua, &context)?)?;
@@ -271,10 +280,15 @@ impl LuaVm {
             .unwrap_or_default();
         match (result, loading.error) {
             (_, Some(registration_error)) => Err(registration_error),
-            (Err(error), None) => Err(LoadError::from_lua(
-                file.display,
-                &lua_error_message(&error),
-            )),
+            (Err(error), None) => {
+                // Shown to the operator under the path as configured.
+                let text = lua_error_message(&error);
+                let text = match text.strip_prefix(file.chunk_name) {
+                    Some(rest) => format!("{}{rest}", file.display),
+                    None => text,
+                };
+                Err(LoadError::from_lua(file.display, &text))
+            }
             (Ok(()), None) => Ok(LoadingFile {
                 error: None,
                 ..loading
@@ -333,18 +347,28 @@ impl LuaVm {
         ))?;
         self.lua
             .load(source)
-            .set_name(format!("@{}", file.display))
+            .set_name(format!("@{}", file.chunk_name))
             .set_mode(ChunkMode::Text)
             .set_environment(env)
             .exec()
     }
 
     /// Runs a `check_fn` under the probe deadline: its Lua truthiness, or why it failed.
-    pub(crate) fn call_check(&self, id: LuaFnId) -> Result<bool, String> {
+    pub(crate) fn call_check(&self, id: LuaFnId) -> crate::registry::ProbeOutcome {
+        use crate::registry::Probed;
         let function = self.function(id).map_err(|e| lua_error_message(&e))?;
-        self.with_watchdog(|| function.call::<LuaValue>(()))
-            .map(|value| !matches!(value, LuaValue::Nil | LuaValue::Boolean(false)))
-            .map_err(|e| lua_error_message(&e))
+        let (answer, reason) = self
+            .with_watchdog(|| function.call::<(LuaValue, LuaValue)>(()))
+            .map_err(|e| lua_error_message(&e))?;
+        if !matches!(answer, LuaValue::Nil | LuaValue::Boolean(false)) {
+            return Ok(Probed::Yes);
+        }
+        // `return false, "why"`: the reason users see (a string, or nothing).
+        let reason = match reason {
+            LuaValue::String(text) => Some(text.to_string_lossy()).filter(|t| !t.is_empty()),
+            _ => None,
+        };
+        Ok(Probed::No(reason))
     }
 
     /// Runs a `dynamic_schema_overrides` function under the probe deadline; its result must

@@ -15,6 +15,7 @@
 //! tool definitions keyed on it never outlive the answers they were built from.
 
 use super::entry::{Probe, ToolEntry};
+use crate::env_vars::EnvVars;
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,11 +33,11 @@ pub(crate) const MAX_CACHED_CHECKS: usize = 512;
 const FLIGHT_WAIT: Duration = Duration::from_secs(10);
 
 /// Why the tool's environment is not satisfied, or `None` when it is.
-pub(crate) fn missing_env(tool: &ToolEntry) -> Option<String> {
+pub(crate) fn missing_env(tool: &ToolEntry, env: &EnvVars) -> Option<String> {
     let missing: Vec<&str> = tool
         .requires_env
         .iter()
-        .filter(|name| std::env::var_os(name).is_none_or(|v| v.is_empty()))
+        .filter(|name| env.var_os(name).is_none_or(|v| v.is_empty()))
         .map(String::as_str)
         .collect();
     match missing.as_slice() {
@@ -110,7 +111,31 @@ impl Availability {
 }
 
 /// What running a `check_fn` gave.
-pub(crate) type ProbeOutcome = Result<bool, String>;
+pub(crate) type ProbeOutcome = Result<Probed, String>;
+
+/// What a probe said: available, or not (with its own reason when it gave one: a Lua
+/// `check_fn` may return `false, "why"`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Probed {
+    /// Available.
+    Yes,
+    /// Not available; the probe's reason, if any.
+    No(Option<String>),
+}
+
+impl From<bool> for Probed {
+    fn from(available: bool) -> Self {
+        match available {
+            true => Probed::Yes,
+            false => Probed::No(None),
+        }
+    }
+}
+
+/// The reason shown for a probe that said no.
+fn said_no(reason: Option<String>) -> String {
+    reason.unwrap_or_else(|| "check_fn returned false".to_string())
+}
 
 #[derive(Debug, Clone)]
 struct Cached {
@@ -239,6 +264,8 @@ pub(crate) struct AvailabilityCache {
     inner: Mutex<Inner>,
     ttl: Duration,
     epoch: AtomicU64,
+    /// Where `requires_env` is looked up.
+    env: EnvVars,
 }
 
 impl AvailabilityCache {
@@ -248,7 +275,14 @@ impl AvailabilityCache {
             inner: Mutex::new(Inner::default()),
             ttl,
             epoch: AtomicU64::new(0),
+            env: EnvVars::default(),
         }
+    }
+
+    /// The same cache judging `requires_env` against `env`.
+    pub(crate) fn with_env(mut self, env: EnvVars) -> Self {
+        self.env = env;
+        self
     }
 
     /// Moves whenever a cached answer appears, changes or goes away.
@@ -272,7 +306,7 @@ impl AvailabilityCache {
         now: Instant,
         probe: impl FnOnce() -> ProbeOutcome,
     ) -> Availability {
-        if let Some(reason) = missing_env(tool).or_else(|| tool.offline.clone()) {
+        if let Some(reason) = missing_env(tool, &self.env).or_else(|| tool.offline.clone()) {
             return Availability::no(reason, Freshness::Always);
         }
         let Some(check_fn) = &tool.check_fn else {
@@ -331,14 +365,14 @@ impl AvailabilityCache {
         if inner.generation != generation {
             // The registry moved on while we probed; answer, but do not cache.
             return match outcome {
-                Ok(true) => Availability::yes(Freshness::Never),
-                Ok(false) => Availability::no("check_fn returned false".into(), Freshness::Never),
+                Ok(Probed::Yes) => Availability::yes(Freshness::Never),
+                Ok(Probed::No(reason)) => Availability::no(said_no(reason), Freshness::Never),
                 Err(e) => Availability::no(format!("check_fn failed: {e}"), Freshness::Never),
             };
         }
         let (available, reason) = match outcome {
-            Ok(true) => (true, None),
-            Ok(false) => (false, Some("check_fn returned false".to_string())),
+            Ok(Probed::Yes) => (true, None),
+            Ok(Probed::No(reason)) => (false, Some(said_no(reason))),
             Err(error) => {
                 tracing::warn!("check_fn of '{}' failed: {error}", tool.name);
                 (false, Some(format!("check_fn failed: {error}")))
@@ -420,7 +454,7 @@ mod tests {
         let mut ask = |scope, at| {
             cache.check(&t, scope, 1, at, || {
                 runs += 1;
-                Ok(true)
+                Ok(Probed::Yes)
             })
         };
         assert!(ask(None, t0).available);
@@ -435,9 +469,9 @@ mod tests {
         let cache = AvailabilityCache::new(TTL);
         let t = tool("a", &[]);
         let t0 = Instant::now();
-        assert!(cache.check(&t, None, 1, t0, || Ok(true)).available);
+        assert!(cache.check(&t, None, 1, t0, || Ok(Probed::Yes)).available);
         let later = t0 + Duration::from_secs(31);
-        let transient = cache.check(&t, None, 1, later, || Ok(false));
+        let transient = cache.check(&t, None, 1, later, || Ok(Probed::No(None)));
         assert!(
             transient.available,
             "within the grace period a failure is transient"
@@ -478,7 +512,7 @@ mod tests {
                     probes.fetch_add(1, Ordering::SeqCst);
                     entered_tx.send(()).unwrap();
                     release_rx.recv().unwrap();
-                    Ok(true)
+                    Ok(Probed::Yes)
                 })
             })
         };
@@ -489,7 +523,7 @@ mod tests {
                 std::thread::spawn(move || {
                     cache.check(&t, None, 1, now, || {
                         probes.fetch_add(1, Ordering::SeqCst);
-                        Ok(true)
+                        Ok(Probed::Yes)
                     })
                 })
             })
@@ -520,7 +554,7 @@ mod tests {
         let cache = AvailabilityCache::new(TTL);
         let (a, b) = (probe_tool("a", &[], 7), probe_tool("b", &[], 7));
         let t0 = Instant::now();
-        assert!(cache.check(&a, None, 1, t0, || Ok(true)).available);
+        assert!(cache.check(&a, None, 1, t0, || Ok(Probed::Yes)).available);
         assert!(
             cache
                 .check(&b, None, 1, t0, || panic!("shared answer"))
@@ -533,7 +567,7 @@ mod tests {
     fn a_first_failure_is_not_transient() {
         let cache = AvailabilityCache::new(TTL);
         let t = tool("a", &[]);
-        let out = cache.check(&t, None, 1, Instant::now(), || Ok(false));
+        let out = cache.check(&t, None, 1, Instant::now(), || Ok(Probed::No(None)));
         assert!(!out.available);
         assert_eq!(out.reason.as_deref(), Some("check_fn returned false"));
     }
@@ -553,17 +587,19 @@ mod tests {
         let t = tool("a", &[]);
         let t0 = Instant::now();
         let e0 = cache.epoch();
-        cache.check(&t, None, 1, t0, || Ok(true));
+        cache.check(&t, None, 1, t0, || Ok(Probed::Yes));
         let e1 = cache.epoch();
         assert!(e1 > e0);
-        cache.check(&t, None, 1, t0 + Duration::from_secs(31), || Ok(true));
+        cache.check(&t, None, 1, t0 + Duration::from_secs(31), || {
+            Ok(Probed::Yes)
+        });
         assert_eq!(cache.epoch(), e1, "an unchanged answer keeps the epoch");
         cache.invalidate();
         assert!(cache.epoch() > e1);
         assert!(cache.len() == 0);
-        cache.check(&t, None, 1, t0, || Ok(true));
+        cache.check(&t, None, 1, t0, || Ok(Probed::Yes));
         let e2 = cache.epoch();
-        cache.check(&t, None, 2, t0, || Ok(true));
+        cache.check(&t, None, 2, t0, || Ok(Probed::Yes));
         assert!(cache.epoch() > e2, "a new generation drops old answers");
     }
 
@@ -573,7 +609,9 @@ mod tests {
         let t0 = Instant::now();
         for i in 0..600 {
             let t = probe_tool(&format!("t{i}"), &[], i);
-            cache.check(&t, None, 1, t0 + Duration::from_millis(i), || Ok(true));
+            cache.check(&t, None, 1, t0 + Duration::from_millis(i), || {
+                Ok(Probed::Yes)
+            });
         }
         assert_eq!(cache.len(), MAX_CACHED_CHECKS);
     }

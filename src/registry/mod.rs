@@ -14,7 +14,7 @@ mod schema;
 mod state;
 
 pub(crate) use availability::{
-    Availability, AvailabilityCache, DEFAULT_CHECK_TTL, Freshness, ProbeOutcome,
+    Availability, AvailabilityCache, DEFAULT_CHECK_TTL, Freshness, ProbeOutcome, Probed,
 };
 pub use context::CallContext;
 pub(crate) use context::{MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};

@@ -39,21 +39,31 @@ pub(crate) struct SearchPlan {
     pub index: Index,
     /// The deferred tools by name.
     pub tools: BTreeMap<String, Arc<ToolEntry>>,
-    /// Deferred toolsets with their tool counts, for the bridge descriptions.
-    pub toolsets: Vec<(String, usize)>,
 }
 
 impl SearchPlan {
     /// The three bridge tools' function schemas (`description`, `parameters`).
-    pub(crate) fn bridge_schemas(&self) -> [(&'static str, Value); 3] {
-        let sets: Vec<String> = self
-            .toolsets
+    /// `available` are the selected tools available right now: the summary counts only
+    /// those of the deferred ones, so it never advertises a toolset whose tools are all
+    /// unavailable.
+    pub(crate) fn bridge_schemas(
+        &self,
+        available: &[Arc<ToolEntry>],
+    ) -> [(&'static str, Value); 3] {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for tool in available
+            .iter()
+            .filter(|t| self.deferred.contains(t.name.as_str()))
+        {
+            *counts.entry(tool.toolset.as_str()).or_default() += 1;
+        }
+        let sets: Vec<String> = counts
             .iter()
             .map(|(name, count)| format!("{name} ({count})"))
             .collect();
         let summary = format!(
             "{} more tools are available but not listed, in toolsets: {}.",
-            self.deferred.len(),
+            counts.values().sum::<usize>(),
             sets.join(", ")
         );
         [
@@ -177,10 +187,6 @@ fn build(state: &RegistryState, config: &Config, key: &Key) -> SearchPlan {
             .cloned()
             .collect(),
     };
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for tool in &deferred_tools {
-        *counts.entry(tool.toolset.to_string()).or_default() += 1;
-    }
     SearchPlan {
         active,
         deferred: deferred_tools.iter().map(|t| t.name.to_string()).collect(),
@@ -189,6 +195,5 @@ fn build(state: &RegistryState, config: &Config, key: &Key) -> SearchPlan {
             .iter()
             .map(|t| (t.name.to_string(), t.clone()))
             .collect(),
-        toolsets: counts.into_iter().collect(),
     }
 }

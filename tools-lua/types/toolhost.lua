@@ -15,7 +15,7 @@
 ---@field toolset string Toolset name, same charset
 ---@field schema {description?: string, parameters: table} The model-facing function schema; parameters is a JSON-Schema object
 ---@field handler fun(args: table, ctx: toolhost.Ctx): string|table Returns text, a table (sent as JSON) or a multimodal envelope
----@field check_fn? fun(): boolean Availability probe (cached per check_fn and scope)
+---@field check_fn? fun(): boolean, string? Availability probe (cached per check_fn and scope); `return false, "why"` gives the reason shown
 ---@field requires_env? string[] Variables that must be set; also what env.get may read
 ---@field is_async? boolean Declares that the handler awaits host APIs (time.sleep, proc.run); shown by list --json
 ---@field description? string Registry metadata (defaults to schema.description)
@@ -41,6 +41,23 @@ function registry.register(tool) end
 ---@param event 'pre_tool_call'|'post_tool_call'|'transform_tool_result'
 ---@param fn fun(call: table): table|string|nil
 function registry.hook(event, fn) end
+
+---@class toolhost.Test
+---@field call fun(name: string, args?: table): string|table # the whole pipeline, like a model's call
+---@field eq fun(got: any, expected: any, what?: string) # deep equality
+---@field ok fun(value: any, what?: string)
+---@field match fun(text: string, pattern: string, what?: string) # a Lua pattern
+---@field contains fun(haystack: string|table, needle: any, what?: string)
+---@field error_type fun(result: any, expected: string, what?: string)
+---@field fs fun(path?: string): string # a path in the test's own fs root
+---@field write fun(path: string, text: string): string # writes a file in the test's fs root
+---@field env fun(vars: table<string, string>) # variables for this test only (before its first t.call)
+---@field proc fun(runs: {argv: string[], code?: integer, stdout?: string, stderr?: string, timed_out?: boolean}[]) # scripted proc.run answers (before the first t.call)
+
+---Declares a test (in *_test.lua files and tests-lua/, run by `toolhost test`).
+---@param name string
+---@param body fun(t: toolhost.Test)
+function test(name, body) end
 
 ---JSON encoding and decoding
 json = {}

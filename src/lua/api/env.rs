@@ -36,19 +36,16 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
         params: &[("name", "string")],
         returns: "string?",
         doc: "The variable's value if a tool of this file declared it in requires_env (or [sandbox] env allows it), else nil",
-        make: |lua, _| {
-            function(lua, |lua, (file, name): (Option<u32>, String)| {
+        make: |lua, ctx| {
+            let env = ctx.env.clone();
+            function(lua, move |lua, (file, name): (Option<u32>, String)| {
                 let allowed = lua.app_data_ref::<EnvPolicy>().is_some_and(|policy| {
                     policy.everyone.contains(&name)
                         || file
                             .and_then(|index| policy.by_file.get(&index))
                             .is_some_and(|names| names.contains(&name))
                 });
-                Ok(if allowed {
-                    std::env::var(&name).ok()
-                } else {
-                    None
-                })
+                Ok(if allowed { env.var(&name) } else { None })
             })
         },
         calling: Calling::Anywhere,

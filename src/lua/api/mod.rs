@@ -6,6 +6,7 @@ pub(crate) mod fs;
 pub(crate) mod json;
 pub(crate) mod log;
 pub(crate) mod proc;
+pub(crate) mod proc_script;
 pub(crate) mod store;
 #[cfg(feature = "cli")]
 pub(crate) mod stubs;
@@ -28,6 +29,10 @@ pub(crate) struct ApiContext {
     pub proc_env: Arc<[String]>,
     /// The key/value store shared by every VM.
     pub store: Arc<crate::store::StoreInner>,
+    /// The environment `env.get` and `proc.run` children read.
+    pub env: crate::env_vars::EnvVars,
+    /// Scripted `proc.run` answers (`toolhost test`'s `t.proc`): no program ever runs.
+    pub proc_script: Option<Arc<proc_script::ProcScript>>,
 }
 
 /// Builds one host function (or value) for a VM.

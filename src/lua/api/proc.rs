@@ -26,7 +26,14 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             returns: "string[]",
             doc: "The programs [sandbox] commands allows (empty: proc.run refuses everything)",
             make: |lua, ctx: &ApiContext| {
-                let commands = ctx.commands.clone();
+                let mut commands: Vec<String> = ctx.commands.to_vec();
+                if let Some(script) = &ctx.proc_script {
+                    for program in script.programs() {
+                        if !commands.iter().any(|c| c == program) {
+                            commands.push(program.to_string());
+                        }
+                    }
+                }
                 super::function(lua, move |lua, ()| {
                     let list = lua.create_sequence_from(commands.iter().cloned())?;
                     list.set_metatable(Some(mlua::LuaSerdeExt::array_metatable(lua)))?;
@@ -108,12 +115,19 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
     let commands = ctx.commands.clone();
     let default_roots = ctx.fs_roots.clone();
     let proc_env = ctx.proc_env.clone();
+    let env = ctx.env.clone();
+    let script = ctx.proc_script.clone();
     lua.create_async_function(move |lua, spec: Table| {
         let commands = commands.clone();
         let roots = crate::lua::current::fs_roots(&lua, &default_roots);
         let proc_env = proc_env.clone();
+        let env = env.clone();
+        let script = script.clone();
         async move {
             let spec = read_spec(&spec)?;
+            if let Some(script) = script {
+                return scripted(&lua, &script, &spec.argv);
+            }
             let program = &spec.argv[0];
             if !allowed(&commands, program) {
                 return Err(refuse(format!(
@@ -146,7 +160,7 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
                 .copied()
                 .chain(proc_env.iter().map(String::as_str))
             {
-                if let Some(value) = std::env::var_os(name) {
+                if let Some(value) = env.var_os(name) {
                     command.env(name, value);
                 }
             }
@@ -187,6 +201,27 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
         }
     })
     .map(LuaValue::Function)
+}
+
+/// The scripted answer to `argv` (`toolhost test`), or a refusal naming it.
+fn scripted(
+    lua: &Lua,
+    script: &super::proc_script::ProcScript,
+    argv: &[String],
+) -> mlua::Result<Table> {
+    let Some(run) = script.answer(argv) else {
+        return Err(refuse(format!(
+            "no scripted answer for {:?} (t.proc lists what proc.run answers in this test)",
+            argv.join(" ")
+        )));
+    };
+    let result = lua.create_table()?;
+    result.set("code", if run.timed_out { None } else { Some(run.code) })?;
+    result.set("stdout", lua.create_string(&run.stdout)?)?;
+    result.set("stderr", lua.create_string(&run.stderr)?)?;
+    result.set("timed_out", run.timed_out)?;
+    result.set("truncated", false)?;
+    Ok(result)
 }
 
 /// What a finished child left.

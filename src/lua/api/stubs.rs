@@ -22,6 +22,47 @@ const CTX_FIELDS: &[(&str, &str)] = &[
     ),
 ];
 
+/// What `toolhost test` hands a test (`t`).
+const TEST_FIELDS: &[(&str, &str)] = &[
+    (
+        "call",
+        "fun(name: string, args?: table): string|table # the whole pipeline, like a model's call",
+    ),
+    (
+        "eq",
+        "fun(got: any, expected: any, what?: string) # deep equality",
+    ),
+    ("ok", "fun(value: any, what?: string)"),
+    (
+        "match",
+        "fun(text: string, pattern: string, what?: string) # a Lua pattern",
+    ),
+    (
+        "contains",
+        "fun(haystack: string|table, needle: any, what?: string)",
+    ),
+    (
+        "error_type",
+        "fun(result: any, expected: string, what?: string)",
+    ),
+    (
+        "fs",
+        "fun(path?: string): string # a path in the test's own fs root",
+    ),
+    (
+        "write",
+        "fun(path: string, text: string): string # writes a file in the test's fs root",
+    ),
+    (
+        "env",
+        "fun(vars: table<string, string>) # variables for this test only (before its first t.call)",
+    ),
+    (
+        "proc",
+        "fun(runs: {argv: string[], code?: integer, stdout?: string, stderr?: string, timed_out?: boolean}[]) # scripted proc.run answers (before the first t.call)",
+    ),
+];
+
 /// The stub file's text.
 pub(crate) fn stubs() -> String {
     let mut out = String::new();
@@ -64,6 +105,19 @@ pub(crate) fn stubs() -> String {
     );
     let _ = writeln!(out, "---@param fn fun(call: table): table|string|nil");
     let _ = writeln!(out, "function registry.hook(event, fn) end");
+    let _ = writeln!(out, "\n---@class toolhost.Test");
+    for (name, ty) in TEST_FIELDS {
+        let _ = writeln!(out, "---@field {name} {ty}");
+    }
+    let _ = writeln!(
+        out,
+        "\n---Declares a test (in *_test.lua files and tests-lua/, run by `toolhost test`)."
+    );
+    let _ = writeln!(
+        out,
+        "---@param name string\n---@param body fun(t: toolhost.Test)"
+    );
+    let _ = writeln!(out, "function test(name, body) end");
     let functions = catalogue();
     for module in MODULES {
         let _ = writeln!(out, "\n---{}", module.doc);
