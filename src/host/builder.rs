@@ -244,9 +244,11 @@ impl HostBuilder {
             rendered: RenderCache::default(),
             search: SearchPlans::default(),
             reloads: tokio::sync::broadcast::channel(RELOAD_EVENTS_KEPT).0,
+            caller: std::sync::OnceLock::new(),
             #[cfg(feature = "mcp-client")]
             mcp,
         });
+        host.set_caller();
         #[cfg(feature = "mcp-client")]
         host.listen_to_mcp_servers();
         Ok(host)

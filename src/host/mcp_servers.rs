@@ -26,20 +26,28 @@ impl Host {
 
     /// Replaces the registered MCP tools with what the servers offer now.
     pub(crate) fn refresh_mcp_tools(&self) {
+        let is_mcp = |tool: &crate::registry::ToolEntry| matches!(tool.source, Source::Mcp(_));
+        let entries = self.inner.mcp.entries();
+        let old = self.inner.registry.snapshot();
+        if entries.is_empty() && !old.all().any(|tool| is_mcp(tool)) {
+            // No MCP server offers anything and none did (the common case: none configured).
+            return;
+        }
         let _one_at_a_time = self.inner.reloading.lock();
         let started = Instant::now();
         let old = self.inner.registry.snapshot();
         let mut state = (*old).clone();
-        state.remove_where(|tool| matches!(tool.source, Source::Mcp(_)));
-        for entry in self.inner.mcp.entries() {
+        state.remove_where(is_mcp);
+        for entry in entries {
             let name = entry.name.to_string();
             if let Err(rejection) = state.apply(vec![entry], Vec::new()) {
                 tracing::warn!(target: "toolhost::mcp_client", "{name} not registered: {}", rejection.message);
             }
         }
-        let sources = self.inner.last_good.lock().clone();
-        let before = fingerprint(&old, &sources);
-        let after = fingerprint(&state, &sources);
+        // Only MCP tools changed: compare just those.
+        let sources = crate::discovery::Sources::new();
+        let before = fingerprint(&old, &sources, is_mcp);
+        let after = fingerprint(&state, &sources, is_mcp);
         if before == after {
             return;
         }

@@ -79,6 +79,8 @@ struct HostInner {
     pipeline: Pipeline,
     /// Every reload's event, for MCP sessions (`tools/list_changed`) and other listeners.
     reloads: tokio::sync::broadcast::Sender<ReloadEvent>,
+    /// What runs `ctx.call` for calls on this host (one per host, set once it is built).
+    caller: std::sync::OnceLock<Arc<dyn crate::registry::ToolCaller>>,
     /// The links to `[mcp_servers.*]`.
     #[cfg(feature = "mcp-client")]
     mcp: crate::mcp::client::McpClients,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Weak};
 
 /// The host as a [`ToolCaller`]; weak, so a context kept somewhere cannot keep the host
 /// alive.
-pub(super) struct HostCaller(pub(super) Weak<super::HostInner>);
+struct HostCaller(Weak<super::HostInner>);
 
 impl ToolCaller for HostCaller {
     fn call(&self, name: String, args: Value, ctx: CallContext) -> NativeFuture<Value> {
@@ -44,11 +44,19 @@ impl ToolCaller for HostCaller {
 }
 
 impl Host {
+    /// Makes this host the one that runs its calls' `ctx.call`s (once, when built).
+    pub(super) fn set_caller(&self) {
+        let _ = self
+            .inner
+            .caller
+            .set(Arc::new(HostCaller(Arc::downgrade(&self.inner))));
+    }
+
     /// `ctx` ready to run on this host: it can make `ctx.call`s.
     pub(super) fn with_caller(&self, ctx: &CallContext) -> CallContext {
         let mut ctx = ctx.clone();
         if ctx.caller.is_none() {
-            ctx.caller = Some(Arc::new(HostCaller(Arc::downgrade(&self.inner))));
+            ctx.caller = self.inner.caller.get().cloned();
         }
         ctx
     }

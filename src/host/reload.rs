@@ -75,9 +75,11 @@ impl ReloadEvent {
 pub(super) fn fingerprint(
     state: &RegistryState,
     sources: &crate::discovery::Sources,
+    which: impl Fn(&crate::registry::ToolEntry) -> bool,
 ) -> BTreeMap<String, String> {
     state
         .all()
+        .filter(|tool| which(tool))
         .map(|tool| {
             let source_hash = tool
                 .file
@@ -152,8 +154,8 @@ impl Host {
             }
         };
         errors.extend(world.verdicts.iter().filter_map(|v| v.error.clone()));
-        let before = fingerprint(&old_state, &last_good);
-        let after = fingerprint(&state, &sources);
+        let before = fingerprint(&old_state, &last_good, |_| true);
+        let after = fingerprint(&state, &sources, |_| true);
         {
             let mut current = self.inner.world.write();
             self.inner.registry.replace(state);
