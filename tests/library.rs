@@ -2,7 +2,6 @@
 
 mod common;
 
-use assert_cmd::Command;
 use common::{Fixture, call};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -301,26 +300,18 @@ fn shell_agent_and_debug_tools() {
     );
 }
 
-fn toolhost(fx: &Fixture) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
-    cmd.current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .arg("--cache-dir")
-        .arg(fx.cache());
-    cmd
-}
-
 #[test]
 fn new_writes_a_tool_that_checks_and_runs() {
     let fx = Fixture::new();
-    toolhost(&fx)
+    fx.toolhost()
         .args(["new", "shout", "--toolset", "demo"])
         .assert()
         .success();
     assert!(fx.tools().join("shout.lua").is_file());
     assert!(fx.tools().join("shout_test.lua").is_file());
-    toolhost(&fx).arg("check").assert().success();
-    let tested = toolhost(&fx)
+    fx.toolhost().arg("check").assert().success();
+    let tested = fx
+        .toolhost()
         .arg("test")
         .assert()
         .success()
@@ -330,13 +321,13 @@ fn new_writes_a_tool_that_checks_and_runs() {
         String::from_utf8_lossy(&tested.stdout).contains("2 passed, 0 failed"),
         "the scaffolded test passes"
     );
-    toolhost(&fx)
+    fx.toolhost()
         .args(["call", "shout", r#"{"text": "hey", "times": "2"}"#])
         .assert()
         .success()
         .stdout("hey hey\n");
-    toolhost(&fx).args(["new", "shout"]).assert().code(2);
-    toolhost(&fx).args(["new", "bad name"]).assert().code(2);
+    fx.toolhost().args(["new", "shout"]).assert().code(2);
+    fx.toolhost().args(["new", "bad name"]).assert().code(2);
 }
 
 #[test]
@@ -344,7 +335,7 @@ fn the_committed_stubs_are_up_to_date() {
     let committed = std::fs::read_to_string(shipped().join("types/toolhost.lua"))
         .expect("tools-lua/types/toolhost.lua is committed (run `toolhost stubs`)");
     let fx = Fixture::new();
-    toolhost(&fx).arg("stubs").assert().success();
+    fx.toolhost().arg("stubs").assert().success();
     let written = std::fs::read_to_string(fx.tools().join("types/toolhost.lua")).unwrap();
     assert_eq!(
         committed, written,

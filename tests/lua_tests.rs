@@ -2,19 +2,9 @@
 
 mod common;
 
-use assert_cmd::Command;
 use common::Fixture;
 use serde_json::Value;
 use std::path::Path;
-
-fn toolhost(fx: &Fixture) -> Command {
-    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
-    command
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args(["--cache-dir", "cache"]);
-    command
-}
 
 const GREET: &str = r#"registry.register{ name = "greet", toolset = "t",
   schema = { description = "Greets", parameters = { type = "object",
@@ -25,7 +15,8 @@ const GREET: &str = r#"registry.register{ name = "greet", toolset = "t",
 fn every_shipped_tool_passes_its_tests() {
     let fx = Fixture::new();
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools-lua");
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .arg("--tools-dir")
         .arg(&shipped)
         .arg("test")
@@ -54,7 +45,8 @@ fn a_failing_assertion_names_its_line_and_what_was_expected() {
         "greet_test.lua",
         "test(\"greets\", function(t)\n  local out = t.call(\"greet\", { who = \"Ada\" })\n  t.eq(out, \"Hi, Ada!\")\nend)\ntest(\"needs a name\", function(t)\n  t.error_type(t.call(\"greet\", {}), \"invalid_arguments\")\nend)\n",
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .arg("test")
         .assert()
         .code(1)
@@ -78,7 +70,8 @@ fn json_output_lists_every_test() {
         "greet_test.lua",
         "test(\"a\", function(t) t.ok(true) end)\ntest(\"b\", function(t) t.ok(false, \"b fails\") end)\n",
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .args(["test", "--json"])
         .assert()
         .code(1)
@@ -110,7 +103,7 @@ fn each_test_gets_a_fresh_file_system_root() {
         "files_test.lua",
         "test(\"writes\", function(t)\n  t.write(\"left.txt\", \"x\")\n  t.eq(t.call(\"peek\", {}), \"true\")\nend)\ntest(\"sees nothing of the first\", function(t)\n  t.eq(t.call(\"peek\", {}), \"false\")\nend)\n",
     );
-    toolhost(&fx).arg("test").assert().success();
+    fx.toolhost().arg("test").assert().success();
 }
 
 #[test]
@@ -121,7 +114,8 @@ fn test_files_are_never_tools() {
         "greet_test.lua",
         "registry.register{ name = 'sneaky', toolset = 't', schema = { parameters = { type = 'object' } }, handler = print }\n",
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .args(["list", "--json"])
         .assert()
         .success()
@@ -146,7 +140,8 @@ registry.register{ name = "other", toolset = "t",
   handler = function() return proc.run{ argv = { "ls" } }.stdout end }"#;
 
 fn run_lua_tests(fx: &Fixture) -> (bool, String) {
-    let out = toolhost(fx)
+    let out = fx
+        .toolhost()
         .env_remove("TOOLHOST_TEST_GREETING")
         .args(["test", "--json"])
         .output()

@@ -5,7 +5,6 @@
 
 mod common;
 
-use assert_cmd::Command;
 use common::mcp_client::{python, run_script, step};
 use common::{Fixture, call, simple_tool};
 use serde_json::{Value, json};
@@ -24,14 +23,6 @@ fn py_server(fx: &Fixture, extra: &str) -> String {
         fixture_server().display().to_string(),
         fx.root().display().to_string(),
     )
-}
-
-fn toolhost(fx: &Fixture) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
-    cmd.current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args(["--cache-dir", "cache"]);
-    cmd
 }
 
 /// A structured result's object (a model sees it as JSON text).
@@ -191,7 +182,7 @@ fn discover_reports_why_a_server_failed_to_start() {
         "toolhost.toml",
         "[mcp_servers.broken]\ncommand = [\"/no/such/server\"]\n",
     );
-    let out = toolhost(&fx).args(["discover", "--json"]).output().unwrap();
+    let out = fx.toolhost().args(["discover", "--json"]).output().unwrap();
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     let row = rows
         .as_array()
@@ -210,10 +201,10 @@ fn discover_reports_why_a_server_failed_to_start() {
 fn remembered_tools_of_a_server_that_fails_are_listed_unavailable_with_the_reason() {
     let fx = Fixture::new();
     fx.write("toolhost.toml", py_server(&fx, ""));
-    toolhost(&fx).arg("list").assert().success();
+    fx.toolhost().arg("list").assert().success();
     // Same section, but now the server exits at start.
     fx.write("refuse", "");
-    let out = toolhost(&fx).args(["list", "--json"]).output().unwrap();
+    let out = fx.toolhost().args(["list", "--json"]).output().unwrap();
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     let echo = rows
         .as_array()
@@ -233,10 +224,10 @@ fn remembered_tools_of_a_server_that_fails_are_listed_unavailable_with_the_reaso
 fn a_changed_section_forgets_the_remembered_listing() {
     let fx = Fixture::new();
     fx.write("toolhost.toml", py_server(&fx, ""));
-    toolhost(&fx).arg("list").assert().success();
+    fx.toolhost().arg("list").assert().success();
     fx.write("refuse", "");
     fx.write("toolhost.toml", py_server(&fx, "timeout_ms = 5000"));
-    let out = toolhost(&fx).args(["list", "--json"]).output().unwrap();
+    let out = fx.toolhost().args(["list", "--json"]).output().unwrap();
     let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         rows.as_array()
@@ -254,7 +245,7 @@ fn list_shows_the_reason_for_a_server_with_no_known_tools() {
         "toolhost.toml",
         "[mcp_servers.broken]\ncommand = [\"/no/such/server\"]\n",
     );
-    let out = toolhost(&fx).arg("list").output().unwrap();
+    let out = fx.toolhost().arg("list").output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("MCP server 'broken' failed to start"),
@@ -262,29 +253,25 @@ fn list_shows_the_reason_for_a_server_with_no_known_tools() {
     );
 }
 
+/// `toolhost list` under `toml`, which must be refused (exit 2); its stderr.
+fn config_error(toml: &str) -> String {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", toml);
+    let out = fx.toolhost().arg("list").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
 #[test]
 fn both_command_and_url_is_a_config_error_naming_the_key() {
-    let fx = Fixture::new();
-    fx.write(
-        "toolhost.toml",
-        "[mcp_servers.x]\ncommand = [\"a\"]\nurl = \"http://127.0.0.1:1/mcp\"\n",
-    );
-    let out = toolhost(&fx).arg("list").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err =
+        config_error("[mcp_servers.x]\ncommand = [\"a\"]\nurl = \"http://127.0.0.1:1/mcp\"\n");
     assert!(err.contains("mcp_servers.x"), "{err}");
 }
 
 #[test]
 fn an_unknown_key_in_a_server_section_is_a_config_error() {
-    let fx = Fixture::new();
-    fx.write(
-        "toolhost.toml",
-        "[mcp_servers.x]\ncommand = [\"a\"]\ncomand = [\"b\"]\n",
-    );
-    let out = toolhost(&fx).arg("list").output().unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = config_error("[mcp_servers.x]\ncommand = [\"a\"]\ncomand = [\"b\"]\n");
     assert!(err.contains("comand"), "{err}");
 }
 
@@ -373,7 +360,8 @@ fn toolhost_aggregates_toolhost() {
             inner.display().to_string()
         ),
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .args(["call", "mcp__inner__greet", "{}"])
         .output()
         .unwrap();
@@ -563,7 +551,8 @@ fn a_streamable_http_server_is_reached_with_its_bearer_token() {
         "toolhost.toml",
         format!("[mcp_servers.remote]\nurl = {url:?}\nbearer_token_env = \"REMOTE_TOKEN\"\n"),
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .env("REMOTE_TOKEN", "s3cret")
         .args(["call", "mcp__remote__greet", "{}"])
         .output()
@@ -585,7 +574,8 @@ fn a_missing_bearer_token_is_the_reason_the_server_is_down() {
         "toolhost.toml",
         "[mcp_servers.remote]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env = \"NO_SUCH_TOKEN_VAR\"\n",
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .env_remove("NO_SUCH_TOKEN_VAR")
         .arg("list")
         .output()
@@ -655,7 +645,8 @@ fn an_https_server_is_reached_with_a_trusted_certificate() {
         "toolhost.toml",
         format!("[mcp_servers.tls]\nurl = {url:?}\nbearer_token_env = \"TLS_TOKEN\"\n"),
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .env("SSL_CERT_FILE", fx.root().join("ca.pem"))
         .env("TLS_TOKEN", "tls-token")
         .args(["call", "mcp__tls__greet", "{}"])
@@ -681,7 +672,8 @@ fn an_untrusted_certificate_is_the_reason_the_server_is_down() {
         "toolhost.toml",
         format!("[mcp_servers.tls]\nurl = {url:?}\nbearer_token_env = \"TLS_TOKEN\"\n"),
     );
-    let out = toolhost(&fx)
+    let out = fx
+        .toolhost()
         .env_remove("SSL_CERT_FILE")
         .env_remove("SSL_CERT_DIR")
         .env("TLS_TOKEN", "tls-token")

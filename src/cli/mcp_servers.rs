@@ -38,11 +38,7 @@ pub(super) fn rows(host: &Host) -> Vec<Row> {
 
 impl Row {
     fn reason(&self) -> Option<String> {
-        match &self.status {
-            Status::Up => None,
-            Status::Starting => Some(format!("MCP server '{}' is starting", self.name)),
-            Status::Down(reason) => Some(reason.clone()),
-        }
+        self.status.reason(&self.name)
     }
 
     /// The `discover --json` object: the verdict keys of SPEC §12, `path` = `mcp:NAME`,

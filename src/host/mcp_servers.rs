@@ -27,15 +27,16 @@ impl Host {
     /// Replaces the registered MCP tools with what the servers offer now.
     pub(crate) fn refresh_mcp_tools(&self) {
         let is_mcp = |tool: &crate::registry::ToolEntry| matches!(tool.source, Source::Mcp(_));
+        // Read under the lock, so a refresh never applies a listing older than one another
+        // refresh already applied.
+        let _one_at_a_time = self.inner.reloading.lock();
+        let started = Instant::now();
         let entries = self.inner.mcp.entries();
         let old = self.inner.registry.snapshot();
         if entries.is_empty() && !old.all().any(|tool| is_mcp(tool)) {
             // No MCP server offers anything and none did (the common case: none configured).
             return;
         }
-        let _one_at_a_time = self.inner.reloading.lock();
-        let started = Instant::now();
-        let old = self.inner.registry.snapshot();
         let mut state = (*old).clone();
         state.remove_where(is_mcp);
         for entry in entries {

@@ -183,15 +183,12 @@ impl LuaVm {
         host.set(
             "call_tool",
             lua.create_async_function(|lua, (name, args): (String, LuaValue)| async move {
-                let Some(call) = super::current::get(&lua) else {
-                    return Err(mlua::Error::runtime(
-                        "ctx.call is not available here (only in a handler the host runs)",
-                    ));
-                };
-                let (Some(ctx), Some(caller)) = (
-                    call.ctx.clone(),
-                    call.ctx.as_ref().and_then(|ctx| ctx.caller.clone()),
-                ) else {
+                let running = super::current::get(&lua).and_then(|call| {
+                    let ctx = call.ctx.clone()?;
+                    let caller = ctx.caller.clone()?;
+                    Some((call, ctx, caller))
+                });
+                let Some((call, ctx, caller)) = running else {
                     return Err(mlua::Error::runtime(
                         "ctx.call is not available here (only in a handler the host runs)",
                     ));

@@ -34,6 +34,17 @@ impl Fixture {
         self.root().join("cache")
     }
 
+    /// The `toolhost` binary run in the fixture root with the fixture's cache directory and
+    /// no configuration taken from the environment.
+    pub fn toolhost(&self) -> assert_cmd::Command {
+        let mut cmd = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+        cmd.current_dir(self.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .arg("--cache-dir")
+            .arg(self.cache());
+        cmd
+    }
+
     /// Writes `content` to `rel` (relative to the fixture root), creating parents.
     pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
         let path = self.root().join(rel);

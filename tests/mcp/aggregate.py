@@ -16,17 +16,11 @@ import sys
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-
-def emit(step, **data):
-    print(json.dumps({"step": step, **data}), flush=True)
+from client import emit, is_error
 
 
 def text_of(result):
     return "".join(getattr(block, "text", "") for block in result.content)
-
-
-def is_error(result):
-    return getattr(result, "is_error", None) or getattr(result, "isError", None)
 
 
 async def main(binary, workdir, scenario):

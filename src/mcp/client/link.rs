@@ -36,6 +36,17 @@ pub(crate) enum Status {
     Down(String),
 }
 
+impl Status {
+    /// Why the server's tools are unavailable, or `None` when it is up.
+    pub(crate) fn reason(&self, server: &str) -> Option<String> {
+        match self {
+            Status::Up => None,
+            Status::Starting => Some(format!("MCP server '{server}' is starting")),
+            Status::Down(reason) => Some(reason.clone()),
+        }
+    }
+}
+
 /// What the link knows now.
 struct Known {
     status: Status,
@@ -87,10 +98,10 @@ impl Link {
         self.known.lock().tools.clone()
     }
 
-    /// Waits until the first connection attempt has ended (or `limit` passed).
-    pub(super) async fn settled(&self, limit: Duration) {
+    /// Waits until the first connection attempt has ended.
+    pub(super) async fn settled(&self) {
         let mut settled = self.settled.subscribe();
-        let _ = tokio::time::timeout(limit, settled.wait_for(|done| *done)).await;
+        let _ = settled.wait_for(|done| *done).await;
     }
 
     /// Stops the supervisor (its session ends, a child is killed).

@@ -198,22 +198,17 @@ impl McpClients {
         let (done, wait) = std::sync::mpsc::channel();
         let links = links.to_vec();
         self.runtime().spawn(async move {
-            let all = links.iter().map(|link| link.settled(limit));
-            futures_join_all(all).await;
+            // The attempts run in parallel (one supervisor each): waiting for them in turn
+            // takes as long as the slowest.
+            let all = async {
+                for link in &links {
+                    link.settled().await;
+                }
+            };
+            let _ = tokio::time::timeout(limit, all).await;
             let _ = done.send(());
         });
         let _ = wait.recv_timeout(limit + Duration::from_secs(1));
-    }
-}
-
-/// Awaits every future (they are few: one per server).
-async fn futures_join_all<F: std::future::Future<Output = ()>>(all: impl Iterator<Item = F>) {
-    let mut set = Vec::new();
-    for future in all {
-        set.push(Box::pin(future));
-    }
-    for future in set {
-        future.await;
     }
 }
 

@@ -4,7 +4,7 @@
 //! `tools.include` / `tools.exclude`. While the server is down its tools stay registered,
 //! unavailable with the reason.
 
-use super::link::{Link, Status};
+use super::link::Link;
 use crate::config::ToolFilterConfig;
 use crate::native::NativeTool;
 use crate::registry::{Annotations, Source, ToolEntry};
@@ -20,11 +20,7 @@ pub(super) fn entries(link: &Arc<Link>, default_timeout_ms: u64) -> (Vec<ToolEnt
     let Some(tools) = link.tools() else {
         return (Vec::new(), Vec::new());
     };
-    let offline = match link.status() {
-        Status::Up => None,
-        Status::Down(reason) => Some(reason),
-        Status::Starting => Some(format!("MCP server '{}' is starting", link.name)),
-    };
+    let offline = link.status().reason(&link.name);
     let filter = Filter::new(&link.config.tools);
     let mut problems = Vec::new();
     let mut taken: BTreeMap<String, String> = BTreeMap::new();
