@@ -695,3 +695,47 @@ fn an_untrusted_certificate_is_the_reason_the_server_is_down() {
         .to_string();
     assert!(error.contains("certificate"), "{error}");
 }
+
+/// A built-in tool `secret` and a plugin `acme` whose tool `relay` ctx.calls the tool named
+/// in its arguments; `capabilities` are acme's.
+fn plugin_relay_host(fx: &Fixture, capabilities: &str) -> toolhost::Host {
+    fx.tool("secret.lua", &simple_tool("secret", "core", "the secret"));
+    fx.write(
+        "acme/relay.lua",
+        r#"registry.register{ name = "relay", toolset = "acme",
+  schema = { description = "Relays", parameters = { type = "object",
+    properties = { to = { type = "string" } } } },
+  handler = function(args, ctx) return { got = ctx.call(args.to, {}) } end }
+registry.register{ name = "acme_own", toolset = "acme",
+  schema = { description = "Own", parameters = { type = "object" } },
+  handler = function() return "mine" end }"#,
+    );
+    fx.host_with(&format!(
+        "[plugins.acme]\ndir = \"acme\"\ncapabilities = {capabilities}\n"
+    ))
+}
+
+#[test]
+fn a_plugin_may_ctx_call_only_its_own_tools_without_the_call_capability() {
+    let fx = Fixture::new();
+    let host = plugin_relay_host(&fx, "[\"json\"]");
+    let out = structured(call(&host, "relay", json!({"to": "secret"})));
+    assert_eq!(out["got"]["error_type"], "blocked", "{out}");
+    assert!(
+        out["got"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("add \"call\" to [plugins.acme] capabilities"),
+        "{out}"
+    );
+    let own = structured(call(&host, "relay", json!({"to": "acme_own"})));
+    assert_eq!(own["got"], "mine", "{own}");
+}
+
+#[test]
+fn the_call_capability_lets_a_plugin_ctx_call_other_tools() {
+    let fx = Fixture::new();
+    let host = plugin_relay_host(&fx, "[\"json\", \"call\"]");
+    let out = structured(call(&host, "relay", json!({"to": "secret"})));
+    assert_eq!(out["got"], "the secret", "{out}");
+}

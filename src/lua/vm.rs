@@ -211,7 +211,7 @@ impl LuaVm {
                     .clone()
                     .unwrap_or_else(|| call.tool.clone());
                 let child = ctx.child(format!("{parent}/{n}"));
-                let answer = caller.call(name, args, child).await;
+                let answer = caller.call(&call.tool, name, args, child).await;
                 convert::json_to_lua(&lua, &answer)
             })?,
         )?;

@@ -54,8 +54,9 @@ pub(crate) const MAX_CALL_DEPTH: u8 = 8;
 /// What runs `ctx.call(name, args)`: the whole pipeline with the caller's context; the
 /// answer is the result as JSON (a string for text, an object for JSON and errors).
 pub(crate) trait ToolCaller: Send + Sync {
-    /// Calls `name` with `args` as `ctx` (already the child's context).
-    fn call(&self, name: String, args: Value, ctx: CallContext) -> NativeFuture<Value>;
+    /// Calls `name` with `args` as `ctx` (already the child's context) on behalf of the
+    /// tool `from`.
+    fn call(&self, from: &str, name: String, args: Value, ctx: CallContext) -> NativeFuture<Value>;
 }
 
 impl std::fmt::Debug for CallContext {
