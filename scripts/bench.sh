@@ -19,33 +19,69 @@ for bench in discovery definitions calls store; do
   cargo bench --quiet --bench "$bench" 2>/dev/null | tee "$out/$bench.txt" >&2
 done
 
-# Whole process: start, discover (warm cache), one call.
-wl=target/bench-workloads/133
-cache="$out/cache"
-./target/release/toolhost --tools-dir "$wl/tools-lua" --config "$wl/toolhost.toml" --cache-dir "$cache" -q call echo '{"text":"warm"}' >/dev/null
-python3 - "$wl" "$cache" > "$out/process.txt" <<'PY'
-import subprocess, sys, time, statistics
-wl, cache = sys.argv[1], sys.argv[2]
-cmd = ["./target/release/toolhost", "--tools-dir", wl + "/tools-lua", "--config", wl + "/toolhost.toml",
-       "--cache-dir", cache, "-q", "call", "echo", '{"text":"hello"}']
-times = []
-for _ in range(30):
-    start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    times.append((time.perf_counter() - start) * 1000)
-print(statistics.median(times))
+# Whole process: start, discover (warm cache), one call; its time (133 and 1,000 tools) and
+# peak RSS (1,000 tools). Also a fixed CPU probe, so runs in the machine's two CPU speeds
+# can be told apart.
+python3 - "$out" > "$out/process.txt" <<'PY'
+import json, os, resource, subprocess, statistics, sys, time
+out = sys.argv[1]
+
+def command(n):
+    wl = f"target/bench-workloads/{n}"
+    return ["./target/release/toolhost", "--tools-dir", wl + "/tools-lua", "--config",
+            wl + "/toolhost.toml", "--cache-dir", f"{out}/cache-{n}", "-q", "call", "echo",
+            '{"text":"hello"}']
+
+def median_ms(cmd, runs):
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)  # warms the caches
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+def peak_rss_mb(cmd):
+    # A fresh interpreter: RUSAGE_CHILDREN is the largest child it waited for.
+    probe = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, "
+             "stdout=subprocess.DEVNULL); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)")
+    return float(subprocess.run([sys.executable, "-c", probe, *cmd], check=True,
+                                capture_output=True, text=True).stdout)
+
+def cpu_probe_ms():
+    times = []
+    for _ in range(15):
+        start = time.perf_counter()
+        sum(i * i for i in range(200_000))
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+print(json.dumps({
+    "whole_process_call_ms": round(median_ms(command(133), 30), 3),
+    "whole_process_call_ms_1000": round(median_ms(command(1000), 20), 3),
+    "process_rss_mb_1000": round(peak_rss_mb(command(1000)), 1),
+    "cpu_probe_ms": round(cpu_probe_ms(), 2),
+}))
 PY
 
-# MCP throughput with the official Python client (venv made by the MCP test on first use).
+# MCP over stdio with the official Python client: toolhost serve against a FastMCP server
+# (mcp<2) in the same run, calls/s and server CPU per call; serve's RSS at 1,000 tools.
 venv=target/mcp-venv
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c "import mcp" 2>/dev/null; then
   python3 -m venv "$venv" && "$venv/bin/pip" install --quiet "mcp==2.3.0"
 fi
+fastmcp=target/fastmcp-venv
+if [[ ! -x "$fastmcp/bin/python" ]] || ! "$fastmcp/bin/python" -c "import mcp.server.fastmcp" 2>/dev/null; then
+  python3 -m venv "$fastmcp" && "$fastmcp/bin/pip" install --quiet "mcp==1.30.0"
+fi
+"$venv/bin/python" scripts/mcp_stdio_bench.py "$(pwd)/target/release/toolhost" \
+  "$(pwd)/target/bench-workloads/133" "$(pwd)/target/bench-workloads/1000" \
+  "$(pwd)/$fastmcp/bin/python" "${TOOLHOST_SHARED:-../shared}/bench/workload-133.json" > "$out/mcp.txt" 2>/dev/null || true
+# Streamable HTTP, 8 concurrent sessions.
 mcp_dir="$out/mcp"
 mkdir -p "$mcp_dir"
-cp -r "$wl/tools-lua" "$mcp_dir/tools-lua"
-"$venv/bin/python" tests/mcp/client.py "$(pwd)/target/release/toolhost" "$mcp_dir" throughput > "$out/mcp.txt" 2>/dev/null || true
-# The same over streamable HTTP, 8 concurrent sessions.
+cp -r target/bench-workloads/133/tools-lua "$mcp_dir/tools-lua"
 "$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 >> "$out/mcp.txt" 2>/dev/null || true
 
 # Tool search quality on the labelled query set (tests/search_quality.rs prints one JSON line).

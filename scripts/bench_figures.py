@@ -4,6 +4,7 @@ usage: bench_figures.py OUT_DIR JSON(true|false)
 """
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def main():
         figures["parallel_speedup_2vms"] = round(one / two, 3)
     process = out / "process.txt"
     if process.exists() and process.read_text().strip():
-        figures["whole_process_call_ms"] = round(float(process.read_text()), 3)
+        figures.update(json.loads(process.read_text().splitlines()[-1]))
     quality = out / "search_quality.txt"
     if quality.exists() and quality.read_text().strip():
         measured = json.loads(quality.read_text().splitlines()[0])
@@ -74,16 +75,27 @@ def main():
         figures["tool_search_mrr"] = round(measured["tool_search_mrr"], 3)
     mcp = out / "mcp.txt"
     if mcp.exists():
+        stdio = {}
         for line in mcp.read_text().splitlines():
             try:
                 step = json.loads(line)
             except ValueError:
                 continue
-            if step.get("step") == "throughput":
-                figures["mcp_calls_per_s"] = round(step["calls_per_s"], 1)
+            if step.get("step") == "stdio":
+                stdio.setdefault(step["server"], []).append(step)
+            if step.get("step") == "serve_rss":
+                figures["serve_rss_mb_1000"] = step["serve_rss_mb_1000"]
             if step.get("step") == "http_throughput":
                 figures["mcp_http_calls_per_s"] = step["mcp_http_calls_per_s"]
                 figures["mcp_http_p99_ms"] = step["mcp_http_p99_ms"]
+        # Rounds alternate between the servers; the median of each server's rounds.
+        suffixes = {"toolhost": "", "fastmcp": "_fastmcp"}
+        for server, rounds in stdio.items():
+            suffix = suffixes.get(server, "_" + server)
+            figures["mcp_calls_per_s" + suffix] = round(
+                statistics.median(r["calls_per_s"] for r in rounds), 1)
+            figures["mcp_server_cpu_us_per_call" + suffix] = round(
+                statistics.median(r["cpu_us_per_call"] for r in rounds), 1)
     width = max(len(k) for k in figures) if figures else 10
     print(f"{'figure':<{width}}  median")
     for key, value in figures.items():

@@ -163,7 +163,7 @@ impl NativeTool {
             name,
             toolset,
             schema: Arc::new(schema),
-            validator: Some(validator),
+            validator: crate::registry::ParametersValidator::compiled(validator),
             handler: Handler::Native(self.handler),
             check_fn: None,
             requires_env: self.requires_env,

@@ -36,6 +36,8 @@ pub(super) fn run(cli: &Cli, name: &str, args: Option<&str>) -> Result<ExitCode,
     };
     let result = runtime.block_on(host.handle_function_call(name, args, &ctx));
     outln!("{result}");
+    drop(runtime);
+    super::leave_for_exit(host);
     Ok(if result.is_error() {
         ExitCode::from(1)
     } else {

@@ -154,15 +154,14 @@ pub fn run() -> ExitCode {
     );
     init_logging(cli.verbose, cli.quiet, serving, reports_problems);
     let outcome = match &cli.command {
-        Command::List { json } => {
-            build(&cli, None, ONE_SHOT_VMS).map(|host| list::run(&host, &cli, *json))
-        }
+        Command::List { json } => one_shot(&cli, None, |host| list::run(host, &cli, *json)),
         Command::Schema {
             toolsets,
             disable,
             format,
-        } => build(&cli, None, ONE_SHOT_VMS)
-            .map(|host| schema::run(&host, &cli, toolsets.as_deref(), disable, *format)),
+        } => one_shot(&cli, None, |host| {
+            schema::run(host, &cli, toolsets.as_deref(), disable, *format)
+        }),
         Command::Serve {
             toolsets,
             disable,
@@ -184,12 +183,10 @@ pub fn run() -> ExitCode {
         Command::Watch => watch::run(&cli),
         Command::New { name, toolset } => new::run(&cli, name, toolset),
         Command::Stubs => stubs::run(&cli),
-        Command::Discover { json } => {
-            build(&cli, None, ONE_SHOT_VMS).map(|host| discover::run(&host, *json))
-        }
+        Command::Discover { json } => one_shot(&cli, None, |host| discover::run(host, *json)),
         Command::Check { files } => {
             let only = (!files.is_empty()).then(|| files.clone());
-            build(&cli, only, ONE_SHOT_VMS).map(|host| check::run(&host, files))
+            one_shot(&cli, only, |host| check::run(host, files))
         }
         Command::Call { name, args } => call::run(&cli, name, args.as_deref()),
         Command::Test { paths, json } => test::run(&cli, paths, *json),
@@ -236,7 +233,30 @@ fn init_logging(verbose: u8, quiet: bool, serving: bool, reports_problems: bool)
         .init();
 }
 
-/// Builds the host from the global flags.
+/// Builds a one-VM host, runs `command` with it, and lets the process exit without tearing
+/// the host down: closing a VM and freeing a registry of 1,000 tools costs a one-shot
+/// command several milliseconds that the OS does for free at exit. A host with MCP servers
+/// is dropped properly, so their process groups are killed.
+fn one_shot<T>(
+    cli: &Cli,
+    only_files: Option<Vec<PathBuf>>,
+    command: impl FnOnce(&Host) -> T,
+) -> Result<T, String> {
+    let host = build(cli, only_files, ONE_SHOT_VMS)?;
+    let outcome = command(&host);
+    leave_for_exit(host);
+    Ok(outcome)
+}
+
+/// Forgets `host` (the process is about to exit) unless it runs MCP server children.
+pub(crate) fn leave_for_exit(host: Host) {
+    #[cfg(feature = "mcp-client")]
+    if !host.mcp_servers().is_empty() {
+        return;
+    }
+    std::mem::forget(host);
+}
+
 /// Builds the host from the global flags; `vms` overrides the pool size. One-shot commands
 /// may ask for approval on the terminal; the MCP server never reads the terminal (stdin is
 /// the protocol), so it uses the configured `[approval] default`.

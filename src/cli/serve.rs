@@ -20,10 +20,19 @@ pub(super) struct ServeArgs<'a> {
 
 /// Serves until the client closes stdin (stdio) or a signal arrives.
 pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    // Over stdio one client sends one message at a time: a single-threaded runtime keeps
+    // the reader, rmcp and the writer on one thread, where each message used to wake two
+    // workers (thread switches were most of a call's CPU). Lua runs on the VMs' own threads
+    // and probes on blocking threads either way. HTTP serves many sessions: all cores.
+    let runtime = match args.http {
+        Some(_) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     // Serving takes many calls: the pool size comes from the config (default: cores).
     let host = super::build_with(cli, None, None, /*interactive*/ false)?;
     let selection = Selection {
@@ -43,7 +52,8 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     let shared = Shared::new(host, selection);
     let quiet = cli.quiet;
     // The watcher reloads the host; every session hears of reloads that change its tools.
-    let served = runtime.block_on(async move {
+    let mut writer_done = None;
+    let served = runtime.block_on(async {
         let served = match http {
             Some((addr, options)) => {
                 let listener = tokio::net::TcpListener::bind(addr)
@@ -60,15 +70,12 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
                     .map_err(|e| e.to_string())
             }
             None => {
-                let input = tokio::io::BufReader::new(tokio::io::stdin());
-                crate::mcp::guard::serve(
-                    shared,
-                    input,
-                    tokio::io::stdout(),
-                    crate::mcp::shutdown::signal(),
-                )
-                .await
-                .map_err(|e| e.to_string())
+                let (input, output, written) = crate::mcp::stdio::open()
+                    .map_err(|e| format!("cannot open stdin/stdout: {e}"))?;
+                writer_done = written;
+                crate::mcp::guard::serve(shared, input, output, crate::mcp::shutdown::signal())
+                    .await
+                    .map_err(|e| e.to_string())
             }
         };
         drop(watcher);
@@ -76,6 +83,10 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     });
     // Calls still running when the client left are not waited for.
     runtime.shutdown_timeout(Duration::from_millis(500));
+    // The last answers are still on their way to stdout.
+    if let Some(written) = writer_done {
+        written.wait(Duration::from_millis(500));
+    }
     served?;
     Ok(ExitCode::SUCCESS)
 }

@@ -93,28 +93,30 @@ impl VerdictCache {
     }
 
     fn write(&self, cache_dir: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(cache_dir)?;
         let mut map = Map::new();
         for (path, ((mtime, size), registers)) in &self.entries {
             map.insert(path.clone(), serde_json::json!([mtime, size, registers]));
         }
-        let text = Value::Object(map).to_string();
-        let nanos = std::time::SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        // A unique temp name per writer, so two processes never write into one temp file.
-        let temp = cache_dir.join(format!(
-            ".discovery.json.{}.{nanos}.tmp",
-            std::process::id()
-        ));
-        std::fs::write(&temp, text)?;
-        let renamed = std::fs::rename(&temp, Self::file(cache_dir));
-        if renamed.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        renamed
+        write_atomically(cache_dir, "discovery.json", &Value::Object(map).to_string())
     }
+}
+
+/// Writes `cache_dir/name` as a whole (temp file + rename), so a reader sees the old or the
+/// new file, never half of one.
+pub(super) fn write_atomically(cache_dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(cache_dir)?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    // A unique temp name per writer, so two processes never write into one temp file.
+    let temp = cache_dir.join(format!(".{name}.{}.{nanos}.tmp", std::process::id()));
+    std::fs::write(&temp, text)?;
+    let renamed = std::fs::rename(&temp, cache_dir.join(name));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    renamed
 }
 
 #[cfg(test)]

@@ -6,12 +6,13 @@
 //! Lua, so it runs on a second thread while the VM goes on running the next files; the
 //! registry then takes the files in order, each all or nothing.
 
+use super::known_schemas::KnownSchemas;
 use super::{ToolDir, Verdict};
 use crate::error::LoadError;
 use crate::lua::{FileSpec, LoadingFile, LuaVm, SearchDir};
 use crate::registry::{
-    FnRole, Handler, HookEntry, LuaFnId, Probe, RegistryState, ToolEntry, compile_parameters_at,
-    default_description,
+    FnRole, Handler, HookEntry, LuaFnId, ParametersValidator, Probe, RegistryState, ToolEntry,
+    compile_parameters_at, default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -28,8 +29,14 @@ struct Staged {
     env_grants: Vec<String>,
 }
 
-/// A compiled parameters schema, or the field at fault and what is wrong there.
-type Compiled = Result<Arc<jsonschema::Validator>, (String, String)>;
+/// A tool's parameters validator (compiled now, or lazily when its schema is known to
+/// compile), or the field at fault and what is wrong there.
+type Compiled = Result<ParametersValidator, (String, String)>;
+
+/// Compiles a schema at registration (it was not known to compile).
+fn compile_now(schema: &Map<String, Value>) -> Compiled {
+    compile_parameters_at(schema).map(ParametersValidator::compiled)
+}
 
 /// The source each file loaded from (the current one, or its last good version).
 pub(crate) type Sources = HashMap<PathBuf, Arc<[u8]>>;
@@ -45,26 +52,26 @@ struct Ran {
 
 /// Loads every registering verdict, in order, recording each file's tools or error in its
 /// verdict. A file whose current version fails and that has a different `last_good`
-/// source loads that instead (its error still reported). Returns the sources that loaded.
+/// source loads that instead (its error still reported). Parameters schemas in `schemas`
+/// (known to compile) are compiled at their tool's first call; the others now, on a
+/// second thread. Returns the sources that loaded.
 pub(crate) fn load_all(
     verdicts: &mut [Verdict],
     dirs: &[ToolDir],
     vm: &mut LuaVm,
     state: &mut RegistryState,
     last_good: &Sources,
+    schemas: &mut KnownSchemas,
 ) -> Sources {
     let libs = lib_dirs(dirs);
     let mut sources = Sources::new();
-    let (jobs, job_queue) = mpsc::channel::<((usize, usize), Arc<Map<String, Value>>)>();
-    let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled)>();
+    type Job = ((usize, usize), Arc<Map<String, Value>>, Option<u64>);
+    let (jobs, job_queue) = mpsc::channel::<Job>();
+    let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled, Option<u64>)>();
     std::thread::scope(|scope| {
-        let worker = std::thread::Builder::new()
-            .name("toolhost-schema".into())
-            .spawn_scoped(scope, move || {
-                for (key, schema) in job_queue {
-                    let _ = results.send((key, compile_parameters_at(&schema)));
-                }
-            });
+        // Started on the first unknown schema: a warm start needs no thread.
+        let mut worker = None;
+        let mut job_queue = Some(job_queue);
         let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
         let mut ran: Vec<Ran> = Vec::new();
         for (index, verdict, source, dir) in registering(verdicts, dirs) {
@@ -72,19 +79,46 @@ pub(crate) fn load_all(
             if let Ok(staged) = &file.outcome {
                 for (tool, entry) in staged.entries.iter().enumerate() {
                     let key = (index, tool);
-                    let sent = worker.is_ok() && jobs.send((key, entry.schema.clone())).is_ok();
+                    let digest = parameters_hash(&entry.schema);
+                    if digest.is_some_and(|d| schemas.take_known(d)) {
+                        compiled.insert(key, Ok(ParametersValidator::lazy()));
+                        continue;
+                    }
+                    if let Some(queue) = job_queue.take() {
+                        let results = results.clone();
+                        worker = std::thread::Builder::new()
+                            .name("toolhost-schema".into())
+                            .spawn_scoped(scope, move || {
+                                for (key, schema, digest) in queue {
+                                    let _ = results.send((key, compile_now(&schema), digest));
+                                }
+                            })
+                            .ok();
+                    }
+                    let sent =
+                        worker.is_some() && jobs.send((key, entry.schema.clone(), digest)).is_ok();
                     if !sent {
-                        compiled.insert(key, compile_parameters_at(&entry.schema));
+                        let outcome = compile_now(&entry.schema);
+                        if let (Ok(_), Some(digest)) = (&outcome, digest) {
+                            schemas.compiled(digest);
+                        }
+                        compiled.insert(key, outcome);
                     }
                 }
             }
             ran.push(file);
         }
         drop(jobs);
-        if let Ok(worker) = worker {
+        drop(results);
+        if let Some(worker) = worker {
             let _ = worker.join();
         }
-        compiled.extend(compiled_queue.try_iter());
+        for (key, outcome, digest) in compiled_queue.try_iter() {
+            if let (Ok(_), Some(digest)) = (&outcome, digest) {
+                schemas.compiled(digest);
+            }
+            compiled.insert(key, outcome);
+        }
         for mut file in ran {
             let index = file.index;
             let verdict = &mut verdicts[index];
@@ -348,7 +382,7 @@ fn stage(
             name: tool.name,
             toolset: tool.toolset,
             schema: Arc::new(tool.schema),
-            validator: None,
+            validator: ParametersValidator::lazy(),
             handler: Handler::Lua(handler),
             check_fn: tool
                 .check_fn
@@ -414,9 +448,9 @@ fn commit(
     for (tool, entry) in file.entries.iter_mut().enumerate() {
         let outcome = compiled
             .remove(&(index, tool))
-            .unwrap_or_else(|| compile_parameters_at(&entry.schema));
+            .unwrap_or_else(|| compile_now(&entry.schema));
         match outcome {
-            Ok(validator) => entry.validator = Some(validator),
+            Ok(validator) => entry.validator = validator,
             Err((field, message)) => {
                 let line = file.lines[tool];
                 let error = LoadError::new(

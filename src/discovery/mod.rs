@@ -7,6 +7,7 @@ mod candidates;
 mod field_line;
 #[cfg(test)]
 mod fuzz_tests;
+mod known_schemas;
 mod load;
 mod prefilter;
 mod toplevel;
@@ -16,6 +17,7 @@ use cache::VerdictCache;
 pub(crate) use candidates::MAX_FILE_BYTES;
 #[cfg(feature = "watch")]
 pub(crate) use candidates::absolutize;
+pub(crate) use known_schemas::KnownSchemas;
 pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, reconcile_replica};
 
 use crate::lua::depth;

@@ -308,17 +308,22 @@ impl Pipeline {
             .runtime
             .timeout_ms
             .unwrap_or(execute::DEFAULT_TIMEOUT_MS);
-        let terminal = move |call: ToolCall| -> BoxFuture<'_, ToolResult> {
-            Box::pin(
-                async move { execute::execute(vm, tool, &call.args, &call.ctx, timeout_ms).await },
-            )
+        let result = if self.middleware.is_empty() {
+            // Nothing to hand an owned call to: no copies of the arguments and context.
+            execute::execute(vm, tool, &args, ctx, timeout_ms).await
+        } else {
+            let terminal = move |call: ToolCall| -> BoxFuture<'_, ToolResult> {
+                Box::pin(async move {
+                    execute::execute(vm, tool, &call.args, &call.ctx, timeout_ms).await
+                })
+            };
+            let call = ToolCall {
+                name: name.to_string(),
+                args: args.clone(),
+                ctx: ctx.clone(),
+            };
+            Next::new(&self.middleware, &terminal).run(call).await
         };
-        let call = ToolCall {
-            name: name.to_string(),
-            args: args.clone(),
-            ctx: ctx.clone(),
-        };
-        let result = Next::new(&self.middleware, &terminal).run(call).await;
 
         // Stages 8 and 9.
         self.finish(env, vm, hooks, tool, name, &args, ctx, result, started)

@@ -79,19 +79,25 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
             .map(|_| {
                 scope.spawn(|| {
                     let mut vm = LuaVm::new(recipe.settings).ok()?;
-                    let files =
-                        discovery::load_replica(&snapshot, recipe.dirs, &mut vm, recipe.last_good);
+                    let files = vm.loading_without_gc(|vm| {
+                        discovery::load_replica(&snapshot, recipe.dirs, vm, recipe.last_good)
+                    });
                     Some((vm, files))
                 })
             })
             .collect();
-        sources = discovery::load_all(
-            &mut verdicts,
-            recipe.dirs,
-            &mut primary,
-            &mut state,
-            recipe.last_good,
-        );
+        let mut schemas = discovery::KnownSchemas::read(recipe.cache_dir);
+        sources = primary.loading_without_gc(|vm| {
+            discovery::load_all(
+                &mut verdicts,
+                recipe.dirs,
+                vm,
+                &mut state,
+                recipe.last_good,
+                &mut schemas,
+            )
+        });
+        schemas.write_if_changed(recipe.cache_dir);
         for handle in handles {
             match handle.join() {
                 Ok(Some(replica)) => replicas.push(replica),

@@ -17,13 +17,15 @@ use std::future::Future;
 use std::ops::Deref;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 /// How long a caller waits actively for a quick answer, and a VM's thread for the next job,
 /// before parking: a park and wake-up of a thread costs tens of microseconds here, several
-/// times a whole echo call.
+/// times a whole echo call. Both spins are adaptive: a side spins only while what it waits
+/// for has recently come within this time, so slow handlers and calls that arrive far
+/// apart (an MCP client's round trips) cost no CPU in spinning.
 const SPIN: Duration = Duration::from_micros(50);
 
 /// Work for a VM's thread: given the VM, a future to run there as a local task.
@@ -34,6 +36,8 @@ struct Slot {
     vm: Arc<LuaVm>,
     inbox: mpsc::UnboundedSender<VmJob>,
     in_flight: AtomicUsize,
+    /// The last answer came within [`SPIN`]: the next caller waits for its answer actively.
+    quick_answers: AtomicBool,
 }
 
 /// The VMs of one loaded generation of tools. The first VM is complete by construction
@@ -134,17 +138,22 @@ impl VmPool {
         // A short call is answered within microseconds: waiting for it briefly here saves
         // parking this thread and being woken, which costs far more than the call.
         let mut answered = answered;
-        let spin_until = Instant::now() + SPIN;
-        while Instant::now() < spin_until {
-            match answered.try_recv() {
-                Ok(value) => return Ok(value),
-                Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
-                Err(oneshot::error::TryRecvError::Closed) => break,
+        let sent = Instant::now();
+        if slot.quick_answers.load(Ordering::Relaxed) {
+            while sent.elapsed() < SPIN {
+                match answered.try_recv() {
+                    Ok(value) => return Ok(value),
+                    Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
+                    Err(oneshot::error::TryRecvError::Closed) => break,
+                }
             }
         }
-        answered
+        let answer = answered
             .await
-            .map_err(|_| VmGone("the VM's thread dropped the call".to_string()))
+            .map_err(|_| VmGone("the VM's thread dropped the call".to_string()));
+        slot.quick_answers
+            .store(sent.elapsed() < SPIN, Ordering::Relaxed);
+        answer
     }
 }
 
@@ -157,20 +166,22 @@ impl Drop for Busy<'_> {
     }
 }
 
-/// The next job: looked for actively for a moment (letting the VM's tasks run meanwhile),
-/// then awaited. `None` once the pool is gone.
-async fn next_job(jobs: &mut mpsc::UnboundedReceiver<VmJob>) -> Option<VmJob> {
-    let spin_until = Instant::now() + SPIN;
-    loop {
-        match jobs.try_recv() {
-            Ok(job) => return Some(job),
-            Err(mpsc::error::TryRecvError::Disconnected) => return None,
-            Err(mpsc::error::TryRecvError::Empty) if Instant::now() < spin_until => {
-                tokio::task::yield_now().await;
+/// The next job: looked for actively for a moment when jobs have recently come quickly
+/// (letting the VM's tasks run meanwhile), else awaited. `None` once the pool is gone.
+async fn next_job(jobs: &mut mpsc::UnboundedReceiver<VmJob>, quick: &mut bool) -> Option<VmJob> {
+    let waiting = Instant::now();
+    if *quick {
+        while waiting.elapsed() < SPIN {
+            match jobs.try_recv() {
+                Ok(job) => return Some(job),
+                Err(mpsc::error::TryRecvError::Disconnected) => return None,
+                Err(mpsc::error::TryRecvError::Empty) => tokio::task::yield_now().await,
             }
-            Err(mpsc::error::TryRecvError::Empty) => return jobs.recv().await,
         }
     }
+    let job = jobs.recv().await;
+    *quick = waiting.elapsed() < SPIN;
+    job
 }
 
 /// Starts the thread of one VM: a single-threaded runtime (timers and IO for `time.sleep`
@@ -190,7 +201,8 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
         .spawn(move || {
             let local = tokio::task::LocalSet::new();
             local.block_on(&runtime, async move {
-                while let Some(job) = next_job(&mut jobs).await {
+                let mut quick = true;
+                while let Some(job) = next_job(&mut jobs, &mut quick).await {
                     tokio::task::spawn_local(job(on_thread.clone()));
                 }
             });
@@ -202,5 +214,6 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
         vm,
         inbox,
         in_flight: AtomicUsize::new(0),
+        quick_answers: AtomicBool::new(true),
     })
 }

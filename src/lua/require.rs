@@ -92,7 +92,7 @@ fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String
         for candidate in [format!("{relative}.lua"), format!("{relative}/init.lua")] {
             let path = dir.canonical.join(&candidate);
             tried.push(dir.shown.join(&candidate).display().to_string());
-            let Ok(real) = path.canonicalize() else {
+            let Some(real) = real_path(&path, &candidate) else {
                 continue;
             };
             if !real.starts_with(&dir.canonical) {
@@ -117,6 +117,20 @@ fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String
          tool files; the sandbox has no C modules or network libraries)",
         tried.join(", ")
     ))
+}
+
+/// The symlink-resolved `path` (`dir.canonical` joined with `relative`), or `None` when it
+/// does not exist. A one-component name that is not a symlink is already resolved (its
+/// directory is canonical): one `lstat` instead of resolving every component, which
+/// matters because every file of a tool directory typically requires the same helper.
+fn real_path(path: &Path, relative: &str) -> Option<PathBuf> {
+    if !relative.contains('/')
+        && let Ok(meta) = std::fs::symlink_metadata(path)
+        && !meta.file_type().is_symlink()
+    {
+        return Some(path.to_path_buf());
+    }
+    path.canonicalize().ok()
 }
 
 /// Creates the `require` function for one environment.

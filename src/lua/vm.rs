@@ -254,6 +254,20 @@ impl LuaVm {
         })
     }
 
+    /// Runs `load` (the loading of every tool file) with the collector stopped: nearly all
+    /// a registering file allocates stays alive (its functions, schemas, environment), so
+    /// incremental collection during start-up marks the same live objects over and over
+    /// (it was a tenth of start-up). Garbage still cannot exceed the memory limit: at the
+    /// limit Lua runs an emergency full collection before failing an allocation.
+    pub(crate) fn loading_without_gc<R>(&mut self, load: impl FnOnce(&mut Self) -> R) -> R {
+        let previous = self
+            .lua
+            .gc_set_mode(mlua::state::GcMode::Generational(Default::default()));
+        let result = load(self);
+        self.lua.gc_set_mode(previous);
+        result
+    }
+
     /// Runs one tool file in a fresh environment and returns what it registered. On error
     /// (the file raised, or a registration was invalid) nothing is kept.
     pub(crate) fn load_file(

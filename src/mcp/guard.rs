@@ -337,13 +337,22 @@ where
     let (from_rmcp, rmcp_out) = tokio::io::duplex(1 << 16);
     let (lines, mut outgoing) = mpsc::channel::<String>(256);
 
-    // One writer owns the client's output.
+    // One writer owns the client's output. Each message and whatever else is already
+    // queued go out in one write: with tokio's stdout every write and flush is a trip to a
+    // blocking thread.
     let writer = tokio::spawn(async move {
         let mut output = output;
+        let mut batch = Vec::new();
         while let Some(line) = outgoing.recv().await {
+            batch.clear();
+            batch.extend_from_slice(line.as_bytes());
+            batch.push(b'\n');
+            while let Ok(more) = outgoing.try_recv() {
+                batch.extend_from_slice(more.as_bytes());
+                batch.push(b'\n');
+            }
             let written = async {
-                output.write_all(line.as_bytes()).await?;
-                output.write_all(b"\n").await?;
+                output.write_all(&batch).await?;
                 output.flush().await
             };
             if written.await.is_err() {

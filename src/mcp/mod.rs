@@ -10,3 +10,5 @@ pub(crate) mod guard;
 pub(crate) mod http;
 pub(crate) mod server;
 pub(crate) mod shutdown;
+#[cfg(feature = "cli")]
+pub(crate) mod stdio;

@@ -118,8 +118,9 @@ pub struct ToolEntry {
     pub toolset: ToolName,
     /// The model-facing function schema (`description`, `parameters`, …), a JSON object.
     pub schema: Arc<Map<String, Value>>,
-    /// `parameters` compiled once at registration; arguments are validated with it.
-    pub validator: Option<Arc<jsonschema::Validator>>,
+    /// `parameters` compiled once (at registration, or at the first call when the schema
+    /// was already known to compile); arguments are validated with it.
+    pub(crate) validator: super::ParametersValidator,
     /// The handler.
     pub handler: Handler,
     /// Optional availability probe.
@@ -231,7 +232,7 @@ pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
         name: ToolName::new(name).expect("valid test name"),
         toolset: ToolName::new(toolset).expect("valid test toolset"),
         schema: Arc::new(Map::new()),
-        validator: None,
+        validator: Default::default(),
         handler: Handler::Lua(LuaFnId(0)),
         check_fn: None,
         requires_env: Vec::new(),

@@ -12,6 +12,7 @@ mod observe;
 mod output;
 mod schema;
 mod state;
+mod validator;
 
 pub(crate) use availability::{
     Availability, AvailabilityCache, DEFAULT_CHECK_TTL, Freshness, ProbeOutcome, Probed,
@@ -26,9 +27,10 @@ pub use output::Annotations;
 pub(crate) use output::OutputSchema;
 pub(crate) use schema::{
     check_function_schema, compile_parameters, compile_parameters_at, default_description,
-    json_path, json_type,
+    json_path, json_type, parameters_hash,
 };
 pub(crate) use state::RegistryState;
+pub(crate) use validator::ParametersValidator;
 
 use parking_lot::RwLock;
 use std::sync::Arc;

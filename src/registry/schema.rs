@@ -99,6 +99,67 @@ pub(crate) fn compile_parameters_at(
         })
 }
 
+/// A digest of a function schema's `parameters` (`None` when there are none), stable across
+/// runs and independent of object key order (Lua's table order is randomised per VM): a
+/// schema whose digest is known to have compiled need not be compiled at start-up.
+pub(crate) fn parameters_hash(schema: &Map<String, Value>) -> Option<u64> {
+    use std::hash::Hasher;
+    let mut hasher = std::hash::DefaultHasher::new();
+    hash_json(schema.get("parameters")?, &mut hasher, 0).then(|| hasher.finish())
+}
+
+/// Deepest schema nesting [`parameters_hash`] digests (Lua-built JSON stops at 128).
+const MAX_HASH_DEPTH: usize = 256;
+
+/// Feeds `value` to `hasher`; `false` when it is nested too deeply to hash (such a schema
+/// is simply never taken as known).
+fn hash_json(value: &Value, hasher: &mut impl std::hash::Hasher, depth: usize) -> bool {
+    use std::hash::{Hash, Hasher};
+    if depth > MAX_HASH_DEPTH {
+        return false;
+    }
+    match value {
+        Value::Null => hasher.write_u8(0),
+        Value::Bool(b) => {
+            hasher.write_u8(1);
+            b.hash(hasher);
+        }
+        Value::Number(n) => {
+            hasher.write_u8(2);
+            n.to_string().hash(hasher);
+        }
+        Value::String(s) => {
+            hasher.write_u8(3);
+            s.hash(hasher);
+        }
+        Value::Array(items) => {
+            hasher.write_u8(4);
+            hasher.write_usize(items.len());
+            for item in items {
+                if !hash_json(item, hasher, depth + 1) {
+                    return false;
+                }
+            }
+        }
+        Value::Object(map) => {
+            hasher.write_u8(5);
+            hasher.write_usize(map.len());
+            // Each entry hashed on its own and the results summed: the same for any order.
+            let mut sum = 0u64;
+            for (key, inner) in map {
+                let mut entry = std::hash::DefaultHasher::new();
+                key.hash(&mut entry);
+                if !hash_json(inner, &mut entry, depth + 1) {
+                    return false;
+                }
+                sum = sum.wrapping_add(entry.finish());
+            }
+            hasher.write_u64(sum);
+        }
+    }
+    true
+}
+
 /// JSON-Schema's own words translated where they are jargon.
 fn explain(pointer: &str, value: &Value, raw: &str) -> String {
     const TYPES: &str = "string, number, integer, boolean, array, object, null";
@@ -185,6 +246,17 @@ mod tests {
         let schema = v.as_object().unwrap();
         check_function_schema(schema)?;
         compile_parameters(schema).map(|_| ())
+    }
+
+    #[test]
+    fn parameters_hash_ignores_key_order_but_not_content() {
+        let a = json!({"parameters": {"type": "object", "properties": {"x": {"type": "string"}}}});
+        let b = json!({"parameters": {"properties": {"x": {"type": "string"}}, "type": "object"}});
+        let c = json!({"parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}});
+        let hash = |v: &Value| parameters_hash(v.as_object().unwrap());
+        assert_eq!(hash(&a), hash(&b));
+        assert_ne!(hash(&a), hash(&c));
+        assert_eq!(hash(&json!({"description": "no parameters"})), None);
     }
 
     #[test]

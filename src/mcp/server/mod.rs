@@ -61,6 +61,9 @@ pub(crate) struct Shared {
     configured_roots: bool,
     /// How long shutdown lets running calls finish.
     pub(crate) drain_period: Duration,
+    /// The last definitions listed and their MCP form: the memoised definitions come back
+    /// as the same `Arc` while nothing changed, so `tools/list` converts them only once.
+    listed: Mutex<Option<(Definitions, Vec<Tool>)>>,
 }
 
 impl Shared {
@@ -89,6 +92,7 @@ impl Shared {
             gate,
             configured_roots,
             drain_period,
+            listed: Mutex::new(None),
         })
     }
 
@@ -157,7 +161,16 @@ impl McpServer {
 
     /// The MCP `Tool` list of the selection.
     fn tools(&self) -> Vec<Tool> {
-        to_tools(&self.shared.definitions())
+        let definitions = self.shared.definitions();
+        let mut listed = self.shared.listed.lock();
+        match &*listed {
+            Some((known, tools)) if Arc::ptr_eq(known, &definitions) => tools.clone(),
+            _ => {
+                let tools = to_tools(&definitions);
+                *listed = Some((definitions, tools.clone()));
+                tools
+            }
+        }
     }
 
     /// The request id as the client wrote it, as JSON text (`7`, `"abc"`).
