@@ -98,7 +98,10 @@ mod tests {
     fn unusable_files_mean_nothing_known() {
         assert_eq!(parse(b"{\"compiled\":[\"07\"]}"), None);
         assert_eq!(parse(b"not json"), None);
-        assert_eq!(parse(br#"{"toolhost":"0.0.0-other","compiled":["07"]}"#), None);
+        assert_eq!(
+            parse(br#"{"toolhost":"0.0.0-other","compiled":["07"]}"#),
+            None
+        );
         let bad = format!(
             "{{\"toolhost\":\"{}\",\"compiled\":[\"zz\"]}}",
             env!("CARGO_PKG_VERSION")

@@ -38,6 +38,9 @@ struct Slot {
     in_flight: AtomicUsize,
     /// The last answer came within [`SPIN`]: the next caller waits for its answer actively.
     quick_answers: AtomicBool,
+    /// The VM's thread is (about to be) parked waiting for a job: waking it takes longer
+    /// than a caller should spin, so callers then wait without spinning.
+    parked: Arc<AtomicBool>,
 }
 
 /// The VMs of one loaded generation of tools. The first VM is complete by construction
@@ -139,7 +142,7 @@ impl VmPool {
         // parking this thread and being woken, which costs far more than the call.
         let mut answered = answered;
         let sent = Instant::now();
-        if slot.quick_answers.load(Ordering::Relaxed) {
+        if slot.quick_answers.load(Ordering::Relaxed) && !slot.parked.load(Ordering::Relaxed) {
             while sent.elapsed() < SPIN {
                 match answered.try_recv() {
                     Ok(value) => return Ok(value),
@@ -168,7 +171,11 @@ impl Drop for Busy<'_> {
 
 /// The next job: looked for actively for a moment when jobs have recently come quickly
 /// (letting the VM's tasks run meanwhile), else awaited. `None` once the pool is gone.
-async fn next_job(jobs: &mut mpsc::UnboundedReceiver<VmJob>, quick: &mut bool) -> Option<VmJob> {
+async fn next_job(
+    jobs: &mut mpsc::UnboundedReceiver<VmJob>,
+    quick: &mut bool,
+    parked: &AtomicBool,
+) -> Option<VmJob> {
     let waiting = Instant::now();
     if *quick {
         while waiting.elapsed() < SPIN {
@@ -179,7 +186,9 @@ async fn next_job(jobs: &mut mpsc::UnboundedReceiver<VmJob>, quick: &mut bool) -
             }
         }
     }
+    parked.store(true, Ordering::Relaxed);
     let job = jobs.recv().await;
+    parked.store(false, Ordering::Relaxed);
     *quick = waiting.elapsed() < SPIN;
     job
 }
@@ -196,13 +205,15 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
         .build()
         .map_err(failed)?;
     let on_thread = vm.clone();
+    let parked = Arc::new(AtomicBool::new(false));
+    let parked_flag = parked.clone();
     std::thread::Builder::new()
         .name(format!("toolhost-vm-{index}"))
         .spawn(move || {
             let local = tokio::task::LocalSet::new();
             local.block_on(&runtime, async move {
                 let mut quick = true;
-                while let Some(job) = next_job(&mut jobs, &mut quick).await {
+                while let Some(job) = next_job(&mut jobs, &mut quick, &parked_flag).await {
                     tokio::task::spawn_local(job(on_thread.clone()));
                 }
             });
@@ -215,5 +226,6 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
         inbox,
         in_flight: AtomicUsize::new(0),
         quick_answers: AtomicBool::new(true),
+        parked,
     })
 }
