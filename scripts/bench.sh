@@ -86,6 +86,6 @@ cp -r target/bench-workloads/133/tools-lua "$mcp_dir/tools-lua"
 
 # Tool search quality on the labelled query set (tests/search_quality.rs prints one JSON line).
 cargo test --release --quiet --test search_quality -- --nocapture 2>/dev/null \
-  | grep '^{"tool_search_recall_at_3"' > "$out/search_quality.txt" || true
+  | grep '"tool_search_recall_at_3"' > "$out/search_quality.txt" || true
 
 python3 scripts/bench_figures.py "$out" "$json"

@@ -98,14 +98,16 @@ async def measure(name, params):
 
 
 async def serve_rss(binary, workdir):
+    """Peak RSS of a warm start (the first start fills the caches) after a list and a call."""
     params = serve_params(binary, workdir)
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            (pid,) = children()
-            await session.list_tools()
-            await session.call_tool("echo", ARGS)
-            rss = peak_rss_mb(pid)
+    for _ in range(2):
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                (pid,) = children()
+                await session.list_tools()
+                await session.call_tool("echo", ARGS)
+                rss = peak_rss_mb(pid)
     print(json.dumps({"step": "serve_rss", "serve_rss_mb_1000": round(rss, 1)}), flush=True)
 
 

@@ -105,3 +105,44 @@ fn serve_answers_every_request_read_from_a_regular_file() {
     let called = answers.iter().find(|a| a["id"] == 2).expect("answer 2");
     assert_eq!(called["result"]["content"][0]["text"], "7", "{stdout}");
 }
+
+#[test]
+fn serve_keeps_reading_a_pipe_when_stdout_is_a_file() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let fx = Fixture::new();
+    fx.tool("counted.lua", COUNTED);
+    let answers = fx.root().join("answers.jsonl");
+    let out = std::fs::File::create(&answers).expect("answers file");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "-q", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"pipe","version":"1"}}}"#;
+    writeln!(stdin, "{initialize}").expect("write");
+    // The second request is written only once the first is answered: the server must wait
+    // on the pipe for it, not take the empty pipe for its end.
+    let answered = |count: usize| {
+        let started = std::time::Instant::now();
+        while started.elapsed() < std::time::Duration::from_secs(30) {
+            let text = std::fs::read_to_string(&answers).unwrap_or_default();
+            if text.lines().count() >= count {
+                return text;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        panic!("no answer {count} within 30 s");
+    };
+    answered(1);
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":2,"method":"ping"}}"#).expect("write");
+    let text = answered(2);
+    drop(stdin);
+    assert!(child.wait().expect("serve exits").success());
+    assert!(text.contains(r#""id":2"#), "{text}");
+}

@@ -47,7 +47,12 @@ pub(crate) type Output = Box<dyn AsyncWrite + Unpin + Send>;
 /// stdin and stdout: polled directly when both are pipes or sockets, else on threads.
 /// Must be called inside the runtime.
 pub(crate) fn open() -> std::io::Result<(Input, Output, Option<WriterDone>)> {
-    if let (Some(input), Some(output)) = (polled(libc::STDIN_FILENO)?, polled(libc::STDOUT_FILENO)?)
+    // Both or neither: making one non-blocking and then falling back to a thread would leave
+    // that thread a descriptor whose reads fail with EAGAIN.
+    if pollable(libc::STDIN_FILENO)
+        && pollable(libc::STDOUT_FILENO)
+        && let (Some(input), Some(output)) =
+            (polled(libc::STDIN_FILENO), polled(libc::STDOUT_FILENO))
     {
         return Ok((
             Box::new(tokio::io::BufReader::with_capacity(CHUNK, input)),
@@ -62,22 +67,24 @@ pub(crate) fn open() -> std::io::Result<(Input, Output, Option<WriterDone>)> {
 /// A pipe or socket of the process, polled by the runtime.
 pub(crate) struct PolledFd(AsyncFd<OwnedFd>);
 
-/// `fd` duplicated and made non-blocking, when it is a pipe or a socket (epoll cannot poll
-/// regular files, and a terminal's flags are the user's).
-fn polled(fd: i32) -> std::io::Result<Option<PolledFd>> {
+/// Whether `fd` is a pipe or a socket (epoll cannot poll regular files, and a terminal's
+/// flags are the user's).
+fn pollable(fd: i32) -> bool {
     // SAFETY: fstat only writes the stat buffer; fd is one of the standard descriptors.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
     if unsafe { libc::fstat(fd, &mut stat) } != 0 {
-        return Ok(None);
+        return false;
     }
     let kind = stat.st_mode & libc::S_IFMT;
-    if kind != libc::S_IFIFO && kind != libc::S_IFSOCK {
-        return Ok(None);
-    }
+    kind == libc::S_IFIFO || kind == libc::S_IFSOCK
+}
+
+/// `fd` (pollable) duplicated, made non-blocking and registered with the runtime.
+fn polled(fd: i32) -> Option<PolledFd> {
     // SAFETY: dup of an open descriptor; the new descriptor is owned by the OwnedFd alone.
     let copy = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
     if copy < 0 {
-        return Ok(None);
+        return None;
     }
     let copy = unsafe { OwnedFd::from_raw_fd(copy) };
     // SAFETY: F_GETFL/F_SETFL on a descriptor we own.
@@ -85,14 +92,11 @@ fn polled(fd: i32) -> std::io::Result<Option<PolledFd>> {
     if flags < 0
         || unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0
     {
-        return Ok(None);
+        return None;
     }
     // SAFETY: the AsyncFd owns the descriptor, so it stays open while registered. Called
     // inside the runtime (a reactor is present), as `open` requires.
-    match unsafe { AsyncFd::register(copy) } {
-        Ok(fd) => Ok(Some(PolledFd(fd))),
-        Err(_) => Ok(None),
-    }
+    unsafe { AsyncFd::register(copy) }.ok().map(PolledFd)
 }
 
 impl AsyncRead for PolledFd {
