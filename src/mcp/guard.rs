@@ -20,7 +20,7 @@ use rmcp::model::ClientJsonRpcMessage;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -244,20 +244,34 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
 
 /// Puts the client's id back on one of rmcp's lines (answers to requests it forwarded).
 fn restore(line: &str, ids: &Mutex<Ids>) -> String {
-    let Ok(Value::Object(mut message)) = serde_json::from_str::<Value>(line) else {
+    // Only the envelope is parsed: the members stay raw text, so a large answer (a
+    // `tools/list` of 1,000 tools) is neither built as a JSON tree nor printed again.
+    let Ok(members) = serde_json::from_str::<BTreeMap<String, &RawValue>>(line) else {
         return line.to_string();
     };
-    if message.contains_key("method") {
+    if members.contains_key("method") {
         return line.to_string(); // the server's own requests and notifications
     }
-    let Some(internal) = message.get("id").and_then(Value::as_i64) else {
+    let Some(internal) = members
+        .get("id")
+        .and_then(|raw| serde_json::from_str::<i64>(raw.get()).ok())
+    else {
         return line.to_string();
     };
     let Some(original) = ids.lock().take(internal) else {
         return line.to_string();
     };
-    message.remove("id");
-    splice_id(&original, &Value::Object(message))
+    let mut out = String::with_capacity(line.len() + original.len());
+    out.push_str("{\"id\":");
+    out.push_str(&original);
+    for (key, raw) in members.iter().filter(|(key, _)| key.as_str() != "id") {
+        out.push(',');
+        out.push_str(&Value::String(key.clone()).to_string());
+        out.push(':');
+        out.push_str(raw.get());
+    }
+    out.push('}');
+    out
 }
 
 /// Waits (at most 2 s) until rmcp has answered every request it was given, so closing its
@@ -465,6 +479,22 @@ mod tests {
             r#"{"id":18446744073709551615,"jsonrpc":"2.0","result":{}}"#
         );
         assert_eq!(splice_id("1.5e300", &json!({})), r#"{"id":1.5e300}"#);
+    }
+
+    #[test]
+    fn answers_get_the_client_id_back_with_every_other_member_verbatim() {
+        let ids = Mutex::new(Ids::default());
+        let internal = ids.lock().assign("18446744073709551615");
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":{internal},"result":{{"x":1.50,"q\"k":[]}}}}"#);
+        let restored = restore(&line, &ids);
+        assert_eq!(
+            restored,
+            r#"{"id":18446744073709551615,"jsonrpc":"2.0","result":{"x":1.50,"q\"k":[]}}"#
+        );
+        // A notification from the server passes unchanged.
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+        assert_eq!(restore(note, &ids), note);
     }
 
     #[test]
