@@ -186,7 +186,7 @@ pub fn run() -> ExitCode {
         Command::Discover { json } => one_shot(&cli, None, |host| discover::run(host, *json)),
         Command::Check { files } => {
             let only = (!files.is_empty()).then(|| files.clone());
-            one_shot(&cli, only, |host| check::run(host, files))
+            one_shot_with(&cli, only, true, |host| check::run(host, files))
         }
         Command::Call { name, args } => call::run(&cli, name, args.as_deref()),
         Command::Test { paths, json } => test::run(&cli, paths, *json),
@@ -242,7 +242,21 @@ fn one_shot<T>(
     only_files: Option<Vec<PathBuf>>,
     command: impl FnOnce(&Host) -> T,
 ) -> Result<T, String> {
-    let host = build(cli, only_files, ONE_SHOT_VMS)?;
+    one_shot_with(cli, only_files, false, command)
+}
+
+/// [`one_shot`], optionally running every file at load (no registration cache).
+fn one_shot_with<T>(
+    cli: &Cli,
+    only_files: Option<Vec<PathBuf>>,
+    run_every_file: bool,
+    command: impl FnOnce(&Host) -> T,
+) -> Result<T, String> {
+    let mut builder = builder(cli, only_files, ONE_SHOT_VMS, /*interactive*/ true);
+    if run_every_file {
+        builder = builder.run_every_file();
+    }
+    let host = builder.build().map_err(|e| e.to_string())?;
     let outcome = command(&host);
     leave_for_exit(host);
     Ok(outcome)
@@ -270,6 +284,18 @@ fn build_with(
     vms: Option<usize>,
     interactive: bool,
 ) -> Result<Host, String> {
+    builder(cli, only_files, vms, interactive)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The host builder for the global flags.
+fn builder(
+    cli: &Cli,
+    only_files: Option<Vec<PathBuf>>,
+    vms: Option<usize>,
+    interactive: bool,
+) -> HostBuilder {
     let mut builder: HostBuilder = Host::builder();
     for dir in &cli.tools_dir {
         builder = builder.tools_dir(dir);
@@ -291,7 +317,7 @@ fn build_with(
             fallback: crate::dispatch::PolicyApprover(default),
         });
     }
-    builder.build().map_err(|e| e.to_string())
+    builder
 }
 
 /// Writes one line to stdout (see `outln!`).

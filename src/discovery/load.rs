@@ -7,9 +7,11 @@
 //! registry then takes the files in order, each all or nothing.
 
 use super::known_schemas::KnownSchemas;
+use super::registrations::{Registrations, lazy_file};
 use super::{ToolDir, Verdict};
 use crate::error::LoadError;
-use crate::lua::{FileSpec, LoadingFile, LuaVm, SearchDir};
+use crate::lua::record::{Expected, SharedCheck, ToolRecord};
+use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, SearchDir};
 use crate::registry::{
     FnRole, Handler, HookEntry, LuaFnId, ParametersValidator, Probe, RegistryState, ToolEntry,
     compile_parameters_at, default_description, parameters_hash,
@@ -27,6 +29,94 @@ struct Staged {
     hooks: Vec<HookEntry>,
     /// The `requires_env` of every tool of the file: what its code may read.
     env_grants: Vec<String>,
+    /// What to cache of this run, when it may be cached: whether it required a module,
+    /// its records and, per record, the earlier `check_fn` it shares.
+    cacheable: Option<Cacheable>,
+    /// The file's registrations came from the cache: it runs on each VM at first use.
+    deferred: Option<Arc<LazyFile>>,
+    /// The cached parameters digests of a deferred file's tools.
+    digests: Option<Vec<Option<u64>>>,
+}
+
+/// A run that may be cached: whether it required a module, its records and, per record,
+/// the id of the earlier `check_fn` it shares.
+type Cacheable = (bool, Vec<ToolRecord>, Vec<Option<LuaFnId>>);
+
+/// The files whose registrations come from the registration cache, by load position.
+pub(crate) type Plan = HashMap<usize, Arc<LazyFile>>;
+
+/// The records of the files in a [`Plan`], for the first VM to build registry entries from.
+pub(crate) type PlannedRecords = HashMap<usize, Vec<ToolRecord>>;
+
+/// Decides which registering files are taken from the registration cache (their key still
+/// matches) instead of running at load.
+pub(crate) fn plan(
+    verdicts: &[Verdict],
+    dirs: &[ToolDir],
+    cache: &mut Registrations,
+) -> (Plan, PlannedRecords) {
+    let mut plan = Plan::new();
+    let mut records = PlannedRecords::new();
+    if cache.file().is_none() {
+        return (plan, records);
+    }
+    let libs = lib_dirs(dirs);
+    let cache_file = cache.file().map(Path::to_path_buf);
+    let positions: HashMap<&Path, usize> = registering(verdicts, dirs)
+        .map(|(index, verdict, _, _)| (verdict.path.as_path(), index))
+        .collect();
+    for (index, verdict, source, dir) in registering(verdicts, dirs) {
+        let search = search_dirs(verdict, &libs, dir);
+        let probe = lazy_file(verdict, dir, search, index, source, Arc::from([]), None);
+        let Some(hit) = cache.lookup(&verdict.path, &probe, dir.scope.as_deref()) else {
+            continue;
+        };
+        let Some(shared_checks) = resolve_shared_checks(&hit.expected, index, &positions, &plan)
+        else {
+            continue;
+        };
+        plan.insert(
+            index,
+            Arc::new(LazyFile {
+                expected: hit.expected.into(),
+                shared_checks,
+                cache_file: cache_file.clone(),
+                ..probe
+            }),
+        );
+        records.insert(index, hit.records);
+    }
+    (plan, records)
+}
+
+/// The ids of the shared `check_fn`s of a cached file's records; `None` when one refers to
+/// a registration that is not itself deferred with that very `check_fn` (the file then
+/// runs at load, and shares whatever the files before it registered).
+fn resolve_shared_checks(
+    records: &[Expected],
+    index: usize,
+    positions: &HashMap<&Path, usize>,
+    plan: &Plan,
+) -> Option<Vec<Option<LuaFnId>>> {
+    records
+        .iter()
+        .enumerate()
+        .map(|(position, record)| {
+            let Some(shared) = &record.check_fn_of else {
+                return Some(None);
+            };
+            let owner = *positions.get(shared.file.as_path())?;
+            let owner_records = match owner == index {
+                true => records,
+                false => &plan.get(&owner)?.expected[..],
+            };
+            let ordinal = shared.ordinal as usize;
+            let owned = owner_records.get(ordinal)?;
+            let earlier = owner < index || (owner == index && ordinal < position);
+            (earlier && owned.check_fn && owned.check_fn_of.is_none())
+                .then(|| Some(LuaFnId::new(owner as u32, shared.ordinal, FnRole::Check)))
+        })
+        .collect()
 }
 
 /// A tool's parameters validator (compiled now, or lazily when its schema is known to
@@ -55,6 +145,7 @@ struct Ran {
 /// source loads that instead (its error still reported). Parameters schemas in `schemas`
 /// (known to compile) are compiled at their tool's first call; the others now, on a
 /// second thread. Returns the sources that loaded.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn load_all(
     verdicts: &mut [Verdict],
     dirs: &[ToolDir],
@@ -62,6 +153,9 @@ pub(crate) fn load_all(
     state: &mut RegistryState,
     last_good: &Sources,
     schemas: &mut KnownSchemas,
+    plan: &Plan,
+    mut planned: PlannedRecords,
+    registrations: &mut Registrations,
 ) -> Sources {
     let libs = lib_dirs(dirs);
     let mut sources = Sources::new();
@@ -75,11 +169,26 @@ pub(crate) fn load_all(
         let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
         let mut ran: Vec<Ran> = Vec::new();
         for (index, verdict, source, dir) in registering(verdicts, dirs) {
-            let file = run_with_fallback(verdict, dir, &libs, index, source, last_good, vm);
+            let cached = plan
+                .get(&index)
+                .and_then(|lazy| staged_from_cache(lazy, planned.remove(&index)?, verdict, dir));
+            let file = match cached {
+                Some(staged) => Ran {
+                    index,
+                    outcome: Ok(staged),
+                    source,
+                    replaced_error: None,
+                },
+                None => run_with_fallback(verdict, dir, &libs, index, source, last_good, vm),
+            };
             if let Ok(staged) = &file.outcome {
                 for (tool, entry) in staged.entries.iter().enumerate() {
                     let key = (index, tool);
-                    let digest = parameters_hash(&entry.schema);
+                    // A cached record carries its digest: no need to hash the schema again.
+                    let digest = match &staged.digests {
+                        Some(digests) => digests.get(tool).copied().flatten(),
+                        None => parameters_hash(&entry.schema),
+                    };
                     if digest.is_some_and(|d| schemas.take_known(d)) {
                         compiled.insert(key, Ok(ParametersValidator::lazy()));
                         continue;
@@ -121,9 +230,20 @@ pub(crate) fn load_all(
         }
         for mut file in ran {
             let index = file.index;
+            let mut outcome =
+                std::mem::replace(&mut file.outcome, Err(LoadError::new("", None, "not run")));
+            let (cacheable, deferred) = match outcome.as_mut() {
+                Ok(staged) => (
+                    staged
+                        .cacheable
+                        .take()
+                        .map(|c| with_shared_checks(c, verdicts)),
+                    staged.deferred.take(),
+                ),
+                Err(_) => (None, None),
+            };
             let verdict = &mut verdicts[index];
-            let placeholder = Err(LoadError::new(&verdict.shown, None, "not run"));
-            let mut result = std::mem::replace(&mut file.outcome, placeholder).and_then(|staged| {
+            let mut result = outcome.and_then(|staged| {
                 commit(staged, index, &mut compiled, verdict, vm, state)
                     .map_err(|error| at_field_line(error, &file.source))
             });
@@ -143,6 +263,27 @@ pub(crate) fn load_all(
             match (result, file.replaced_error) {
                 (Ok(names), replaced) => {
                     verdict.tools = names;
+                    if replaced.is_none()
+                        && let Some(dir) = dirs.get(verdict.dir_index)
+                    {
+                        if let Some(lazy) = deferred {
+                            vm.defer_file(lazy);
+                            registrations.keep_read(&verdict.path);
+                        } else if let Some((required, records)) = cacheable {
+                            let search = search_dirs(verdict, &libs, dir);
+                            let inputs = lazy_file(
+                                verdict,
+                                dir,
+                                search,
+                                index,
+                                file.source.clone(),
+                                Arc::from([]),
+                                None,
+                            );
+                            let key = registrations.key(&inputs, dir.scope.as_deref(), required);
+                            registrations.keep(&verdict.path, &key, required, &records);
+                        }
+                    }
                     if let Some(mut error) = replaced {
                         error.kept_last_good = true;
                         tracing::warn!(target: "toolhost::load", "{error}");
@@ -248,7 +389,7 @@ fn at_field_line(mut error: LoadError, source: &[u8]) -> LoadError {
 /// How Lua names a file of tool directory `dir` in its messages (handler errors reach
 /// models): the directory's own name and the path inside it (`tools-lua/read_file.lua`),
 /// never the host's absolute path. A path outside `dir` is shown by its file name.
-fn model_facing(path: &Path, dir: &Path) -> String {
+pub(super) fn model_facing(path: &Path, dir: &Path) -> String {
     let inside = path
         .strip_prefix(dir)
         .ok()
@@ -300,6 +441,8 @@ pub(crate) struct ReplicaFile {
     file_index: u32,
     names: Option<Vec<String>>,
     env_grants: Vec<String>,
+    /// Taken from the registration cache (deferred on the replica).
+    deferred: bool,
 }
 
 /// Runs the registering files on a replica VM of a pool (on its own thread, while the first
@@ -309,10 +452,28 @@ pub(crate) fn load_replica(
     dirs: &[ToolDir],
     vm: &mut LuaVm,
     last_good: &Sources,
+    plan: &Plan,
 ) -> Vec<ReplicaFile> {
     let libs = lib_dirs(dirs);
     let mut files = Vec::new();
     for (index, verdict, source, dir) in registering(verdicts, dirs) {
+        if let Some(lazy) = plan.get(&index) {
+            let mut names: Vec<String> = lazy.expected.iter().map(|t| t.name.clone()).collect();
+            names.dedup();
+            let env_grants = lazy
+                .expected
+                .iter()
+                .flat_map(|t| t.requires_env.iter().cloned())
+                .collect();
+            vm.defer_file(lazy.clone());
+            files.push(ReplicaFile {
+                file_index: index as u32,
+                names: Some(names),
+                env_grants,
+                deferred: true,
+            });
+            continue;
+        }
         let outcome = run_with_fallback(verdict, dir, &libs, index, source, last_good, vm).outcome;
         let file_index = index as u32;
         files.push(match outcome {
@@ -324,12 +485,14 @@ pub(crate) fn load_replica(
                     file_index,
                     names: Some(names),
                     env_grants: staged.env_grants,
+                    deferred: false,
                 }
             }
             Err(_) => ReplicaFile {
                 file_index,
                 names: None,
                 env_grants: Vec::new(),
+                deferred: false,
             },
         });
     }
@@ -345,7 +508,10 @@ pub(crate) fn reconcile_replica(primary: &[Verdict], files: Vec<ReplicaFile>, vm
             continue;
         };
         let loaded = verdict.error.is_none() || verdict.last_good;
-        let agrees = loaded && file.names.as_ref() == Some(&verdict.tools);
+        // A deferred file would run its current source, which the first VM did not load
+        // when it serves the last good version instead.
+        let same_source = !(file.deferred && verdict.last_good);
+        let agrees = loaded && same_source && file.names.as_ref() == Some(&verdict.tools);
         if !agrees {
             if loaded {
                 tracing::warn!(
@@ -371,8 +537,15 @@ fn stage(
     let lines: Vec<u32> = loaded.tools.iter().map(|t| t.line).collect();
     let mut entries = Vec::with_capacity(loaded.tools.len());
     let mut env_grants = Vec::new();
+    // Hooks act on every call and top-level reads of the world may differ next time: such
+    // files always run at load.
+    let mut records = (loaded.hooks.is_empty() && !loaded.impure).then(Vec::new);
+    let mut shared_checks = Vec::new();
     for (ordinal, tool) in loaded.tools.into_iter().enumerate() {
         let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
+        if let Some(records) = &mut records {
+            records.push(ToolRecord::of(&tool));
+        }
         let handler = vm.adopt(id(FnRole::Handler), tool.handler);
         env_grants.extend(tool.requires_env.iter().cloned());
         let description = tool
@@ -384,9 +557,14 @@ fn stage(
             schema: Arc::new(tool.schema),
             validator: ParametersValidator::lazy(),
             handler: Handler::Lua(handler),
-            check_fn: tool
-                .check_fn
-                .map(|f| Probe::Lua(vm.adopt_shared(id(FnRole::Check), f))),
+            check_fn: tool.check_fn.map(|f| {
+                let adopted = vm.adopt_shared(id(FnRole::Check), f);
+                if adopted != id(FnRole::Check) {
+                    shared_checks.resize(ordinal, None);
+                    shared_checks.push(Some(adopted));
+                }
+                Probe::Lua(adopted)
+            }),
             requires_env: tool.requires_env,
             is_async: tool.is_async,
             description,
@@ -432,7 +610,90 @@ fn stage(
         lines,
         hooks,
         env_grants,
+        digests: None,
+        cacheable: records.map(|records| {
+            shared_checks.resize(records.len(), None);
+            (loaded.required, records, shared_checks)
+        }),
+        deferred: None,
     }
+}
+
+/// A cacheable run's records with their shared `check_fn`s named by file and position
+/// (positions change when files come and go).
+fn with_shared_checks(cacheable: Cacheable, verdicts: &[Verdict]) -> (bool, Vec<ToolRecord>) {
+    let (required, mut records, shared) = cacheable;
+    for (record, shared) in records.iter_mut().zip(shared) {
+        record.check_fn_of = shared.and_then(|id| {
+            let owner = verdicts.get(id.file_index() as usize)?;
+            Some(SharedCheck {
+                file: owner.path.clone(),
+                ordinal: id.ordinal(),
+            })
+        });
+    }
+    (required, records)
+}
+
+/// A cached file's registry entries, built from its records (its functions get the ids
+/// its run at first use will adopt them under); `None` when a record is no longer valid.
+fn staged_from_cache(
+    lazy: &Arc<LazyFile>,
+    records: Vec<ToolRecord>,
+    verdict: &Verdict,
+    dir: &ToolDir,
+) -> Option<Staged> {
+    let file_index = lazy.index;
+    let mut entries = Vec::with_capacity(records.len());
+    let mut env_grants = Vec::new();
+    let lines = records.iter().map(|r| r.line).collect();
+    let digests = records.iter().map(|r| r.parameters_digest).collect();
+    for (ordinal, mut record) in records.into_iter().enumerate() {
+        let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
+        let schema = std::mem::take(&mut record.schema);
+        let description = record
+            .description
+            .clone()
+            .unwrap_or_else(|| default_description(&schema));
+        env_grants.extend(record.requires_env.iter().cloned());
+        entries.push(ToolEntry {
+            name: record.tool_name()?,
+            toolset: record.toolset_name()?,
+            schema: Arc::new(schema),
+            validator: ParametersValidator::lazy(),
+            handler: Handler::Lua(id(FnRole::Handler)),
+            check_fn: record.check_fn.then(|| {
+                let shared = lazy.shared_checks.get(ordinal).copied().flatten();
+                Probe::Lua(shared.unwrap_or_else(|| id(FnRole::Check)))
+            }),
+            requires_env: record.requires_env.clone(),
+            is_async: record.is_async,
+            description,
+            emoji: record.emoji.clone(),
+            max_result_size_chars: record.result_limit(),
+            dynamic_schema_overrides: record.overrides.then(|| Probe::Lua(id(FnRole::Overrides))),
+            override_existing: record.override_existing,
+            scope: record.scope.clone().or_else(|| dir.scope.clone()),
+            timeout_ms: record.timeout_ms,
+            parallel_safe: record.parallel_safe,
+            requires_approval: record.requires_approval,
+            output_schema: record.compiled_output_schema()?,
+            annotations: record.annotations(),
+            source: dir.source.clone(),
+            file: Some(verdict.path.clone()),
+            line: Some(record.line),
+            offline: None,
+        });
+    }
+    Some(Staged {
+        lines,
+        entries,
+        hooks: Vec::new(),
+        env_grants,
+        cacheable: None,
+        deferred: Some(lazy.clone()),
+        digests: Some(digests),
+    })
 }
 
 /// Attaches the compiled validators and applies the file to the registry, all or nothing.

@@ -10,6 +10,7 @@ mod fuzz_tests;
 mod known_schemas;
 mod load;
 mod prefilter;
+mod registrations;
 mod toplevel;
 
 pub(crate) use crate::error::LoadError;
@@ -18,7 +19,8 @@ pub(crate) use candidates::MAX_FILE_BYTES;
 #[cfg(feature = "watch")]
 pub(crate) use candidates::absolutize;
 pub(crate) use known_schemas::KnownSchemas;
-pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, reconcile_replica};
+pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, plan, reconcile_replica};
+pub(crate) use registrations::Registrations;
 
 use crate::lua::depth;
 use crate::registry::Source;

@@ -48,6 +48,7 @@ pub struct HostBuilder {
     cache_dir: Option<PathBuf>,
     natives: Vec<NativeTool>,
     only_files: Option<Vec<PathBuf>>,
+    run_every_file: bool,
     hooks: Vec<Arc<dyn Hook>>,
     middleware: Vec<Arc<dyn Middleware>>,
     approver: Option<Arc<dyn Approver>>,
@@ -178,6 +179,14 @@ impl HostBuilder {
         self
     }
 
+    /// Runs every registering file at load, as a cold start does, instead of taking
+    /// unchanged files' registrations from `<cache_dir>/registrations.json` and running them
+    /// at first use (`toolhost check` does this: checking the files is its point).
+    pub fn run_every_file(mut self) -> Self {
+        self.run_every_file = true;
+        self
+    }
+
     /// Sets the number of Lua VMs (default: `[runtime] vms`, else one per core).
     pub fn vms(mut self, vms: usize) -> Self {
         self.vms = Some(vms);
@@ -206,6 +215,7 @@ impl HostBuilder {
             natives,
             vms: self.vms,
             only_files: self.only_files,
+            run_every_file: self.run_every_file,
             store: Arc::new(make_store(self.store, &loaded_config.config)),
             env: self.env,
             proc_script: self.proc_script,
@@ -307,6 +317,7 @@ pub(super) fn build_world(
     let recipe = Recipe {
         dirs: &dirs,
         only_files: inputs.only_files.as_deref(),
+        run_every_file: inputs.run_every_file,
         cache_dir: &cache_dir,
         settings: &settings,
         natives: &natives,

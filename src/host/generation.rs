@@ -14,6 +14,8 @@ pub(super) struct Recipe<'a> {
     pub dirs: &'a [ToolDir],
     /// Explicit files instead of scanning (`check FILES`).
     pub only_files: Option<&'a [PathBuf]>,
+    /// Run every registering file at load (no registration cache).
+    pub run_every_file: bool,
     /// Where the verdict cache lives.
     pub cache_dir: &'a Path,
     /// VM setup.
@@ -42,7 +44,8 @@ pub(super) struct Generation {
 
 /// Discovers, loads the first VM (which decides the registry contents) and, at the same
 /// time on other threads, the replica VMs; replicas keep only the files that registered
-/// the same tools as on the first VM.
+/// the same tools as on the first VM. Files whose registrations the registration cache
+/// holds are not run: every VM runs them at first use.
 pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     let mut state = RegistryState::new(recipe.plugins_allowing_override.clone());
     for native in recipe.natives {
@@ -69,6 +72,12 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
             unparsable.push(index);
         }
     }
+    // Explicit files (`check FILES`) always run: checking them is the point.
+    let mut registrations = match (recipe.only_files, recipe.run_every_file) {
+        (None, false) => discovery::Registrations::read(recipe.cache_dir),
+        _ => discovery::Registrations::disabled(),
+    };
+    let (plan, planned) = discovery::plan(&verdicts, recipe.dirs, &mut registrations);
     let snapshot = verdicts.clone();
     let mut primary = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
     let replica_count = recipe.vms.saturating_sub(1);
@@ -80,7 +89,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
                 scope.spawn(|| {
                     let mut vm = LuaVm::new(recipe.settings).ok()?;
                     let files = vm.loading_without_gc(|vm| {
-                        discovery::load_replica(&snapshot, recipe.dirs, vm, recipe.last_good)
+                        discovery::load_replica(&snapshot, recipe.dirs, vm, recipe.last_good, &plan)
                     });
                     Some((vm, files))
                 })
@@ -95,9 +104,13 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
                 &mut state,
                 recipe.last_good,
                 &mut schemas,
+                &plan,
+                planned,
+                &mut registrations,
             )
         });
         schemas.write_if_changed(recipe.cache_dir);
+        registrations.write_if_changed();
         for handle in handles {
             match handle.join() {
                 Ok(Some(replica)) => replicas.push(replica),

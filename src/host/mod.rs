@@ -56,6 +56,8 @@ struct BuildInputs {
     natives: Vec<ToolEntry>,
     vms: Option<usize>,
     only_files: Option<Vec<PathBuf>>,
+    /// No registration cache: every registering file runs at load.
+    run_every_file: bool,
     store: Arc<crate::store::StoreInner>,
     /// The environment tools see.
     env: crate::env_vars::EnvVars,

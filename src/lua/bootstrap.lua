@@ -161,8 +161,6 @@ local base_libraries = {
   string = true, table = true, math = true, utf8 = true, coroutine = true, os = true,
 }
 
-local os_lib = { time = os.time, clock = os.clock, date = os.date }
-
 -- Errors from awaiting host functions come back through mlua's async glue, positioned in
 -- it; they are raised again at the tool's own call site (error level 2) instead.
 local error_text = host.error_text
@@ -197,12 +195,29 @@ string.gmatch = function(...) return plain_errors(raw_gmatch(...)) end
 local string_lib = copy(string)
 string_lib.dump = nil -- bytecode never enters or leaves the sandbox
 
+-- Code outside a handler (a file's top level, above all) that reads the world is noted:
+-- such a file may register differently when run again, so its registrations are never
+-- taken from the registration cache.
+local note_impure = host.note_impure
+local function noting(fn)
+  return function(...)
+    if not handler_threads[running()] then note_impure() end
+    return fn(...)
+  end
+end
+local pure_modules = { json = true, log = true }
+local os_lib = { time = noting(os.time), clock = noting(os.clock), date = noting(os.date) }
+local math_lib = copy(math)
+math_lib.random = noting(math.random)
+math_lib.randomseed = noting(math.randomseed)
+
 -- The host-API modules, assembled from the host's table (see src/lua/api/mod.rs).
 local host_modules = {}
 for module, functions in pairs(host.api.api) do
   local lib = {}
   local only = host.api.handler_only[module] or {}
   local async = host.api.async[module] or {}
+  local reads_world = not pure_modules[module]
   for name, fn in pairs(functions) do
     if only[name] then
       local label = module .. "." .. name
@@ -217,7 +232,10 @@ for module, functions in pairs(host.api.api) do
     elseif async[name] then
       local in_handler = async[name]
       lib[name] = function(...)
-        if not handler_threads[running()] then return fn(...) end
+        if not handler_threads[running()] then
+          if reads_world then note_impure() end
+          return fn(...)
+        end
         local ok, r = call_here(in_handler, ...)
         if not ok then error(r, 2) end
         return unpack(r, 2, r.n)
@@ -226,6 +244,7 @@ for module, functions in pairs(host.api.api) do
       -- Raised again as a plain message (a caught error is the text the author expects, not
       -- mlua's wrapped error with a traceback); it already names the tool's file:line.
       lib[name] = function(...)
+        if reads_world and not handler_threads[running()] then note_impure() end
         local ok, r = call_here(fn, ...)
         if not ok then error(r, 0) end
         return unpack(r, 2, r.n)
@@ -247,7 +266,7 @@ shared.print = host.print
 
 -- Library tables: each environment gets its own copy, made on first use.
 local libraries = {
-  string = string_lib, table = table, math = math, utf8 = utf8,
+  string = string_lib, table = table, math = math_lib, utf8 = utf8,
   coroutine = coroutine_lib, os = os_lib,
 }
 for name, lib in pairs(host_modules) do libraries[name] = lib end

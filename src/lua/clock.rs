@@ -162,6 +162,36 @@ impl CallClock {
     }
 }
 
+/// The VM's deadline state at one moment, to put back after running other code under its
+/// own deadline (a tool file loaded at its first use may run while a handler's deadline is
+/// current; leaving the load's deadline would otherwise clear the handler's).
+pub(super) struct SavedClock {
+    deadline: Option<Instant>,
+    budget: Duration,
+    yielded: bool,
+    tripped: bool,
+}
+
+/// The current deadline state.
+pub(super) fn save(lua: &Lua) -> Option<SavedClock> {
+    lua.app_data_ref::<Clock>().map(|clock| SavedClock {
+        deadline: clock.deadline,
+        budget: clock.budget,
+        yielded: clock.yielded,
+        tripped: clock.tripped,
+    })
+}
+
+/// Puts back a state taken with [`save`].
+pub(super) fn restore(lua: &Lua, saved: Option<SavedClock>) {
+    if let (Some(saved), Some(mut clock)) = (saved, lua.app_data_mut::<Clock>()) {
+        clock.deadline = saved.deadline;
+        clock.budget = saved.budget;
+        clock.yielded = saved.yielded;
+        clock.tripped = saved.tripped;
+    }
+}
+
 /// The deadline of the code running on this VM now (for host functions that loop: they
 /// stop when it passes instead of running on past the call).
 pub(super) fn current_deadline(lua: &Lua) -> Option<Instant> {

@@ -32,6 +32,30 @@ pub(crate) struct LoadingFile {
     pub hooks: Vec<PendingHook>,
     /// The first registration error.
     pub error: Option<LoadError>,
+    /// Its top-level code read something outside its source (a clock, the environment,
+    /// files, the store, random numbers): running it again may register something else.
+    pub impure: bool,
+    /// Its top-level code required a module (its registrations may depend on `lib/`).
+    pub required: bool,
+}
+
+/// Records, for the file being loaded (if any), that its top-level code read something
+/// outside its source.
+pub(super) fn note_impure(lua: &Lua) {
+    if let Some(mut slot) = lua.app_data_mut::<LoadSlot>()
+        && let Some(file) = slot.0.as_mut()
+    {
+        file.impure = true;
+    }
+}
+
+/// Records, for the file being loaded (if any), that it required a module.
+pub(super) fn note_required(lua: &Lua) {
+    if let Some(mut slot) = lua.app_data_mut::<LoadSlot>()
+        && let Some(file) = slot.0.as_mut()
+    {
+        file.required = true;
+    }
 }
 
 /// App-data slot holding the file being loaded; `None` outside loading.

@@ -136,6 +136,7 @@ fn real_path(path: &Path, relative: &str) -> Option<PathBuf> {
 /// Creates the `require` function for one environment.
 pub(super) fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
     lua.create_function(move |lua, name: String| {
+        super::register::note_required(lua);
         let (path, shown) = resolve(&ctx, &name).map_err(mlua::Error::runtime)?;
         let key = (ctx.domain.clone(), path);
         {

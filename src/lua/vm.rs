@@ -5,6 +5,10 @@
 //! the file, so every VM of a pool that loads the same files gets the same ids and the
 //! registry stays independent of any Lua state.
 
+mod lazy;
+
+pub(crate) use lazy::LazyFile;
+
 use super::api::env::EnvPolicy;
 use super::api::fs::FsRoots;
 use super::api::{self, ApiContext};
@@ -18,7 +22,7 @@ use crate::error::LoadError;
 use crate::registry::{CallContext, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
-use parking_lot::ReentrantMutex;
+use parking_lot::{Mutex, ReentrantMutex};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -106,7 +110,10 @@ pub(crate) struct LuaVm {
     begin_sync: Function,
     /// Numbers the runs of tool files (each run's `registry` binding works only for it).
     load_tokens: AtomicU64,
-    functions: HashMap<LuaFnId, Function>,
+    functions: Mutex<HashMap<LuaFnId, Function>>,
+    /// Files whose registrations came from the cache, run at the first use of a function
+    /// (see [`lazy`]).
+    pending: Mutex<HashMap<u32, lazy::Pending>>,
     /// Probe functions adopted so far, by Lua identity, so that a function shared by many
     /// tools (a toolset-wide `check_fn`) gets one id and one cached answer.
     shared: HashMap<usize, LuaFnId>,
@@ -216,6 +223,15 @@ impl LuaVm {
             })?,
         )?;
         host.set("patterns", super::patterns::install(&lua)?)?;
+        // Called by the host-API glue when code outside a handler reads the world (see
+        // `LoadingFile::impure`).
+        host.set(
+            "note_impure",
+            lua.create_function(|lua, ()| {
+                register::note_impure(lua);
+                Ok(())
+            })?,
+        )?;
         host.set(
             "prescan",
             lua.create_function(|_, (chunk, name): (mlua::LuaString, Option<String>)| {
@@ -247,7 +263,8 @@ impl LuaVm {
             invoke,
             begin_sync,
             load_tokens: AtomicU64::new(0),
-            functions: HashMap::new(),
+            functions: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::new()),
             shared: HashMap::new(),
             probe_timeout: settings.probe_timeout,
             running: ReentrantMutex::new(()),
@@ -416,16 +433,21 @@ impl LuaVm {
         convert::lua_to_json(&self.lua, &value, Mode::Data).map_err(|e| format!("returned {e}"))
     }
 
+    /// The function `id`, running its file first when it was deferred.
     fn function(&self, id: LuaFnId) -> mlua::Result<Function> {
+        self.ensure_loaded(id.file_index())
+            .map_err(mlua::Error::runtime)?;
         self.functions
+            .lock()
             .get(&id)
             .cloned()
             .ok_or_else(|| mlua::Error::runtime(format!("function #{} is not loaded", id.0)))
     }
 
-    /// True when this VM holds the function `id`.
+    /// True when this VM holds the function `id` (or will, once its deferred file runs).
     pub(crate) fn has(&self, id: LuaFnId) -> bool {
-        self.functions.contains_key(&id)
+        self.functions.lock().contains_key(&id)
+            || self.pending.lock().contains_key(&id.file_index())
     }
 
     /// Like [`Self::adopt`], but a Lua function adopted before keeps its first id (for
@@ -442,14 +464,17 @@ impl LuaVm {
 
     /// Keeps `function` under `id`.
     pub(crate) fn adopt(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
-        self.functions.insert(id, function);
+        self.functions.lock().insert(id, function);
         id
     }
 
     /// Forgets the functions of one file (a replica VM whose file registered differently
     /// from the first VM: its tools then run on the VMs that agree).
     pub(crate) fn forget_file(&mut self, file_index: u32) {
-        self.functions.retain(|id, _| id.file_index() != file_index);
+        self.functions
+            .lock()
+            .retain(|id, _| id.file_index() != file_index);
+        self.pending.lock().remove(&file_index);
         self.shared.retain(|_, id| id.file_index() != file_index);
     }
 
@@ -473,7 +498,7 @@ impl LuaVm {
 
     /// Where the Lua function `id` is defined, as `file:line` (for messages).
     pub(crate) fn position(&self, id: LuaFnId) -> Option<String> {
-        let info = self.functions.get(&id)?.info();
+        let info = self.functions.lock().get(&id)?.info();
         let file = info.short_src?;
         Some(match info.line_defined {
             Some(line) => format!("{file}:{line}"),

@@ -61,6 +61,11 @@ impl LuaFnId {
     pub fn file_index(self) -> u32 {
         (self.0 >> 32) as u32
     }
+
+    /// The registration's position in its file.
+    pub fn ordinal(self) -> u32 {
+        ((self.0 >> 2) & 0x3FFF_FFFF) as u32
+    }
 }
 
 /// How a tool's handler runs.

@@ -1,0 +1,272 @@
+//! The registration cache `<cache_dir>/registrations.json`: what each registering file
+//! registered the last time it ran, keyed by everything that run depended on. A warm start
+//! builds the registry from it without running those files; each VM runs a file at the
+//! first use of one of its functions (see `LazyFile`), and that run must register the same
+//! records.
+//!
+//! A file is cached only when its run could not have depended on anything but its key: it
+//! ran without error on the first try, registered no hooks (they act on every call, so the
+//! file runs at start-up) and read nothing from outside at top level (clock, environment,
+//! files, store, random numbers: see `LoadingFile::impure`). A `check_fn` shared with an
+//! earlier registration (a toolset-wide probe from a module) is recorded as that
+//! registration's, and is taken from the cache only while that one is. The key digests the
+//! toolhost version, the file's bytes, how it is run (its name, trust domain, capabilities,
+//! `require` folders, scope) and, when it required a module at top level, the names, sizes
+//! and modification times of every `.lua` file in its `require` folders.
+//!
+//! Like the other caches the file is advisory: missing, corrupt, wrong-shaped or written by
+//! another version means "nothing cached" (every file runs, and the file is written again).
+//! It is as trusted as the tool directories themselves: whoever can write it can make a
+//! tool appear with another description until its first call (when the run must agree).
+
+use super::cache::write_atomically;
+use super::{ToolDir, Verdict};
+use crate::lua::record::{Expected, ToolRecord};
+use crate::lua::{LazyFile, SearchDir};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const FILE: &str = "registrations.json";
+/// Largest file read (schemas of tens of thousands of tools).
+const MAX_BYTES: u64 = 256 * 1024 * 1024;
+/// Deepest `require` folder walked for the module fingerprint.
+const MAX_LIB_DEPTH: usize = 16;
+
+/// One file's entry as read: its key, and its records as text (their digests are what a
+/// run at first use must match).
+#[derive(Deserialize)]
+struct CachedEntry<'a> {
+    key: String,
+    required: bool,
+    #[serde(borrow)]
+    tools: Vec<&'a RawValue>,
+}
+
+#[derive(Serialize)]
+struct CachedFile<'a> {
+    key: &'a str,
+    required: bool,
+    tools: &'a [ToolRecord],
+}
+
+#[derive(Deserialize)]
+struct OnDisk {
+    toolhost: String,
+    files: HashMap<PathBuf, Box<RawValue>>,
+}
+
+#[derive(Serialize)]
+struct ToDisk<'a> {
+    toolhost: &'a str,
+    files: std::collections::BTreeMap<&'a Path, &'a RawValue>,
+}
+
+/// A cache hit: the records (for the registry) and what the file's run must register.
+pub(crate) struct Hit {
+    /// The records, in order.
+    pub records: Vec<ToolRecord>,
+    /// Their expectations, in order.
+    pub expected: Vec<Expected>,
+}
+
+/// The cache as read, and the entries of this load (written back when they differ).
+#[derive(Debug, Default)]
+pub(crate) struct Registrations {
+    /// Where the file lives; `None` disables the cache (`check`, explicit files).
+    file: Option<PathBuf>,
+    read: HashMap<PathBuf, Box<RawValue>>,
+    current: HashMap<PathBuf, Box<RawValue>>,
+    /// An entry was added or changed in this load.
+    changed: bool,
+    /// Module fingerprints of `require` folders, computed once per load.
+    lib_prints: HashMap<PathBuf, u64>,
+}
+
+impl Registrations {
+    /// Reads `cache_dir/registrations.json` (anything unusable reads as empty).
+    pub(crate) fn read(cache_dir: &Path) -> Self {
+        let file = cache_dir.join(FILE);
+        let read = crate::bounded_read::read_regular(&file, MAX_BYTES)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<OnDisk>(&bytes).ok())
+            .filter(|disk| disk.toolhost == env!("CARGO_PKG_VERSION"))
+            .map(|disk| disk.files)
+            .unwrap_or_default();
+        Self {
+            file: Some(file),
+            read,
+            ..Self::default()
+        }
+    }
+
+    /// No cache: every file runs at load, nothing is written.
+    pub(crate) fn disabled() -> Self {
+        Self::default()
+    }
+
+    /// The cache file (for a deferred file to remove when it registers something else).
+    pub(crate) fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// The cached registrations of a file, when its key still matches `file`'s inputs and
+    /// every record reads back.
+    pub(crate) fn lookup(
+        &mut self,
+        path: &Path,
+        file: &LazyFile,
+        scope: Option<&str>,
+    ) -> Option<Hit> {
+        self.file.as_ref()?;
+        let raw = self.read.get(path)?;
+        let entry: CachedEntry<'_> = serde_json::from_str(raw.get()).ok()?;
+        if entry.key != key(&mut self.lib_prints, file, scope, entry.required) {
+            return None;
+        }
+        let mut hit = Hit {
+            records: Vec::with_capacity(entry.tools.len()),
+            expected: Vec::with_capacity(entry.tools.len()),
+        };
+        for text in &entry.tools {
+            let record: ToolRecord = serde_json::from_str(text.get()).ok()?;
+            hit.expected.push(Expected::of(&record, text.get()));
+            hit.records.push(record);
+        }
+        Some(hit)
+    }
+
+    /// The key of `file`'s run (covering its `require` folders when it `required`).
+    pub(crate) fn key(&mut self, file: &LazyFile, scope: Option<&str>, required: bool) -> String {
+        key(&mut self.lib_prints, file, scope, required)
+    }
+
+    /// Records what a file's run registered, for this load.
+    pub(crate) fn keep(&mut self, path: &Path, key: &str, required: bool, tools: &[ToolRecord]) {
+        if self.file.is_none() {
+            return;
+        }
+        let entry = CachedFile {
+            key,
+            required,
+            tools,
+        };
+        let Some(raw) = serde_json::value::to_raw_value(&entry).ok() else {
+            return;
+        };
+        self.current.insert(path.to_path_buf(), raw);
+        self.changed = true;
+    }
+
+    /// Keeps the entry read for `path` (its file was deferred) for this load.
+    pub(crate) fn keep_read(&mut self, path: &Path) {
+        if let Some(raw) = self.read.remove(path) {
+            self.current.insert(path.to_path_buf(), raw);
+        }
+    }
+
+    /// Writes this load's entries when they differ from what was read; best effort.
+    pub(crate) fn write_if_changed(&self) {
+        let Some(file) = &self.file else { return };
+        // Entries left in `read` belong to files that were not kept (gone, changed or no
+        // longer cacheable).
+        if !self.changed && self.read.is_empty() {
+            return;
+        }
+        let Some(dir) = file.parent() else { return };
+        let disk = ToDisk {
+            toolhost: env!("CARGO_PKG_VERSION"),
+            files: self
+                .current
+                .iter()
+                .map(|(path, raw)| (path.as_path(), &**raw))
+                .collect(),
+        };
+        let written = serde_json::to_string(&disk)
+            .map_err(std::io::Error::other)
+            .and_then(|text| write_atomically(dir, FILE, &text));
+        if let Err(e) = written {
+            tracing::debug!("cannot write {}: {e}", file.display());
+        }
+    }
+}
+
+/// The key of `file`'s run (covering its `require` folders when it `required`).
+fn key(
+    lib_prints: &mut HashMap<PathBuf, u64>,
+    file: &LazyFile,
+    scope: Option<&str>,
+    required: bool,
+) -> String {
+    let mut hasher = std::hash::DefaultHasher::new();
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    file.source.hash(&mut hasher);
+    file.display.hash(&mut hasher);
+    file.chunk_name.hash(&mut hasher);
+    file.domain.hash(&mut hasher);
+    file.capabilities.hash(&mut hasher);
+    file.capability_hint.hash(&mut hasher);
+    scope.hash(&mut hasher);
+    required.hash(&mut hasher);
+    for dir in &file.search_dirs {
+        dir.shown.hash(&mut hasher);
+        dir.canonical.hash(&mut hasher);
+        if required {
+            lib_print(lib_prints, dir).hash(&mut hasher);
+        }
+    }
+    format!("{:016x}", hasher.finish())
+}
+
+/// Names, sizes and modification times of the `.lua` files under `dir`.
+fn lib_print(lib_prints: &mut HashMap<PathBuf, u64>, dir: &SearchDir) -> u64 {
+    if let Some(print) = lib_prints.get(&dir.canonical) {
+        return *print;
+    }
+    let mut hasher = std::hash::DefaultHasher::new();
+    let walk = walkdir::WalkDir::new(&dir.canonical)
+        .max_depth(MAX_LIB_DEPTH)
+        .sort_by_file_name();
+    for entry in walk.into_iter().filter_map(Result::ok) {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "lua") {
+            path.hash(&mut hasher);
+            let stamp = entry
+                .metadata()
+                .ok()
+                .and_then(|m| super::cache::stamp_of(&m));
+            stamp.hash(&mut hasher);
+        }
+    }
+    let print = hasher.finish();
+    lib_prints.insert(dir.canonical.clone(), print);
+    print
+}
+
+/// What running `verdict`'s file needs, as a [`LazyFile`] expecting `expected`.
+pub(super) fn lazy_file(
+    verdict: &Verdict,
+    dir: &ToolDir,
+    search_dirs: Vec<SearchDir>,
+    index: usize,
+    source: Arc<[u8]>,
+    expected: Arc<[Expected]>,
+    cache_file: Option<PathBuf>,
+) -> LazyFile {
+    LazyFile {
+        display: verdict.shown.clone(),
+        chunk_name: super::load::model_facing(Path::new(&verdict.shown), &dir.path),
+        index: index as u32,
+        domain: dir.source.to_string().into(),
+        search_dirs,
+        capabilities: dir.capabilities.clone(),
+        capability_hint: dir.capability_hint.clone(),
+        source,
+        expected,
+        shared_checks: Vec::new(),
+        cache_file,
+    }
+}

@@ -1,0 +1,210 @@
+//! A registration as plain data: everything `registry.register{...}` said except its Lua
+//! functions (which it records only as present or not). The registration cache stores
+//! these, so a warm start builds registry entries without running the file; a file run
+//! later (at the first use of one of its functions) must register the same records.
+
+use super::fields::PendingTool;
+use crate::registry::{Annotations, OutputSchema, ResultLimit, ToolName};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One registration without its functions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct ToolRecord {
+    /// Tool name.
+    pub name: String,
+    /// Toolset name.
+    pub toolset: String,
+    /// The function schema.
+    pub schema: Map<String, Value>,
+    /// Has a `check_fn`.
+    pub check_fn: bool,
+    /// Has a `dynamic_schema_overrides` function.
+    pub overrides: bool,
+    /// `requires_env`.
+    pub requires_env: Vec<String>,
+    /// `is_async`.
+    pub is_async: bool,
+    /// `description` as given (None: from the schema).
+    pub description: Option<String>,
+    /// `emoji`.
+    pub emoji: String,
+    /// `max_result_size_chars` as a number of characters.
+    pub max_result_chars: Option<u64>,
+    /// `max_result_size_chars = math.huge`.
+    pub unlimited_result: bool,
+    /// `override`.
+    pub override_existing: bool,
+    /// `scope`.
+    pub scope: Option<String>,
+    /// `timeout_ms`.
+    pub timeout_ms: Option<u64>,
+    /// `parallel_safe`.
+    pub parallel_safe: bool,
+    /// `requires_approval`.
+    pub requires_approval: bool,
+    /// `output_schema` as registered.
+    pub output_schema: Option<Map<String, Value>>,
+    /// `annotations`: title, read_only, destructive, idempotent, open_world.
+    pub title: Option<String>,
+    /// `annotations.read_only`.
+    pub read_only: Option<bool>,
+    /// `annotations.destructive`.
+    pub destructive: Option<bool>,
+    /// `annotations.idempotent`.
+    pub idempotent: Option<bool>,
+    /// `annotations.open_world`.
+    pub open_world: Option<bool>,
+    /// Line of the `registry.register` call.
+    pub line: u32,
+    /// Digest of `schema.parameters` (what `schemas.json` knows compiled schemas by).
+    #[serde(default)]
+    pub parameters_digest: Option<u64>,
+    /// The `check_fn` is the same Lua function as an earlier registration's (a toolset-wide
+    /// probe from a shared module): that one's file and position. One function, one id,
+    /// one cached answer.
+    #[serde(default)]
+    pub check_fn_of: Option<SharedCheck>,
+}
+
+/// What a deferred file's run must register at one position: the record's digest (its
+/// cached JSON text), plus what the host needs of it before the file runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    /// The tool name.
+    pub name: String,
+    /// Digest of the record's JSON text as cached.
+    pub digest: u64,
+    /// Has a `check_fn`.
+    pub check_fn: bool,
+    /// The shared `check_fn` it names.
+    pub check_fn_of: Option<SharedCheck>,
+    /// Its `requires_env` (what the file's code may read).
+    pub requires_env: Vec<String>,
+}
+
+impl Expected {
+    /// The expectation for `record`, whose cached JSON text is `text`.
+    pub(crate) fn of(record: &ToolRecord, text: &str) -> Self {
+        Self {
+            name: record.name.clone(),
+            digest: digest(text),
+            check_fn: record.check_fn,
+            check_fn_of: record.check_fn_of.clone(),
+            requires_env: record.requires_env.clone(),
+        }
+    }
+
+    /// Whether `tool` registered what this expects.
+    pub(crate) fn matches(&self, tool: &PendingTool) -> bool {
+        if tool.name.as_str() != self.name {
+            return false;
+        }
+        let record = ToolRecord {
+            check_fn_of: self.check_fn_of.clone(),
+            ..ToolRecord::of(tool)
+        };
+        record
+            .to_json()
+            .is_some_and(|text| digest(&text) == self.digest)
+    }
+}
+
+/// Digest of a record's JSON text.
+fn digest(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    text.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Where a shared `check_fn` was first registered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SharedCheck {
+    /// The registering file (absolute, resolved).
+    pub file: std::path::PathBuf,
+    /// The registration's position in it.
+    pub ordinal: u32,
+}
+
+impl ToolRecord {
+    /// The record of a validated registration.
+    pub(crate) fn of(tool: &PendingTool) -> Self {
+        let (max_result_chars, unlimited_result) = match tool.max_result_size_chars {
+            Some(ResultLimit::Chars(n)) => (Some(n), false),
+            Some(ResultLimit::Unlimited) => (None, true),
+            None => (None, false),
+        };
+        let a = &tool.annotations;
+        Self {
+            name: tool.name.to_string(),
+            toolset: tool.toolset.to_string(),
+            schema: tool.schema.clone(),
+            check_fn: tool.check_fn.is_some(),
+            overrides: tool.dynamic_schema_overrides.is_some(),
+            requires_env: tool.requires_env.clone(),
+            is_async: tool.is_async,
+            description: tool.description.clone(),
+            emoji: tool.emoji.clone(),
+            max_result_chars,
+            unlimited_result,
+            override_existing: tool.override_existing,
+            scope: tool.scope.clone(),
+            timeout_ms: tool.timeout_ms,
+            parallel_safe: tool.parallel_safe,
+            requires_approval: tool.requires_approval,
+            output_schema: tool.output_schema.as_ref().map(|o| (*o.schema).clone()),
+            title: a.title.clone(),
+            read_only: a.read_only,
+            destructive: a.destructive,
+            idempotent: a.idempotent,
+            open_world: a.open_world,
+            line: tool.line,
+            parameters_digest: crate::registry::parameters_hash(&tool.schema),
+            check_fn_of: None,
+        }
+    }
+
+    /// The record as cached: JSON text, the same for the same record (object keys sorted).
+    pub(crate) fn to_json(&self) -> Option<String> {
+        serde_json::to_string(self).ok()
+    }
+
+    /// The validated name (a cache entry is data from disk: checked again).
+    pub(crate) fn tool_name(&self) -> Option<ToolName> {
+        ToolName::new(&self.name).ok()
+    }
+
+    /// The validated toolset name.
+    pub(crate) fn toolset_name(&self) -> Option<ToolName> {
+        ToolName::new(&self.toolset).ok()
+    }
+
+    /// The result size limit.
+    pub(crate) fn result_limit(&self) -> Option<ResultLimit> {
+        match (self.unlimited_result, self.max_result_chars) {
+            (true, _) => Some(ResultLimit::Unlimited),
+            (false, Some(n)) => Some(ResultLimit::Chars(n)),
+            (false, None) => None,
+        }
+    }
+
+    /// The output schema, compiled (None inside when it no longer compiles).
+    pub(crate) fn compiled_output_schema(&self) -> Option<Option<OutputSchema>> {
+        match &self.output_schema {
+            None => Some(None),
+            Some(schema) => OutputSchema::compile(schema.clone()).ok().map(Some),
+        }
+    }
+
+    /// The annotations.
+    pub(crate) fn annotations(&self) -> Annotations {
+        Annotations {
+            title: self.title.clone(),
+            read_only: self.read_only,
+            destructive: self.destructive,
+            idempotent: self.idempotent,
+            open_world: self.open_world,
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Tool files run at their first use. A warm start takes a file's registrations from the
+//! registration cache instead of running it (running every file was nearly all of start-up);
+//! each VM runs such a file the first time one of its functions (handler, `check_fn`,
+//! `dynamic_schema_overrides`) is needed, under the same sandbox and deadline as a load at
+//! start-up. The run must register what the cache said (in any order: `pairs` order differs
+//! between Lua states); otherwise its tools fail with a message saying so, and the cache
+//! entry is dropped so that the next start runs the file.
+
+use super::{LuaVm, clock};
+use crate::lua::record::Expected;
+use crate::lua::{FileSpec, SearchDir};
+use crate::registry::{FnRole, LuaFnId};
+use mlua::Function;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A registering file whose registrations came from the cache, waiting for its first use.
+#[derive(Debug)]
+pub(crate) struct LazyFile {
+    /// The file as shown to operators.
+    pub display: String,
+    /// The chunk name (model-facing path).
+    pub chunk_name: String,
+    /// Its index in the load order.
+    pub index: u32,
+    /// Its trust domain.
+    pub domain: Arc<str>,
+    /// Where `require` looks.
+    pub search_dirs: Vec<SearchDir>,
+    /// Host-API tables granted (`None`: all).
+    pub capabilities: Option<Vec<String>>,
+    /// How to grant a missing capability.
+    pub capability_hint: Option<String>,
+    /// The source the cache entry was made from (read at discovery).
+    pub source: Arc<[u8]>,
+    /// What it registered, in order: ordinal `i`'s functions get ids `(index, i, role)`.
+    pub expected: Arc<[Expected]>,
+    /// Per registration, the id of the earlier `check_fn` it shares (see
+    /// `ToolRecord::check_fn_of`), resolved to this load's positions.
+    pub shared_checks: Vec<Option<LuaFnId>>,
+    /// The cache file to remove when the file registers something else.
+    pub cache_file: Option<PathBuf>,
+}
+
+impl LazyFile {
+    fn spec(&self) -> FileSpec<'_> {
+        FileSpec {
+            display: &self.display,
+            chunk_name: &self.chunk_name,
+            index: self.index,
+            domain: self.domain.clone(),
+            search_dirs: self.search_dirs.clone(),
+            capabilities: self.capabilities.as_deref(),
+            capability_hint: self.capability_hint.as_deref(),
+        }
+    }
+}
+
+/// A deferred file on one VM.
+pub(super) enum Pending {
+    /// Not run yet.
+    Waiting(Arc<LazyFile>),
+    /// Ran and failed (or registered something else): every use gets this message.
+    Failed(String),
+}
+
+impl LuaVm {
+    /// Defers `file` on this VM: its functions count as present and it runs at first use.
+    pub(crate) fn defer_file(&self, file: Arc<LazyFile>) {
+        self.pending
+            .lock()
+            .insert(file.index, Pending::Waiting(file));
+    }
+
+    /// Runs file `file_index` now if it was deferred; the error says why its functions are
+    /// not there.
+    pub(super) fn ensure_loaded(&self, file_index: u32) -> Result<(), String> {
+        if self.pending.lock().is_empty() {
+            return Ok(());
+        }
+        // One run at a time on this VM (a caller's thread and the VM's own may both need
+        // the file): the second finds it loaded.
+        let _running = self.running.lock();
+        let file = match self.pending.lock().get(&file_index) {
+            None => return Ok(()),
+            Some(Pending::Failed(message)) => return Err(message.clone()),
+            Some(Pending::Waiting(file)) => file.clone(),
+        };
+        let outcome = self.run_deferred(&file);
+        let mut pending = self.pending.lock();
+        match outcome {
+            Ok(()) => {
+                pending.remove(&file_index);
+                Ok(())
+            }
+            Err(message) => {
+                pending.insert(file_index, Pending::Failed(message.clone()));
+                Err(message)
+            }
+        }
+    }
+
+    fn run_deferred(&self, file: &LazyFile) -> Result<(), String> {
+        // The run has its own deadline; whatever deadline was current (a handler that
+        // called another tool) is put back afterwards.
+        // A shared check_fn must be the very function the file that owns it registered:
+        // that file runs first.
+        for owner in file.shared_checks.iter().flatten() {
+            if owner.file_index() != file.index {
+                self.ensure_loaded(owner.file_index())?;
+            }
+        }
+        let saved = clock::save(&self.lua);
+        let loaded = self.load_file(&file.spec(), &file.source);
+        clock::restore(&self.lua, saved);
+        let loaded = loaded.map_err(|error| format!("{error} (running the file at first use)"))?;
+        let mut unclaimed: Vec<Option<_>> = loaded.tools.into_iter().map(Some).collect();
+        let mut adopted: Vec<(LuaFnId, Function)> = Vec::new();
+        let mut matches = loaded.hooks.is_empty();
+        for (ordinal, expected) in file.expected.iter().enumerate() {
+            let found = unclaimed
+                .iter_mut()
+                .find(|tool| tool.as_ref().is_some_and(|tool| expected.matches(tool)));
+            let Some(tool) = found.and_then(Option::take) else {
+                matches = false;
+                break;
+            };
+            let id = |role| LuaFnId::new(file.index, ordinal as u32, role);
+            adopted.push((id(FnRole::Handler), tool.handler));
+            if let Some(check) = tool.check_fn {
+                match file.shared_checks.get(ordinal).copied().flatten() {
+                    None => adopted.push((id(FnRole::Check), check)),
+                    Some(owner) => {
+                        let owned = match owner.file_index() == file.index {
+                            true => adopted
+                                .iter()
+                                .find(|(i, _)| *i == owner)
+                                .map(|(_, f)| f.clone()),
+                            false => self.functions.lock().get(&owner).cloned(),
+                        };
+                        if owned.map(|f| f.to_pointer()) != Some(check.to_pointer()) {
+                            matches = false;
+                            break;
+                        }
+                    }
+                }
+            }
+            if let Some(overrides) = tool.dynamic_schema_overrides {
+                adopted.push((id(FnRole::Overrides), overrides));
+            }
+        }
+        if !matches || unclaimed.iter().any(Option::is_some) {
+            if let Some(cache) = &file.cache_file {
+                // Best effort: the next start runs every file and writes it again.
+                let _ = std::fs::remove_file(cache);
+            }
+            return Err(format!(
+                "{} registered differently when it ran at first use than the registration \
+                 cache recorded (its top-level code depends on something that changed, e.g. a \
+                 shared module's state); reload toolhost to load it again",
+                file.display
+            ));
+        }
+        self.functions.lock().extend(adopted);
+        Ok(())
+    }
+}
