@@ -54,9 +54,17 @@ struct CachedFile<'a> {
 }
 
 #[derive(Deserialize)]
-struct OnDisk {
+struct OnDisk<'a> {
     toolhost: String,
-    files: HashMap<PathBuf, Box<RawValue>>,
+    #[serde(borrow)]
+    files: HashMap<PathBuf, &'a RawValue>,
+}
+
+/// An entry of this load: still the text read (by its place in it), or new.
+#[derive(Debug)]
+enum Entry {
+    Read(std::ops::Range<usize>),
+    New(Box<RawValue>),
 }
 
 #[derive(Serialize)]
@@ -78,8 +86,10 @@ pub(crate) struct Hit {
 pub(crate) struct Registrations {
     /// Where the file lives; `None` disables the cache (`check`, explicit files).
     file: Option<PathBuf>,
-    read: HashMap<PathBuf, Box<RawValue>>,
-    current: HashMap<PathBuf, Box<RawValue>>,
+    /// The file's text; entries are read from it in place (no copies of a large file).
+    text: String,
+    read: HashMap<PathBuf, std::ops::Range<usize>>,
+    current: HashMap<PathBuf, Entry>,
     /// An entry was added or changed in this load.
     changed: bool,
     /// Module fingerprints of `require` folders, computed once per load.
@@ -90,14 +100,14 @@ impl Registrations {
     /// Reads `cache_dir/registrations.json` (anything unusable reads as empty).
     pub(crate) fn read(cache_dir: &Path) -> Self {
         let file = cache_dir.join(FILE);
-        let read = crate::bounded_read::read_regular(&file, MAX_BYTES)
+        let text = crate::bounded_read::read_regular(&file, MAX_BYTES)
             .ok()
-            .and_then(|bytes| serde_json::from_slice::<OnDisk>(&bytes).ok())
-            .filter(|disk| disk.toolhost == env!("CARGO_PKG_VERSION"))
-            .map(|disk| disk.files)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
             .unwrap_or_default();
+        let read = entries(&text).unwrap_or_default();
         Self {
             file: Some(file),
+            text,
             read,
             ..Self::default()
         }
@@ -122,8 +132,8 @@ impl Registrations {
         scope: Option<&str>,
     ) -> Option<Hit> {
         self.file.as_ref()?;
-        let raw = self.read.get(path)?;
-        let entry: CachedEntry<'_> = serde_json::from_str(raw.get()).ok()?;
+        let raw = self.text.get(self.read.get(path)?.clone())?;
+        let entry: CachedEntry<'_> = serde_json::from_str(raw).ok()?;
         if entry.key != key(&mut self.lib_prints, file, scope, entry.required) {
             return None;
         }
@@ -157,14 +167,14 @@ impl Registrations {
         let Some(raw) = serde_json::value::to_raw_value(&entry).ok() else {
             return;
         };
-        self.current.insert(path.to_path_buf(), raw);
+        self.current.insert(path.to_path_buf(), Entry::New(raw));
         self.changed = true;
     }
 
     /// Keeps the entry read for `path` (its file was deferred) for this load.
     pub(crate) fn keep_read(&mut self, path: &Path) {
-        if let Some(raw) = self.read.remove(path) {
-            self.current.insert(path.to_path_buf(), raw);
+        if let Some(range) = self.read.remove(path) {
+            self.current.insert(path.to_path_buf(), Entry::Read(range));
         }
     }
 
@@ -182,7 +192,15 @@ impl Registrations {
             files: self
                 .current
                 .iter()
-                .map(|(path, raw)| (path.as_path(), &**raw))
+                .filter_map(|(path, entry)| {
+                    let raw = match entry {
+                        Entry::New(raw) => &**raw,
+                        Entry::Read(range) => {
+                            serde_json::from_str(self.text.get(range.clone())?).ok()?
+                        }
+                    };
+                    Some((path.as_path(), raw))
+                })
                 .collect(),
         };
         let written = serde_json::to_string(&disk)
@@ -192,6 +210,21 @@ impl Registrations {
             tracing::debug!("cannot write {}: {e}", file.display());
         }
     }
+}
+
+/// Where each file's entry is in `text`, when it is a cache this version wrote.
+fn entries(text: &str) -> Option<HashMap<PathBuf, std::ops::Range<usize>>> {
+    let disk: OnDisk<'_> = serde_json::from_str(text).ok()?;
+    if disk.toolhost != env!("CARGO_PKG_VERSION") {
+        return None;
+    }
+    let base = text.as_ptr() as usize;
+    let spans = disk.files.into_iter().map(|(path, raw)| {
+        // The raw value borrows from `text`: its place is its address minus the text's.
+        let start = raw.get().as_ptr() as usize - base;
+        (path, start..start + raw.get().len())
+    });
+    Some(spans.collect())
 }
 
 /// The key of `file`'s run (covering its `require` folders when it `required`).
