@@ -101,8 +101,6 @@ impl LuaVm {
     }
 
     fn run_deferred(&self, file: &LazyFile) -> Result<(), String> {
-        // The run has its own deadline; whatever deadline was current (a handler that
-        // called another tool) is put back afterwards.
         // A shared check_fn must be the very function the file that owns it registered:
         // that file runs first.
         for owner in file.shared_checks.iter().flatten() {
@@ -110,6 +108,8 @@ impl LuaVm {
                 self.ensure_loaded(owner.file_index())?;
             }
         }
+        // The run has its own deadline; whatever deadline was current (a handler that
+        // called another tool) is put back afterwards.
         let saved = clock::save(&self.lua);
         let loaded = self.load_file(&file.spec(), &file.source);
         clock::restore(&self.lua, saved);
