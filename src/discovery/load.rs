@@ -34,7 +34,7 @@ struct Staged {
     cacheable: Option<Cacheable>,
     /// The file's registrations came from the cache: it runs on each VM at first use.
     deferred: Option<Arc<LazyFile>>,
-    /// The cached parameters digests of a deferred file's tools.
+    /// The parameters digests of its tools, when records (cached or just made) hold them.
     digests: Option<Vec<Option<u64>>>,
 }
 
@@ -45,20 +45,21 @@ type Cacheable = (bool, Vec<ToolRecord>, Vec<Option<LuaFnId>>);
 /// The files whose registrations come from the registration cache, by load position.
 pub(crate) type Plan = HashMap<usize, Arc<LazyFile>>;
 
-/// The records of the files in a [`Plan`], for the first VM to build registry entries from.
-pub(crate) type PlannedRecords = HashMap<usize, Vec<ToolRecord>>;
+/// The registry entries of the files in a [`Plan`], built from their records, for the
+/// first VM to commit.
+pub(crate) struct PlannedEntries(HashMap<usize, Staged>);
 
 /// Decides which registering files are taken from the registration cache (their key still
-/// matches) instead of running at load.
+/// matches and every record still makes a valid entry) instead of running at load.
 pub(crate) fn plan(
     verdicts: &[Verdict],
     dirs: &[ToolDir],
     cache: &mut Registrations,
-) -> (Plan, PlannedRecords) {
+) -> (Plan, PlannedEntries) {
     let mut plan = Plan::new();
-    let mut records = PlannedRecords::new();
+    let mut staged = HashMap::new();
     if cache.file().is_none() {
-        return (plan, records);
+        return (plan, PlannedEntries(staged));
     }
     let libs = lib_dirs(dirs);
     let cache_file = cache.file().map(Path::to_path_buf);
@@ -75,18 +76,18 @@ pub(crate) fn plan(
         else {
             continue;
         };
-        plan.insert(
-            index,
-            Arc::new(LazyFile {
-                expected: hit.expected.into(),
-                shared_checks,
-                cache_file: cache_file.clone(),
-                ..probe
-            }),
-        );
-        records.insert(index, hit.records);
+        let lazy = Arc::new(LazyFile {
+            expected: hit.expected.into(),
+            shared_checks,
+            cache_file: cache_file.clone(),
+            ..probe
+        });
+        if let Some(entries) = staged_from_cache(&lazy, hit.records, verdict, dir) {
+            staged.insert(index, entries);
+            plan.insert(index, lazy);
+        }
     }
-    (plan, records)
+    (plan, PlannedEntries(staged))
 }
 
 /// The ids of the shared `check_fn`s of a cached file's records; `None` when one refers to
@@ -153,11 +154,11 @@ pub(crate) fn load_all(
     state: &mut RegistryState,
     last_good: &Sources,
     schemas: &mut KnownSchemas,
-    plan: &Plan,
-    mut planned: PlannedRecords,
+    planned: PlannedEntries,
     registrations: &mut Registrations,
 ) -> Sources {
     let libs = lib_dirs(dirs);
+    let PlannedEntries(mut planned) = planned;
     let mut sources = Sources::new();
     type Job = ((usize, usize), Arc<Map<String, Value>>, Option<u64>);
     let (jobs, job_queue) = mpsc::channel::<Job>();
@@ -169,10 +170,7 @@ pub(crate) fn load_all(
         let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
         let mut ran: Vec<Ran> = Vec::new();
         for (index, verdict, source, dir) in registering(verdicts, dirs) {
-            let cached = plan
-                .get(&index)
-                .and_then(|lazy| staged_from_cache(lazy, planned.remove(&index)?, verdict, dir));
-            let file = match cached {
+            let file = match planned.remove(&index) {
                 Some(staged) => Ran {
                     index,
                     outcome: Ok(staged),
@@ -184,7 +182,7 @@ pub(crate) fn load_all(
             if let Ok(staged) = &file.outcome {
                 for (tool, entry) in staged.entries.iter().enumerate() {
                     let key = (index, tool);
-                    // A cached record carries its digest: no need to hash the schema again.
+                    // A record carries its schema's digest: no need to hash it again.
                     let digest = match &staged.digests {
                         Some(digests) => digests.get(tool).copied().flatten(),
                         None => parameters_hash(&entry.schema),
@@ -610,7 +608,10 @@ fn stage(
         lines,
         hooks,
         env_grants,
-        digests: None,
+        // Recording computed each schema's digest already: the load reuses it.
+        digests: records
+            .as_ref()
+            .map(|records| records.iter().map(|r| r.parameters_digest).collect()),
         cacheable: records.map(|records| {
             shared_checks.resize(records.len(), None);
             (loaded.required, records, shared_checks)
@@ -636,7 +637,8 @@ fn with_shared_checks(cacheable: Cacheable, verdicts: &[Verdict]) -> (bool, Vec<
 }
 
 /// A cached file's registry entries, built from its records (its functions get the ids
-/// its run at first use will adopt them under); `None` when a record is no longer valid.
+/// its run at first use will adopt them under); `None` when a record is no longer valid
+/// (the file then runs at load on every VM).
 fn staged_from_cache(
     lazy: &Arc<LazyFile>,
     records: Vec<ToolRecord>,

@@ -104,7 +104,6 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
                 &mut state,
                 recipe.last_good,
                 &mut schemas,
-                &plan,
                 planned,
                 &mut registrations,
             )

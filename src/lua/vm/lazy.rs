@@ -75,7 +75,9 @@ impl LuaVm {
     /// Runs file `file_index` now if it was deferred; the error says why its functions are
     /// not there.
     pub(super) fn ensure_loaded(&self, file_index: u32) -> Result<(), String> {
-        if self.pending.lock().is_empty() {
+        // Most files of a warm start stay deferred for good: the common case is one lookup,
+        // without the run lock.
+        if !self.pending.lock().contains_key(&file_index) {
             return Ok(());
         }
         // One run at a time on this VM (a caller's thread and the VM's own may both need
