@@ -23,10 +23,21 @@ use tokio::sync::{mpsc, oneshot};
 
 /// How long a caller waits actively for a quick answer, and a VM's thread for the next job,
 /// before parking: a park and wake-up of a thread costs tens of microseconds here, several
-/// times a whole echo call. Both spins are adaptive: a side spins only while what it waits
-/// for has recently come within this time, so slow handlers and calls that arrive far
-/// apart (an MCP client's round trips) cost no CPU in spinning.
+/// times a whole echo call. Both spins are adaptive: a caller spins only while the VM's
+/// last job ran within this time and the VM's thread is awake, and the VM's thread only
+/// while jobs have recently come within this time, so slow handlers and calls that arrive
+/// far apart (an MCP client's round trips) cost no CPU in spinning.
 const SPIN: Duration = Duration::from_micros(50);
+
+/// The longest a VM's thread goes, in jobs, between two spins while jobs come slowly.
+///
+/// Why it probes at all: when both sides park, each one's wait includes waking the other
+/// (tens of microseconds on a slow CPU), so neither ever sees a quick answer again and
+/// a tight loop of calls stays at the parked speed for good. A spin now and then finds out
+/// whether jobs would come quickly if the thread stayed awake. The gap doubles after each
+/// probe that found nothing, so calls that really do come far apart pay one spin in this
+/// many jobs at most.
+const PROBE_EVERY_MAX: u32 = 256;
 
 /// Work for a VM's thread: given the VM, a future to run there as a local task.
 pub(super) type VmJob = Box<dyn FnOnce(Arc<LuaVm>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
@@ -36,7 +47,8 @@ struct Slot {
     vm: Arc<LuaVm>,
     inbox: mpsc::UnboundedSender<VmJob>,
     in_flight: AtomicUsize,
-    /// The last answer came within [`SPIN`]: the next caller waits for its answer actively.
+    /// The VM's last job ran within [`SPIN`] (measured on the VM's thread, so it does not
+    /// include waking either thread): the next caller waits for its answer actively.
     quick_answers: AtomicBool,
     /// The VM's thread is (about to be) parked waiting for a job: waking it takes longer
     /// than a caller should spin, so callers then wait without spinning.
@@ -119,9 +131,10 @@ impl VmPool {
         let slot = self.pick(needs);
         slot.in_flight.fetch_add(1, Ordering::AcqRel);
         let _busy = Busy(&slot.in_flight);
-        let (mut answer, answered) = oneshot::channel();
+        let (mut answer, answered) = oneshot::channel::<(T, bool)>();
         let job: VmJob = Box::new(move |vm| {
             Box::pin(async move {
+                let started = Instant::now();
                 // A caller that gives up (a cancelled call) drops its receiver: the work is
                 // dropped too, which stops a Lua handler at once.
                 let work = work(vm);
@@ -131,7 +144,7 @@ impl VmPool {
                     () = answer.closed() => None,
                 };
                 if let Some(out) = out {
-                    let _ = answer.send(out);
+                    let _ = answer.send((out, started.elapsed() < SPIN));
                 }
             })
         });
@@ -142,21 +155,27 @@ impl VmPool {
         // parking this thread and being woken, which costs far more than the call.
         let mut answered = answered;
         let sent = Instant::now();
+        let mut answer = None;
         if slot.quick_answers.load(Ordering::Relaxed) && !slot.parked.load(Ordering::Relaxed) {
             while sent.elapsed() < SPIN {
                 match answered.try_recv() {
-                    Ok(value) => return Ok(value),
+                    Ok(value) => {
+                        answer = Some(value);
+                        break;
+                    }
                     Err(oneshot::error::TryRecvError::Empty) => std::hint::spin_loop(),
                     Err(oneshot::error::TryRecvError::Closed) => break,
                 }
             }
         }
-        let answer = answered
-            .await
-            .map_err(|_| VmGone("the VM's thread dropped the call".to_string()));
-        slot.quick_answers
-            .store(sent.elapsed() < SPIN, Ordering::Relaxed);
-        answer
+        let (value, quick) = match answer {
+            Some(answer) => answer,
+            None => answered
+                .await
+                .map_err(|_| VmGone("the VM's thread dropped the call".to_string()))?,
+        };
+        slot.quick_answers.store(quick, Ordering::Relaxed);
+        Ok(value)
     }
 }
 
@@ -169,18 +188,63 @@ impl Drop for Busy<'_> {
     }
 }
 
-/// The next job: looked for actively for a moment when jobs have recently come quickly
-/// (letting the VM's tasks run meanwhile), else awaited. `None` once the pool is gone.
+/// How a VM's thread waits for its next job: whether jobs have recently come quickly, and
+/// when it next spins anyway to find out (see [`PROBE_EVERY_MAX`]).
+struct Pace {
+    quick: bool,
+    /// Jobs to wait for without spinning before the next probe.
+    until_probe: u32,
+    /// The gap between probes now: doubles after each probe that found nothing.
+    probe_every: u32,
+}
+
+impl Pace {
+    fn new() -> Self {
+        Self {
+            quick: true,
+            until_probe: 1,
+            probe_every: 1,
+        }
+    }
+
+    /// Whether this wait spins before parking.
+    fn spins(&mut self) -> bool {
+        if self.quick {
+            return true;
+        }
+        self.until_probe = self.until_probe.saturating_sub(1);
+        self.until_probe == 0
+    }
+
+    /// Learns from one wait that took `waited`.
+    fn waited(&mut self, waited: Duration, spun: bool) {
+        self.quick = waited < SPIN;
+        if self.quick {
+            self.probe_every = 1;
+        } else if spun {
+            self.probe_every = (self.probe_every * 2).min(PROBE_EVERY_MAX);
+            self.until_probe = self.probe_every;
+        }
+    }
+}
+
+/// The next job: looked for actively for a moment when jobs have recently come quickly, or
+/// now and then to find out whether they would (letting the VM's tasks run meanwhile), else
+/// awaited. `None` once the pool is gone.
 async fn next_job(
     jobs: &mut mpsc::UnboundedReceiver<VmJob>,
-    quick: &mut bool,
+    pace: &mut Pace,
     parked: &AtomicBool,
 ) -> Option<VmJob> {
     let waiting = Instant::now();
-    if *quick {
+    let spun = pace.spins();
+    if spun {
         while waiting.elapsed() < SPIN {
             match jobs.try_recv() {
-                Ok(job) => return Some(job),
+                Ok(job) => {
+                    pace.waited(waiting.elapsed(), true);
+                    return Some(job);
+                }
                 Err(mpsc::error::TryRecvError::Disconnected) => return None,
                 Err(mpsc::error::TryRecvError::Empty) => tokio::task::yield_now().await,
             }
@@ -189,7 +253,7 @@ async fn next_job(
     parked.store(true, Ordering::Relaxed);
     let job = jobs.recv().await;
     parked.store(false, Ordering::Relaxed);
-    *quick = waiting.elapsed() < SPIN;
+    pace.waited(waiting.elapsed(), spun);
     job
 }
 
@@ -212,8 +276,8 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
         .spawn(move || {
             let local = tokio::task::LocalSet::new();
             local.block_on(&runtime, async move {
-                let mut quick = true;
-                while let Some(job) = next_job(&mut jobs, &mut quick, &parked_flag).await {
+                let mut pace = Pace::new();
+                while let Some(job) = next_job(&mut jobs, &mut pace, &parked_flag).await {
                     tokio::task::spawn_local(job(on_thread.clone()));
                 }
             });
@@ -228,4 +292,47 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
         quick_answers: AtomicBool::new(true),
         parked,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SLOW: Duration = Duration::from_millis(1);
+    const FAST: Duration = Duration::from_micros(1);
+
+    #[test]
+    fn slow_jobs_are_probed_at_doubling_gaps_up_to_the_cap() {
+        let mut pace = Pace::new();
+        let mut spun_at = Vec::new();
+        for wait in 0..2_000 {
+            let spun = pace.spins();
+            pace.waited(SLOW, spun);
+            if spun {
+                spun_at.push(wait);
+            }
+        }
+        let gaps: Vec<usize> = spun_at.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(&gaps[..8], &[2, 4, 8, 16, 32, 64, 128, 256]);
+        assert!(gaps[8..].iter().all(|gap| *gap == PROBE_EVERY_MAX as usize));
+    }
+
+    #[test]
+    fn a_probe_that_finds_a_quick_job_makes_every_wait_spin_again() {
+        let mut pace = Pace::new();
+        for _ in 0..100 {
+            let spun = pace.spins();
+            pace.waited(SLOW, spun);
+        }
+        // Slow waits until the next probe, which finds the job quickly.
+        while !pace.spins() {
+            pace.waited(SLOW, false);
+        }
+        pace.waited(FAST, true);
+        assert!((0..10).all(|_| {
+            let spun = pace.spins();
+            pace.waited(FAST, spun);
+            spun
+        }));
+    }
 }
