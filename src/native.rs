@@ -162,7 +162,7 @@ impl NativeTool {
         Ok(ToolEntry {
             name,
             toolset,
-            schema: Arc::new(schema),
+            schema: schema.into(),
             validator: crate::registry::ParametersValidator::compiled(validator),
             handler: Handler::Native(self.handler),
             check_fn: None,

@@ -287,3 +287,64 @@ fn deadline_of_a_handler_survives_a_file_run_at_first_use_inside_it() {
     assert_eq!(out["error_type"], "timeout", "{out}");
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
 }
+
+const DESCRIBED_BY_SCHEMA: &str = r#"registry.register{
+  name = "lookup", toolset = "t",
+  schema = {
+    description = "Looks a word up.",
+    parameters = {
+      type = "object",
+      properties = {
+        word = { type = "string", description = "The word." },
+        limits = { type = "object", properties = { max = { type = "integer", minimum = 1 } } },
+      },
+      required = { "word" },
+    },
+  },
+  handler = function(args) return args.word end,
+}"#;
+
+fn every_format(host: &toolhost::Host) -> Vec<Value> {
+    [Format::OpenAi, Format::Anthropic, Format::Mcp]
+        .into_iter()
+        .map(|format| {
+            let list = host.tool_definitions(&Selection::default().with_format(format));
+            serde_json::to_value(&*list).expect("definitions are JSON")
+        })
+        .collect()
+}
+
+#[test]
+fn warm_start_offers_the_same_definitions_as_a_cold_one() {
+    let fx = Fixture::new();
+    fx.tool("lookup.lua", DESCRIBED_BY_SCHEMA);
+    let cold = every_format(&fx.host());
+    let warm = every_format(&fx.host());
+    assert_eq!(warm, cold);
+    assert_eq!(description(&fx.host(), "lookup"), "Looks a word up.");
+}
+
+#[test]
+fn cached_schema_that_is_not_an_object_runs_the_file_at_load() {
+    let fx = Fixture::new();
+    fx.tool("greeter.lua", GREETER);
+    drop(fx.host());
+    let mut forged = registrations(&fx);
+    let file = forged["files"]
+        .as_object_mut()
+        .and_then(|files| files.values_mut().next())
+        .expect("one entry");
+    file["tools"][0]["schema"] = json!(["not", "a", "schema"]);
+    std::fs::write(fx.cache().join("registrations.json"), forged.to_string()).expect("write");
+
+    let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&warm.stderr);
+    assert!(stderr.contains("greeter.lua ran"), "{stderr}");
+    let list = fx
+        .host()
+        .tool_definitions(&Selection::default().with_format(Format::Anthropic));
+    assert_eq!(
+        list.first().map(|tool| tool["input_schema"].clone()),
+        Some(json!({"type": "object", "properties": {}}))
+    );
+}

@@ -13,8 +13,8 @@ use crate::error::LoadError;
 use crate::lua::record::{Expected, SharedCheck, ToolRecord};
 use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, SearchDir};
 use crate::registry::{
-    FnRole, Handler, HookEntry, LuaFnId, ParametersValidator, Probe, RegistryState, ToolEntry,
-    compile_parameters_at, default_description, parameters_hash,
+    FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, ParametersValidator, Probe, RegistryState,
+    ToolEntry, compile_parameters_at, default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -160,7 +160,7 @@ pub(crate) fn load_all(
     let libs = lib_dirs(dirs);
     let PlannedEntries(mut planned) = planned;
     let mut sources = Sources::new();
-    type Job = ((usize, usize), Arc<Map<String, Value>>, Option<u64>);
+    type Job = ((usize, usize), FunctionSchema, Option<u64>);
     let (jobs, job_queue) = mpsc::channel::<Job>();
     let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled, Option<u64>)>();
     std::thread::scope(|scope| {
@@ -541,9 +541,10 @@ fn stage(
     let mut shared_checks = Vec::new();
     for (ordinal, tool) in loaded.tools.into_iter().enumerate() {
         let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
-        if let Some(records) = &mut records {
-            records.push(ToolRecord::of(&tool));
-        }
+        records = records.take().and_then(|mut records| {
+            records.push(ToolRecord::of(&tool)?);
+            Some(records)
+        });
         let handler = vm.adopt(id(FnRole::Handler), tool.handler);
         env_grants.extend(tool.requires_env.iter().cloned());
         let description = tool
@@ -552,7 +553,7 @@ fn stage(
         entries.push(ToolEntry {
             name: tool.name,
             toolset: tool.toolset,
-            schema: Arc::new(tool.schema),
+            schema: tool.schema.into(),
             validator: ParametersValidator::lazy(),
             handler: Handler::Lua(handler),
             check_fn: tool.check_fn.map(|f| {
@@ -652,16 +653,17 @@ fn staged_from_cache(
     let digests = records.iter().map(|r| r.parameters_digest).collect();
     for (ordinal, mut record) in records.into_iter().enumerate() {
         let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
-        let schema = std::mem::take(&mut record.schema);
-        let description = record
-            .description
-            .clone()
-            .unwrap_or_else(|| default_description(&schema));
+        let text = std::mem::replace(
+            &mut record.schema,
+            serde_json::value::RawValue::NULL.to_owned(),
+        );
+        let (schema, schema_description) = FunctionSchema::from_text(text)?;
+        let description = record.description.clone().unwrap_or(schema_description);
         env_grants.extend(record.requires_env.iter().cloned());
         entries.push(ToolEntry {
             name: record.tool_name()?,
             toolset: record.toolset_name()?,
-            schema: Arc::new(schema),
+            schema,
             validator: ParametersValidator::lazy(),
             handler: Handler::Lua(id(FnRole::Handler)),
             check_fn: record.check_fn.then(|| {

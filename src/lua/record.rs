@@ -6,17 +6,18 @@
 use super::fields::PendingTool;
 use crate::registry::{Annotations, OutputSchema, ResultLimit, ToolName};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 /// One registration without its functions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ToolRecord {
     /// Tool name.
     pub name: String,
     /// Toolset name.
     pub toolset: String,
-    /// The function schema.
-    pub schema: Map<String, Value>,
+    /// The function schema as JSON text (a warm start parses it only when it is read).
+    pub schema: Box<RawValue>,
     /// Has a `check_fn`.
     pub check_fn: bool,
     /// Has a `dynamic_schema_overrides` function.
@@ -100,9 +101,12 @@ impl Expected {
         if tool.name.as_str() != self.name {
             return false;
         }
+        let Some(record) = ToolRecord::of(tool) else {
+            return false;
+        };
         let record = ToolRecord {
             check_fn_of: self.check_fn_of.clone(),
-            ..ToolRecord::of(tool)
+            ..record
         };
         record
             .to_json()
@@ -128,18 +132,19 @@ pub(crate) struct SharedCheck {
 }
 
 impl ToolRecord {
-    /// The record of a validated registration.
-    pub(crate) fn of(tool: &PendingTool) -> Self {
+    /// The record of a validated registration (`None` if its schema does not serialise,
+    /// which a schema converted from Lua always does).
+    pub(crate) fn of(tool: &PendingTool) -> Option<Self> {
         let (max_result_chars, unlimited_result) = match tool.max_result_size_chars {
             Some(ResultLimit::Chars(n)) => (Some(n), false),
             Some(ResultLimit::Unlimited) => (None, true),
             None => (None, false),
         };
         let a = &tool.annotations;
-        Self {
+        Some(Self {
             name: tool.name.to_string(),
             toolset: tool.toolset.to_string(),
-            schema: tool.schema.clone(),
+            schema: serde_json::value::to_raw_value(&tool.schema).ok()?,
             check_fn: tool.check_fn.is_some(),
             overrides: tool.dynamic_schema_overrides.is_some(),
             requires_env: tool.requires_env.clone(),
@@ -162,7 +167,7 @@ impl ToolRecord {
             line: tool.line,
             parameters_digest: crate::registry::parameters_hash(&tool.schema),
             check_fn_of: None,
-        }
+        })
     }
 
     /// The record as cached: JSON text, the same for the same record (object keys sorted).

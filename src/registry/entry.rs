@@ -5,7 +5,6 @@ use super::name::ToolName;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Where a tool came from.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -122,7 +121,7 @@ pub struct ToolEntry {
     /// The toolset it belongs to.
     pub toolset: ToolName,
     /// The model-facing function schema (`description`, `parameters`, …), a JSON object.
-    pub schema: Arc<Map<String, Value>>,
+    pub(crate) schema: super::FunctionSchema,
     /// `parameters` compiled once (at registration, or at the first call when the schema
     /// was already known to compile); arguments are validated with it.
     pub(crate) validator: super::ParametersValidator,
@@ -236,7 +235,7 @@ pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
     ToolEntry {
         name: ToolName::new(name).expect("valid test name"),
         toolset: ToolName::new(toolset).expect("valid test toolset"),
-        schema: Arc::new(Map::new()),
+        schema: Map::new().into(),
         validator: Default::default(),
         handler: Handler::Lua(LuaFnId(0)),
         check_fn: None,

@@ -5,6 +5,7 @@
 mod availability;
 mod context;
 mod entry;
+mod function_schema;
 #[cfg(test)]
 pub(crate) use entry::test_entry;
 mod name;
@@ -21,6 +22,7 @@ pub use context::CallContext;
 pub(crate) use context::{MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub use entry::ResultLimit;
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
+pub(crate) use function_schema::FunctionSchema;
 pub(crate) use name::ToolName;
 pub use observe::{CallObserver, LogLevel, LogLine, Progress};
 pub use output::Annotations;

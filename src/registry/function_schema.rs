@@ -1,0 +1,128 @@
+//! A tool's function schema. A warm start takes its tools from the registration cache,
+//! where each schema is JSON text; turning every schema into a `serde_json` tree was most
+//! of a warm start's work, although one process rarely reads more than a few of them (a
+//! `call` reads one; `tools/list` and search read them all, once). So a schema from the
+//! cache stays text until it is first read, and is parsed once then.
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
+
+/// A function schema (a JSON object), cheap to clone; reads as a
+/// `Map<String, Value>`.
+#[derive(Clone)]
+pub(crate) struct FunctionSchema(Arc<Inner>);
+
+struct Inner {
+    /// The cached JSON text, when the schema came from the registration cache.
+    text: Option<Box<RawValue>>,
+    parsed: OnceLock<Map<String, Value>>,
+}
+
+impl FunctionSchema {
+    /// A schema already parsed.
+    pub(crate) fn new(schema: Map<String, Value>) -> Self {
+        Self(Arc::new(Inner {
+            text: None,
+            parsed: OnceLock::from(schema),
+        }))
+    }
+
+    /// A schema kept as JSON `text` until first read, with its `description` (what the
+    /// registry's metadata defaults to); `None` when `text` is not a JSON object.
+    pub(crate) fn from_text(text: Box<RawValue>) -> Option<(Self, String)> {
+        #[derive(serde::Deserialize)]
+        struct Described {
+            #[serde(default)]
+            description: Option<Value>,
+        }
+        // A struct also reads from a JSON array: only an object is a schema.
+        if !text.get().starts_with('{') {
+            return None;
+        }
+        let described: Described = serde_json::from_str(text.get()).ok()?;
+        let description = described
+            .description
+            .as_ref()
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let schema = Self(Arc::new(Inner {
+            text: Some(text),
+            parsed: OnceLock::new(),
+        }));
+        Some((schema, description))
+    }
+
+    /// Whether the schema has been parsed (always, unless it came from the cache and was
+    /// never read).
+    #[cfg(test)]
+    pub(crate) fn is_parsed(&self) -> bool {
+        self.0.parsed.get().is_some()
+    }
+}
+
+impl Deref for FunctionSchema {
+    type Target = Map<String, Value>;
+
+    fn deref(&self) -> &Map<String, Value> {
+        self.0.parsed.get_or_init(|| {
+            let Some(text) = &self.0.text else {
+                return Map::new();
+            };
+            // The text was checked to be a JSON object when the cache was read; a tree
+            // deeper than serde_json's nesting limit is the one way this can still fail.
+            serde_json::from_str(text.get()).unwrap_or_else(|error| {
+                tracing::warn!("a cached tool schema no longer parses ({error}); it reads as {{}}");
+                Map::new()
+            })
+        })
+    }
+}
+
+impl fmt::Debug for FunctionSchema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl From<Map<String, Value>> for FunctionSchema {
+    fn from(schema: Map<String, Value>) -> Self {
+        Self::new(schema)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_string()).expect("valid JSON")
+    }
+
+    #[test]
+    fn a_cached_schema_is_parsed_at_its_first_read_only() {
+        let (schema, description) =
+            FunctionSchema::from_text(raw(r#"{"description":"Adds.","parameters":{}}"#))
+                .expect("an object");
+        assert_eq!(description, "Adds.");
+        assert!(!schema.is_parsed());
+        assert_eq!(schema.get("description"), Some(&Value::from("Adds.")));
+        assert!(schema.is_parsed());
+    }
+
+    #[test]
+    fn cached_text_that_is_not_an_object_is_no_schema() {
+        assert!(FunctionSchema::from_text(raw(r#"["Adds."]"#)).is_none());
+        assert!(FunctionSchema::from_text(raw("3")).is_none());
+    }
+
+    #[test]
+    fn a_description_that_is_not_text_reads_as_empty() {
+        let (_, description) =
+            FunctionSchema::from_text(raw(r#"{"description":3}"#)).expect("an object");
+        assert_eq!(description, "");
+    }
+}
