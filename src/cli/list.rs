@@ -7,18 +7,18 @@ use std::process::ExitCode;
 
 /// Prints the tools visible to `--scope`, sorted by name.
 pub(super) fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
-    let tools = host.tools(cli.scope.as_deref());
+    let tools = host.entries(cli.scope.as_deref());
     let rows: Vec<Value> = tools
         .iter()
         .map(|tool| {
-            let reason = host.unavailable_reason(&tool.name, cli.scope.as_deref());
+            let reason = host.unavailable_reason(tool.name.as_str(), cli.scope.as_deref());
             json!({
-                "name": tool.name,
-                "toolset": tool.toolset,
+                "name": tool.name.as_str(),
+                "toolset": tool.toolset.as_str(),
                 "emoji": tool.emoji,
                 "available": reason.is_none(),
                 "unavailable_reason": reason,
-                "source": tool.source,
+                "source": tool.source.to_string(),
                 "file": tool.file.as_ref().map(|f| f.display().to_string()),
             })
         })

@@ -15,17 +15,20 @@ pub(super) struct Row {
 
 /// Every configured server, by name, with the tools registered for it.
 pub(super) fn rows(host: &Host) -> Vec<Row> {
-    let registered = host.tools(None);
-    let mut rows: Vec<Row> = host
-        .mcp_servers()
+    let servers = host.mcp_servers();
+    if servers.is_empty() {
+        return Vec::new();
+    }
+    let registered = host.entries(None);
+    let mut rows: Vec<Row> = servers
         .into_iter()
         .map(|server| {
             let source = format!("mcp:{}", server.name);
             Row {
                 tools: registered
                     .iter()
-                    .filter(|tool| tool.source == source)
-                    .map(|tool| tool.name.clone())
+                    .filter(|tool| tool.source.to_string() == source)
+                    .map(|tool| tool.name.to_string())
                     .collect(),
                 name: server.name,
                 status: server.status,

@@ -162,12 +162,17 @@ impl Host {
     /// Every tool visible to `scope`, sorted by name (available or not: see
     /// [`unavailable_reason`](Self::unavailable_reason)).
     pub fn tools(&self, scope: Option<&str>) -> Vec<ToolInfo> {
-        let state = self.inner.registry.snapshot();
-        state
-            .visible(scope)
+        self.entries(scope)
             .iter()
             .map(|tool| ToolInfo::from(&**tool))
             .collect()
+    }
+
+    /// The registry entries [`tools`](Self::tools) reports, shared rather than copied: for
+    /// the CLI's tables and the health check, which need no schema (copying every schema,
+    /// and parsing the cached ones to copy them, was half of a 1,000-tool `toolhost list`).
+    pub(crate) fn entries(&self, scope: Option<&str>) -> Vec<Arc<ToolEntry>> {
+        self.inner.registry.snapshot().visible(scope)
     }
 
     /// Why the tool `name` is unavailable to callers in `scope` (SPEC §3), or `None` when

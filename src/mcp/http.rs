@@ -238,9 +238,10 @@ pub(crate) async fn serve(
 /// `GET /healthz`.
 async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
     let host = shared.host.clone();
-    let counted = tokio::task::spawn_blocking(move || (host.tools(None).len(), host.generation()))
-        .await
-        .unwrap_or_default();
+    let counted =
+        tokio::task::spawn_blocking(move || (host.entries(None).len(), host.generation()))
+            .await
+            .unwrap_or_default();
     let body = serde_json::json!({"status": "ok", "tools": counted.0, "generation": counted.1});
     json_response(StatusCode::OK, &body)
 }
