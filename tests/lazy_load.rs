@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Fixture, call};
+use common::{Fixture, call, simple_tool};
 use serde_json::{Value, json};
 use toolhost::{Format, Selection};
 
@@ -38,6 +38,17 @@ fn forge_first_tool(fx: &Fixture, field: &str, value: Value) {
         .expect("one entry");
     file["tools"][0][field] = value;
     std::fs::write(fx.cache().join("registrations.json"), forged.to_string()).expect("write");
+}
+
+/// Asserts that a call was refused as unavailable, for `reason`.
+fn assert_unavailable_because(refused: &Value, reason: &str) {
+    assert_eq!(refused["error_type"], "unavailable", "{refused}");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains(reason)),
+        "{refused}"
+    );
 }
 
 fn description(host: &toolhost::Host, name: &str) -> String {
@@ -102,10 +113,10 @@ fn file_registering_a_hook_is_never_cached() {
     fx.tool("greeter.lua", GREETER);
     fx.tool(
         "hooked.lua",
-        r#"registry.hook("pre_tool_call", function() end)
-registry.register{ name = "hooked", toolset = "t",
-  schema = { parameters = { type = "object", properties = {} } },
-  handler = function() return "x" end }"#,
+        &format!(
+            "registry.hook(\"pre_tool_call\", function() end)\n{}",
+            simple_tool("hooked", "t", "x")
+        ),
     );
     drop(fx.host());
     let cached = cached_files(&fx);
@@ -194,14 +205,7 @@ fn check_fn_of_a_deferred_file_still_decides_availability() {
     );
     drop(fx.host());
     let warm = fx.host();
-    let refused = call(&warm, "gated", json!({}));
-    assert_eq!(refused["error_type"], "unavailable", "{refused}");
-    assert!(
-        refused["error"]
-            .as_str()
-            .is_some_and(|e| e.contains("the gate is closed")),
-        "{refused}"
-    );
+    assert_unavailable_because(&call(&warm, "gated", json!({})), "the gate is closed");
 }
 
 #[test]
@@ -256,26 +260,14 @@ registry.register{{ name = "{name}", toolset = "t", check_fn = gate.open,
     );
     let warm = fx.host();
     for name in ["second", "first"] {
-        let refused = call(&warm, name, json!({}));
-        assert_eq!(refused["error_type"], "unavailable", "{refused}");
-        assert!(
-            refused["error"]
-                .as_str()
-                .is_some_and(|e| e.contains("maintenance")),
-            "{refused}"
-        );
+        assert_unavailable_because(&call(&warm, name, json!({})), "maintenance");
     }
 }
 
 #[test]
 fn deadline_of_a_handler_survives_a_file_run_at_first_use_inside_it() {
     let fx = Fixture::new();
-    fx.tool(
-        "inner.lua",
-        r#"registry.register{ name = "inner", toolset = "t",
-  schema = { parameters = { type = "object", properties = {} } },
-  handler = function() return "inner" end }"#,
-    );
+    fx.tool("inner.lua", &simple_tool("inner", "t", "inner"));
     fx.tool(
         "outer.lua",
         r#"registry.register{ name = "outer", toolset = "t", is_async = true, timeout_ms = 300,
