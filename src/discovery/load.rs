@@ -68,7 +68,7 @@ pub(crate) fn plan(
         .collect();
     for (index, verdict, source, dir) in registering(verdicts, dirs) {
         let search = search_dirs(verdict, &libs, dir);
-        let probe = lazy_file(verdict, dir, search, index, source, Arc::from([]), None);
+        let probe = lazy_file(verdict, dir, search, index, source);
         let Some(hit) = cache.lookup(&verdict.path, &probe, dir.scope.as_deref()) else {
             continue;
         };
@@ -269,15 +269,8 @@ pub(crate) fn load_all(
                             registrations.keep_read(&verdict.path);
                         } else if let Some((required, records)) = cacheable {
                             let search = search_dirs(verdict, &libs, dir);
-                            let inputs = lazy_file(
-                                verdict,
-                                dir,
-                                search,
-                                index,
-                                file.source.clone(),
-                                Arc::from([]),
-                                None,
-                            );
+                            let inputs =
+                                lazy_file(verdict, dir, search, index, file.source.clone());
                             let key = registrations.key(&inputs, dir.scope.as_deref(), required);
                             registrations.keep(&verdict.path, &key, required, &records);
                         }

@@ -279,15 +279,14 @@ fn lib_print(lib_prints: &mut HashMap<PathBuf, u64>, dir: &SearchDir) -> u64 {
     print
 }
 
-/// What running `verdict`'s file needs, as a [`LazyFile`] expecting `expected`.
+/// What running `verdict`'s file needs (what its key covers), as a [`LazyFile`] that
+/// expects nothing yet.
 pub(super) fn lazy_file(
     verdict: &Verdict,
     dir: &ToolDir,
     search_dirs: Vec<SearchDir>,
     index: usize,
     source: Arc<[u8]>,
-    expected: Arc<[Expected]>,
-    cache_file: Option<PathBuf>,
 ) -> LazyFile {
     LazyFile {
         display: verdict.shown.clone(),
@@ -298,8 +297,8 @@ pub(super) fn lazy_file(
         capabilities: dir.capabilities.clone(),
         capability_hint: dir.capability_hint.clone(),
         source,
-        expected,
+        expected: Arc::from([]),
         shared_checks: Vec::new(),
-        cache_file,
+        cache_file: None,
     }
 }
