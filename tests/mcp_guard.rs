@@ -98,6 +98,10 @@ fn fixture() -> Fixture {
 registry.register{ name = "spin", toolset = "t", timeout_ms = 3000, parallel_safe = true,
   schema = { parameters = { type = "object" } },
   handler = function() while true do pcall(string.rep, "x", 10) end end }
+registry.register{ name = "shape", toolset = "t",
+  schema = { parameters = { type = "object" } },
+  output_schema = { type = "object", properties = { sides = { type = "integer" } } },
+  handler = function() return { sides = 3 } end }
 registry.register{ name = "nap", toolset = "t", timeout_ms = 60000,
   schema = { parameters = { type = "object" } },
   handler = function() time.sleep(60000) return "woke" end }"#,
@@ -403,4 +407,53 @@ fn a_server_started_from_the_filesystem_root_grants_no_fs_access() {
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     let text = answer["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("set [sandbox] fs_roots"), "{text}");
+}
+
+/// The answer's members after its id.
+fn after_id(line: &str) -> &str {
+    line.strip_prefix("{\"id\":1,")
+        .unwrap_or_else(|| panic!("{line}"))
+}
+
+#[test]
+fn a_call_the_guard_answers_matches_the_one_rmcp_answers() {
+    let mut server = Server::start(&fixture());
+    // rmcp answers nothing before it has seen `initialized`: from here on plain calls are
+    // the guard's own.
+    server.assert_alive();
+    for params in [
+        r#"{"name":"echo","arguments":{"text":"hi \"there\""}}"#,
+        r#"{"name":"shape","arguments":{}}"#,
+        r#"{"name":"no_such_tool"}"#,
+        r#"{"name":"echo","arguments":{"text":{"not":"text"}}}"#,
+    ] {
+        let call = format!(r#""method":"tools/call","params":{params}"#);
+        let direct = server.request(&format!(r#"{{"jsonrpc":"2.0","id":1,{call}}}"#));
+        // A member the guard's reader does not know sends the same call through rmcp.
+        let through_rmcp = server.request(&format!(r#"{{"jsonrpc":"2.0","id":1,"x":0,{call}}}"#));
+        assert_eq!(after_id(&direct), after_id(&through_rmcp), "{params}");
+    }
+}
+
+#[test]
+fn notifications_cancelled_stops_a_running_call_which_answers_cancelled() {
+    let mut server = Server::start(&fixture());
+    server.assert_alive();
+    server.send(
+        br#"{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"nap","arguments":{}}}"#,
+    );
+    server.send(
+        br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"n"}}"#,
+    );
+    // The nap would take 60 s; the answer comes within next_line's 20 s bound.
+    let answer: Value = serde_json::from_str(&server.next_line()).expect("JSON");
+    assert_eq!(answer["id"], "n", "{answer}");
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let error: Value = serde_json::from_str(
+        answer["result"]["content"][0]["text"]
+            .as_str()
+            .expect("error text"),
+    )
+    .expect("error JSON");
+    assert_eq!(error["error_type"], "cancelled", "{error}");
 }

@@ -10,6 +10,8 @@
 //!   has one;
 //! - gives every request an internal integer id before rmcp sees it and puts the client's id
 //!   back, byte for byte, on rmcp's answer (also in `notifications/cancelled`);
+//! - answers a plain `tools/call` of an initialised session itself, through the same
+//!   handler ([`direct_call`]);
 //! - passes everything else to rmcp unchanged.
 //!
 //! Messages that are not requests (notifications, responses) get no answer, as JSON-RPC
@@ -24,6 +26,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+mod direct_call;
 
 /// Default longest line (one message) read from the client (`[serve] max_request_bytes`).
 pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -33,12 +38,15 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 
-/// Client ids by internal id, and back, for requests rmcp has not answered yet.
+/// Client ids by internal id, and back, for requests rmcp has not answered yet; and the
+/// calls the guard is answering itself.
 #[derive(Default)]
 struct Ids {
     next: i64,
     original: HashMap<i64, String>,
     internal: HashMap<String, i64>,
+    /// Calls answered by the guard, by serial: the client's id and the call's cancel token.
+    direct: HashMap<i64, (String, CancellationToken)>,
 }
 
 impl Ids {
@@ -53,6 +61,42 @@ impl Ids {
         let raw = self.original.remove(&internal)?;
         self.internal.remove(&raw);
         Some(raw)
+    }
+
+    /// Notes a call the guard answers itself; its serial ends it.
+    fn begin_direct(&mut self, raw: &str, cancel: CancellationToken) -> i64 {
+        self.next += 1;
+        self.direct.insert(self.next, (raw.to_string(), cancel));
+        self.next
+    }
+
+    fn end_direct(&mut self, serial: i64) {
+        self.direct.remove(&serial);
+    }
+
+    /// Cancels the guard's own calls whose client id is `request_id`; false when there is
+    /// none.
+    fn cancel_direct(&self, request_id: &Value) -> bool {
+        let mut found = false;
+        for (raw, cancel) in self.direct.values() {
+            if serde_json::from_str::<Value>(raw).is_ok_and(|id| id == *request_id) {
+                cancel.cancel();
+                found = true;
+            }
+        }
+        found
+    }
+
+    /// Cancels every call the guard is answering itself (the session is over).
+    fn cancel_all_direct(&self) {
+        for (_, cancel) in self.direct.values() {
+            cancel.cancel();
+        }
+    }
+
+    /// True when no request is waiting for its answer.
+    fn idle(&self) -> bool {
+        self.original.is_empty() && self.direct.is_empty()
     }
 }
 
@@ -218,9 +262,14 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
     } else if method.as_deref() == Some("notifications/cancelled")
         && let Some(Value::Object(params)) = message.get_mut("params")
         && let Some(request_id) = params.get("requestId")
-        && let Some(internal) = ids.lock().internal.get(&request_id.to_string()).copied()
     {
-        params.insert("requestId".into(), Value::from(internal));
+        let ids = ids.lock();
+        if ids.cancel_direct(request_id) {
+            return Verdict::Drop; // one of the guard's own calls: rmcp never saw it
+        }
+        if let Some(internal) = ids.internal.get(&request_id.to_string()).copied() {
+            params.insert("requestId".into(), Value::from(internal));
+        }
     }
     let message = Value::Object(message);
     // Read (without copying) exactly as rmcp will: what it cannot read is answered here.
@@ -274,11 +323,11 @@ fn restore(line: &str, ids: &Mutex<Ids>) -> String {
     out
 }
 
-/// Waits (at most 2 s) until rmcp has answered every request it was given, so closing its
-/// input loses no answer.
+/// Waits (at most 2 s) until every request has been answered (by rmcp or by the guard), so
+/// closing rmcp's input loses no answer.
 async fn answered(ids: &Mutex<Ids>) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
-    while !ids.lock().original.is_empty() && tokio::time::Instant::now() < deadline {
+    while !ids.lock().idle() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
 }
@@ -392,6 +441,7 @@ where
     // The client's lines, judged.
     let reader = {
         let ids = ids.clone();
+        let server = server.clone();
         tokio::spawn(async move {
             let mut input = input;
             tokio::pin!(shutdown);
@@ -420,7 +470,19 @@ where
                         ),
                     )),
                     Ok(bytes) => match String::from_utf8(bytes) {
-                        Ok(text) => judge(&text, &ids),
+                        Ok(text) => {
+                            match server
+                                .takes_direct_calls()
+                                .then(|| direct_call::parse(&text))
+                            {
+                                Some(Some(call)) => {
+                                    // Answered by its own task, through `lines`.
+                                    direct_call::start(&server, &lines, &ids, call);
+                                    Verdict::Drop
+                                }
+                                _ => judge(&text, &ids),
+                            }
+                        }
                         Err(e) => Verdict::Answer(error_line(
                             None,
                             PARSE_ERROR,
@@ -453,6 +515,9 @@ where
         .map_err(|e| crate::Error::McpStart(Box::new(e)))?;
     let ended = running.waiting().await;
     reader.abort();
+    // rmcp cancels the calls it was running when the session ends; so does the guard. Their
+    // answers (`cancelled`) still go out if the client reads them.
+    ids.lock().cancel_all_direct();
     // The answers task and the reader held the last senders: the writer then drains.
     let _ = answers.await;
     let _ = writer.await;

@@ -28,18 +28,20 @@ use crate::registry::{CallContext, LogLevel};
 use content::to_call_result;
 use gate::CallGate;
 use observer::CallReports;
+pub(crate) use observer::Sink;
 use parking_lot::Mutex;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, PaginatedRequestParams, RequestId, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{Peer, RoleServer as Role};
 use serde_json::Value;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
@@ -113,6 +115,13 @@ struct Session {
     notifier: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The client's request ids behind the guard's internal ones (stdio).
     ids: Option<super::guard::IdMap>,
+    /// Whether `initialize` negotiated a protocol older than 2026-07-28 (the session model,
+    /// where a call's answer has no `resultType` and nothing rides in each request's
+    /// `_meta`).
+    legacy_protocol: AtomicBool,
+    /// Whether plain calls may be answered by the stdio guard itself: a legacy session
+    /// after rmcp has seen its `notifications/initialized`.
+    direct_calls: AtomicBool,
 }
 
 impl Drop for Session {
@@ -143,8 +152,16 @@ impl McpServer {
                 slots,
                 notifier: Mutex::new(None),
                 ids,
+                legacy_protocol: AtomicBool::new(false),
+                direct_calls: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// Whether the stdio guard may answer a plain `tools/call` of this session itself: the
+    /// handshake is complete and the protocol is one whose answers it writes as rmcp does.
+    pub(crate) fn takes_direct_calls(&self) -> bool {
+        self.session.direct_calls.load(Ordering::Acquire)
     }
 
     fn context(&self) -> CallContext {
@@ -261,10 +278,18 @@ impl ServerHandler for McpServer {
             self.session.roots.expect_client_roots();
         }
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let negotiated = self.negotiate_initialize(&request)?;
+        // ISO dates compare as text, as rmcp compares them.
+        let legacy = negotiated.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
+        self.session
+            .legacy_protocol
+            .store(legacy, Ordering::Release);
+        Ok(negotiated)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let legacy = self.session.legacy_protocol.load(Ordering::Acquire);
+        self.session.direct_calls.store(legacy, Ordering::Release);
         self.start_notifier(context.peer.clone());
         if self.session.roots.uses_client_roots() {
             self.session.roots.refresh(&context.peer).await;
@@ -304,39 +329,69 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let _admitted = self
-            .shared
-            .gate
-            .admit(&self.session.slots)
+        let call = Call {
+            tool_call_id: self.call_id(&context.id),
+            progress_token: context.meta.get_progress_token(),
+            name: request.name.into_owned(),
+            arguments: request.arguments,
+        };
+        // `notifications/cancelled` cancels rmcp's token for this request.
+        let cancelled = context.ct.cancelled_owned();
+        self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
-            .map_err(|message| McpError::internal_error(message, None))?;
-        let args = request.arguments.map(Value::Object).unwrap_or_default();
+            .map(Into::into)
+            .map_err(|message| McpError::internal_error(message, None))
+    }
+}
+
+/// One `tools/call` of a session, however it arrived (through rmcp, or answered by the
+/// stdio guard itself).
+pub(crate) struct Call {
+    /// The tool's name.
+    pub(crate) name: String,
+    /// The call's arguments (`None`: none given).
+    pub(crate) arguments: Option<serde_json::Map<String, Value>>,
+    /// The request id as the client wrote it (JSON text): the call's `ctx.tool_call_id`.
+    pub(crate) tool_call_id: String,
+    /// The request's `_meta.progressToken`, when it asked for progress.
+    pub(crate) progress_token: Option<rmcp::model::ProgressToken>,
+}
+
+impl McpServer {
+    /// Runs `call` through the whole pipeline once the gate admits it; its progress and
+    /// log lines go to `sink`, and `cancelled` resolving stops it (it then answers
+    /// `cancelled`). `Err` is the gate's refusal.
+    pub(crate) async fn run_call(
+        &self,
+        call: Call,
+        sink: Sink,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<CallToolResult, String> {
+        let _admitted = self.shared.gate.admit(&self.session.slots).await?;
+        let args = call.arguments.map(Value::Object).unwrap_or_default();
         let mut ctx = self.context();
-        ctx.tool_call_id = Some(self.call_id(&context.id));
+        ctx.tool_call_id = Some(call.tool_call_id);
         if let Some(roots) = self.session.roots.current().await {
             ctx = ctx.with_fs_roots(roots);
         }
         let log_level = self.session.log_level.lock().unwrap_or(DEFAULT_LOG_LEVEL);
-        let reports = CallReports::start(
-            context.peer.clone(),
-            context.meta.get_progress_token(),
-            Some(log_level),
-        );
+        let reports = CallReports::start(sink, call.progress_token, Some(log_level));
         if let Some(reports) = &reports {
             ctx = ctx.with_observer(reports.observer());
         }
-        // `notifications/cancelled` cancels rmcp's token for this request: the call's own
-        // token follows, the host stops the call and answers `cancelled`.
+        // Cancelling the request cancels the call's own token: the host stops the call and
+        // answers `cancelled`.
         let cancel = ctx.cancel.clone();
         let host = &self.shared.host;
         let result = {
-            let call = host.handle_function_call(&request.name, args, &ctx);
-            tokio::pin!(call);
+            let running = host.handle_function_call(&call.name, args, &ctx);
+            tokio::pin!(running);
+            tokio::pin!(cancelled);
             tokio::select! {
-                result = &mut call => result,
-                _ = context.ct.cancelled() => {
+                result = &mut running => result,
+                () = &mut cancelled => {
                     cancel.cancel();
-                    call.await
+                    running.await
                 }
             }
         };
@@ -346,8 +401,8 @@ impl ServerHandler for McpServer {
             reports.finish().await;
         }
         let structured =
-            host.declares_output_schema(&request.name, self.shared.selection.scope.as_deref());
-        Ok(to_call_result(result, structured).into())
+            host.declares_output_schema(&call.name, self.shared.selection.scope.as_deref());
+        Ok(to_call_result(result, structured))
     }
 }
 

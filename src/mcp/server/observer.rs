@@ -14,6 +14,7 @@ use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::{Peer, RoleServer};
+use serde::Serialize;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -24,10 +25,55 @@ const MAX_QUEUED_LOG_LINES: usize = 256;
 /// The shortest gap between two progress notifications of one call (≤ 20 per second).
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
+/// Where a call's notifications go: through rmcp to its peer, or (a call the stdio guard
+/// answers itself, see `mcp::direct_call`) as lines straight to the client's output.
+#[derive(Clone)]
+pub(crate) enum Sink {
+    /// rmcp's handle on the client.
+    Peer(Peer<RoleServer>),
+    /// The guard's queue of lines to the client.
+    Lines(mpsc::Sender<String>),
+}
+
+impl Sink {
+    async fn notify_progress(&self, param: ProgressNotificationParam) -> Result<(), String> {
+        match self {
+            Self::Peer(peer) => peer.notify_progress(param).await.map_err(|e| e.to_string()),
+            Self::Lines(lines) => send_line(lines, "notifications/progress", param).await,
+        }
+    }
+
+    async fn notify_logging_message(
+        &self,
+        param: LoggingMessageNotificationParam,
+    ) -> Result<(), String> {
+        match self {
+            Self::Peer(peer) => peer
+                .notify_logging_message(param)
+                .await
+                .map_err(|e| e.to_string()),
+            Self::Lines(lines) => send_line(lines, "notifications/message", param).await,
+        }
+    }
+}
+
+/// A notification as one JSON-RPC line, the same rmcp writes.
+async fn send_line(
+    lines: &mpsc::Sender<String>,
+    method: &str,
+    params: impl Serialize,
+) -> Result<(), String> {
+    let line = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
+    lines
+        .send(line.to_string())
+        .await
+        .map_err(|_| "the client's output is closed".to_string())
+}
+
 /// The observer handed to the pipeline for one MCP call. The forwarding task starts with
 /// the first report that goes out, so a call that reports nothing costs no task.
 struct Forwarding {
-    peer: Peer<RoleServer>,
+    sink: Sink,
     token: Option<ProgressToken>,
     minimum: Option<LogLevel>,
     channels: OnceLock<Channels>,
@@ -45,7 +91,7 @@ impl Forwarding {
             let (progress, progress_rx) = watch::channel(None);
             let (logs, logs_rx) = mpsc::channel(MAX_QUEUED_LOG_LINES);
             let task = tokio::spawn(forward(
-                self.peer.clone(),
+                self.sink.clone(),
                 self.token.clone(),
                 progress_rx,
                 logs_rx,
@@ -79,10 +125,10 @@ pub(crate) struct CallReports {
 }
 
 impl CallReports {
-    /// Reports for a call with `token` (progress wanted) whose session logs at `minimum`
-    /// and above (`None`: logging off); `None` when there is nothing to forward.
+    /// Reports to `sink` for a call with `token` (progress wanted) whose session logs at
+    /// `minimum` and above (`None`: logging off); `None` when there is nothing to forward.
     pub(crate) fn start(
-        peer: Peer<RoleServer>,
+        sink: Sink,
         token: Option<ProgressToken>,
         minimum: Option<LogLevel>,
     ) -> Option<Self> {
@@ -91,7 +137,7 @@ impl CallReports {
         }
         let task = Arc::new(Mutex::new(None));
         let observer = Arc::new(Forwarding {
-            peer,
+            sink,
             token,
             minimum,
             channels: OnceLock::new(),
@@ -123,7 +169,7 @@ impl CallReports {
 }
 
 async fn forward(
-    peer: Peer<RoleServer>,
+    sink: Sink,
     token: Option<ProgressToken>,
     mut progress: watch::Receiver<Option<Progress>>,
     mut logs: mpsc::Receiver<LogLine>,
@@ -141,11 +187,11 @@ async fn forward(
                     continue;
                 }
                 tokio::time::sleep_until(last_sent + PROGRESS_INTERVAL).await;
-                send_progress(&peer, &token, &mut progress).await;
+                send_progress(&sink, &token, &mut progress).await;
                 last_sent = tokio::time::Instant::now();
             }
             line = logs.recv(), if logs_open => match line {
-                Some(line) => send_log(&peer, line).await,
+                Some(line) => send_log(&sink, line).await,
                 None => logs_open = false,
             },
         }
@@ -153,7 +199,7 @@ async fn forward(
 }
 
 async fn send_progress(
-    peer: &Peer<RoleServer>,
+    sink: &Sink,
     token: &Option<ProgressToken>,
     progress: &mut watch::Receiver<Option<Progress>>,
 ) {
@@ -164,12 +210,12 @@ async fn send_progress(
     let mut param = ProgressNotificationParam::new(token, report.done);
     param.total = report.total;
     param.message = report.message;
-    if let Err(e) = peer.notify_progress(param).await {
+    if let Err(e) = sink.notify_progress(param).await {
         tracing::debug!("cannot send a progress notification: {e}");
     }
 }
 
-async fn send_log(peer: &Peer<RoleServer>, line: LogLine) {
+async fn send_log(sink: &Sink, line: LogLine) {
     let level = match line.level {
         LogLevel::Debug => LoggingLevel::Debug,
         LogLevel::Info => LoggingLevel::Info,
@@ -181,7 +227,7 @@ async fn send_log(peer: &Peer<RoleServer>, line: LogLine) {
         serde_json::json!({"message": line.message, "at": line.at}),
     );
     param.logger = Some(line.tool);
-    let sent = peer.notify_logging_message(param).await;
+    let sent = sink.notify_logging_message(param).await;
     if let Err(e) = sent {
         tracing::debug!("cannot send a log notification: {e}");
     }

@@ -1,0 +1,184 @@
+//! `tools/call` answered by the guard itself. Through rmcp a call's line is read five
+//! times (the guard's tree, its check that rmcp can read it, the text handed on, rmcp's
+//! untagged message enum, the answer's envelope) and crosses three more tasks and two
+//! in-memory pipes: most of the server's CPU per call. A plain, well-formed call of an
+//! initialised session is read once here into exactly the fields rmcp would hand the
+//! handler, runs through the same [`McpServer::run_call`] as rmcp's, and its result is
+//! shaped as rmcp shapes it for the session's protocol and written with the client's id.
+//! Its progress and log notifications go to the client's output before the result, and
+//! `notifications/cancelled` naming it cancels it, as for any call.
+//!
+//! Only what rmcp would treat exactly so is taken: a session that negotiated a protocol
+//! older than 2026-07-28 (the session model) and has completed its handshake, and a
+//! request with exactly `jsonrpc`, `id`, `method` and `params`, whose `params` hold only
+//! `name`, `arguments` and a `_meta` with at most a `progressToken`. Anything else —
+//! another method or protocol, a member this reader does not know (`inputResponses`, a
+//! task, a protocol version in `_meta`), a duplicate member, an id that is not a string
+//! or a number — takes the ordinary way through rmcp, which answers it as before.
+
+use super::{Ids, error_line};
+use crate::mcp::server::{Call, McpServer, Sink};
+use parking_lot::Mutex;
+use rmcp::model::ServerResult;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// JSON-RPC's internal error (the gate refused the call, as rmcp answers it).
+const INTERNAL_ERROR: i64 = -32603;
+
+/// A `tools/call` request the guard answers itself.
+pub(super) struct DirectCall {
+    /// The request id as the client wrote it (JSON text).
+    raw_id: String,
+    call: Call,
+}
+
+/// The request's members, exactly; another member makes it take the ordinary way.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope<'a> {
+    #[serde(borrow)]
+    jsonrpc: Cow<'a, str>,
+    #[serde(borrow)]
+    id: &'a RawValue,
+    #[serde(borrow)]
+    method: Cow<'a, str>,
+    params: Params,
+}
+
+/// `CallToolRequestParams` without the members of a retried or task call.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Params {
+    name: String,
+    #[serde(default)]
+    arguments: Option<Map<String, Value>>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Meta>,
+}
+
+/// A request `_meta` that asks for nothing but progress.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta {
+    #[serde(rename = "progressToken", default)]
+    progress_token: Option<Value>,
+}
+
+/// `line` as a plain `tools/call` request, or `None` when it is anything else.
+pub(super) fn parse(line: &str) -> Option<DirectCall> {
+    let envelope: Envelope<'_> = serde_json::from_str(line).ok()?;
+    if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
+        return None;
+    }
+    let raw_id = envelope.id.get();
+    // A string or a number; `null` and the rest are rmcp's (and the guard's) to refuse.
+    if !raw_id.starts_with(|c: char| c == '"' || c == '-' || c.is_ascii_digit()) {
+        return None;
+    }
+    // As rmcp reads it: a token that is not a valid progress token is no token.
+    let progress_token = envelope
+        .params
+        .meta
+        .and_then(|meta| meta.progress_token)
+        .and_then(|token| rmcp::model::ProgressToken::deserialize(&token).ok());
+    Some(DirectCall {
+        raw_id: raw_id.to_string(),
+        call: Call {
+            name: envelope.params.name,
+            arguments: envelope.params.arguments,
+            tool_call_id: raw_id.to_string(),
+            progress_token,
+        },
+    })
+}
+
+/// Runs `request` on a task of its own (calls of one session run side by side) and sends
+/// its notifications and answer to `lines`. The call is in `ids` until it has answered, so
+/// a shutdown waits for it and `notifications/cancelled` finds it.
+pub(super) fn start(
+    server: &McpServer,
+    lines: &mpsc::Sender<String>,
+    ids: &Arc<Mutex<Ids>>,
+    request: DirectCall,
+) {
+    let cancel = CancellationToken::new();
+    let serial = ids.lock().begin_direct(&request.raw_id, cancel.clone());
+    let server = server.clone();
+    let lines = lines.clone();
+    let ids = ids.clone();
+    tokio::spawn(async move {
+        let DirectCall { raw_id, call } = request;
+        let outcome = server
+            .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
+            .await;
+        let answer = outcome.and_then(|result| {
+            // As rmcp answers a session of a protocol older than 2026-07-28.
+            let mut result = ServerResult::CallToolResult(result);
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+            serde_json::to_string(&result).map_err(|e| format!("cannot write the result: {e}"))
+        });
+        let line = match answer {
+            // The id first, as on every answer the guard writes.
+            Ok(result) => format!("{{\"id\":{raw_id},\"jsonrpc\":\"2.0\",\"result\":{result}}}"),
+            Err(message) => error_line(Some(&raw_id), INTERNAL_ERROR, &message),
+        };
+        // A client that closed its output has nobody to answer.
+        let _ = lines.send(line).await;
+        ids.lock().end_direct(serial);
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_call_is_read_with_its_progress_token() {
+        let call = parse(
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/call","params":{"name":"echo","arguments":{"a":1},"_meta":{"progressToken":"p"}}}"#,
+        )
+        .expect("a plain call");
+        assert_eq!(call.raw_id, "18446744073709551616");
+        assert_eq!(call.call.tool_call_id, "18446744073709551616");
+        assert_eq!(call.call.name, "echo");
+        assert_eq!(call.call.arguments.expect("arguments")["a"], 1);
+        assert!(call.call.progress_token.is_some());
+    }
+
+    #[test]
+    fn anything_but_a_plain_call_takes_the_ordinary_way() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"},"x":1}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":5}}"#,
+        ] {
+            assert!(parse(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn an_invalid_progress_token_is_no_token() {
+        let call = parse(
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"progressToken":1.5}}}"#,
+        )
+        .expect("a plain call");
+        assert!(call.call.progress_token.is_none());
+        assert_eq!(call.raw_id, r#""a""#);
+    }
+}
