@@ -457,3 +457,75 @@ fn notifications_cancelled_stops_a_running_call_which_answers_cancelled() {
     .expect("error JSON");
     assert_eq!(error["error_type"], "cancelled", "{error}");
 }
+
+#[test]
+fn a_client_that_stops_reading_answers_stops_being_read_and_then_gets_every_answer() {
+    const CALLS: usize = 5000;
+    let fx = fixture();
+    fx.write(
+        "toolhost.toml",
+        "[serve]\nmax_session_calls = 1\nmax_queued_calls = 4\n",
+    );
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "-q", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdin
+        .write_all(
+            br#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":"ping","method":"ping"}
+"#,
+        )
+        .expect("write");
+    for _ in 0..2 {
+        line.clear();
+        stdout.read_line(&mut line).expect("answer");
+    }
+    assert!(line.starts_with(r#"{"id":"ping","#), "{line}");
+
+    // 5,000 calls of 8 KiB each, and nobody reads the answers meanwhile.
+    let (written, all_written) = channel();
+    std::thread::spawn(move || {
+        let text = "x".repeat(8 * 1024);
+        for id in 0..CALLS {
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}}}}}}"#
+            );
+            if writeln!(stdin, "{call}").is_err() {
+                break;
+            }
+        }
+        let _ = written.send(stdin);
+    });
+    // The server holds a bounded number of answers, then stops reading: the writer blocks.
+    // (Without that it would have read all 40 MB and queued every answer by now.)
+    assert!(
+        all_written.recv_timeout(Duration::from_secs(3)).is_err(),
+        "the server read every call although none of its answers was read"
+    );
+
+    // Reading again: every call gets exactly one answer.
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < CALLS {
+        line.clear();
+        let read = stdout.read_line(&mut line).expect("answer");
+        assert!(read > 0, "the server ended after {} answers", answered.len());
+        let answer: Value = serde_json::from_str(&line).expect("JSON");
+        let id = answer["id"].as_u64().unwrap_or_else(|| panic!("{line}"));
+        assert!(answered.insert(id), "answered twice: {id}");
+    }
+    let stdin = all_written
+        .recv_timeout(Duration::from_secs(20))
+        .expect("every call was written");
+    drop(stdin);
+    let _ = child.wait();
+}

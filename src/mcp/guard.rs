@@ -332,6 +332,30 @@ async fn answered(ids: &Mutex<Ids>) {
     }
 }
 
+/// The answer to a line of `length` bytes, over `max`.
+fn over_long(length: usize, max: usize) -> Verdict {
+    Verdict::Answer(error_line(
+        None,
+        INVALID_REQUEST,
+        &format!(
+            "Invalid Request: a message of {length} bytes is over the limit of {max} bytes \
+             ([serve] max_request_bytes)"
+        ),
+    ))
+}
+
+/// The answer to a line that is not UTF-8.
+fn not_utf8(e: std::string::FromUtf8Error) -> Verdict {
+    Verdict::Answer(error_line(
+        None,
+        PARSE_ERROR,
+        &format!(
+            "Parse error: not valid UTF-8 (at byte {})",
+            e.utf8_error().valid_up_to()
+        ),
+    ))
+}
+
 /// Reads one line of at most `max` bytes (without its newline). `Ok(None)` at the end of
 /// input; `Err(n)` when the line was longer than `max` (its `n` bytes are skipped).
 async fn read_line<R: AsyncBufRead + Unpin>(
@@ -444,10 +468,15 @@ where
         let server = server.clone();
         tokio::spawn(async move {
             let mut input = input;
+            let places = direct_call::places(&server);
             tokio::pin!(shutdown);
             loop {
                 let read = tokio::select! {
-                    read = read_line(&mut input, max_line_bytes) => read,
+                    read = async {
+                        // A place for the line, in case it is a call the guard answers.
+                        let place = places.clone().acquire_owned().await;
+                        (read_line(&mut input, max_line_bytes).await, place)
+                    } => read,
                     () = &mut shutdown => {
                         // Stop reading; answer what is running, then end the session.
                         tracing::info!("shutting down: draining running calls");
@@ -456,41 +485,21 @@ where
                         break;
                     }
                 };
-                let line = match read {
-                    Ok(Some(line)) => line,
-                    Ok(None) | Err(_) => break,
+                let (line, place) = match read {
+                    (Ok(Some(line)), place) => (line, place),
+                    (Ok(None) | Err(_), _) => break,
                 };
-                let verdict = match line {
-                    Err(length) => Verdict::Answer(error_line(
-                        None,
-                        INVALID_REQUEST,
-                        &format!(
-                            "Invalid Request: a message of {length} bytes is over the limit of \
-                             {max_line_bytes} bytes ([serve] max_request_bytes)"
-                        ),
-                    )),
-                    Ok(bytes) => match String::from_utf8(bytes) {
-                        Ok(text) => {
-                            match server
-                                .takes_direct_calls()
-                                .then(|| direct_call::parse(&text))
-                            {
-                                Some(Some(call)) => {
-                                    // Answered by its own task, through `lines`.
-                                    direct_call::start(&server, &lines, &ids, call);
-                                    Verdict::Drop
-                                }
-                                _ => judge(&text, &ids),
-                            }
+                let line = line.map_err(|length| over_long(length, max_line_bytes));
+                let text = line.and_then(|bytes| String::from_utf8(bytes).map_err(not_utf8));
+                let verdict = match text {
+                    Err(answer) => answer,
+                    Ok(text) => match (direct_call::take(&server, &text), place) {
+                        (Some(call), Ok(place)) => {
+                            // Answered by its own task, through `lines`.
+                            direct_call::start(&server, &lines, &ids, call, place);
+                            Verdict::Drop
                         }
-                        Err(e) => Verdict::Answer(error_line(
-                            None,
-                            PARSE_ERROR,
-                            &format!(
-                                "Parse error: not valid UTF-8 (at byte {})",
-                                e.utf8_error().valid_up_to()
-                            ),
-                        )),
+                        _ => judge(&text, &ids),
                     },
                 };
                 let sent = match verdict {

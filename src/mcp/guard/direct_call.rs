@@ -25,11 +25,25 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// JSON-RPC's internal error (the gate refused the call, as rmcp answers it).
 const INTERNAL_ERROR: i64 = -32603;
+
+/// Calls beyond what the gate can hold (running or queued) that may be answering at once.
+const ANSWERING: usize = 64;
+
+/// Places for the guard's own calls in one session, from when their line is read until
+/// their answer is queued for the client. The guard takes one before it reads a line, so
+/// a client that stops reading its answers (its calls cannot hand them on) stops being
+/// read: its output, not the server's memory, fills up. There is room for every call the
+/// gate can hold, so waiting calls never keep the guard from reading a cancellation.
+pub(super) fn places(server: &McpServer) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(
+        server.session_capacity().saturating_add(ANSWERING),
+    ))
+}
 
 /// A `tools/call` request the guard answers itself.
 pub(super) struct DirectCall {
@@ -70,8 +84,17 @@ struct Meta {
     progress_token: Option<Value>,
 }
 
+/// `line` as a call the guard answers itself for `server`'s session, if it is one.
+pub(super) fn take(server: &McpServer, line: &str) -> Option<DirectCall> {
+    if server.takes_direct_calls() {
+        parse(line)
+    } else {
+        None
+    }
+}
+
 /// `line` as a plain `tools/call` request, or `None` when it is anything else.
-pub(super) fn parse(line: &str) -> Option<DirectCall> {
+fn parse(line: &str) -> Option<DirectCall> {
     let envelope: Envelope<'_> = serde_json::from_str(line).ok()?;
     if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
         return None;
@@ -99,13 +122,15 @@ pub(super) fn parse(line: &str) -> Option<DirectCall> {
 }
 
 /// Runs `request` on a task of its own (calls of one session run side by side) and sends
-/// its notifications and answer to `lines`. The call is in `ids` until it has answered, so
-/// a shutdown waits for it and `notifications/cancelled` finds it.
+/// its notifications and answer to `lines`; `place` (see [`places`]) is held until then.
+/// The call is in `ids` until it has answered, so a shutdown waits for it and
+/// `notifications/cancelled` finds it.
 pub(super) fn start(
     server: &McpServer,
     lines: &mpsc::Sender<String>,
     ids: &Arc<Mutex<Ids>>,
     request: DirectCall,
+    place: OwnedSemaphorePermit,
 ) {
     let cancel = CancellationToken::new();
     let serial = ids.lock().begin_direct(&request.raw_id, cancel.clone());
@@ -132,6 +157,7 @@ pub(super) fn start(
         // A client that closed its output has nobody to answer.
         let _ = lines.send(line).await;
         ids.lock().end_direct(serial);
+        drop(place);
     });
 }
 

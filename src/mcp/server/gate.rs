@@ -54,6 +54,11 @@ impl CallGate {
         }
     }
 
+    /// The most calls of one session that can be running or queued at once.
+    pub(crate) fn session_capacity(&self) -> usize {
+        self.per_session.saturating_add(self.max_queued)
+    }
+
     /// The semaphore of a new session.
     pub(crate) fn session_slots(&self) -> Arc<Semaphore> {
         Arc::new(Semaphore::new(self.per_session))

@@ -158,6 +158,11 @@ impl McpServer {
         }
     }
 
+    /// The most calls of this session that can be running or queued at once.
+    pub(crate) fn session_capacity(&self) -> usize {
+        self.shared.gate.session_capacity()
+    }
+
     /// Whether the stdio guard may answer a plain `tools/call` of this session itself: the
     /// handshake is complete and the protocol is one whose answers it writes as rmcp does.
     pub(crate) fn takes_direct_calls(&self) -> bool {
