@@ -73,6 +73,18 @@ fn warm_start_does_not_run_a_cached_file() {
 }
 
 #[test]
+fn a_file_whose_path_json_escapes_is_cached_too() {
+    let fx = Fixture::new();
+    fx.tool(r#"odd "name" \ here.lua"#, GREETER);
+    fx.toolhost().arg("list").output().expect("runs");
+    assert_eq!(cached_files(&fx).len(), 1, "{}", registrations(&fx));
+    let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&warm.stderr);
+    assert!(!stderr.contains("greeter.lua ran"), "{stderr}");
+    assert!(String::from_utf8_lossy(&warm.stdout).contains("greet"));
+}
+
+#[test]
 fn deferred_file_runs_at_its_first_call() {
     let fx = Fixture::new();
     fx.tool("greeter.lua", GREETER);

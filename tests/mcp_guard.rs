@@ -518,7 +518,11 @@ fn a_client_that_stops_reading_answers_stops_being_read_and_then_gets_every_answ
     while answered.len() < CALLS {
         line.clear();
         let read = stdout.read_line(&mut line).expect("answer");
-        assert!(read > 0, "the server ended after {} answers", answered.len());
+        assert!(
+            read > 0,
+            "the server ended after {} answers",
+            answered.len()
+        );
         let answer: Value = serde_json::from_str(&line).expect("JSON");
         let id = answer["id"].as_u64().unwrap_or_else(|| panic!("{line}"));
         assert!(answered.insert(id), "answered twice: {id}");

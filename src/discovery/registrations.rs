@@ -57,7 +57,8 @@ struct CachedFile<'a> {
 struct OnDisk<'a> {
     toolhost: String,
     #[serde(borrow)]
-    files: HashMap<PathBuf, &'a RawValue>,
+    // Owned: a path with a quote or a backslash is escaped in the file.
+    files: HashMap<String, &'a RawValue>,
 }
 
 /// An entry of this load: still the text read (by its place in it), or new.
@@ -70,7 +71,7 @@ enum Entry {
 #[derive(Serialize)]
 struct ToDisk<'a> {
     toolhost: &'a str,
-    files: std::collections::BTreeMap<&'a Path, &'a RawValue>,
+    files: std::collections::BTreeMap<&'a str, &'a RawValue>,
 }
 
 /// A cache hit: the records (for the registry) and what the file's run must register.
@@ -88,8 +89,11 @@ pub(crate) struct Registrations {
     file: Option<PathBuf>,
     /// The file's text; entries are read from it in place (no copies of a large file).
     text: String,
-    read: HashMap<PathBuf, std::ops::Range<usize>>,
-    current: HashMap<PathBuf, Entry>,
+    /// Entries by path. Paths are keys as text (what the file holds): `Path`'s own hash
+    /// walks its components, and was a visible part of a warm start. A path that is not
+    /// UTF-8 is never cached (JSON could not hold it).
+    read: HashMap<String, std::ops::Range<usize>>,
+    current: HashMap<String, Entry>,
     /// An entry was added or changed in this load.
     changed: bool,
     /// Module fingerprints of `require` folders, computed once per load.
@@ -132,7 +136,7 @@ impl Registrations {
         scope: Option<&str>,
     ) -> Option<Hit> {
         self.file.as_ref()?;
-        let raw = self.text.get(self.read.get(path)?.clone())?;
+        let raw = self.text.get(self.read.get(path.to_str()?)?.clone())?;
         let entry: CachedEntry<'_> = serde_json::from_str(raw).ok()?;
         if entry.key != key(&mut self.lib_prints, file, scope, entry.required) {
             return None;
@@ -164,17 +168,17 @@ impl Registrations {
             required,
             tools,
         };
-        let Some(raw) = serde_json::value::to_raw_value(&entry).ok() else {
+        let (Some(path), Ok(raw)) = (path.to_str(), serde_json::value::to_raw_value(&entry)) else {
             return;
         };
-        self.current.insert(path.to_path_buf(), Entry::New(raw));
+        self.current.insert(path.to_string(), Entry::New(raw));
         self.changed = true;
     }
 
     /// Keeps the entry read for `path` (its file was deferred) for this load.
     pub(crate) fn keep_read(&mut self, path: &Path) {
-        if let Some(range) = self.read.remove(path) {
-            self.current.insert(path.to_path_buf(), Entry::Read(range));
+        if let Some((path, range)) = path.to_str().and_then(|path| self.read.remove_entry(path)) {
+            self.current.insert(path, Entry::Read(range));
         }
     }
 
@@ -199,7 +203,7 @@ impl Registrations {
                             serde_json::from_str(self.text.get(range.clone())?).ok()?
                         }
                     };
-                    Some((path.as_path(), raw))
+                    Some((path.as_str(), raw))
                 })
                 .collect(),
         };
@@ -213,7 +217,7 @@ impl Registrations {
 }
 
 /// Where each file's entry is in `text`, when it is a cache this version wrote.
-fn entries(text: &str) -> Option<HashMap<PathBuf, std::ops::Range<usize>>> {
+fn entries(text: &str) -> Option<HashMap<String, std::ops::Range<usize>>> {
     let disk: OnDisk<'_> = serde_json::from_str(text).ok()?;
     if disk.toolhost != env!("CARGO_PKG_VERSION") {
         return None;
@@ -245,8 +249,9 @@ fn key(
     scope.hash(&mut hasher);
     required.hash(&mut hasher);
     for dir in &file.search_dirs {
-        dir.shown.hash(&mut hasher);
-        dir.canonical.hash(&mut hasher);
+        // As bytes: `Path`'s hash walks the components.
+        dir.shown.as_os_str().hash(&mut hasher);
+        dir.canonical.as_os_str().hash(&mut hasher);
         if required {
             lib_print(lib_prints, dir).hash(&mut hasher);
         }
