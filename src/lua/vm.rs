@@ -5,6 +5,7 @@
 //! the file, so every VM of a pool that loads the same files gets the same ids and the
 //! registry stays independent of any Lua state.
 
+mod bootstrap;
 mod lazy;
 
 pub(crate) use lazy::LazyFile;
@@ -253,10 +254,8 @@ impl LuaVm {
                 })
             })?,
         )?;
-        let (make_env, invoke, begin_sync): (Function, Function, Function) = lua
-            .load(include_str!("bootstrap.lua"))
-            .set_name("=toolhost-bootstrap")
-            .call(host)?;
+        let (make_env, invoke, begin_sync): (Function, Function, Function) =
+            bootstrap::chunk(&lua)?.call(host)?;
         Ok(Self {
             lua,
             make_env,
