@@ -238,6 +238,24 @@ fn unusable_registration_cache_is_ignored_and_rewritten() {
 }
 
 #[test]
+fn an_entry_kept_from_the_last_start_is_written_back_intact() {
+    let fx = Fixture::new();
+    fx.tool("greeter.lua", GREETER);
+    let other = GREETER
+        .replace("greeter.lua ran", "other.lua ran")
+        .replace("greet", "other");
+    fx.tool("other.lua", &other);
+    fx.toolhost().arg("list").output().expect("runs");
+    // Changing one file rewrites the cache; the other's entry is carried over as read.
+    fx.tool("other.lua", &other.replace("from the top level", "changed"));
+    fx.toolhost().arg("list").output().expect("runs");
+    let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&warm.stderr);
+    assert!(!stderr.contains(" ran"), "{stderr}");
+    assert_eq!(cached_files(&fx).len(), 2, "{}", registrations(&fx));
+}
+
+#[test]
 fn toolset_wide_check_fn_from_a_module_is_cached_and_shared() {
     let fx = Fixture::new();
     fx.write(

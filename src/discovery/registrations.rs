@@ -38,7 +38,7 @@ const MAX_LIB_DEPTH: usize = 16;
 
 /// One file's entry as read: its key, and its records as text (their digests are what a
 /// run at first use must match).
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct CachedEntry<'a> {
     key: String,
     required: bool,
@@ -53,25 +53,34 @@ struct CachedFile<'a> {
     tools: &'a [ToolRecord],
 }
 
+/// The whole file, read in one pass down to each record's text.
 #[derive(Deserialize)]
 struct OnDisk<'a> {
     toolhost: String,
+    // Owned paths: a path with a quote or a backslash is escaped in the file.
     #[serde(borrow)]
-    // Owned: a path with a quote or a backslash is escaped in the file.
-    files: HashMap<String, &'a RawValue>,
+    files: HashMap<String, CachedEntry<'a>>,
 }
 
-/// An entry of this load: still the text read (by its place in it), or new.
+/// A file's entry as read: its key, and where each record's text is in the file.
+#[derive(Debug)]
+struct ReadEntry {
+    key: String,
+    required: bool,
+    tools: Vec<std::ops::Range<usize>>,
+}
+
+/// An entry of this load: still the one read, or new.
 #[derive(Debug)]
 enum Entry {
-    Read(std::ops::Range<usize>),
+    Read(ReadEntry),
     New(Box<RawValue>),
 }
 
 #[derive(Serialize)]
 struct ToDisk<'a> {
     toolhost: &'a str,
-    files: std::collections::BTreeMap<&'a str, &'a RawValue>,
+    files: std::collections::BTreeMap<&'a str, Box<RawValue>>,
 }
 
 /// A cache hit: the records (for the registry) and what the file's run must register.
@@ -92,7 +101,7 @@ pub(crate) struct Registrations {
     /// Entries by path. Paths are keys as text (what the file holds): `Path`'s own hash
     /// walks its components, and was a visible part of a warm start. A path that is not
     /// UTF-8 is never cached (JSON could not hold it).
-    read: HashMap<String, std::ops::Range<usize>>,
+    read: HashMap<String, ReadEntry>,
     current: HashMap<String, Entry>,
     /// An entry was added or changed in this load.
     changed: bool,
@@ -136,8 +145,7 @@ impl Registrations {
         scope: Option<&str>,
     ) -> Option<Hit> {
         self.file.as_ref()?;
-        let raw = self.text.get(self.read.get(path.to_str()?)?.clone())?;
-        let entry: CachedEntry<'_> = serde_json::from_str(raw).ok()?;
+        let entry = self.read.get(path.to_str()?)?;
         if entry.key != key(&mut self.lib_prints, file, scope, entry.required) {
             return None;
         }
@@ -145,9 +153,10 @@ impl Registrations {
             records: Vec::with_capacity(entry.tools.len()),
             expected: Vec::with_capacity(entry.tools.len()),
         };
-        for text in &entry.tools {
-            let record: ToolRecord = serde_json::from_str(text.get()).ok()?;
-            hit.expected.push(Expected::of(&record, text.get()));
+        for range in &entry.tools {
+            let text = self.text.get(range.clone())?;
+            let record: ToolRecord = serde_json::from_str(text).ok()?;
+            hit.expected.push(Expected::of(&record, text));
             hit.records.push(record);
         }
         Some(hit)
@@ -177,9 +186,24 @@ impl Registrations {
 
     /// Keeps the entry read for `path` (its file was deferred) for this load.
     pub(crate) fn keep_read(&mut self, path: &Path) {
-        if let Some((path, range)) = path.to_str().and_then(|path| self.read.remove_entry(path)) {
-            self.current.insert(path, Entry::Read(range));
+        if let Some((path, entry)) = path.to_str().and_then(|path| self.read.remove_entry(path)) {
+            self.current.insert(path, Entry::Read(entry));
         }
+    }
+
+    /// An entry read, as it is written (its records' text unchanged).
+    fn as_written(&self, read: &ReadEntry) -> Option<Box<RawValue>> {
+        let tools = read
+            .tools
+            .iter()
+            .map(|range| serde_json::from_str(self.text.get(range.clone())?).ok())
+            .collect::<Option<Vec<&RawValue>>>()?;
+        let entry = CachedEntry {
+            key: read.key.clone(),
+            required: read.required,
+            tools,
+        };
+        serde_json::value::to_raw_value(&entry).ok()
     }
 
     /// Writes this load's entries when they differ from what was read; best effort.
@@ -198,10 +222,8 @@ impl Registrations {
                 .iter()
                 .filter_map(|(path, entry)| {
                     let raw = match entry {
-                        Entry::New(raw) => &**raw,
-                        Entry::Read(range) => {
-                            serde_json::from_str(self.text.get(range.clone())?).ok()?
-                        }
+                        Entry::New(raw) => raw.clone(),
+                        Entry::Read(read) => self.as_written(read)?,
                     };
                     Some((path.as_str(), raw))
                 })
@@ -216,19 +238,29 @@ impl Registrations {
     }
 }
 
-/// Where each file's entry is in `text`, when it is a cache this version wrote.
-fn entries(text: &str) -> Option<HashMap<String, std::ops::Range<usize>>> {
+/// Each file's entry, with where its records are in `text`, when it is a cache this
+/// version wrote. One pass: the records are only delimited here, and read at lookup.
+fn entries(text: &str) -> Option<HashMap<String, ReadEntry>> {
     let disk: OnDisk<'_> = serde_json::from_str(text).ok()?;
     if disk.toolhost != env!("CARGO_PKG_VERSION") {
         return None;
     }
     let base = text.as_ptr() as usize;
-    let spans = disk.files.into_iter().map(|(path, raw)| {
-        // The raw value borrows from `text`: its place is its address minus the text's.
+    // A raw value borrows from `text`: its place is its address minus the text's.
+    let span = |raw: &RawValue| {
         let start = raw.get().as_ptr() as usize - base;
-        (path, start..start + raw.get().len())
+        start..start + raw.get().len()
+    };
+    let read = disk.files.into_iter().map(|(path, entry)| {
+        let tools = entry.tools.iter().map(|raw| span(raw)).collect();
+        let entry = ReadEntry {
+            key: entry.key,
+            required: entry.required,
+            tools,
+        };
+        (path, entry)
     });
-    Some(spans.collect())
+    Some(read.collect())
 }
 
 /// The key of `file`'s run (covering its `require` folders when it `required`).
