@@ -650,8 +650,11 @@ fn staged_from_cache(
             &mut record.schema,
             serde_json::value::RawValue::NULL.to_owned(),
         );
-        let (schema, schema_description) = FunctionSchema::from_text(text)?;
-        let description = record.description.clone().unwrap_or(schema_description);
+        let schema = FunctionSchema::from_text(text)?;
+        let description = match record.description.take() {
+            Some(given) => given,
+            None => std::mem::take(&mut record.schema_description),
+        };
         env_grants.extend(record.requires_env.iter().cloned());
         entries.push(ToolEntry {
             name: record.tool_name()?,

@@ -18,6 +18,9 @@ pub(crate) struct ToolRecord {
     pub toolset: String,
     /// The function schema as JSON text (a warm start parses it only when it is read).
     pub schema: Box<RawValue>,
+    /// The schema's `description` when it is text (else empty): what the registry's
+    /// description defaults to, without a warm start scanning every schema for it.
+    pub schema_description: String,
     /// Has a `check_fn`.
     pub check_fn: bool,
     /// Has a `dynamic_schema_overrides` function.
@@ -145,6 +148,7 @@ impl ToolRecord {
             name: tool.name.to_string(),
             toolset: tool.toolset.to_string(),
             schema: serde_json::value::to_raw_value(&tool.schema).ok()?,
+            schema_description: crate::registry::default_description(&tool.schema),
             check_fn: tool.check_fn.is_some(),
             overrides: tool.dynamic_schema_overrides.is_some(),
             requires_env: tool.requires_env.clone(),

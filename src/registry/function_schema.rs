@@ -30,30 +30,16 @@ impl FunctionSchema {
         }))
     }
 
-    /// A schema kept as JSON `text` until first read, with its `description` (what the
-    /// registry's metadata defaults to); `None` when `text` is not a JSON object.
-    pub(crate) fn from_text(text: Box<RawValue>) -> Option<(Self, String)> {
-        #[derive(serde::Deserialize)]
-        struct Described {
-            #[serde(default)]
-            description: Option<Value>,
-        }
-        // A struct also reads from a JSON array: only an object is a schema.
+    /// A schema kept as JSON `text` until first read; `None` when `text` is not a JSON
+    /// object. (The text is valid JSON, so an object is text that starts with `{`.)
+    pub(crate) fn from_text(text: Box<RawValue>) -> Option<Self> {
         if !text.get().starts_with('{') {
             return None;
         }
-        let described: Described = serde_json::from_str(text.get()).ok()?;
-        let description = described
-            .description
-            .as_ref()
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let schema = Self(Arc::new(Inner {
+        Some(Self(Arc::new(Inner {
             text: Some(text),
             parsed: OnceLock::new(),
-        }));
-        Some((schema, description))
+        })))
     }
 
     /// Whether the schema has been parsed (always, unless it came from the cache and was
@@ -104,10 +90,8 @@ mod tests {
 
     #[test]
     fn a_cached_schema_is_parsed_at_its_first_read_only() {
-        let (schema, description) =
-            FunctionSchema::from_text(raw(r#"{"description":"Adds.","parameters":{}}"#))
-                .expect("an object");
-        assert_eq!(description, "Adds.");
+        let schema = FunctionSchema::from_text(raw(r#"{"description":"Adds.","parameters":{}}"#))
+            .expect("an object");
         assert!(!schema.is_parsed());
         assert_eq!(schema.get("description"), Some(&Value::from("Adds.")));
         assert!(schema.is_parsed());
@@ -117,12 +101,5 @@ mod tests {
     fn cached_text_that_is_not_an_object_is_no_schema() {
         assert!(FunctionSchema::from_text(raw(r#"["Adds."]"#)).is_none());
         assert!(FunctionSchema::from_text(raw("3")).is_none());
-    }
-
-    #[test]
-    fn a_description_that_is_not_text_reads_as_empty() {
-        let (_, description) =
-            FunctionSchema::from_text(raw(r#"{"description":3}"#)).expect("an object");
-        assert_eq!(description, "");
     }
 }

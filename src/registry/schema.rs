@@ -242,6 +242,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn a_description_that_is_not_text_defaults_to_empty() {
+        let schema = |v: Value| v.as_object().cloned().unwrap_or_default();
+        assert_eq!(default_description(&schema(json!({"description": 3}))), "");
+        assert_eq!(
+            default_description(&schema(json!({"description": "Adds."}))),
+            "Adds."
+        );
+    }
+
     fn check(v: Value) -> Result<(), String> {
         let schema = v.as_object().unwrap();
         check_function_schema(schema)?;
