@@ -420,6 +420,31 @@ fn a_servers_list_changed_reaches_our_own_clients() {
     assert_eq!(step(&steps, "extra")["text"], "{\"result\":\"extra here\"}");
 }
 
+/// How many times the fixture server has been asked for its tools.
+fn listings(fx: &Fixture) -> usize {
+    std::fs::read_to_string(fx.root().join("listings"))
+        .map(|text| text.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_server_repeating_list_changed_is_listed_at_a_bounded_pace() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    let before = listings(&fx);
+    // 1.5 s of announcements, one a millisecond: hundreds, nothing changed.
+    let sent = call(&host, "mcp__py__flood", json!({"seconds": 1.5}));
+    // Then a real change; once it is registered, every announcement before it is handled.
+    call(&host, "mcp__py__grow", json!({}));
+    assert!(wait_until(Duration::from_secs(10), || host
+        .tools(None)
+        .iter()
+        .any(|tool| tool.name == "mcp__py__extra")));
+    // One listing per 500 ms at most: ≤ 4 during the flood, one for the change.
+    let listed = listings(&fx) - before;
+    assert!(listed <= 6, "{listed} listings for {sent}");
+}
+
 #[test]
 fn a_killed_server_goes_unavailable_and_comes_back() {
     let fx = Fixture::new();

@@ -2,8 +2,10 @@
 serving over stdio for toolhost's MCP-client tests (tests/mcp_servers.rs).
 
 Tools: echo, add (structured output), slow (notes its cancellation in $FIXTURE_DIR),
-fail (isError), picture (an image), grow (adds a tool and says the list changed), pid,
-note_add / note_drop (for include/exclude globs)."""
+fail (isError), picture (an image), grow (adds a tool and says the list changed), flood
+(says the list changed over and over for a while, changing nothing), pid, note_add /
+note_drop (for include/exclude globs). Every tools/list adds a line to
+$FIXTURE_DIR/listings."""
 import asyncio
 import os
 import sys
@@ -19,6 +21,19 @@ marks = os.environ.get("FIXTURE_DIR", ".")
 def mark(name, text=""):
     with open(os.path.join(marks, name), "w") as f:
         f.write(text)
+
+
+_list_tools = server.list_tools
+
+
+async def counted_list_tools():
+    with open(os.path.join(marks, "listings"), "a") as f:
+        f.write("listed\n")
+    return await _list_tools()
+
+
+# The handler looks the method up on the instance at each request.
+server.list_tools = counted_list_tools
 
 
 @server.tool(description="Say the text back.")
@@ -59,6 +74,17 @@ async def grow(ctx: Context) -> str:
     server.add_tool(extra, name="extra", description="Appeared later.")
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.tool(description="Says the tool list changed, again and again for `seconds`.")
+async def flood(seconds: float, ctx: Context) -> str:
+    end = asyncio.get_running_loop().time() + seconds
+    sent = 0
+    while asyncio.get_running_loop().time() < end:
+        await ctx.session.send_tool_list_changed()
+        sent += 1
+        await asyncio.sleep(0.001)
+    return f"sent {sent}"
 
 
 @server.tool(description="This server's process id.")

@@ -24,6 +24,10 @@ pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// Longest wait before reconnecting.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Shortest gap between two listings after `tools/list_changed`: a server that says its
+/// tools changed over and over is listed at this pace (what it says in between is one
+/// change), not as fast as it can answer.
+const MIN_RELIST_GAP: Duration = Duration::from_millis(500);
 
 /// Whether the server is serving.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,6 +244,29 @@ impl Link {
         }
     }
 
+    /// Takes a listing made after `tools/list_changed`; one that did not change is not
+    /// news (the host's registry and its clients are left alone).
+    fn relisted(
+        &self,
+        peer: &Peer<RoleClient>,
+        tools: Vec<Tool>,
+        on_change: &Arc<dyn Fn(&Link) + Send + Sync>,
+    ) {
+        let unchanged = self
+            .known
+            .lock()
+            .tools
+            .as_deref()
+            .is_some_and(|known| *known == tools);
+        if unchanged {
+            tracing::debug!(target: "toolhost::mcp_client", server = %self.name, "tool list announced as changed, but the same");
+            return;
+        }
+        tracing::info!(target: "toolhost::mcp_client", server = %self.name, "tool list changed, {} tools", tools.len());
+        self.set(Status::Up, Some(peer.clone()), Some(tools));
+        on_change(self);
+    }
+
     /// Connects and lists the tools.
     async fn start(&self, listener: Listener) -> Result<(Session, Vec<Tool>), String> {
         let session = connect(&self.name, &self.config, listener, &self.pgid).await?;
@@ -262,6 +289,9 @@ impl Link {
         let peer = session.peer().clone();
         let ending = session.cancellation_token();
         let mut waiting = Box::pin(session.waiting());
+        // A change was announced and is not listed yet; the next listing may start then.
+        let mut announced = false;
+        let mut next_listing = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 () = self.stop.cancelled() => {
@@ -269,14 +299,16 @@ impl Link {
                     let _ = tokio::time::timeout(Duration::from_secs(2), waiting).await;
                     return None;
                 }
-                () = tools_changed.notified() => match peer.list_all_tools().await {
-                    Ok(tools) => {
-                        tracing::info!(target: "toolhost::mcp_client", server = %self.name, "tool list changed, {} tools", tools.len());
-                        self.set(Status::Up, Some(peer.clone()), Some(tools));
-                        on_change(self);
+                () = tools_changed.notified(), if !announced => announced = true,
+                () = tokio::time::sleep_until(next_listing), if announced => {
+                    announced = false;
+                    let listed = peer.list_all_tools().await;
+                    next_listing = tokio::time::Instant::now() + MIN_RELIST_GAP;
+                    match listed {
+                        Ok(tools) => self.relisted(&peer, tools, on_change),
+                        Err(error) => tracing::warn!(target: "toolhost::mcp_client", server = %self.name, "tools/list after list_changed failed: {error}"),
                     }
-                    Err(error) => tracing::warn!(target: "toolhost::mcp_client", server = %self.name, "tools/list after list_changed failed: {error}"),
-                },
+                }
                 ended = &mut waiting => {
                     let how = match ended {
                         Ok(reason) => format!("{reason:?}"),
