@@ -45,8 +45,9 @@ struct Ids {
     next: i64,
     original: HashMap<i64, String>,
     internal: HashMap<String, i64>,
-    /// Calls answered by the guard, by serial: the client's id and the call's cancel token.
-    direct: HashMap<i64, (String, CancellationToken)>,
+    /// Calls answered by the guard, by serial: the client's id (read once, so a
+    /// cancellation compares without parsing) and the call's cancel token.
+    direct: HashMap<i64, (Value, CancellationToken)>,
 }
 
 impl Ids {
@@ -66,7 +67,8 @@ impl Ids {
     /// Notes a call the guard answers itself; its serial ends it.
     fn begin_direct(&mut self, raw: &str, cancel: CancellationToken) -> i64 {
         self.next += 1;
-        self.direct.insert(self.next, (raw.to_string(), cancel));
+        let id = serde_json::from_str(raw).unwrap_or(Value::Null);
+        self.direct.insert(self.next, (id, cancel));
         self.next
     }
 
@@ -78,8 +80,8 @@ impl Ids {
     /// none.
     fn cancel_direct(&self, request_id: &Value) -> bool {
         let mut found = false;
-        for (raw, cancel) in self.direct.values() {
-            if serde_json::from_str::<Value>(raw).is_ok_and(|id| id == *request_id) {
+        for (id, cancel) in self.direct.values() {
+            if id == request_id {
                 cancel.cancel();
                 found = true;
             }
