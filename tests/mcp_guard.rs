@@ -11,6 +11,23 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const PING: &str = r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#;
+
+/// `toolhost serve` in `fx`, speaking on piped stdin/stdout.
+fn spawn_serve(fx: &Fixture) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "-q", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts")
+}
+
 struct Server {
     child: Option<Child>,
     stdin: Option<ChildStdin>,
@@ -19,15 +36,7 @@ struct Server {
 
 impl Server {
     fn start(fx: &Fixture) -> Self {
-        let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-            .current_dir(fx.root())
-            .env_remove("TOOLHOST_CONFIG")
-            .args(["--cache-dir", "cache", "-q", "serve"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("toolhost serve starts");
+        let mut child = spawn_serve(fx);
         let stdout = child.stdout.take().expect("stdout");
         let (send, lines) = channel();
         std::thread::spawn(move || {
@@ -44,11 +53,9 @@ impl Server {
             stdin,
             lines,
         };
-        let init = server.request(
-            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-        );
+        let init = server.request(INITIALIZE);
         assert!(init.contains("\"result\""), "{init}");
-        server.send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server.send(INITIALIZED.as_bytes());
         server
     }
 
@@ -72,7 +79,7 @@ impl Server {
     }
 
     fn assert_alive(&mut self) {
-        let pong = self.request(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#);
+        let pong = self.request(PING);
         let pong: Value = serde_json::from_str(&pong).expect("JSON");
         assert_eq!(pong["id"], "ping", "{pong}");
         assert!(pong.get("result").is_some(), "{pong}");
@@ -249,7 +256,7 @@ fn ping_is_answered_while_every_vm_runs_a_runaway_handler() {
         );
     }
     // Both VMs spin until their 3 s deadline; the runtime that answers the protocol does not.
-    let pong = server.request(r#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#);
+    let pong = server.request(PING);
     assert!(
         pong.starts_with(r#"{"id":"ping","#),
         "answered after the calls: {pong}"
@@ -466,26 +473,11 @@ fn a_client_that_stops_reading_answers_stops_being_read_and_then_gets_every_answ
         "toolhost.toml",
         "[serve]\nmax_session_calls = 1\nmax_queued_calls = 4\n",
     );
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args(["--cache-dir", "cache", "-q", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("toolhost serve starts");
+    let mut child = spawn_serve(&fx);
     let mut stdin = child.stdin.take().expect("stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
-    stdin
-        .write_all(
-            br#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
-{"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":"ping","method":"ping"}
-"#,
-        )
-        .expect("write");
+    writeln!(stdin, "{INITIALIZE}\n{INITIALIZED}\n{PING}").expect("write");
     for _ in 0..2 {
         line.clear();
         stdout.read_line(&mut line).expect("answer");
