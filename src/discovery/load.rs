@@ -82,7 +82,7 @@ pub(crate) fn plan(
             cache_file: cache_file.clone(),
             ..probe
         });
-        if let Some(entries) = staged_from_cache(&lazy, hit.records, verdict, dir) {
+        if let Some(entries) = staged_from_cache(&lazy, hit.records, hit.schemas, verdict, dir) {
             staged.insert(index, entries);
             plan.insert(index, lazy);
         }
@@ -636,6 +636,7 @@ fn with_shared_checks(cacheable: Cacheable, verdicts: &[Verdict]) -> (bool, Vec<
 fn staged_from_cache(
     lazy: &Arc<LazyFile>,
     records: Vec<ToolRecord>,
+    schemas: Vec<String>,
     verdict: &Verdict,
     dir: &ToolDir,
 ) -> Option<Staged> {
@@ -644,13 +645,12 @@ fn staged_from_cache(
     let mut env_grants = Vec::new();
     let lines = records.iter().map(|r| r.line).collect();
     let digests = records.iter().map(|r| r.parameters_digest).collect();
-    for (ordinal, mut record) in records.into_iter().enumerate() {
+    if schemas.len() != records.len() {
+        return None;
+    }
+    for (ordinal, (mut record, schema)) in records.into_iter().zip(schemas).enumerate() {
         let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
-        let text = std::mem::replace(
-            &mut record.schema,
-            serde_json::value::RawValue::NULL.to_owned(),
-        );
-        let schema = FunctionSchema::from_text(text)?;
+        let schema = FunctionSchema::from_text(schema)?;
         let description = match record.description.take() {
             Some(given) => given,
             None => std::mem::take(&mut record.schema_description),

@@ -1,4 +1,4 @@
-//! The registration cache `<cache_dir>/registrations.json`: what each registering file
+//! The registration cache `<cache_dir>/registrations.cache`: what each registering file
 //! registered the last time it ran, keyed by everything that run depended on. A warm start
 //! builds the registry from it without running those files; each VM runs a file at the
 //! first use of one of its functions (see `LazyFile`), and that run must register the same
@@ -14,6 +14,11 @@
 //! `require` folders, scope) and, when it required a module at top level, the names, sizes
 //! and modification times of every `.lua` file in its `require` folders.
 //!
+//! The file is a JSON index on its first line (each file's key and records, a record's
+//! schema replaced by where its text is), then every schema's JSON text, one after the
+//! other. A warm start parses the index only: the schemas, most of the bytes, are copied
+//! out as text and parsed when a tool's schema is first read (see `FunctionSchema`).
+//!
 //! Like the other caches the file is advisory: missing, corrupt, wrong-shaped or written by
 //! another version means "nothing cached" (every file runs, and the file is written again).
 //! It is as trusted as the tool directories themselves: whoever can write it can make a
@@ -27,66 +32,80 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const FILE: &str = "registrations.json";
+const FILE: &str = "registrations.cache";
+/// What the cache was called while it was one JSON document (removed when the new one is
+/// written).
+const OLD_FILE: &str = "registrations.json";
 /// Largest file read (schemas of tens of thousands of tools).
 const MAX_BYTES: u64 = 256 * 1024 * 1024;
 /// Deepest `require` folder walked for the module fingerprint.
 const MAX_LIB_DEPTH: usize = 16;
 
-/// One file's entry as read: its key, and its records as text (their digests are what a
-/// run at first use must match).
+/// The index: the file's first line, one JSON object. The schemas follow it, concatenated
+/// (JSON never holds a raw newline, so the first newline ends the index).
 #[derive(Deserialize, Serialize)]
-struct CachedEntry<'a> {
-    key: String,
-    required: bool,
-    #[serde(borrow)]
-    tools: Vec<&'a RawValue>,
-}
-
-#[derive(Serialize)]
-struct CachedFile<'a> {
-    key: &'a str,
-    required: bool,
-    tools: &'a [ToolRecord],
-}
-
-/// The whole file, read in one pass down to each record's text.
-#[derive(Deserialize)]
-struct OnDisk<'a> {
-    toolhost: String,
+struct Index<'a> {
+    toolhost: &'a str,
     // Owned paths: a path with a quote or a backslash is escaped in the file.
     #[serde(borrow)]
-    files: HashMap<String, CachedEntry<'a>>,
+    files: HashMap<String, IndexedFile<'a>>,
 }
 
-/// A file's entry as read: its key, and where each record's text is in the file.
+/// One file's entry in the index.
+#[derive(Deserialize, Serialize)]
+struct IndexedFile<'a> {
+    key: &'a str,
+    required: bool,
+    #[serde(borrow)]
+    tools: Vec<IndexedTool<'a>>,
+}
+
+/// One record in the index: its JSON without the schema, and where the schema's text is
+/// among the schemas (byte offsets from the first byte after the index).
+#[derive(Deserialize, Serialize)]
+struct IndexedTool<'a> {
+    #[serde(borrow)]
+    record: &'a RawValue,
+    schema: [usize; 2],
+}
+
+/// A file's entry as read: its key, and where each record's two texts are in the file.
 #[derive(Debug)]
 struct ReadEntry {
     key: String,
     required: bool,
-    tools: Vec<std::ops::Range<usize>>,
+    tools: Vec<ReadTool>,
+}
+
+/// Where one record's texts are in the file.
+#[derive(Debug)]
+struct ReadTool {
+    record: Range<usize>,
+    schema: Range<usize>,
 }
 
 /// An entry of this load: still the one read, or new.
 #[derive(Debug)]
 enum Entry {
     Read(ReadEntry),
-    New(Box<RawValue>),
-}
-
-#[derive(Serialize)]
-struct ToDisk<'a> {
-    toolhost: &'a str,
-    files: std::collections::BTreeMap<&'a str, Box<RawValue>>,
+    New {
+        key: String,
+        required: bool,
+        /// Each record's two texts ([`ToolRecord::cached_parts`]).
+        tools: Vec<(String, String)>,
+    },
 }
 
 /// A cache hit: the records (for the registry) and what the file's run must register.
 pub(crate) struct Hit {
-    /// The records, in order.
+    /// The records, in order; their `schema` is `null`.
     pub records: Vec<ToolRecord>,
+    /// Their schemas' JSON text, in order (read when first used).
+    pub schemas: Vec<String>,
     /// Their expectations, in order.
     pub expected: Vec<Expected>,
 }
@@ -110,7 +129,7 @@ pub(crate) struct Registrations {
 }
 
 impl Registrations {
-    /// Reads `cache_dir/registrations.json` (anything unusable reads as empty).
+    /// Reads `cache_dir/registrations.cache` (anything unusable reads as empty).
     pub(crate) fn read(cache_dir: &Path) -> Self {
         let file = cache_dir.join(FILE);
         let text = crate::bounded_read::read_regular(&file, MAX_BYTES)
@@ -151,12 +170,15 @@ impl Registrations {
         }
         let mut hit = Hit {
             records: Vec::with_capacity(entry.tools.len()),
+            schemas: Vec::with_capacity(entry.tools.len()),
             expected: Vec::with_capacity(entry.tools.len()),
         };
-        for range in &entry.tools {
-            let text = self.text.get(range.clone())?;
+        for tool in &entry.tools {
+            let text = self.text.get(tool.record.clone())?;
+            let schema = self.text.get(tool.schema.clone())?;
             let record: ToolRecord = serde_json::from_str(text).ok()?;
-            hit.expected.push(Expected::of(&record, text));
+            hit.expected.push(Expected::of(&record, text, schema));
+            hit.schemas.push(schema.to_string());
             hit.records.push(record);
         }
         Some(hit)
@@ -172,15 +194,18 @@ impl Registrations {
         if self.file.is_none() {
             return;
         }
-        let entry = CachedFile {
-            key,
+        let (Some(path), Some(tools)) = (
+            path.to_str(),
+            tools.iter().map(ToolRecord::cached_parts).collect(),
+        ) else {
+            return;
+        };
+        let entry = Entry::New {
+            key: key.to_string(),
             required,
             tools,
         };
-        let (Some(path), Ok(raw)) = (path.to_str(), serde_json::value::to_raw_value(&entry)) else {
-            return;
-        };
-        self.current.insert(path.to_string(), Entry::New(raw));
+        self.current.insert(path.to_string(), entry);
         self.changed = true;
     }
 
@@ -189,21 +214,6 @@ impl Registrations {
         if let Some((path, entry)) = path.to_str().and_then(|path| self.read.remove_entry(path)) {
             self.current.insert(path, Entry::Read(entry));
         }
-    }
-
-    /// An entry read, as it is written (its records' text unchanged).
-    fn as_written(&self, read: &ReadEntry) -> Option<Box<RawValue>> {
-        let tools = read
-            .tools
-            .iter()
-            .map(|range| serde_json::from_str(self.text.get(range.clone())?).ok())
-            .collect::<Option<Vec<&RawValue>>>()?;
-        let entry = CachedEntry {
-            key: read.key.clone(),
-            required: read.required,
-            tools,
-        };
-        serde_json::value::to_raw_value(&entry).ok()
     }
 
     /// Writes this load's entries when they differ from what was read; best effort.
@@ -215,48 +225,104 @@ impl Registrations {
             return;
         }
         let Some(dir) = file.parent() else { return };
-        let disk = ToDisk {
-            toolhost: env!("CARGO_PKG_VERSION"),
-            files: self
-                .current
-                .iter()
-                .filter_map(|(path, entry)| {
-                    let raw = match entry {
-                        Entry::New(raw) => raw.clone(),
-                        Entry::Read(read) => self.as_written(read)?,
-                    };
-                    Some((path.as_str(), raw))
-                })
-                .collect(),
-        };
-        let written = serde_json::to_string(&disk)
-            .map_err(std::io::Error::other)
+        let written = self
+            .to_text()
+            .ok_or_else(|| std::io::Error::other("an entry does not serialise"))
             .and_then(|text| write_atomically(dir, FILE, &text));
-        if let Err(e) = written {
-            tracing::debug!("cannot write {}: {e}", file.display());
+        match written {
+            Ok(()) => {
+                let _ = std::fs::remove_file(dir.join(OLD_FILE));
+            }
+            Err(e) => tracing::debug!("cannot write {}: {e}", file.display()),
         }
+    }
+
+    /// The file's text for this load's entries: the index line, then the schemas.
+    fn to_text(&self) -> Option<String> {
+        let mut schemas = String::new();
+        let mut files = HashMap::with_capacity(self.current.len());
+        for (path, entry) in &self.current {
+            let (key, required, texts): (&str, bool, Vec<(&str, &str)>) = match entry {
+                Entry::Read(read) => (
+                    &read.key,
+                    read.required,
+                    read.tools
+                        .iter()
+                        .map(|t| {
+                            Some((
+                                self.text.get(t.record.clone())?,
+                                self.text.get(t.schema.clone())?,
+                            ))
+                        })
+                        .collect::<Option<_>>()?,
+                ),
+                Entry::New {
+                    key,
+                    required,
+                    tools,
+                } => (
+                    key,
+                    *required,
+                    tools
+                        .iter()
+                        .map(|(t, s)| (t.as_str(), s.as_str()))
+                        .collect(),
+                ),
+            };
+            let mut tools = Vec::with_capacity(texts.len());
+            for (record, schema) in texts {
+                let start = schemas.len();
+                schemas.push_str(schema);
+                tools.push(IndexedTool {
+                    record: serde_json::from_str(record).ok()?,
+                    schema: [start, schemas.len()],
+                });
+            }
+            files.insert(
+                path.clone(),
+                IndexedFile {
+                    key,
+                    required,
+                    tools,
+                },
+            );
+        }
+        let index = Index {
+            toolhost: env!("CARGO_PKG_VERSION"),
+            files,
+        };
+        let mut text = serde_json::to_string(&index).ok()?;
+        text.push('\n');
+        text.push_str(&schemas);
+        Some(text)
     }
 }
 
-/// Each file's entry, with where its records are in `text`, when it is a cache this
-/// version wrote. One pass: the records are only delimited here, and read at lookup.
+/// Each file's entry, with where its records' texts are in `text`, when it is a cache this
+/// version wrote. Only the index is parsed; the records are read at lookup, and the
+/// schemas only when a tool's schema is first used.
 fn entries(text: &str) -> Option<HashMap<String, ReadEntry>> {
-    let disk: OnDisk<'_> = serde_json::from_str(text).ok()?;
-    if disk.toolhost != env!("CARGO_PKG_VERSION") {
+    let newline = text.find('\n')?;
+    let index: Index<'_> = serde_json::from_str(&text[..newline]).ok()?;
+    if index.toolhost != env!("CARGO_PKG_VERSION") {
         return None;
     }
-    let base = text.as_ptr() as usize;
+    let schemas = newline + 1;
     // A raw value borrows from `text`: its place is its address minus the text's.
-    let span = |raw: &RawValue| {
+    let base = text.as_ptr() as usize;
+    let place = |raw: &RawValue| {
         let start = raw.get().as_ptr() as usize - base;
         start..start + raw.get().len()
     };
-    let read = disk.files.into_iter().map(|(path, entry)| {
-        let tools = entry.tools.iter().map(|raw| span(raw)).collect();
+    let read = index.files.into_iter().map(|(path, entry)| {
+        let tools = entry.tools.iter().map(|tool| ReadTool {
+            record: place(tool.record),
+            schema: schemas.saturating_add(tool.schema[0])..schemas.saturating_add(tool.schema[1]),
+        });
         let entry = ReadEntry {
-            key: entry.key,
+            key: entry.key.to_string(),
             required: entry.required,
-            tools,
+            tools: tools.collect(),
         };
         (path, entry)
     });

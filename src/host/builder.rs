@@ -180,7 +180,7 @@ impl HostBuilder {
     }
 
     /// Runs every registering file at load, as a cold start does, instead of taking
-    /// unchanged files' registrations from `<cache_dir>/registrations.json` and running them
+    /// unchanged files' registrations from `<cache_dir>/registrations.cache` and running them
     /// at first use (`toolhost check` does this: checking the files is its point).
     pub fn run_every_file(mut self) -> Self {
         self.run_every_file = true;

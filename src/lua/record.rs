@@ -88,11 +88,12 @@ pub(crate) struct Expected {
 }
 
 impl Expected {
-    /// The expectation for `record`, whose cached JSON text is `text`.
-    pub(crate) fn of(record: &ToolRecord, text: &str) -> Self {
+    /// The expectation for `record`, read from the cache as the two texts of
+    /// [`ToolRecord::cached_parts`].
+    pub(crate) fn of(record: &ToolRecord, text: &str, schema: &str) -> Self {
         Self {
             name: record.name.clone(),
-            digest: digest(text),
+            digest: digest(text, schema),
             check_fn: record.check_fn,
             check_fn_of: record.check_fn_of.clone(),
             requires_env: record.requires_env.clone(),
@@ -112,16 +113,17 @@ impl Expected {
             ..record
         };
         record
-            .to_json()
-            .is_some_and(|text| digest(&text) == self.digest)
+            .cached_parts()
+            .is_some_and(|(text, schema)| digest(&text, &schema) == self.digest)
     }
 }
 
-/// Digest of a record's JSON text.
-fn digest(text: &str) -> u64 {
+/// Digest of a record as cached: its text without the schema, and the schema's text.
+fn digest(text: &str, schema: &str) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::hash::DefaultHasher::new();
     text.hash(&mut hasher);
+    schema.hash(&mut hasher);
     hasher.finish()
 }
 
@@ -174,9 +176,17 @@ impl ToolRecord {
         })
     }
 
-    /// The record as cached: JSON text, the same for the same record (object keys sorted).
-    pub(crate) fn to_json(&self) -> Option<String> {
-        serde_json::to_string(self).ok()
+    /// The record as cached, in two texts: its JSON with `schema` as `null` (the same for
+    /// the same record: object keys sorted), and the schema's JSON. The cache keeps
+    /// schemas apart from the records, so that a warm start reads records without scanning
+    /// every schema.
+    pub(crate) fn cached_parts(&self) -> Option<(String, String)> {
+        let without_schema = Self {
+            schema: RawValue::NULL.to_owned(),
+            ..self.clone()
+        };
+        let text = serde_json::to_string(&without_schema).ok()?;
+        Some((text, self.schema.get().to_string()))
     }
 
     /// The validated name (a cache entry is data from disk: checked again).

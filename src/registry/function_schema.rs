@@ -4,7 +4,6 @@
 //! `call` reads one; `tools/list` and search read them all, once). So a schema from the
 //! cache stays text until it is first read, and is parsed once then.
 
-use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::ops::Deref;
@@ -17,7 +16,7 @@ pub(crate) struct FunctionSchema(Arc<Inner>);
 
 struct Inner {
     /// The cached JSON text, when the schema came from the registration cache.
-    text: Option<Box<RawValue>>,
+    text: Option<String>,
     parsed: OnceLock<Map<String, Value>>,
 }
 
@@ -30,10 +29,12 @@ impl FunctionSchema {
         }))
     }
 
-    /// A schema kept as JSON `text` until first read; `None` when `text` is not a JSON
-    /// object. (The text is valid JSON, so an object is text that starts with `{`.)
-    pub(crate) fn from_text(text: Box<RawValue>) -> Option<Self> {
-        if !text.get().starts_with('{') {
+    /// A schema kept as JSON `text` until first read; `None` when `text` is clearly not a
+    /// JSON object. The text is not parsed here: text that turns out not to parse when the
+    /// schema is first read reads as `{}` (with a warning), which only a damaged or forged
+    /// cache holds.
+    pub(crate) fn from_text(text: String) -> Option<Self> {
+        if !(text.starts_with('{') && text.ends_with('}')) {
             return None;
         }
         Some(Self(Arc::new(Inner {
@@ -58,9 +59,9 @@ impl Deref for FunctionSchema {
             let Some(text) = &self.0.text else {
                 return Map::new();
             };
-            // The text was checked to be a JSON object when the cache was read; a tree
-            // deeper than serde_json's nesting limit is the one way this can still fail.
-            serde_json::from_str(text.get()).unwrap_or_else(|error| {
+            // The cache's text is what serde_json wrote; only a damaged or forged cache
+            // (or a tree deeper than serde_json's nesting limit) fails here.
+            serde_json::from_str(text).unwrap_or_else(|error| {
                 tracing::warn!("a cached tool schema no longer parses ({error}); it reads as {{}}");
                 Map::new()
             })
@@ -84,8 +85,8 @@ impl From<Map<String, Value>> for FunctionSchema {
 mod tests {
     use super::*;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_string()).expect("valid JSON")
+    fn raw(text: &str) -> String {
+        text.to_string()
     }
 
     #[test]
@@ -101,5 +102,11 @@ mod tests {
     fn cached_text_that_is_not_an_object_is_no_schema() {
         assert!(FunctionSchema::from_text(raw(r#"["Adds."]"#)).is_none());
         assert!(FunctionSchema::from_text(raw("3")).is_none());
+    }
+
+    #[test]
+    fn cached_text_that_does_not_parse_reads_as_an_empty_schema() {
+        let schema = FunctionSchema::from_text(raw(r#"{"description": }"#)).expect("braces");
+        assert!(schema.is_empty());
     }
 }
