@@ -66,7 +66,8 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
         .min_depth(1)
         .max_depth(2)
         .follow_links(true)
-        .sort_by_file_name()
+        // Not `sort_by_file_name`: the list is sorted once at the end, and walkdir's sort
+        // took each name apart again on every comparison (a sixth of a warm start).
         .into_iter()
         .filter_entry(|entry| {
             let name = entry.file_name();
@@ -101,8 +102,23 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
             .flatten();
         out.push(Candidate::new(dir_index, shown, absolute, package_dir));
     }
-    out.sort_by(|a, b| a.shown.cmp(&b.shown));
+    out.sort_by_cached_key(|candidate| order_key(&candidate.shown, dir));
     out
+}
+
+/// What candidates of one directory sort by: the path after `dir` (the same bytes for
+/// all), with the separator as the lowest byte. That is `Path`'s own order (component by
+/// component) for the names a directory listing gives, without taking both paths apart on
+/// every comparison (which was a tenth of a warm start).
+fn order_key(shown: &Path, dir: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let full = shown.as_os_str().as_bytes();
+    let prefix = dir.as_os_str().as_bytes();
+    let inside = full.strip_prefix(prefix).unwrap_or(full);
+    inside
+        .iter()
+        .map(|&byte| if byte == b'/' { 0 } else { byte })
+        .collect()
 }
 
 /// Why a candidate must not be read: not a regular file (a FIFO would block), or too large.
@@ -158,5 +174,28 @@ mod tests {
             .map(|c| c.shown.strip_prefix(root).unwrap().display().to_string())
             .collect();
         assert_eq!(names, ["a.lua", "pkg/tool.lua"]);
+    }
+
+    #[test]
+    fn candidates_sort_in_path_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for file in [
+            "a.lua",
+            "a/tool.lua",
+            "a-b.lua",
+            "b.lua",
+            "B.lua",
+            "a_/tool.lua",
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "-- x").unwrap();
+        }
+        let listed: Vec<PathBuf> = list(root, 0).into_iter().map(|c| c.shown).collect();
+        let mut by_path = listed.clone();
+        by_path.sort();
+        assert_eq!(listed, by_path);
+        assert_eq!(listed.len(), 6);
     }
 }

@@ -8,7 +8,7 @@
 
 use super::known_schemas::KnownSchemas;
 use super::registrations::{Registrations, lazy_file};
-use super::{ToolDir, Verdict};
+use super::{ToolDir, Verdict, path_text};
 use crate::error::LoadError;
 use crate::lua::record::{Expected, SharedCheck, ToolRecord};
 use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, SearchDir};
@@ -18,7 +18,8 @@ use crate::registry::{
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::ffi::OsStr;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc;
 
@@ -63,8 +64,9 @@ pub(crate) fn plan(
     }
     let libs = lib_dirs(dirs);
     let cache_file = cache.file().map(Path::to_path_buf);
-    let positions: HashMap<&Path, usize> = registering(verdicts, dirs)
-        .map(|(index, verdict, _, _)| (verdict.path.as_path(), index))
+    // Keyed by the path's bytes: `Path`'s hash walks its components.
+    let positions: HashMap<&OsStr, usize> = registering(verdicts, dirs)
+        .map(|(index, verdict, _, _)| (verdict.path.as_os_str(), index))
         .collect();
     for (index, verdict, source, dir) in registering(verdicts, dirs) {
         let search = search_dirs(verdict, &libs, dir);
@@ -96,7 +98,7 @@ pub(crate) fn plan(
 fn resolve_shared_checks(
     records: &[Expected],
     index: usize,
-    positions: &HashMap<&Path, usize>,
+    positions: &HashMap<&OsStr, usize>,
     plan: &Plan,
 ) -> Option<Vec<Option<LuaFnId>>> {
     records
@@ -106,7 +108,7 @@ fn resolve_shared_checks(
             let Some(shared) = &record.check_fn_of else {
                 return Some(None);
             };
-            let owner = *positions.get(shared.file.as_path())?;
+            let owner = *positions.get(shared.file.as_os_str())?;
             let owner_records = match owner == index {
                 true => records,
                 false => &plan.get(&owner)?.expected[..],
@@ -130,7 +132,10 @@ fn compile_now(schema: &Map<String, Value>) -> Compiled {
 }
 
 /// The source each file loaded from (the current one, or its last good version).
-pub(crate) type Sources = HashMap<PathBuf, Arc<[u8]>>;
+/// Keyed by the path's bytes (`OsString`): `Path`'s own hash walks its components, and
+/// hashing paths was a visible part of a warm start. The paths are discovery's, one
+/// spelling per file.
+pub(crate) type Sources = HashMap<std::ffi::OsString, Arc<[u8]>>;
 
 /// One file after its Lua ran (phase 1).
 struct Ran {
@@ -281,7 +286,7 @@ pub(crate) fn load_all(
                         verdict.error = Some(error);
                         verdict.last_good = true;
                     }
-                    sources.insert(verdict.path.clone(), file.source);
+                    sources.insert(verdict.path.clone().into_os_string(), file.source);
                 }
                 (Err(error), replaced) => {
                     let error = replaced.unwrap_or(error);
@@ -336,7 +341,7 @@ fn run_with_fallback(
 /// The last good source of a file, when it differs from `current`.
 fn fallback_for(verdict: &Verdict, current: &Arc<[u8]>, last_good: &Sources) -> Option<Arc<[u8]>> {
     last_good
-        .get(&verdict.path)
+        .get(verdict.path.as_os_str())
         .filter(|good| good[..] != current[..])
         .cloned()
 }
@@ -381,17 +386,36 @@ fn at_field_line(mut error: LoadError, source: &[u8]) -> LoadError {
 /// models): the directory's own name and the path inside it (`tools-lua/read_file.lua`),
 /// never the host's absolute path. A path outside `dir` is shown by its file name.
 pub(super) fn model_facing(path: &Path, dir: &Path) -> String {
+    // The usual case as text: `path` is `dir`, a separator, then names.
+    if let (Some(path), Some(dir_text), Some(name)) = (
+        path.to_str(),
+        dir.to_str(),
+        dir.file_name().and_then(|n| n.to_str()),
+    ) && let Some(inside) = path.strip_prefix(dir_text.trim_end_matches('/'))
+        && let Some(inside) = inside.strip_prefix('/')
+        && !inside.is_empty()
+        && !inside
+            .split('/')
+            .any(|part| matches!(part, "" | "." | ".."))
+        && !dir_text.ends_with("/.")
+        && !dir_text.ends_with("/..")
+    {
+        return format!("{name}/{inside}");
+    }
     let inside = path
         .strip_prefix(dir)
         .ok()
         .filter(|p| !p.as_os_str().is_empty());
     match (inside, dir.file_name()) {
-        (Some(inside), Some(name)) => Path::new(name).join(inside).display().to_string(),
-        (Some(inside), None) => inside.display().to_string(),
+        // `inside` is relative and not empty: joining is adding a separator.
+        (Some(inside), Some(name)) => {
+            format!("{}/{}", path_text(Path::new(name)), path_text(inside))
+        }
+        (Some(inside), None) => path_text(inside),
         (None, _) => path
             .file_name()
-            .map(|name| Path::new(name).display().to_string())
-            .unwrap_or_else(|| path.display().to_string()),
+            .map(|name| path_text(Path::new(name)))
+            .unwrap_or_else(|| path_text(path)),
     }
 }
 
@@ -737,6 +761,35 @@ fn commit(
         Err(rejection) => {
             let line = file.lines.get(rejection.index).copied();
             Err(LoadError::new(&verdict.shown, line, rejection.message))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_facing;
+    use std::path::Path;
+
+    #[test]
+    fn model_facing_names_a_file_by_its_directory_and_the_path_inside() {
+        let cases = [
+            ("/x/tools-lua/a.lua", "/x/tools-lua", "tools-lua/a.lua"),
+            (
+                "/x/tools-lua/pkg/tool.lua",
+                "/x/tools-lua/",
+                "tools-lua/pkg/tool.lua",
+            ),
+            ("tools-lua/./a.lua", "tools-lua", "tools-lua/a.lua"),
+            ("/x/tools-lua/a.lua", "/x/tools-lua/.", "tools-lua/a.lua"),
+            ("/elsewhere/b.lua", "/x/tools-lua", "b.lua"),
+            ("/x/tools-lua/lib", "/x/tools-lua", "tools-lua/lib"),
+        ];
+        for (path, dir, shown) in cases {
+            assert_eq!(
+                model_facing(Path::new(path), Path::new(dir)),
+                shown,
+                "{path} in {dir}"
+            );
         }
     }
 }

@@ -145,10 +145,10 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     let mut to_parse: Vec<usize> = Vec::new();
     let mut parse_stamps: Vec<Option<cache::Stamp>> = Vec::new();
     for candidate in found {
-        let key = candidate.absolute.display().to_string();
+        let key = path_text(&candidate.absolute);
         let mut verdict = Verdict {
             path: candidate.absolute,
-            shown: candidate.shown.display().to_string(),
+            shown: path_text(&candidate.shown),
             dir_index: candidate.dir_index,
             package_dir: candidate.package_dir,
             registers: false,
@@ -234,7 +234,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
     let parsed = parse_all(&verdicts, &to_parse);
     for ((index, outcome), stamp) in to_parse.into_iter().zip(parsed).zip(parse_stamps) {
         let verdict = &mut verdicts[index];
-        let key = verdict.path.display().to_string();
+        let key = path_text(&verdict.path);
         match outcome {
             ParseVerdict::Registers | ParseVerdict::NoTopLevelRegister => {
                 let registers = outcome == ParseVerdict::Registers;
@@ -311,6 +311,16 @@ pub(crate) fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
             Reason::ParseError,
             Some(format!("{shown}: the parser could not run")),
         ),
+    }
+}
+
+/// A path as text: its own bytes when they are UTF-8 (nearly always), else the lossy
+/// `display` form. `Path::display` formats through the lossy decoder one chunk at a time, a
+/// visible cost when done for every file of every start.
+pub(crate) fn path_text(path: &Path) -> String {
+    match path.to_str() {
+        Some(text) => text.to_string(),
+        None => path.display().to_string(),
     }
 }
 

@@ -102,7 +102,7 @@ enum Entry {
 
 /// A cache hit: the records (for the registry) and what the file's run must register.
 pub(crate) struct Hit {
-    /// The records, in order; their `schema` is `null`.
+    /// The records, in order; their `schema` is `null` (the schemas are the next field).
     pub records: Vec<ToolRecord>,
     /// Their schemas' JSON text, in order (read when first used).
     pub schemas: Vec<String>,

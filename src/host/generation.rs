@@ -65,7 +65,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     for (index, verdict) in verdicts.iter_mut().enumerate() {
         if verdict.error.is_some()
             && !verdict.registers
-            && let Some(good) = recipe.last_good.get(&verdict.path)
+            && let Some(good) = recipe.last_good.get(verdict.path.as_os_str())
         {
             verdict.registers = true;
             verdict.source = Some(good.clone());

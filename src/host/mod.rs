@@ -33,7 +33,6 @@ use crate::registry::{AvailabilityCache, CallContext, Registry, RegistryState, T
 use crate::search::SearchPlans;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -71,7 +70,7 @@ struct HostInner {
     registry: Registry,
     /// The source each file last loaded from successfully: a file that breaks keeps
     /// serving this version.
-    last_good: Mutex<HashMap<PathBuf, Arc<[u8]>>>,
+    last_good: Mutex<crate::discovery::Sources>,
     /// One reload at a time.
     reloading: Mutex<()>,
     availability: AvailabilityCache,

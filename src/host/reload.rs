@@ -84,7 +84,7 @@ pub(super) fn fingerprint(
             let source_hash = tool
                 .file
                 .as_ref()
-                .and_then(|f| sources.get(f))
+                .and_then(|f| sources.get(f.as_os_str()))
                 .map(|s| {
                     use std::hash::{Hash, Hasher};
                     let mut hasher = std::collections::hash_map::DefaultHasher::new();

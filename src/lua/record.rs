@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// One registration without its functions.
+/// One registration without its functions. As cached, a field at its default value is
+/// left out (most are, and the records are what a warm start parses), and the schema is
+/// kept apart (see [`ToolRecord::cached_parts`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ToolRecord {
     /// Tool name.
@@ -17,57 +19,78 @@ pub(crate) struct ToolRecord {
     /// Toolset name.
     pub toolset: String,
     /// The function schema as JSON text (a warm start parses it only when it is read).
+    #[serde(skip, default = "null_schema")]
     pub schema: Box<RawValue>,
     /// The schema's `description` when it is text (else empty): what the registry's
     /// description defaults to, without a warm start scanning every schema for it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub schema_description: String,
     /// Has a `check_fn`.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub check_fn: bool,
     /// Has a `dynamic_schema_overrides` function.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub overrides: bool,
     /// `requires_env`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires_env: Vec<String>,
     /// `is_async`.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub is_async: bool,
     /// `description` as given (None: from the schema).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// `emoji`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub emoji: String,
     /// `max_result_size_chars` as a number of characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_result_chars: Option<u64>,
     /// `max_result_size_chars = math.huge`.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub unlimited_result: bool,
     /// `override`.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub override_existing: bool,
     /// `scope`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
     /// `timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// `parallel_safe`.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub parallel_safe: bool,
     /// `requires_approval`.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub requires_approval: bool,
     /// `output_schema` as registered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Map<String, Value>>,
     /// `annotations`: title, read_only, destructive, idempotent, open_world.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// `annotations.read_only`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
     /// `annotations.destructive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive: Option<bool>,
     /// `annotations.idempotent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent: Option<bool>,
     /// `annotations.open_world`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
     /// Line of the `registry.register` call.
     pub line: u32,
     /// Digest of `schema.parameters` (what `schemas.json` knows compiled schemas by).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameters_digest: Option<u64>,
     /// The `check_fn` is the same Lua function as an earlier registration's (a toolset-wide
     /// probe from a shared module): that one's file and position. One function, one id,
     /// one cached answer.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_fn_of: Option<SharedCheck>,
 }
 
@@ -116,6 +139,14 @@ impl Expected {
             .cached_parts()
             .is_some_and(|(text, schema)| digest(&text, &schema) == self.digest)
     }
+}
+
+fn null_schema() -> Box<RawValue> {
+    RawValue::NULL.to_owned()
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// Digest of a record as cached: its text without the schema, and the schema's text.
@@ -176,16 +207,12 @@ impl ToolRecord {
         })
     }
 
-    /// The record as cached, in two texts: its JSON with `schema` as `null` (the same for
-    /// the same record: object keys sorted), and the schema's JSON. The cache keeps
+    /// The record as cached, in two texts: its JSON without `schema` (the same for the same
+    /// record: fields in declaration order, map keys sorted), and the schema's JSON. The cache keeps
     /// schemas apart from the records, so that a warm start reads records without scanning
     /// every schema.
     pub(crate) fn cached_parts(&self) -> Option<(String, String)> {
-        let without_schema = Self {
-            schema: RawValue::NULL.to_owned(),
-            ..self.clone()
-        };
-        let text = serde_json::to_string(&without_schema).ok()?;
+        let text = serde_json::to_string(self).ok()?;
         Some((text, self.schema.get().to_string()))
     }
 
