@@ -225,6 +225,7 @@ mod bounded_read;
 pub mod cli;
 mod config;
 mod definitions;
+mod digest;
 mod discovery;
 mod dispatch;
 mod env_vars;

@@ -336,7 +336,7 @@ fn key(
     scope: Option<&str>,
     required: bool,
 ) -> String {
-    let mut hasher = std::hash::DefaultHasher::new();
+    let mut hasher = crate::digest::hasher();
     env!("CARGO_PKG_VERSION").hash(&mut hasher);
     file.source.hash(&mut hasher);
     file.display.hash(&mut hasher);
@@ -362,7 +362,7 @@ fn lib_print(lib_prints: &mut HashMap<PathBuf, u64>, dir: &SearchDir) -> u64 {
     if let Some(print) = lib_prints.get(&dir.canonical) {
         return *print;
     }
-    let mut hasher = std::hash::DefaultHasher::new();
+    let mut hasher = crate::digest::hasher();
     let walk = walkdir::WalkDir::new(&dir.canonical)
         .max_depth(MAX_LIB_DEPTH)
         .sort_by_file_name();

@@ -152,7 +152,7 @@ fn is_false(value: &bool) -> bool {
 /// Digest of a record as cached: its text without the schema, and the schema's text.
 fn digest(text: &str, schema: &str) -> u64 {
     use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
+    let mut hasher = crate::digest::hasher();
     text.hash(&mut hasher);
     schema.hash(&mut hasher);
     hasher.finish()
