@@ -47,12 +47,22 @@ const MAX_LIB_DEPTH: usize = 16;
 
 /// The index: the file's first line, one JSON object. The schemas follow it, concatenated
 /// (JSON never holds a raw newline, so the first newline ends the index).
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize)]
 struct Index<'a> {
     toolhost: &'a str,
     // Owned paths: a path with a quote or a backslash is escaped in the file.
     #[serde(borrow)]
     files: HashMap<String, IndexedFile<'a>>,
+}
+
+/// An entry's key, whether it required a module, and each record's text and schema text.
+type EntryTexts<'a> = (&'a str, bool, Vec<(&'a str, &'a str)>);
+
+/// The index as written (files in path order).
+#[derive(Serialize)]
+struct IndexToWrite<'a> {
+    toolhost: &'a str,
+    files: std::collections::BTreeMap<&'a str, IndexedFile<'a>>,
 }
 
 /// One file's entry in the index.
@@ -237,37 +247,14 @@ impl Registrations {
         }
     }
 
-    /// The file's text for this load's entries: the index line, then the schemas.
+    /// The file's text for this load's entries: the index line, then the schemas. Files
+    /// in path order, so that the same entries give the same file.
     fn to_text(&self) -> Option<String> {
         let mut schemas = String::new();
-        let mut files = HashMap::with_capacity(self.current.len());
+        let mut files = std::collections::BTreeMap::new();
         for (path, entry) in &self.current {
-            let (key, required, texts): (&str, bool, Vec<(&str, &str)>) = match entry {
-                Entry::Read(read) => (
-                    &read.key,
-                    read.required,
-                    read.tools
-                        .iter()
-                        .map(|t| {
-                            Some((
-                                self.text.get(t.record.clone())?,
-                                self.text.get(t.schema.clone())?,
-                            ))
-                        })
-                        .collect::<Option<_>>()?,
-                ),
-                Entry::New {
-                    key,
-                    required,
-                    tools,
-                } => (
-                    key,
-                    *required,
-                    tools
-                        .iter()
-                        .map(|(t, s)| (t.as_str(), s.as_str()))
-                        .collect(),
-                ),
+            let Some((key, required, texts)) = self.texts_of(entry) else {
+                continue;
             };
             let mut tools = Vec::with_capacity(texts.len());
             for (record, schema) in texts {
@@ -278,16 +265,14 @@ impl Registrations {
                     schema: [start, schemas.len()],
                 });
             }
-            files.insert(
-                path.clone(),
-                IndexedFile {
-                    key,
-                    required,
-                    tools,
-                },
-            );
+            let file = IndexedFile {
+                key,
+                required,
+                tools,
+            };
+            files.insert(path.as_str(), file);
         }
-        let index = Index {
+        let index = IndexToWrite {
             toolhost: env!("CARGO_PKG_VERSION"),
             files,
         };
@@ -295,6 +280,27 @@ impl Registrations {
         text.push('\n');
         text.push_str(&schemas);
         Some(text)
+    }
+
+    /// An entry's key, whether it required a module, and each record's two texts.
+    fn texts_of<'a>(&'a self, entry: &'a Entry) -> Option<EntryTexts<'a>> {
+        match entry {
+            Entry::Read(read) => {
+                let texts = read.tools.iter().map(|tool| {
+                    let record = self.text.get(tool.record.clone())?;
+                    Some((record, self.text.get(tool.schema.clone())?))
+                });
+                Some((&read.key, read.required, texts.collect::<Option<_>>()?))
+            }
+            Entry::New {
+                key,
+                required,
+                tools,
+            } => {
+                let texts = tools.iter().map(|(t, s)| (t.as_str(), s.as_str()));
+                Some((key, *required, texts.collect()))
+            }
+        }
     }
 }
 
