@@ -116,3 +116,44 @@ fn a_stateless_server_lists_and_calls() {
     assert_eq!(stateless["is_error"], false, "{stateless}");
     assert_eq!(stateless["text"], r#"{"text":"hi"}"#);
 }
+
+/// A keep-alive client must learn that a refused request's connection is closing: the guard
+/// answers before the body arrives, so the server cannot reuse the connection, and a
+/// client that did would see its next request fail with "server disconnected".
+#[test]
+fn a_refused_request_tells_the_client_the_connection_closes() {
+    use std::io::{Read, Write};
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
+    let (mut server, url) = common::spawn_http_server(command);
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+
+    let mut socket = std::net::TcpStream::connect(&authority).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    // The headers of a request from a foreign origin; its body is never sent.
+    write!(
+        socket,
+        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nOrigin: http://evil.example\r\n\
+         Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Length: 200\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    let read = socket.read_to_end(&mut answer);
+    server.kill().unwrap();
+    server.wait().unwrap();
+    read.expect("the server closes the connection after its answer");
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 403"), "{answer}");
+    assert!(answer.contains("\r\nconnection: close\r\n"), "{answer}");
+}

@@ -533,7 +533,6 @@ fn no_server_process_outlives_a_killed_host() {
 /// `toolhost serve --http` on a free port with a tools dir holding `greet`, requiring the
 /// bearer token in its `INNER_TOKEN`; returns the process and its URL.
 fn inner_http_server(fx: &Fixture, token: &str) -> (std::process::Child, String) {
-    use std::io::BufRead;
     let inner = fx.root().join("inner");
     std::fs::create_dir_all(inner.join("tools-lua")).unwrap();
     std::fs::write(
@@ -541,31 +540,14 @@ fn inner_http_server(fx: &Fixture, token: &str) -> (std::process::Child, String)
         simple_tool("greet", "inner", "hello over http"),
     )
     .unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
         .current_dir(&inner)
         .env_remove("TOOLHOST_CONFIG")
         .env("INNER_TOKEN", token)
         .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"])
-        .args(["--auth-token-env", "INNER_TOKEN"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server prints its address")
-            .unwrap();
-        if let Some(url) = line.split("serving MCP at ").nth(1) {
-            break url.trim().to_string();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    (child, url)
+        .args(["--auth-token-env", "INNER_TOKEN"]);
+    common::spawn_http_server(command)
 }
 
 #[test]

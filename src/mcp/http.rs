@@ -203,7 +203,8 @@ pub(crate) async fn serve(
             Router::new()
                 .route("/healthz", get(healthz))
                 .with_state(shared.clone()),
-        );
+        )
+        .layer(axum::middleware::from_fn(close_after_refusal));
 
     let stop_accepting = CancellationToken::new();
     let server =
@@ -281,6 +282,24 @@ async fn authenticate(State(auth): State<Auth>, request: Request, next: Next) ->
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Marks every refusal (4xx) `Connection: close`.
+///
+/// A guard (token, `Origin`, `Host`, body limit) answers before reading the request body;
+/// hyper then closes the connection after the answer when the unread body is not already
+/// buffered. Without this header a keep-alive client does not know that and sends its next
+/// request down a connection that is closing, which fails as "server disconnected" — a
+/// race that depends on how the client's writes were split into packets. With the header,
+/// the client opens a new connection for the next request.
+async fn close_after_refusal(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.status().is_client_error() {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     response
 }
 

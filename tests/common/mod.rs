@@ -154,3 +154,28 @@ pub fn json_all(results: Vec<toolhost::ToolResult>) -> Vec<Value> {
         .map(toolhost::ToolResult::into_json)
         .collect()
 }
+
+/// Starts `command` (a `toolhost … serve --http 127.0.0.1:0 …`) and returns the process and
+/// the URL it prints once it listens. Its stderr keeps being drained so it never blocks.
+pub fn spawn_http_server(mut command: std::process::Command) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the server prints its address")
+            .unwrap();
+        if let Some(url) = line.split("serving MCP at ").nth(1) {
+            break url.trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (child, url)
+}
