@@ -18,6 +18,9 @@ cargo build --release --quiet
 for bench in discovery definitions calls store; do
   cargo bench --quiet --bench "$bench" 2>/dev/null | tee "$out/$bench.txt" >&2
 done
+# The floor under serve's CPU per MCP call: one round trip between two parked threads
+# (benches/thread_hop.rs prints one JSON line).
+cargo bench --quiet --bench thread_hop 2>/dev/null | tee "$out/thread_hop.txt" >&2 || true
 
 # Whole process: start, discover (warm cache), one call; its time (133 and 1,000 tools) and
 # peak RSS (1,000 tools). Also a fixed CPU probe, so runs in the machine's two CPU speeds

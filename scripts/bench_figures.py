@@ -68,6 +68,9 @@ def main():
     process = out / "process.txt"
     if process.exists() and process.read_text().strip():
         figures.update(json.loads(process.read_text().splitlines()[-1]))
+    hop = out / "thread_hop.txt"
+    if hop.exists() and hop.read_text().strip():
+        figures.update(json.loads(hop.read_text().strip().splitlines()[-1]))
     quality = out / "search_quality.txt"
     if quality.exists() and quality.read_text().strip():
         measured = json.loads(quality.read_text().splitlines()[0])

@@ -29,7 +29,7 @@ impl ToolResult {
     pub fn to_json(&self) -> Value {
         match self {
             Self::Text(text) => Value::String(text.clone()),
-            Self::Json(value) => Value::String(value.to_string()),
+            Self::Json(value) => Value::String(json_text(value)),
             Self::Multimodal(envelope) => envelope.clone(),
             Self::Error(error) => error.to_json(),
         }
@@ -39,7 +39,7 @@ impl ToolResult {
     pub fn into_json(self) -> Value {
         match self {
             Self::Text(text) => Value::String(text),
-            Self::Json(value) => Value::String(value.to_string()),
+            Self::Json(value) => Value::String(json_text(&value)),
             Self::Multimodal(envelope) => envelope,
             Self::Error(error) => error.to_json(),
         }
@@ -50,7 +50,7 @@ impl ToolResult {
     pub fn text(&self) -> Option<Cow<'_, str>> {
         match self {
             Self::Text(text) => Some(Cow::Borrowed(text)),
-            Self::Json(value) => Some(Cow::Owned(value.to_string())),
+            Self::Json(value) => Some(Cow::Owned(json_text(value))),
             Self::Multimodal(_) | Self::Error(_) => None,
         }
     }
@@ -71,6 +71,33 @@ impl ToolResult {
     /// The kind of failure, when the call failed.
     pub fn error_type(&self) -> Option<ErrorType> {
         self.error().map(|error| error.kind)
+    }
+}
+
+/// The compact JSON text of `value`, as a model reads a structured result. Written straight
+/// into a buffer (`Value`'s `Display` goes through a formatter for every piece).
+pub(crate) fn json_text(value: &Value) -> String {
+    // Serialising a `Value` cannot fail (its keys are strings); Display is the same text.
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// The length in bytes of [`json_text`]`(value)`, without building it.
+pub(crate) fn json_text_len(value: &Value) -> usize {
+    /// Counts what is written to it.
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    match serde_json::to_writer(&mut counter, value) {
+        Ok(()) => counter.0,
+        Err(_) => json_text(value).len(),
     }
 }
 
@@ -178,6 +205,19 @@ impl std::error::Error for ToolError {}
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_json_text_and_its_measured_length_agree_with_display() {
+        for value in [
+            json!(null),
+            json!({"a": [1, 2.5, "é\u{1F600}"], "q\"\n": {"x": false}}),
+            json!("tab\tand\\slash"),
+            json!([]),
+        ] {
+            assert_eq!(json_text(&value), value.to_string());
+            assert_eq!(json_text_len(&value), value.to_string().len());
+        }
+    }
 
     #[test]
     fn results_serialise_to_the_spec_json() {

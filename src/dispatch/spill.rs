@@ -5,7 +5,7 @@
 //! multimodal envelopes) are never spilled. If the file cannot be written the full result
 //! is returned unchanged: nothing is lost.
 
-use super::result::ToolResult;
+use super::result::{ToolResult, json_text, json_text_len};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -24,15 +24,21 @@ pub(super) fn limit_size(
     let Some(limit) = limit else {
         return result;
     };
-    let text = match &result {
-        ToolResult::Text(text) => std::borrow::Cow::Borrowed(text.as_str()),
-        ToolResult::Json(value) => std::borrow::Cow::Owned(value.to_string()),
+    // A string of n bytes has at most n characters: the common case costs nothing (a
+    // structured result's text is measured, not built).
+    let bytes = match &result {
+        ToolResult::Text(text) => text.len(),
+        ToolResult::Json(value) => json_text_len(value),
         _ => return result,
     };
-    // A string of n bytes has at most n characters: the common case costs nothing.
-    if text.len() as u64 <= limit {
+    if bytes as u64 <= limit {
         return result;
     }
+    let text = match &result {
+        ToolResult::Text(text) => std::borrow::Cow::Borrowed(text.as_str()),
+        ToolResult::Json(value) => std::borrow::Cow::Owned(json_text(value)),
+        _ => return result,
+    };
     let chars = text.chars().count() as u64;
     if chars <= limit {
         return result;
@@ -114,5 +120,16 @@ mod tests {
             .find(|w| w.ends_with(".txt"))
             .unwrap();
         assert_eq!(std::fs::read_to_string(path).unwrap(), value.to_string());
+    }
+
+    #[test]
+    fn a_structured_result_exactly_at_the_limit_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let value = serde_json::json!({"text": "é\"\n", "n": [1.5, -2, null]});
+        let length = value.to_string().chars().count() as u64;
+        let kept = ToolResult::Json(value.clone());
+        assert_eq!(limit_size(kept.clone(), Some(length), dir.path(), "t"), kept);
+        let out = limit_size(kept, Some(length - 1), dir.path(), "t");
+        assert!(matches!(out, ToolResult::Text(text) if text.starts_with("<persisted-output>")));
     }
 }

@@ -568,18 +568,17 @@ impl LuaVm {
     fn normalise(&self, value: &LuaValue) -> Result<Returned, HandlerFailure> {
         match value {
             LuaValue::String(s) => Ok(Returned::Text(s.to_string_lossy())),
-            LuaValue::Table(table) => {
+            LuaValue::Table(_) => {
                 let json = convert::lua_to_json(&self.lua, value, Mode::Data).map_err(|e| {
                     HandlerFailure::Contract(format!(
                         "table holding {} at result.{}",
                         e.reason, e.path
                     ))
                 })?;
-                let multimodal = matches!(
-                    table.raw_get::<LuaValue>("_multimodal"),
-                    Ok(LuaValue::Boolean(true))
-                );
-                if multimodal && json.is_object() {
+                // The table's own `_multimodal = true` is that member of its JSON object
+                // (read there: looking it up in Lua creates the key string every call).
+                let multimodal = json.get("_multimodal") == Some(&serde_json::Value::Bool(true));
+                if multimodal {
                     Ok(Returned::Multimodal(json))
                 } else {
                     Ok(Returned::Json(json))

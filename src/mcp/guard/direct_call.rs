@@ -151,7 +151,15 @@ pub(super) fn start(
         });
         let line = match answer {
             // The id first, as on every answer the guard writes.
-            Ok(result) => format!("{{\"id\":{raw_id},\"jsonrpc\":\"2.0\",\"result\":{result}}}"),
+            Ok(result) => {
+                let mut line = String::with_capacity(raw_id.len() + result.len() + 32);
+                line.push_str("{\"id\":");
+                line.push_str(&raw_id);
+                line.push_str(",\"jsonrpc\":\"2.0\",\"result\":");
+                line.push_str(&result);
+                line.push('}');
+                line
+            }
             Err(message) => error_line(Some(&raw_id), INTERNAL_ERROR, &message),
         };
         // A client that closed its output has nobody to answer.
