@@ -128,7 +128,10 @@ mod tests {
         let value = serde_json::json!({"text": "é\"\n", "n": [1.5, -2, null]});
         let length = value.to_string().chars().count() as u64;
         let kept = ToolResult::Json(value.clone());
-        assert_eq!(limit_size(kept.clone(), Some(length), dir.path(), "t"), kept);
+        assert_eq!(
+            limit_size(kept.clone(), Some(length), dir.path(), "t"),
+            kept
+        );
         let out = limit_size(kept, Some(length - 1), dir.path(), "t");
         assert!(matches!(out, ToolResult::Text(text) if text.starts_with("<persisted-output>")));
     }

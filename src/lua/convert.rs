@@ -9,10 +9,9 @@
 //!   `1..n` (n ≥ 1). An empty unmarked table is `{}`, except under a JSON-Schema keyword
 //!   whose value is always an array (`required = {}` → `[]`) in [`Mode::Schema`].
 
-use mlua::serde::ser::Options as SerializeOptions;
-use mlua::{Lua, LuaSerdeExt, Table, Value as LuaValue};
+use mlua::{Lua, LuaSerdeExt, Table, Value as LuaValue, ffi};
 use serde_json::{Map, Number, Value};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 
 /// Deepest nesting accepted in either direction; deeper values are an error, not a crash.
 pub(crate) const MAX_DEPTH: usize = 128;
@@ -75,7 +74,66 @@ pub(crate) fn json_to_lua(lua: &Lua, value: &Value) -> mlua::Result<LuaValue> {
             "JSON nested deeper than {MAX_DEPTH} levels"
         )));
     }
-    lua.to_value_with(value, SerializeOptions::new().set_array_metatable(true))
+    let marker = lua.array_metatable();
+    // SAFETY: `exec_raw` runs the closure as one protected call with the marker at index 1.
+    // `push_json` uses the raw API only within the stack space it checks first, and a Lua
+    // error inside it (out of memory under the VM's limit, no stack left) leaves by longjmp
+    // through frames that own nothing needing drop (borrows and borrowing iterators only):
+    // the call then returns that error and mlua's guard restores the stack. The marker is
+    // removed at the end, so the converted value is the only result.
+    unsafe {
+        lua.exec_raw(marker, |state| {
+            push_json(state, value, 1);
+            ffi::lua_remove(state, 1);
+        })
+    }
+}
+
+/// Pushes `value` as Lua onto `state`'s stack; the array marker is at the absolute index
+/// `marker`. One protected call for the whole value: through mlua's serde path every string
+/// and every table entry was a protected call of its own (the VM has a memory limit), most
+/// of the cost of handing a call its arguments.
+///
+/// # Safety
+/// Must run inside a protected call on `state` (it raises Lua errors), with `marker` a
+/// valid index; and it must own nothing that needs dropping, since an error leaves it by
+/// longjmp.
+unsafe fn push_json(state: *mut ffi::lua_State, value: &Value, marker: c_int) {
+    // SAFETY: the caller's contract; every push below is within the space checked here
+    // (a container, then one key and one value at a time).
+    unsafe {
+        ffi::luaL_checkstack(state, 3, std::ptr::null());
+        match value {
+            // `json.null`: mlua's null light userdata.
+            Value::Null => ffi::lua_pushlightuserdata(state, std::ptr::null_mut()),
+            Value::Bool(b) => ffi::lua_pushboolean(state, c_int::from(*b)),
+            // As mlua converts them: integers that fit stay integers, the rest are floats.
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => ffi::lua_pushinteger(state, i),
+                None => ffi::lua_pushnumber(state, n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(text) => {
+                ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+            }
+            Value::Array(items) => {
+                ffi::lua_createtable(state, c_int::try_from(items.len()).unwrap_or(0), 0);
+                ffi::lua_pushvalue(state, marker);
+                ffi::lua_setmetatable(state, -2);
+                for (at, item) in (1..).zip(items) {
+                    push_json(state, item, marker);
+                    ffi::lua_rawseti(state, -2, at);
+                }
+            }
+            Value::Object(members) => {
+                ffi::lua_createtable(state, 0, c_int::try_from(members.len()).unwrap_or(0));
+                for (key, member) in members {
+                    ffi::lua_pushlstring(state, key.as_ptr().cast(), key.len());
+                    push_json(state, member, marker);
+                    ffi::lua_rawset(state, -3);
+                }
+            }
+        }
+    }
 }
 
 /// Nesting depth of a JSON value, stopping early past the limit.
@@ -278,6 +336,73 @@ mod tests {
         assert!(err.reason.contains("cycle"), "{err}");
         let err = eval(&lua, "return {n = 0/0}", Mode::Data).unwrap_err();
         assert!(err.reason.contains("not finite"), "{err}");
+    }
+
+    /// Values a model may send: empty and nested containers, nulls inside arrays, integers
+    /// beyond i64, floats, non-ASCII and embedded NUL in strings and keys.
+    fn varied_json() -> Vec<Value> {
+        vec![
+            json!(null),
+            json!(true),
+            json!(-7),
+            json!(u64::MAX),
+            json!(1.5e300),
+            json!(-0.25),
+            json!("é\u{0}x"),
+            json!([]),
+            json!({}),
+            json!([null, null, 1]),
+            json!([[[]], {"": {"k\u{0}": [false, "s"]}}]),
+            json!({"a": {"b": {"c": [1, 2.5, "x", null, {}]}}, "e": []}),
+        ]
+    }
+
+    #[test]
+    fn the_direct_conversion_matches_mluas_serde_conversion() {
+        let lua = lua();
+        let serde_options = mlua::serde::ser::Options::new().set_array_metatable(true);
+        for input in varied_json() {
+            let direct = json_to_lua(&lua, &input).unwrap();
+            let through_serde = lua.to_value_with(&input, serde_options).unwrap();
+            assert_eq!(
+                lua_to_json(&lua, &direct, Mode::Data).unwrap(),
+                lua_to_json(&lua, &through_serde, Mode::Data).unwrap(),
+                "{input}"
+            );
+        }
+    }
+
+    #[test]
+    fn converted_arrays_carry_the_array_marker() {
+        let lua = lua();
+        let value = json_to_lua(&lua, &json!({"list": [], "nested": [[1]]})).unwrap();
+        lua.globals().set("v", value).unwrap();
+        let names: (String, String, String) = lua
+            .load(
+                "return getmetatable(v.list), getmetatable(v.nested[1]), tostring(getmetatable(v))",
+            )
+            .eval()
+            .unwrap();
+        assert_eq!(
+            names,
+            ("json.array".into(), "json.array".into(), "nil".into())
+        );
+    }
+
+    #[test]
+    fn a_value_over_the_memory_limit_is_an_error_and_the_vm_stays_usable() {
+        let lua = lua();
+        let big = json!((0..20_000).map(|i| format!("item {i}")).collect::<Vec<_>>());
+        lua.set_memory_limit(lua.used_memory() + 64 * 1024).unwrap();
+        let err = json_to_lua(&lua, &big).unwrap_err();
+        assert!(matches!(err, mlua::Error::MemoryError(_)), "{err}");
+        lua.set_memory_limit(0).unwrap();
+        let small = json_to_lua(&lua, &json!({"ok": [1]})).unwrap();
+        assert_eq!(
+            lua_to_json(&lua, &small, Mode::Data).unwrap(),
+            json!({"ok": [1]})
+        );
+        assert_eq!(lua.load("return 1 + 1").eval::<i64>().unwrap(), 2);
     }
 
     #[test]
