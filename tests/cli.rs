@@ -387,3 +387,25 @@ fn list_aligns_columns_by_display_width_with_emoji() {
         .collect();
     assert!(starts.windows(2).all(|w| w[0] == w[1]), "{stdout}");
 }
+
+#[test]
+fn log_lines_name_the_lua_caller_file_and_line() {
+    let fx = Fixture::new();
+    fx.tool(
+        "logs.lua",
+        "registry.register{ name = 'logs', toolset = 't',\n schema = { parameters = { type = 'object' } },\n handler = function()\n  log.warn('from the handler')\n  return 'ok' end }",
+    );
+    let out = toolhost(&fx)
+        .args(["call", "logs"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("from the handler"))
+        .unwrap_or_else(|| panic!("no log line: {stderr}"));
+    assert!(line.contains("logs.lua:4"), "{line}");
+    assert!(!line.contains("[C]"), "{line}");
+}

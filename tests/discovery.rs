@@ -278,3 +278,55 @@ fn a_stray_backtick_is_a_parse_error_not_a_parser_panic() {
         "backticks inside strings are fine"
     );
 }
+
+#[test]
+fn a_byte_order_mark_at_the_start_of_a_tool_file_is_skipped() {
+    let fx = Fixture::new();
+    let text = format!("\u{FEFF}{}", simple_tool("marked", "t", "ok"));
+    fx.tool("marked.lua", &text);
+    fx.tool("lib/marked_mod.lua", "\u{FEFF}return { x = 1 }\n");
+    fx.tool(
+        "uses.lua",
+        &format!(
+            "local m = require('marked_mod')\n{}",
+            simple_tool("uses", "t", "ok")
+        ),
+    );
+    let host = fx.host();
+    let verdicts = host.discovery();
+    let marked = verdict(&verdicts, "marked.lua");
+    assert_eq!(
+        (marked.reason, marked.error.as_ref().map(|e| e.to_string())),
+        (Reason::Registers, None)
+    );
+    assert_eq!(common::call(&host, "marked", serde_json::json!({})), "ok");
+    assert_eq!(common::call(&host, "uses", serde_json::json!({})), "ok");
+}
+
+#[test]
+fn a_self_referencing_symlink_gets_a_verdict() {
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("a", "t", "a"));
+    std::os::unix::fs::symlink(fx.tools().join("loop.lua"), fx.tools().join("loop.lua"))
+        .expect("symlink");
+    let out = fx
+        .toolhost()
+        .args(["discover", "--json"])
+        .output()
+        .expect("runs");
+    let verdicts: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let looped = verdicts
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|v| v["path"].as_str().is_some_and(|p| p.ends_with("loop.lua")))
+        })
+        .unwrap_or_else(|| panic!("no verdict for loop.lua: {verdicts}"));
+    assert_eq!(looped["reason"], "skipped", "{looped}");
+    assert!(
+        looped["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot follow this link")),
+        "{looped}"
+    );
+}

@@ -10,12 +10,14 @@ use serde_json::{Value, json};
 use toolhost::{Format, Selection};
 
 const GREETER: &str = r#"local greeting = "hello from the top level"
-print("greeter.lua ran")
 registry.register{
   name = "greet", toolset = "t", description = "Greets",
   schema = { parameters = { type = "object", properties = {} } },
   handler = function() return greeting end,
 }"#;
+
+/// What `-v` logs for a file whose registrations came from the cache.
+const TAKEN_FROM_CACHE: &str = "registrations taken from the cache";
 
 /// The cache file's index (its first line) and the schemas' text after it.
 fn cache_parts(fx: &Fixture) -> (Value, String) {
@@ -88,12 +90,12 @@ fn warm_start_does_not_run_a_cached_file() {
     let fx = Fixture::new();
     fx.tool("greeter.lua", GREETER);
     let cold = fx.toolhost().args(["-v", "list"]).output().expect("runs");
-    assert!(String::from_utf8_lossy(&cold.stderr).contains("greeter.lua ran"));
+    assert!(!String::from_utf8_lossy(&cold.stderr).contains(TAKEN_FROM_CACHE));
     let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
     let stdout = String::from_utf8_lossy(&warm.stdout);
     assert!(stdout.contains("greet"), "{stdout}");
     let stderr = String::from_utf8_lossy(&warm.stderr);
-    assert!(!stderr.contains("greeter.lua ran"), "{stderr}");
+    assert!(stderr.contains(TAKEN_FROM_CACHE), "{stderr}");
 }
 
 #[test]
@@ -104,7 +106,7 @@ fn a_file_whose_path_json_escapes_is_cached_too() {
     assert_eq!(cached_files(&fx).len(), 1, "{}", registrations(&fx));
     let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
     let stderr = String::from_utf8_lossy(&warm.stderr);
-    assert!(!stderr.contains("greeter.lua ran"), "{stderr}");
+    assert!(stderr.contains(TAKEN_FROM_CACHE), "{stderr}");
     assert!(String::from_utf8_lossy(&warm.stdout).contains("greet"));
 }
 
@@ -268,9 +270,7 @@ fn unusable_registration_cache_is_ignored_and_rewritten() {
 fn an_entry_kept_from_the_last_start_is_written_back_intact() {
     let fx = Fixture::new();
     fx.tool("greeter.lua", GREETER);
-    let other = GREETER
-        .replace("greeter.lua ran", "other.lua ran")
-        .replace("greet", "other");
+    let other = GREETER.replace("greet", "other");
     fx.tool("other.lua", &other);
     fx.toolhost().arg("list").output().expect("runs");
     // Changing one file rewrites the cache; the other's entry is carried over as read.
@@ -278,12 +278,12 @@ fn an_entry_kept_from_the_last_start_is_written_back_intact() {
     fx.toolhost().arg("list").output().expect("runs");
     let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
     let stderr = String::from_utf8_lossy(&warm.stderr);
-    assert!(!stderr.contains(" ran"), "{stderr}");
+    assert_eq!(stderr.matches(TAKEN_FROM_CACHE).count(), 2, "{stderr}");
     assert_eq!(cached_files(&fx).len(), 2, "{}", registrations(&fx));
 }
 
 #[test]
-fn toolset_wide_check_fn_from_a_module_is_cached_and_shared() {
+fn toolset_wide_check_fn_read_from_a_module_runs_the_files_and_still_decides() {
     let fx = Fixture::new();
     fx.write(
         "tools-lua/lib/gate.lua",
@@ -303,18 +303,10 @@ registry.register{{ name = "{name}", toolset = "t", check_fn = gate.open,
         );
     }
     drop(fx.host());
-    let cached = registrations(&fx);
-    let second = cached["files"]
-        .as_object()
-        .and_then(|files| files.iter().find(|(path, _)| path.ends_with("second.lua")))
-        .map(|(_, entry)| entry["tools"][0]["record"]["check_fn_of"].clone())
-        .expect("second.lua cached");
-    assert!(
-        second["file"]
-            .as_str()
-            .is_some_and(|f| f.ends_with("first.lua")),
-        "{second}"
-    );
+    // Reading a module's field at top level could see a value changed since (by another
+    // file's top level or a handler): such files run on every start.
+    let cache = fx.cache().join("registrations.cache");
+    assert!(!cache.exists() || cached_files(&fx).is_empty());
     let warm = fx.host();
     for name in ["second", "first"] {
         assert_unavailable_because(&call(&warm, name, json!({})), "maintenance");
@@ -404,7 +396,7 @@ fn cached_schema_place_outside_the_file_runs_the_file_at_load() {
 
     let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
     let stderr = String::from_utf8_lossy(&warm.stderr);
-    assert!(stderr.contains("greeter.lua ran"), "{stderr}");
+    assert!(!stderr.contains(TAKEN_FROM_CACHE), "{stderr}");
 }
 
 #[test]
@@ -426,7 +418,7 @@ fn cached_schema_that_is_not_an_object_runs_the_file_at_load() {
 
     let warm = fx.toolhost().args(["-v", "list"]).output().expect("runs");
     let stderr = String::from_utf8_lossy(&warm.stderr);
-    assert!(stderr.contains("greeter.lua ran"), "{stderr}");
+    assert!(!stderr.contains(TAKEN_FROM_CACHE), "{stderr}");
     let list = fx
         .host()
         .tool_definitions(&Selection::default().with_format(Format::Anthropic));

@@ -194,3 +194,69 @@ fn the_watcher_reloads_on_save_including_atomic_renames() {
     assert!(seen, "the renamed file was reloaded");
     assert_eq!(names(&host, None), ["alpha", "beta"]);
 }
+
+#[test]
+fn breaking_a_cached_file_under_watch_is_not_reported_as_a_vm_disagreement() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let fx = Fixture::new();
+    fx.tool("a.lua", &simple_tool("alpha", "t", "one"));
+    fx.write(
+        "toolhost.toml",
+        "[runtime]\nvms = 2\nreload_debounce_ms = 100\n",
+    );
+    // A first start fills the registration cache: the watcher's start defers the file.
+    fx.toolhost().arg("list").assert().success();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .arg("--cache-dir")
+        .arg(fx.cache())
+        .arg("watch")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let (lines, received) = std::sync::mpsc::channel::<String>();
+    let stdout = child.stdout.take().expect("stdout");
+    let stderr = child.stderr.take().expect("stderr");
+    let readers: Vec<_> = [
+        (Box::new(stdout) as Box<dyn std::io::Read + Send>, "out"),
+        (Box::new(stderr), "err"),
+    ]
+    .into_iter()
+    .map(|(pipe, tag)| {
+        let lines = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = lines.send(format!("{tag}: {line}"));
+            }
+        })
+    })
+    .collect();
+    let mut seen = Vec::new();
+    let wait_for = |needle: &str, seen: &mut Vec<String>| {
+        while let Ok(line) = received.recv_timeout(Duration::from_secs(20)) {
+            let found = line.contains(needle);
+            seen.push(line);
+            if found {
+                return;
+            }
+        }
+        panic!("no line with {needle:?} within 20 s: {seen:#?}");
+    };
+    wait_for("watching", &mut seen);
+    fx.tool("a.lua", "registry.register{ name = ");
+    wait_for("reload:", &mut seen);
+    let _ = child.kill();
+    let _ = child.wait();
+    // Everything it wrote, to the end of both pipes.
+    for reader in readers {
+        let _ = reader.join();
+    }
+    seen.extend(received.try_iter());
+    assert!(
+        !seen.iter().any(|l| l.contains("registered differently")),
+        "{seen:#?}"
+    );
+}

@@ -76,7 +76,18 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
                 && (name == "lib" || name == "tests-lua" || hidden(name)))
         });
     let mut out = Vec::new();
-    for entry in walker.filter_map(|e| e.ok()) {
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(error) => {
+                // A link that cannot be followed (to itself, in a loop, or to nothing) still
+                // gets a verdict when its name makes it a candidate.
+                if let Some(candidate) = unresolvable(&error, dir_index) {
+                    out.push(candidate);
+                }
+                continue;
+            }
+        };
         let name = entry.file_name();
         if hidden(name) {
             continue;
@@ -104,6 +115,35 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     }
     out.sort_by_cached_key(|candidate| order_key(&candidate.shown, dir));
     out
+}
+
+/// A candidate for an entry walkdir could not follow, skipped with the reason.
+fn unresolvable(error: &walkdir::Error, dir_index: usize) -> Option<Candidate> {
+    let shown = error.path()?.to_path_buf();
+    let name = shown.file_name()?.to_string_lossy().into_owned();
+    let is_candidate = match error.depth() {
+        1 => name.ends_with(".lua") && !is_test_file(&name) && !name.starts_with('_'),
+        2 => name == "tool.lua",
+        _ => false,
+    };
+    if !is_candidate {
+        return None;
+    }
+    let why = match error.io_error() {
+        Some(io) => io.to_string(),
+        None => "a symlink loop".to_string(),
+    };
+    let package_dir = (error.depth() == 2)
+        .then(|| shown.parent().map(Path::to_path_buf))
+        .flatten();
+    Some(Candidate {
+        dir_index,
+        absolute: absolutize(&shown),
+        shown,
+        package_dir,
+        skip: Some(format!("cannot follow this link ({why})")),
+        stamp: None,
+    })
 }
 
 /// What candidates of one directory sort by: the path after `dir` (the same bytes for
@@ -197,5 +237,30 @@ mod tests {
         by_path.sort();
         assert_eq!(listed, by_path);
         assert_eq!(listed.len(), 6);
+    }
+
+    #[test]
+    fn links_that_cannot_be_followed_are_skipped_candidates() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::os::unix::fs::symlink(root.join("self.lua"), root.join("self.lua")).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("dangling.lua")).unwrap();
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("_hidden.lua")).unwrap();
+        let listed = list(root, 0);
+        let names: Vec<(String, Option<String>)> = listed
+            .iter()
+            .map(|c| {
+                let name = c.shown.strip_prefix(root).unwrap().display().to_string();
+                (name, c.skip.clone())
+            })
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        for (name, skip) in &names {
+            assert!(
+                skip.as_deref()
+                    .is_some_and(|s| s.starts_with("cannot follow this link")),
+                "{name}: {skip:?}"
+            );
+        }
     }
 }

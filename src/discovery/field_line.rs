@@ -15,7 +15,7 @@ use full_moon::node::Node;
 pub(crate) fn field_line(source: &str, call_line: u32, field: &str) -> Option<u32> {
     // full_moon recurses without a depth limit: parse on a thread with a large stack (the
     // file already passed the nesting pre-scan when it was discovered).
-    let source = source.to_string();
+    let source = crate::lua::strip_bom_str(source).to_string();
     let field = field.to_string();
     std::thread::Builder::new()
         .stack_size(64 * 1024 * 1024)

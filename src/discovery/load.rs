@@ -6,6 +6,7 @@
 //! Lua, so it runs on a second thread while the VM goes on running the next files; the
 //! registry then takes the files in order, each all or nothing.
 
+use super::containment;
 use super::known_schemas::KnownSchemas;
 use super::registrations::{Registrations, lazy_file};
 use super::{ToolDir, Verdict, path_text};
@@ -163,6 +164,7 @@ pub(crate) fn load_all(
     registrations: &mut Registrations,
 ) -> Sources {
     let libs = lib_dirs(dirs);
+    let mut modules = containment::Modules::default();
     let PlannedEntries(mut planned) = planned;
     let mut sources = Sources::new();
     type Job = ((usize, usize), FunctionSchema, Option<u64>);
@@ -270,14 +272,23 @@ pub(crate) fn load_all(
                         && let Some(dir) = dirs.get(verdict.dir_index)
                     {
                         if let Some(lazy) = deferred {
+                            tracing::debug!(
+                                "{}: registrations taken from the cache; the file runs at first use",
+                                verdict.shown
+                            );
                             vm.defer_file(lazy);
                             registrations.keep_read(&verdict.path);
                         } else if let Some((required, records)) = cacheable {
                             let search = search_dirs(verdict, &libs, dir);
-                            let inputs =
-                                lazy_file(verdict, dir, search, index, file.source.clone());
-                            let key = registrations.key(&inputs, dir.scope.as_deref(), required);
-                            registrations.keep(&verdict.path, &key, required, &records);
+                            // A warm start must behave like a cold one: only a file whose
+                            // top level acts on nothing outside itself may be skipped.
+                            if containment::is_contained(verdict, &search, &mut modules) {
+                                let inputs =
+                                    lazy_file(verdict, dir, search, index, file.source.clone());
+                                let key =
+                                    registrations.key(&inputs, dir.scope.as_deref(), required);
+                                registrations.keep(&verdict.path, &key, required, &records);
+                            }
                         }
                     }
                     if let Some(mut error) = replaced {
@@ -524,8 +535,11 @@ pub(crate) fn reconcile_replica(primary: &[Verdict], files: Vec<ReplicaFile>, vm
         };
         let loaded = verdict.error.is_none() || verdict.last_good;
         // A deferred file would run its current source, which the first VM did not load
-        // when it serves the last good version instead.
-        let same_source = !(file.deferred && verdict.last_good);
+        // when it serves the last good version instead. A file that no longer parses is the
+        // exception: its verdict already carries the last good source, which both VMs
+        // deferred (see `host::generation`).
+        let unparsable = verdict.reason != super::Reason::Registers;
+        let same_source = !(file.deferred && verdict.last_good) || unparsable;
         let agrees = loaded && same_source && file.names.as_ref() == Some(&verdict.tools);
         if !agrees {
             if loaded {

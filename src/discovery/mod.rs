@@ -4,6 +4,8 @@
 
 mod cache;
 mod candidates;
+mod contained;
+mod containment;
 mod field_line;
 #[cfg(test)]
 mod fuzz_tests;
@@ -91,6 +93,9 @@ pub struct Verdict {
     pub last_good: bool,
     /// The bytes, kept (shared) while the VMs load registering files.
     pub(crate) source: Option<Arc<[u8]>>,
+    /// What its top level does beyond registering, when it was parsed by this discovery
+    /// (a cached verdict is not parsed; see `contained`).
+    pub(crate) top_level: Option<Arc<contained::TopLevel>>,
 }
 
 /// Judges every candidate in `dirs` (in load order), using and refreshing the verdict
@@ -158,6 +163,7 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
             tools: Vec::new(),
             last_good: false,
             source: None,
+            top_level: None,
         };
         if let Some(why) = candidate.skip {
             verdict.error = Some(LoadError::new(
@@ -236,8 +242,11 @@ fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Ver
         let verdict = &mut verdicts[index];
         let key = path_text(&verdict.path);
         match outcome {
-            ParseVerdict::Registers | ParseVerdict::NoTopLevelRegister => {
-                let registers = outcome == ParseVerdict::Registers;
+            ParseVerdict::Registers(_) | ParseVerdict::NoTopLevelRegister => {
+                let registers = matches!(outcome, ParseVerdict::Registers(_));
+                if let ParseVerdict::Registers(top_level) = outcome {
+                    verdict.top_level = Some(Arc::new(top_level));
+                }
                 verdict.registers = registers;
                 verdict.reason = if registers {
                     Reason::Registers
@@ -302,9 +311,10 @@ pub(crate) fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
         tools: Vec::new(),
         last_good: false,
         source: Some(bytes.into()),
+        top_level: None,
     };
     match parse_all(std::slice::from_ref(&verdict), &[0]).pop() {
-        Some(ParseVerdict::Registers) => (Reason::Registers, None),
+        Some(ParseVerdict::Registers(_)) => (Reason::Registers, None),
         Some(ParseVerdict::NoTopLevelRegister) => (Reason::NoTopLevelRegister, None),
         Some(ParseVerdict::ParseError(error)) => (Reason::ParseError, Some(error.to_string())),
         None => (
@@ -353,6 +363,7 @@ fn parse_all(verdicts: &[Verdict], indexes: &[usize]) -> Vec<ParseVerdict> {
                             .source
                             .as_deref()
                             .and_then(|b| std::str::from_utf8(b).ok())
+                            .map(crate::lua::strip_bom_str)
                             .unwrap_or("");
                         // full_moon can panic on some malformed input (an internal
                         // "unreachable"): that is a parse error of the file, never a crash.

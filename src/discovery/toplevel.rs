@@ -4,6 +4,7 @@
 //! `registry.register "..."` or `registry.hook(...)` stands at top level, directly in a
 //! top-level `do ... end`, or directly in the body of a top-level numeric/generic `for`.
 
+use super::contained::{self, TopLevel};
 use crate::error::LoadError;
 use full_moon::LuaVersion;
 use full_moon::ast::{Block, Call, FunctionCall, Index, Prefix, Stmt, Suffix};
@@ -11,8 +12,8 @@ use full_moon::ast::{Block, Call, FunctionCall, Index, Prefix, Stmt, Suffix};
 /// What the parser says about one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum ParseVerdict {
-    /// A top-level registration call is present.
-    Registers,
+    /// A top-level registration call is present; what the rest of its top level does.
+    Registers(TopLevel),
     /// Parsed fine; no top-level registration.
     NoTopLevelRegister,
     /// Did not parse; the message names `file:line`.
@@ -24,7 +25,7 @@ pub(super) fn check(display: &str, src: &str) -> ParseVerdict {
     match full_moon::parse_fallible(src, LuaVersion::lua54()).into_result() {
         Ok(ast) => {
             if block_registers(ast.nodes(), true) {
-                ParseVerdict::Registers
+                ParseVerdict::Registers(contained::analyse(&ast))
             } else {
                 ParseVerdict::NoTopLevelRegister
             }
@@ -77,28 +78,32 @@ mod tests {
     use super::*;
 
     fn verdict(src: &str) -> ParseVerdict {
-        check("t.lua", src)
+        match check("t.lua", src) {
+            ParseVerdict::Registers(_) => ParseVerdict::Registers(TopLevel::default()),
+            other => other,
+        }
     }
 
     #[test]
     fn counts_only_top_level_call_statements() {
         use ParseVerdict::*;
-        assert_eq!(verdict("registry.register{}"), Registers);
-        assert_eq!(verdict("registry.register('a', 'b', {}, f)"), Registers);
-        assert_eq!(verdict("registry.register 'x'"), Registers);
-        assert_eq!(verdict("registry.hook('pre_tool_call', f)"), Registers);
-        assert_eq!(verdict("do registry.register{} end"), Registers);
+        let registers = || Registers(TopLevel::default());
+        assert_eq!(verdict("registry.register{}"), registers());
+        assert_eq!(verdict("registry.register('a', 'b', {}, f)"), registers());
+        assert_eq!(verdict("registry.register 'x'"), registers());
+        assert_eq!(verdict("registry.hook('pre_tool_call', f)"), registers());
+        assert_eq!(verdict("do registry.register{} end"), registers());
         assert_eq!(
             verdict("for i = 1, 2 do registry.register{} end"),
-            Registers
+            registers()
         );
         assert_eq!(
             verdict("for _, t in ipairs(ts) do registry.register(t) end"),
-            Registers
+            registers()
         );
         assert_eq!(
             verdict("local x <const> = 1 // 2 registry.register{}"),
-            Registers
+            registers()
         );
 
         assert_eq!(

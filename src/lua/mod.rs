@@ -2,6 +2,7 @@
 //! JSON ↔ Lua conversion and sandboxed `require`.
 
 pub(crate) mod api;
+mod bom;
 mod clock;
 pub(crate) mod convert;
 pub(crate) mod current;
@@ -14,10 +15,11 @@ pub(crate) mod record;
 mod register;
 mod require;
 pub(crate) mod timer;
-mod vm;
+pub(crate) mod vm;
 
+pub(crate) use bom::{strip_bom, strip_bom_str};
 pub(crate) use error_text::lua_error_message;
 pub(crate) use pool::VmPool;
 pub(crate) use register::LoadingFile;
-pub(crate) use require::SearchDir;
+pub(crate) use require::{SearchDir, resolve_module};
 pub(crate) use vm::{FileSpec, HandlerFailure, LazyFile, LuaVm, Returned, VmSettings};

@@ -80,6 +80,11 @@ fn valid_module_name(name: &str) -> bool {
 }
 
 fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String> {
+    resolve_module(&ctx.dirs, name)
+}
+
+/// The file `require(name)` loads from `dirs` (canonical path, path as shown), or why none.
+pub(crate) fn resolve_module(dirs: &[SearchDir], name: &str) -> Result<(PathBuf, String), String> {
     if !valid_module_name(name) {
         return Err(format!(
             "module '{name}' is not a dotted name like 'util' or 'pkg.helpers'; modules load \
@@ -88,7 +93,7 @@ fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String
     }
     let relative = name.replace('.', "/");
     let mut tried = Vec::new();
-    for dir in &ctx.dirs {
+    for dir in dirs {
         for candidate in [format!("{relative}.lua"), format!("{relative}/init.lua")] {
             let path = dir.canonical.join(&candidate);
             tried.push(dir.shown.join(&candidate).display().to_string());
@@ -204,7 +209,7 @@ fn load_module(
         &*ctx.domain,
     ))?;
     let value: LuaValue = lua
-        .load(source)
+        .load(super::strip_bom(&source))
         .set_name(format!("@{shown}"))
         .set_mode(ChunkMode::Text)
         .set_environment(env)

@@ -5,7 +5,7 @@
 //! the file, so every VM of a pool that loads the same files gets the same ids and the
 //! registry stays independent of any Lua state.
 
-mod bootstrap;
+pub(crate) mod bootstrap;
 mod lazy;
 
 pub(crate) use lazy::LazyFile;
@@ -373,7 +373,7 @@ impl LuaVm {
             &*file.domain,
         ))?;
         self.lua
-            .load(source)
+            .load(super::strip_bom(source))
             .set_name(format!("@{}", file.chunk_name))
             .set_mode(ChunkMode::Text)
             .set_environment(env)

@@ -3,6 +3,7 @@
 
 use super::{ApiContext, ApiFunction, Calling};
 use crate::lua::current;
+use crate::lua::vm::bootstrap::BOOTSTRAP_NAME;
 use crate::registry::{LogLevel, LogLine};
 use mlua::{Lua, MultiValue, Value as LuaValue};
 
@@ -38,17 +39,30 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
     ]
 }
 
-/// Where the Lua code that called us is, as `file:line`.
+/// Where the Lua code that called us is, as `file:line`: the nearest frame of Lua code
+/// that is not the host's own glue (the bootstrap wraps every host-API function, so the
+/// frame right above is that wrapper or a C function, not the tool).
 fn caller(lua: &Lua) -> String {
-    lua.inspect_stack(1, |debug| {
-        let source = debug.source();
-        let file = source.short_src.as_deref().unwrap_or("?").to_string();
-        match debug.current_line() {
-            Some(line) => format!("{file}:{line}"),
-            None => file,
+    // Deep enough for the glue's frames; a tool's own frame is found long before.
+    for level in 1..16 {
+        let found = lua.inspect_stack(level, |debug| {
+            let source = debug.source();
+            let file = source.short_src.as_deref().unwrap_or("?");
+            if source.what == "C" || source.source.as_deref() == Some(BOOTSTRAP_NAME) {
+                return None;
+            }
+            Some(match debug.current_line() {
+                Some(line) => format!("{file}:{line}"),
+                None => file.to_string(),
+            })
+        });
+        match found {
+            Some(Some(at)) => return at,
+            Some(None) => continue,
+            None => break,
         }
-    })
-    .unwrap_or_default()
+    }
+    String::new()
 }
 
 fn join(lua: &Lua, args: MultiValue) -> mlua::Result<String> {

@@ -1,0 +1,660 @@
+//! Whether a registering file's top level is *contained*: it provably has no effect beyond
+//! its own locals, its own globals (every file has an environment of its own) and its
+//! registrations. Only such a file may be skipped on a warm start (its registrations taken
+//! from the registration cache, the file run at the first use of one of its functions): a
+//! warm start must be observably identical to a cold one, and a file that writes into a
+//! shared module, seeds the random generator, logs, touches the store or calls anything
+//! else that could act on the world would behave differently when run later, or on first
+//! use only.
+//!
+//! Decided on the `full_moon` tree, conservatively: whatever the rules below do not
+//! recognise is an effect ("when in doubt, run it"). At top level (and in top-level blocks,
+//! loops and branches) a contained file may only
+//! - declare locals and functions, and assign plain names (its own locals or globals);
+//! - write fields of *fresh* locals: tables the file made itself (`local M = {}`), never
+//!   assigned anything else anywhere in the file;
+//! - `local m = require("name")` a module whose own top level is contained, and use `m` only
+//!   inside function bodies (a top-level read of a module's field could see a value another
+//!   file's handler changed in between);
+//! - call `registry.register` / `registry.hook` (function literals allowed in the
+//!   arguments: they are not run at load) and a fixed list of library functions that only
+//!   compute (`string.format`, `math.floor`, `table.concat`, `pairs` …; `table.insert` and
+//!   friends on a fresh local), with arguments that are not function literals;
+//! - evaluate expressions built from literals, names, field reads, table constructors,
+//!   function literals and operators.
+//!
+//! `math.random`, `os.*`, `log`, `print`, `store`, `fs`, `env`, `setmetatable`, method calls,
+//! calls of the file's own functions and `<close>` variables are effects.
+
+use full_moon::ast::{
+    Ast, Block, Call, Expression, Field, FunctionArgs, FunctionCall, LastStmt, LocalAssignment,
+    Prefix, Stmt, Suffix, Var,
+};
+use full_moon::node::Node;
+use full_moon::visitors::Visitor;
+use std::collections::{HashMap, HashSet};
+
+/// What the analysis found in one file's top level.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TopLevel {
+    /// The first effect found (`line N: what`), or `None` when the text is contained.
+    pub effect: Option<String>,
+    /// Modules required at top level (`local m = require("name")`): the file is contained
+    /// only if each of them is.
+    pub modules: Vec<String>,
+}
+
+/// Analyses a parsed file.
+pub(crate) fn analyse(ast: &Ast) -> TopLevel {
+    let mut names = Declarations::default();
+    names.visit_ast(ast);
+    let kinds = names.kinds();
+    let mut walk = Walk {
+        kinds,
+        scopes: vec![HashSet::new()],
+        modules: Vec::new(),
+        effect: None,
+    };
+    walk.block(ast.nodes());
+    TopLevel {
+        effect: walk.effect,
+        modules: walk.modules,
+    }
+}
+
+/// What every declaration of a name in the file makes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Always `local NAME = { ... }`, never assigned again: a table of the file's own.
+    Fresh,
+    /// Always `local NAME = require("...")`, never assigned again.
+    Module,
+    /// Anything else.
+    Other,
+}
+
+/// Every declaration and plain assignment of every name, anywhere in the file (function
+/// bodies included: a function called later could rebind a local).
+#[derive(Default)]
+struct Declarations {
+    seen: HashMap<String, Kind>,
+    assigned: HashSet<String>,
+}
+
+impl Declarations {
+    fn declare(&mut self, name: String, kind: Kind) {
+        self.seen
+            .entry(name)
+            .and_modify(|k| {
+                if *k != kind {
+                    *k = Kind::Other;
+                }
+            })
+            .or_insert(kind);
+    }
+
+    fn kinds(self) -> HashMap<String, Kind> {
+        let assigned = self.assigned;
+        self.seen
+            .into_iter()
+            .map(|(name, kind)| {
+                let kind = if assigned.contains(&name) {
+                    Kind::Other
+                } else {
+                    kind
+                };
+                (name, kind)
+            })
+            .collect()
+    }
+}
+
+impl Visitor for Declarations {
+    fn visit_local_assignment(&mut self, node: &LocalAssignment) {
+        let exprs: Vec<&Expression> = node.expressions().iter().collect();
+        for (i, name) in node.names().iter().enumerate() {
+            let kind = match exprs.get(i) {
+                Some(Expression::TableConstructor(_)) if exprs.len() == node.names().len() => {
+                    Kind::Fresh
+                }
+                Some(Expression::FunctionCall(call))
+                    if exprs.len() == 1 && node.names().len() == 1 && required(call).is_some() =>
+                {
+                    Kind::Module
+                }
+                _ => Kind::Other,
+            };
+            self.declare(name.token().to_string(), kind);
+        }
+    }
+
+    fn visit_local_function(&mut self, node: &full_moon::ast::LocalFunction) {
+        self.declare(node.name().token().to_string(), Kind::Other);
+    }
+
+    fn visit_function_body(&mut self, node: &full_moon::ast::FunctionBody) {
+        for param in node.parameters() {
+            if let full_moon::ast::Parameter::Name(name) = param {
+                self.declare(name.token().to_string(), Kind::Other);
+            }
+        }
+    }
+
+    fn visit_numeric_for(&mut self, node: &full_moon::ast::NumericFor) {
+        self.declare(node.index_variable().token().to_string(), Kind::Other);
+    }
+
+    fn visit_generic_for(&mut self, node: &full_moon::ast::GenericFor) {
+        for name in node.names() {
+            self.declare(name.token().to_string(), Kind::Other);
+        }
+    }
+
+    fn visit_assignment(&mut self, node: &full_moon::ast::Assignment) {
+        for var in node.variables() {
+            if let Var::Name(name) = var {
+                self.assigned.insert(name.token().to_string());
+            }
+        }
+    }
+
+    fn visit_function_declaration(&mut self, node: &full_moon::ast::FunctionDeclaration) {
+        let name = node.name();
+        if name.names().len() == 1
+            && name.method_name().is_none()
+            && let Some(first) = name.names().iter().next()
+        {
+            self.assigned.insert(first.token().to_string());
+        }
+    }
+}
+
+/// The module name of `require("name")` (one string literal argument).
+fn required(call: &FunctionCall) -> Option<String> {
+    let Prefix::Name(callee) = call.prefix() else {
+        return None;
+    };
+    if callee.token().to_string() != "require" {
+        return None;
+    }
+    let suffixes: Vec<&Suffix> = call.suffixes().collect();
+    let [Suffix::Call(Call::AnonymousCall(args))] = suffixes.as_slice() else {
+        return None;
+    };
+    let literal = match args.as_ref() {
+        FunctionArgs::String(token) => token,
+        FunctionArgs::Parentheses { arguments, .. } => {
+            let mut iter = arguments.iter();
+            match (iter.next(), iter.next()) {
+                (Some(Expression::String(token)), None) => token,
+                _ => return None,
+            }
+        }
+        _ => return None,
+    };
+    string_value(&literal.token().to_string())
+}
+
+/// The value of a simple quoted string literal (no escapes), else `None`.
+fn string_value(text: &str) -> Option<String> {
+    let inner = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .or_else(|| text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')))?;
+    (!inner.contains('\\')).then(|| inner.to_string())
+}
+
+/// Library functions that only compute from their arguments (none takes a function it
+/// would call, once function literals are refused as arguments; see `call`).
+const PURE_CALLS: &[&str] = &[
+    "assert",
+    "type",
+    "tostring",
+    "tonumber",
+    "select",
+    "rawequal",
+    "rawlen",
+    "rawget",
+    "next",
+    "pairs",
+    "ipairs",
+    "string.byte",
+    "string.char",
+    "string.find",
+    "string.format",
+    "string.gmatch",
+    "string.len",
+    "string.lower",
+    "string.match",
+    "string.rep",
+    "string.reverse",
+    "string.sub",
+    "string.upper",
+    "math.abs",
+    "math.ceil",
+    "math.floor",
+    "math.fmod",
+    "math.max",
+    "math.min",
+    "math.modf",
+    "math.sqrt",
+    "math.exp",
+    "math.log",
+    "math.sin",
+    "math.cos",
+    "math.tan",
+    "math.asin",
+    "math.acos",
+    "math.atan",
+    "math.tointeger",
+    "math.type",
+    "math.ult",
+    "table.concat",
+    "table.unpack",
+    "table.pack",
+    "utf8.char",
+    "utf8.codepoint",
+    "utf8.len",
+    "utf8.offset",
+    "json.encode",
+    "json.decode",
+];
+
+/// Library functions that change their first argument, allowed on a fresh local.
+const MUTATING_CALLS: &[&str] = &["table.insert", "table.remove", "rawset"];
+
+/// The top-level walk.
+struct Walk {
+    kinds: HashMap<String, Kind>,
+    /// Names declared in each enclosing top-level block.
+    scopes: Vec<HashSet<String>>,
+    modules: Vec<String>,
+    effect: Option<String>,
+}
+
+impl Walk {
+    fn effect(&mut self, node: &impl Node, what: &str) {
+        if self.effect.is_none() {
+            let line = node.start_position().map(|p| p.line()).unwrap_or(0);
+            self.effect = Some(format!("line {line}: {what}"));
+        }
+    }
+
+    /// The name's kind when it is a local in scope; `None` for a global.
+    fn local_kind(&self, name: &str) -> Option<Kind> {
+        self.scopes
+            .iter()
+            .any(|scope| scope.contains(name))
+            .then(|| self.kinds.get(name).copied().unwrap_or(Kind::Other))
+    }
+
+    fn declare(&mut self, name: String) {
+        if let Some(scope) = self.scopes.last_mut() {
+            scope.insert(name);
+        }
+    }
+
+    fn scoped(&mut self, names: Vec<String>, block: &Block) {
+        self.scopes.push(names.into_iter().collect());
+        self.block(block);
+        self.scopes.pop();
+    }
+
+    fn block(&mut self, block: &Block) {
+        for stmt in block.stmts() {
+            if self.effect.is_some() {
+                return;
+            }
+            self.stmt(stmt);
+        }
+        match block.last_stmt() {
+            Some(LastStmt::Return(ret)) => {
+                for expr in ret.returns() {
+                    self.expr(expr);
+                }
+            }
+            Some(LastStmt::Break(_)) | None => {}
+            Some(other) => self.effect(other, "an unknown statement"),
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        match stmt {
+            Stmt::LocalAssignment(local) => {
+                let declared: Vec<String> = local
+                    .names()
+                    .iter()
+                    .map(|n| n.token().to_string())
+                    .collect();
+                if local
+                    .attributes()
+                    .any(|a| a.is_some_and(|a| a.name().token().to_string() == "close"))
+                {
+                    self.effect(local, "a <close> variable");
+                    return;
+                }
+                let exprs: Vec<&Expression> = local.expressions().iter().collect();
+                for expr in exprs.iter().copied() {
+                    if let Expression::FunctionCall(call) = expr
+                        && let Some(module) = required(call)
+                        && declared.len() == 1
+                        && self.kinds.get(&declared[0]) == Some(&Kind::Module)
+                    {
+                        self.modules.push(module);
+                        continue;
+                    }
+                    self.expr(expr);
+                }
+                for name in declared {
+                    self.declare(name);
+                }
+            }
+            Stmt::LocalFunction(function) => self.declare(function.name().token().to_string()),
+            Stmt::FunctionDeclaration(declaration) => {
+                let name = declaration.name();
+                let mut names = name.names().iter();
+                let Some(first) = names.next() else {
+                    return;
+                };
+                let is_field = names.next().is_some() || name.method_name().is_some();
+                if is_field && self.local_kind(&first.token().to_string()) != Some(Kind::Fresh) {
+                    self.effect(
+                        declaration,
+                        "a function stored in a table the file did not make",
+                    );
+                }
+            }
+            Stmt::Assignment(assignment) => {
+                for var in assignment.variables() {
+                    self.target(var);
+                }
+                for expr in assignment.expressions() {
+                    self.expr(expr);
+                }
+            }
+            Stmt::FunctionCall(call) => self.call(call, /*registration allowed*/ true),
+            Stmt::Do(body) => self.scoped(Vec::new(), body.block()),
+            Stmt::NumericFor(body) => {
+                self.expr(body.start());
+                self.expr(body.end());
+                if let Some(step) = body.step() {
+                    self.expr(step);
+                }
+                self.scoped(
+                    vec![body.index_variable().token().to_string()],
+                    body.block(),
+                );
+            }
+            Stmt::GenericFor(body) => {
+                for expr in body.expressions() {
+                    self.expr(expr);
+                }
+                let names = body.names().iter().map(|n| n.token().to_string()).collect();
+                self.scoped(names, body.block());
+            }
+            Stmt::If(branch) => {
+                self.expr(branch.condition());
+                self.scoped(Vec::new(), branch.block());
+                for elseif in branch.else_if().into_iter().flatten() {
+                    self.expr(elseif.condition());
+                    self.scoped(Vec::new(), elseif.block());
+                }
+                if let Some(block) = branch.else_block() {
+                    self.scoped(Vec::new(), block);
+                }
+            }
+            Stmt::While(body) => {
+                self.expr(body.condition());
+                self.scoped(Vec::new(), body.block());
+            }
+            Stmt::Repeat(body) => {
+                // `until` sees the body's locals.
+                self.scopes.push(HashSet::new());
+                self.block(body.block());
+                self.expr(body.until());
+                self.scopes.pop();
+            }
+            Stmt::Goto(_) | Stmt::Label(_) => {}
+            other => self.effect(other, "a statement the analysis does not know"),
+        }
+    }
+
+    /// An assignment target: a plain name (the file's own local or global), or a field of
+    /// a fresh local.
+    fn target(&mut self, var: &Var) {
+        match var {
+            Var::Name(_) => {}
+            Var::Expression(expression) => {
+                let fresh = matches!(expression.prefix(), Prefix::Name(name)
+                    if self.local_kind(&name.token().to_string()) == Some(Kind::Fresh));
+                let only_indexes = expression.suffixes().all(|s| matches!(s, Suffix::Index(_)));
+                if !fresh || !only_indexes {
+                    self.effect(var, "writes a field of a table the file did not make");
+                    return;
+                }
+                self.suffixes(expression.suffixes());
+            }
+            other => self.effect(other, "an unknown assignment target"),
+        }
+    }
+
+    fn expr(&mut self, expr: &Expression) {
+        if self.effect.is_some() {
+            return;
+        }
+        match expr {
+            Expression::Number(_) | Expression::String(_) | Expression::Symbol(_) => {}
+            Expression::Function(_) => {}
+            Expression::TableConstructor(table) => self.table(table),
+            Expression::Parentheses { expression, .. } => self.expr(expression),
+            Expression::UnaryOperator { expression, .. } => self.expr(expression),
+            Expression::BinaryOperator { lhs, rhs, .. } => {
+                self.expr(lhs);
+                self.expr(rhs);
+            }
+            Expression::FunctionCall(call) => self.call(call, /*registration allowed*/ false),
+            Expression::Var(Var::Name(name)) => self.read(name),
+            Expression::Var(Var::Expression(expression)) => {
+                match expression.prefix() {
+                    Prefix::Name(name) => self.read(name),
+                    Prefix::Expression(inner) => self.expr(inner),
+                    other => self.effect(other, "an unknown expression"),
+                }
+                self.suffixes(expression.suffixes());
+            }
+            other => self.effect(other, "an unknown expression"),
+        }
+    }
+
+    fn table(&mut self, table: &full_moon::ast::TableConstructor) {
+        for field in table.fields() {
+            match field {
+                Field::ExpressionKey { key, value, .. } => {
+                    self.expr(key);
+                    self.expr(value);
+                }
+                Field::NameKey { value, .. } => self.expr(value),
+                Field::NoKey(value) => self.expr(value),
+                other => self.effect(other, "an unknown table field"),
+            }
+        }
+    }
+
+    /// A name read at top level: a module's value may only be used in function bodies.
+    fn read(&mut self, name: &full_moon::tokenizer::TokenReference) {
+        if self.local_kind(&name.token().to_string()) == Some(Kind::Module) {
+            self.effect(name, "reads a required module at top level");
+        }
+    }
+
+    /// Index suffixes (a call among them is an effect: calls are checked by `call`).
+    fn suffixes<'a>(&mut self, suffixes: impl Iterator<Item = &'a Suffix>) {
+        for suffix in suffixes {
+            match suffix {
+                Suffix::Index(full_moon::ast::Index::Brackets { expression, .. }) => {
+                    self.expr(expression)
+                }
+                Suffix::Index(full_moon::ast::Index::Dot { .. }) => {}
+                other => self.effect(other, "a call the analysis does not know"),
+            }
+        }
+    }
+
+    fn call(&mut self, call: &FunctionCall, registration_allowed: bool) {
+        let suffixes: Vec<&Suffix> = call.suffixes().collect();
+        let Prefix::Name(base) = call.prefix() else {
+            self.effect(call, "a call of a computed function");
+            return;
+        };
+        let base = base.token().to_string();
+        // The callee's dotted path, then exactly one call.
+        let mut path = base.clone();
+        let mut rest = suffixes.as_slice();
+        while let [
+            Suffix::Index(full_moon::ast::Index::Dot { name, .. }),
+            tail @ ..,
+        ] = rest
+        {
+            path.push('.');
+            path.push_str(&name.token().to_string());
+            rest = tail;
+        }
+        let [Suffix::Call(Call::AnonymousCall(args))] = rest else {
+            self.effect(
+                call,
+                &format!("calls `{path}` in a way the analysis does not know"),
+            );
+            return;
+        };
+        if self.local_kind(&base).is_some() {
+            self.effect(
+                call,
+                &format!("calls `{path}`, a function of the file's own"),
+            );
+            return;
+        }
+        let arguments: Vec<&Expression> = match args.as_ref() {
+            FunctionArgs::Parentheses { arguments, .. } => arguments.iter().collect(),
+            FunctionArgs::String(_) => Vec::new(),
+            FunctionArgs::TableConstructor(table) => {
+                self.table(table);
+                Vec::new()
+            }
+            other => {
+                self.effect(other, "unknown call arguments");
+                return;
+            }
+        };
+        let registration = path == "registry.register" || path == "registry.hook";
+        if registration && registration_allowed {
+            for argument in arguments {
+                self.expr(argument);
+            }
+            return;
+        }
+        let mutating = MUTATING_CALLS.contains(&path.as_str());
+        if !PURE_CALLS.contains(&path.as_str()) && !mutating {
+            self.effect(call, &format!("calls `{path}`"));
+            return;
+        }
+        if mutating {
+            let fresh = matches!(arguments.first(), Some(Expression::Var(Var::Name(name)))
+                if self.local_kind(&name.token().to_string()) == Some(Kind::Fresh));
+            if !fresh {
+                self.effect(call, &format!("`{path}` on a table the file did not make"));
+                return;
+            }
+        }
+        for argument in arguments {
+            if matches!(argument, Expression::Function(_)) {
+                self.effect(argument, &format!("passes a function to `{path}`"));
+                return;
+            }
+            self.expr(argument);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn effect(src: &str) -> Option<String> {
+        let ast = full_moon::parse_fallible(src, full_moon::LuaVersion::lua54())
+            .into_result()
+            .expect("parses");
+        analyse(&ast).effect
+    }
+
+    fn contained(src: &str) -> bool {
+        effect(src).is_none()
+    }
+
+    #[test]
+    fn plain_registrations_and_locals_are_contained() {
+        assert!(contained(
+            "local M = {}\nfunction M.f() return 1 end\nlocal n = math.floor(2.5)\n\
+             registry.register{ name = 'a', handler = function() return M.f() end }"
+        ));
+        assert!(contained(
+            "for _, name in ipairs({'a', 'b'}) do registry.register{ name = name } end"
+        ));
+        assert!(contained("x = 1\nfunction g() end\nregistry.register{}"));
+        assert!(contained(
+            "local t = {}\ntable.insert(t, 1)\nt.x = string.format('%d', 2)\nreturn t"
+        ));
+    }
+
+    #[test]
+    fn a_module_used_only_in_functions_is_recorded() {
+        let ast = full_moon::parse_fallible(
+            "local s = require('shared')\nregistry.register{ handler = function() return s.x end }",
+            full_moon::LuaVersion::lua54(),
+        )
+        .into_result()
+        .expect("parses");
+        let top = analyse(&ast);
+        assert_eq!(top.effect, None);
+        assert_eq!(top.modules, vec!["shared".to_string()]);
+    }
+
+    #[test]
+    fn writes_outside_the_file_are_effects() {
+        for src in [
+            "require('shared').greeting = 'hi'",
+            "local s = require('shared')\ns.greeting = 'hi'",
+            "local s = require('shared')\nlocal g = s.greeting",
+            "local s = require('shared')\nfunction s.f() end",
+            "local t = {}\nt = require('shared')\nt.x = 1",
+            "_G.x = 1",
+            "_ENV.x = 1",
+            "string.x = 1",
+            "math.randomseed(7)",
+            "local r = math.random()",
+            "local now = os.time()",
+            "log.info('loading')",
+            "print('loading')",
+            "store.set('k', 1)",
+            "local v = env.get('X')",
+            "setmetatable({}, {})",
+            "local x <close> = nil",
+            "local function f() end\nf()",
+            "local s = ('x'):rep(3)",
+            "local s = string.gsub('a', 'a', function() end)",
+            "table.insert(require('shared'), 1)",
+            "local t = {}\nlocal function f(t) end\nt.x = 1",
+            "do local t = {} end\nt.x = 1",
+            "registry.register(require('maker')('a'))",
+        ] {
+            assert!(effect(src).is_some(), "{src}");
+        }
+    }
+
+    #[test]
+    fn the_effect_names_its_line() {
+        assert_eq!(
+            effect("local a = 1\nmath.randomseed(1)").as_deref(),
+            Some("line 2: calls `math.randomseed`")
+        );
+    }
+}
