@@ -176,12 +176,8 @@ pub(crate) struct Inputs<'a> {
     pub search: &'a SearchPlans,
 }
 
-/// The tools a selection picks that are available now, sorted by name, and how long that
-/// answer stays fresh.
-pub(crate) fn selected_available(
-    inputs: &Inputs<'_>,
-    selection: &Selection,
-) -> (Vec<Arc<ToolEntry>>, Freshness) {
+/// The tools a selection picks, available or not, sorted by name (no probe runs).
+fn selected(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Arc<ToolEntry>> {
     let scope = selection.scope.as_deref();
     let visible = inputs.state.visible(scope);
     let toolsets = Toolsets::new(&visible, &inputs.config.toolsets);
@@ -191,14 +187,36 @@ pub(crate) fn selected_available(
         &selection.disabled,
     );
     let selected = toolsets.select(effective.enabled.as_deref(), &effective.disabled);
+    visible
+        .iter()
+        .filter(|t| selected.contains(t.name.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The static definitions (registered schemas, no availability probe, no dynamic
+/// override) of the tools a selection picks: what a reload can change, computed without
+/// running any tool code, so that telling clients about a reload never waits for a probe.
+pub(crate) fn selected_static(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Value> {
+    selected(inputs, selection)
+        .iter()
+        .map(|tool| render(tool, &tool.schema, selection.format))
+        .collect()
+}
+
+/// The tools a selection picks that are available now, sorted by name, and how long that
+/// answer stays fresh.
+pub(crate) fn selected_available(
+    inputs: &Inputs<'_>,
+    selection: &Selection,
+) -> (Vec<Arc<ToolEntry>>, Freshness) {
+    let scope = selection.scope.as_deref();
+    let selected = selected(inputs, selection);
     let generation = inputs.state.generation();
     let now = Instant::now();
     let mut freshness = Freshness::Always;
     let mut out = Vec::with_capacity(selected.len());
-    for tool in visible
-        .iter()
-        .filter(|t| selected.contains(t.name.as_str()))
-    {
+    for tool in &selected {
         let answer =
             inputs
                 .availability

@@ -226,6 +226,14 @@ impl Host {
             .get_or_compute(&self.inputs(&world, &state), selection)
     }
 
+    /// The selection's tools as registered (no availability probe, no dynamic override):
+    /// what decides whether a reload is news to an MCP session, without waiting for a
+    /// probe.
+    pub(crate) fn static_definitions(&self, selection: &Selection) -> Vec<serde_json::Value> {
+        let (world, state) = self.current();
+        definitions::selected_static(&self.inputs(&world, &state), selection)
+    }
+
     /// Computes the definitions without the memo (for benchmarks and diagnostics).
     #[doc(hidden)] // for the benchmarks: the cost of a definitions computation
     pub fn tool_definitions_uncached(&self, selection: &Selection) -> Definitions {

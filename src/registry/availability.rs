@@ -382,16 +382,19 @@ impl AvailabilityCache {
         if available {
             inner.last_success.insert(success_key.clone(), now);
             inner.backoff.remove(&success_key);
-        } else if inner
+        } else if let Some(grace_ends) = inner
             .last_success
             .get(&success_key)
-            .is_some_and(|ok| now.saturating_duration_since(*ok) < FAILURE_GRACE)
+            .map(|ok| *ok + FAILURE_GRACE)
+            .filter(|ends| now < *ends)
         {
-            // Transient: keep offering the tool; ask again only after the back-off.
+            // Transient: keep offering the tool; ask again only after the back-off, which
+            // never outlives the grace window (a probe that keeps failing must make the
+            // tool unavailable once the window closes).
             if inner.remove(scope_key, probe_key) {
                 self.epoch.fetch_add(1, Ordering::AcqRel);
             }
-            let until = now + FAILURE_GRACE.min(self.ttl);
+            let until = (now + FAILURE_GRACE.min(self.ttl)).min(grace_ends);
             inner.backoff.insert(success_key, until);
             return Availability::yes(Freshness::Until(until));
         }
@@ -476,7 +479,9 @@ mod tests {
             transient.available,
             "within the grace period a failure is transient"
         );
-        let back_off = later + FAILURE_GRACE.min(TTL);
+        // The back-off (min(grace, ttl) = 30 s) would end at 61 s, past the grace window
+        // (60 s after the success): a grace answer never outlives the window.
+        let back_off = t0 + FAILURE_GRACE;
         assert_eq!(transient.freshness, Freshness::Until(back_off));
         // A storm of calls inside the back-off costs no probe.
         for step in 0..100 {
@@ -561,6 +566,37 @@ mod tests {
                 .available
         );
         assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn a_probe_that_keeps_failing_is_unavailable_once_the_grace_window_closes() {
+        // 25 s does not divide the 60 s window: a back-off from 50 s would end at 75 s.
+        let ttl = Duration::from_secs(25);
+        let cache = AvailabilityCache::new(ttl);
+        let t = tool("a", &[]);
+        let t0 = Instant::now();
+        assert!(cache.check(&t, None, 1, t0, || Ok(Probed::Yes)).available);
+        // Failing on every probe from 25 s on: each answer inside the window is a grace
+        // "yes" whose freshness ends by the window's end; the first probe at or after it
+        // says no.
+        let mut at = t0 + ttl;
+        let window_ends = t0 + FAILURE_GRACE;
+        loop {
+            let answer = cache.check(&t, None, 1, at, || Ok(Probed::No(None)));
+            if !answer.available {
+                assert!(at >= window_ends, "unavailable before the window closed");
+                break;
+            }
+            let Freshness::Until(until) = answer.freshness else {
+                panic!("a grace answer must expire: {answer:?}");
+            };
+            assert!(until <= window_ends, "a grace yes outlived the window");
+            at = until;
+        }
+        assert!(
+            at < window_ends + ttl,
+            "noticed within one TTL of the window's end"
+        );
     }
 
     #[test]

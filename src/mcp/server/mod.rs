@@ -103,6 +103,11 @@ impl Shared {
     fn definitions(&self) -> Definitions {
         self.host.tool_definitions(&self.selection)
     }
+
+    /// What this session lists, as registered: compared across reloads (no probe runs).
+    fn static_listing(&self) -> Vec<serde_json::Value> {
+        self.host.static_definitions(&self.selection)
+    }
 }
 
 /// One client's session.
@@ -210,9 +215,11 @@ impl McpServer {
         let shared = self.shared.clone();
         let mut reloads = shared.host.reload_events();
         let task = tokio::spawn(async move {
+            // Compared as registered, not as available: a reload must never queue behind
+            // a `check_fn` (clients list again, and probe then).
             let listed = {
                 let shared = shared.clone();
-                tokio::task::spawn_blocking(move || shared.definitions()).await
+                tokio::task::spawn_blocking(move || shared.static_listing()).await
             };
             let Ok(mut listed) = listed else { return };
             loop {
@@ -222,7 +229,7 @@ impl McpServer {
                 }
                 let now = {
                     let shared = shared.clone();
-                    tokio::task::spawn_blocking(move || shared.definitions()).await
+                    tokio::task::spawn_blocking(move || shared.static_listing()).await
                 };
                 let Ok(now) = now else { break };
                 // A reload that only reported an error, or touched files without changing
