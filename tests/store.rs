@@ -650,3 +650,195 @@ fn a_store_file_with_corrupt_pages_is_never_written() {
         );
     }
 }
+
+/// Waits (within 30 s) until `file`'s write lock is taken by someone else.
+fn until_write_locked(file: &std::path::Path) {
+    let probe = rusqlite::Connection::open(file).unwrap();
+    probe.busy_timeout(std::time::Duration::ZERO).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while probe.execute_batch("BEGIN IMMEDIATE; ROLLBACK").is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lock was never taken"
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_store_wait_for_another_vms_update_keeps_the_calls_deadline() {
+    let fx = fixture();
+    fx.tool(
+        "slow.lua",
+        r#"
+registry.register{ name = "slow_update", toolset = "t", timeout_ms = 60000,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    return store.update("k", function() while true do end end)
+  end }
+registry.register{ name = "short_update", toolset = "t", timeout_ms = 500,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() store.update("k", function() return 2 end) return "written" end }
+"#,
+    );
+    let host = fx.builder().vms(2).build().unwrap();
+    assert_eq!(
+        call(&host, "put", json!({"key": "k", "value": 0})),
+        json!("ok")
+    );
+    let runtime = common::two_worker_runtime();
+    let ctx = toolhost::CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let slow = {
+        let host = host.clone();
+        runtime.spawn(async move {
+            host.handle_function_call("slow_update", json!({}), &ctx)
+                .await
+        })
+    };
+    // The slow update now holds this process's writer lock (and the file's).
+    until_write_locked(&fx.store_file());
+    let started = std::time::Instant::now();
+    let out = call_within(
+        &host,
+        "short_update",
+        json!({}),
+        std::time::Duration::from_secs(20),
+    );
+    assert_eq!(out["error_type"], "timeout", "{out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "ended after {:?}, its deadline is 500 ms",
+        started.elapsed()
+    );
+    cancel.cancel();
+    let slow = runtime.block_on(slow).unwrap();
+    assert!(slow.is_error(), "{slow}");
+    assert_eq!(
+        call_within(
+            &host,
+            "short_update",
+            json!({}),
+            std::time::Duration::from_secs(20)
+        ),
+        json!("written")
+    );
+}
+
+#[test]
+fn a_cancelled_call_stops_waiting_for_the_store_and_frees_its_vm() {
+    let fx = fixture();
+    fx.tool(
+        "wait.lua",
+        r#"
+registry.register{ name = "long_set", toolset = "t", timeout_ms = 60000,
+  schema = { description = "d", parameters = { type = "object",
+    properties = { marker = { type = "string" } } } },
+  handler = function(args)
+    fs.write(args.marker, "waiting")
+    store.set("k", 1)
+    return "written"
+  end }
+"#,
+    );
+    let config = fx.write(
+        "toolhost.toml",
+        format!(
+            "[sandbox]\nfs_roots = [{:?}]\n",
+            fx.root().display().to_string()
+        ),
+    );
+    let host = fx.builder().config_file(config).vms(1).build().unwrap();
+    assert_eq!(
+        call(&host, "put", json!({"key": "k", "value": 0})),
+        json!("ok")
+    );
+    let holder = hold_write_lock(&fx.store_file());
+    let marker = fx.root().join("marker");
+    let runtime = common::two_worker_runtime();
+    let ctx = toolhost::CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let args = json!({"marker": marker.display().to_string()});
+    let waiting = {
+        let host = host.clone();
+        runtime.spawn(async move { host.handle_function_call("long_set", args, &ctx).await })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "long_set never started"
+        );
+        std::thread::yield_now();
+    }
+    cancel.cancel();
+    let cancelled_at = std::time::Instant::now();
+    assert!(runtime.block_on(waiting).unwrap().is_error());
+    // The only VM answers the next call well before the 5 s lock wait would have ended.
+    assert_eq!(
+        call_within(
+            &host,
+            "plain",
+            json!({}),
+            std::time::Duration::from_secs(20)
+        ),
+        json!("fine")
+    );
+    assert!(
+        cancelled_at.elapsed() < std::time::Duration::from_secs(3),
+        "the VM was free after {:?}",
+        cancelled_at.elapsed()
+    );
+    drop(holder);
+}
+
+#[test]
+fn store_waits_outside_calls_keep_the_probe_deadline() {
+    let fx = fixture();
+    assert_eq!(
+        call(&fx.host(), "put", json!({"key": "k", "value": 0})),
+        json!("ok")
+    );
+    fx.tool(
+        "boot.lua",
+        r#"
+store.set("boot", 1)
+registry.register{ name = "booted", toolset = "t",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "up" end }
+"#,
+    );
+    fx.tool(
+        "probe.lua",
+        r#"
+registry.register{ name = "probed", toolset = "t",
+  check_fn = function() store.set("probe", 1) return true end,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "up" end }
+"#,
+    );
+    let holder = hold_write_lock(&fx.store_file());
+    let started = std::time::Instant::now();
+    let host = fx.host_with("[runtime]\nprobe_timeout_ms = 500\n");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "loading took {:?}, the probe deadline is 500 ms",
+        started.elapsed()
+    );
+    let error = common::error_of(&host, "boot.lua");
+    assert!(error.contains("store.set"), "{error}");
+    let started = std::time::Instant::now();
+    let out = call_within(
+        &host,
+        "probed",
+        json!({}),
+        std::time::Duration::from_secs(20),
+    );
+    assert!(out["error_type"].is_string(), "unavailable: {out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "the check_fn took {:?}, the probe deadline is 500 ms",
+        started.elapsed()
+    );
+    drop(holder);
+}

@@ -85,7 +85,7 @@ pub enum StoreError {
     /// The `update` function failed; nothing was written.
     #[error("{0}")]
     Aborted(String),
-    /// A store call was made from inside an `update` function (see [`StoreInner::update`]).
+    /// A store call was made from inside an `update` function (see [`Store::update`]).
     #[error(
         "store calls are refused inside a store.update function (the update holds the \
          store's write lock until the function returns): compute the new value from the \
@@ -93,9 +93,12 @@ pub enum StoreError {
     )]
     Nested,
     /// The caller's deadline passed (or it was cancelled) while the call waited for a lock.
-    #[error("the call ran out of time waiting for the store's write lock")]
+    #[error(
+        "out of time while waiting for the store's write lock (the deadline passed or the call was cancelled)"
+    )]
     OutOfTime,
-    /// Another writer kept the lock for [`BUSY_TIMEOUT`].
+    /// Another writer kept the lock for 5 s (the longest wait, also when the caller's
+    /// deadline is further away).
     #[error(
         "the store stayed locked by another writer for {} ms (another process's \
          transaction, or a long store.update)",
@@ -124,7 +127,7 @@ pub(crate) struct StoreInner {
 /// The store as an embedder sees it: the `builtin` namespace, shared with the built-in Lua
 /// tools. Operations block briefly (SQLite); called on a worker of a multi-threaded tokio
 /// runtime they run under `block_in_place`, so the worker's other tasks move elsewhere. A
-/// wait for another writer's lock ends after [`BUSY_TIMEOUT`] (5 s) with an error.
+/// wait for another writer's lock ends after 5 s with [`StoreError::Locked`].
 #[derive(Clone)]
 pub struct Store {
     inner: std::sync::Arc<StoreInner>,
