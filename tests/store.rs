@@ -512,6 +512,33 @@ fn nested_store_calls_inside_an_update_fail_at_once() {
         Value::Null,
         "no nested update wrote"
     );
+    // The embedder's `Store` refuses the same way.
+    let store = host.store();
+    let error = store
+        .update("outer", |_| {
+            store.set("x", &json!(1)).map_err(|e| e.to_string())?;
+            Ok(Some(json!(1)))
+        })
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("inside a store.update function"),
+        "{error}"
+    );
+    // And so does the memory backend (its update held a lock of its own).
+    let memory = fx.builder().memory_store().build().unwrap();
+    for name in ["nested_update", "nested_incr", "nested_set", "nested_get"] {
+        let out = call_within(&memory, name, json!({}), bound);
+        let message = out["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("inside a store.update function"),
+            "memory, {name}: {out}"
+        );
+    }
+    assert_eq!(
+        call_within(&memory, "bump", json!({}), bound),
+        json!("1"),
+        "memory store usable"
+    );
 }
 
 /// Holds the store file's write lock (as another process's transaction would) until dropped.
@@ -841,4 +868,39 @@ registry.register{ name = "probed", toolset = "t",
         started.elapsed()
     );
     drop(holder);
+}
+
+#[test]
+fn another_programs_database_is_not_used_as_the_store() {
+    for (what, schema) in [
+        (
+            "foreign tables",
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+             INSERT INTO users (name) VALUES ('ada'), ('grace');",
+        ),
+        (
+            "a kv table of another shape",
+            "CREATE TABLE kv (k TEXT PRIMARY KEY, v BLOB);
+             INSERT INTO kv VALUES ('a', x'00');",
+        ),
+    ] {
+        let fx = fixture();
+        let connection = rusqlite::Connection::open(fx.store_file()).unwrap();
+        connection.execute_batch(schema).unwrap();
+        drop(connection);
+        let bytes = std::fs::read(fx.store_file()).unwrap();
+        let host = fx.host();
+        let out = call(&host, "put", json!({"key": "k", "value": 1}));
+        let message = out["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("store.sqlite3 is not usable (left untouched)")
+                && message.contains("not a toolhost store"),
+            "{what}: {out}"
+        );
+        drop(host);
+        assert!(
+            std::fs::read(fx.store_file()).unwrap() == bytes,
+            "{what}: the file was written"
+        );
+    }
 }

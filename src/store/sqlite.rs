@@ -7,7 +7,8 @@
 //! `WITHOUT ROWID` table has no separate index to cross-check) before anything can write,
 //! and reads every row it returns; and any later "malformed" / "not a database" error marks
 //! the file unusable from then on. A connection closed after that does not checkpoint its
-//! WAL into the damaged file.
+//! WAL into the damaged file. Another program's database (tables, but no `kv`) is refused
+//! the same way before anything is written.
 
 use super::StoreError;
 use super::wait::{self, Wait};
@@ -134,6 +135,7 @@ impl Sqlite {
             // Read-only, and the first statement: a file that is not a database or is
             // damaged fails here, before anything is written to it.
             check(&connection)?;
+            is_a_store(&connection)?;
             connection
                 .set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
                 .map_err(Open::from)?;
@@ -319,6 +321,41 @@ fn check(connection: &Connection) -> Result<(), Open> {
         reason.push_str(&format!(" (and {more} more)"));
     }
     Err(Open::Unusable(reason))
+}
+
+/// Refuses another program's database (tables, none of them `kv`) and a `kv` table of
+/// another shape: the store would switch the file to WAL mode and add its table, writing
+/// to a file that is not its own. An empty file is a new store.
+fn is_a_store(connection: &Connection) -> Result<(), Open> {
+    let tables = connection
+        .prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' \
+             AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name",
+        )?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    if tables.is_empty() {
+        return Ok(());
+    }
+    if !tables.iter().any(|name| name == "kv") {
+        return Err(Open::Unusable(format!(
+            "it is not a toolhost store (it holds the tables {} and no kv table); point \
+             [store] path at a file of its own",
+            tables.join(", ")
+        )));
+    }
+    let columns = connection
+        .prepare("SELECT name FROM pragma_table_info('kv') ORDER BY cid")?
+        .query_map([], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    if columns != ["ns", "key", "value"] {
+        return Err(Open::Unusable(format!(
+            "its kv table has the columns ({}), not (ns, key, value): it is not a toolhost \
+             store",
+            columns.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// Closes `connection` without checkpointing its WAL into the (damaged) file.
