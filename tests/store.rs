@@ -846,7 +846,7 @@ registry.register{ name = "probed", toolset = "t",
     );
     let holder = hold_write_lock(&fx.store_file());
     let started = std::time::Instant::now();
-    let host = fx.host_with("[runtime]\nprobe_timeout_ms = 500\n");
+    let host = fx.host_with("[runtime]\nprobe_timeout_ms = 500\nvms = 1\n");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(3),
         "loading took {:?}, the probe deadline is 500 ms",
