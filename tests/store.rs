@@ -469,6 +469,8 @@ fn nested_store_calls_inside_an_update_fail_at_once() {
         "tools-lua/lib/shared.lua",
         "local M = {}\nfunction M.touch() store.set(\"x\", 1) end\nreturn M\n",
     );
+    // The other process uses the same file as this host.
+    fx.write("toolhost.toml", "[store]\npath = \"store.sqlite3\"\n");
     let host = fx.host();
     let bound = std::time::Duration::from_secs(20);
     for name in [
@@ -502,6 +504,7 @@ fn nested_store_calls_inside_an_update_fail_at_once() {
             .timeout(bound)
             .assert()
             .success();
+        assert_eq!(value_of(&host, "other"), json!(name), "{name}");
     }
     let out = call_within(&host, "incr_then_nested", json!({}), bound);
     let out: Value = serde_json::from_str(out.as_str().unwrap_or("{}")).unwrap();
