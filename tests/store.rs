@@ -318,3 +318,592 @@ fn two_processes_sharing_the_file_count_exactly_3200() {
     assert_eq!(load["failed"], 0, "{load}");
     assert_eq!(load["count"], 3200, "{load}");
 }
+
+// ---- Round three: per-project default file, nested calls, deadlines, corrupt pages ----
+
+/// `put`/`get` run by the real binary in `project` (its own tools dir, no `[store]`
+/// config), with a home and data directory of the test's own, shared by both projects.
+fn cli_in(project: &std::path::Path, home: &std::path::Path, args: &[&str]) -> String {
+    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(project)
+        .env_remove("TOOLHOST_CONFIG")
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .args(["--cache-dir", "cache"])
+        .args(args)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn two_projects_without_store_config_keep_separate_stores() {
+    let home = tempfile::tempdir().unwrap();
+    let projects = [Fixture::new(), Fixture::new()];
+    for (fx, value) in projects.iter().zip(["A", "B"]) {
+        fx.tool("store.lua", TOOLS);
+        let args = format!(r#"{{"key": "counter", "value": "{value}"}}"#);
+        assert_eq!(
+            cli_in(fx.root(), home.path(), &["call", "put", &args]),
+            "ok"
+        );
+    }
+    for (fx, value) in projects.iter().zip(["A", "B"]) {
+        assert_eq!(
+            cli_in(
+                fx.root(),
+                home.path(),
+                &["call", "get", r#"{"key": "counter"}"#]
+            ),
+            format!(r#"{{"value":"{value}"}}"#),
+            "each project reads its own value"
+        );
+        // Where the README says: `.toolhost/store.sqlite3` beside the first tool directory.
+        assert!(fx.root().join(".toolhost/store.sqlite3").is_file());
+    }
+    assert!(
+        !home.path().join("data/toolhost").exists(),
+        "nothing machine-wide"
+    );
+}
+
+#[test]
+fn the_default_store_file_sits_beside_the_config_file_or_the_first_tool_directory() {
+    let home = tempfile::tempdir().unwrap();
+    // No config file: beside the first tool directory named on the command line.
+    let fx = Fixture::new();
+    fx.write("project/tools/store.lua", TOOLS);
+    let put = r#"{"key": "k", "value": 1}"#;
+    cli_in(
+        fx.root(),
+        home.path(),
+        &["--tools-dir", "project/tools/.", "call", "put", put],
+    );
+    assert!(fx.root().join("project/.toolhost/store.sqlite3").is_file());
+    assert!(!fx.root().join(".toolhost").exists());
+    // A config file (without [store]): beside it, wherever the tools are.
+    let fx = Fixture::new();
+    fx.tool("store.lua", TOOLS);
+    fx.write(
+        "conf/toolhost.toml",
+        format!("tools_dirs = [{:?}]\n", fx.tools().display().to_string()),
+    );
+    cli_in(
+        fx.root(),
+        home.path(),
+        &["--config", "conf/toolhost.toml", "call", "put", put],
+    );
+    assert!(fx.root().join("conf/.toolhost/store.sqlite3").is_file());
+    assert!(!fx.root().join(".toolhost").exists());
+    // `[store] path` still wins (relative to the config file), to share one file.
+    fx.write(
+        "conf/toolhost.toml",
+        format!(
+            "tools_dirs = [{:?}]\n[store]\npath = \"../shared.sqlite3\"\n",
+            fx.tools().display().to_string()
+        ),
+    );
+    cli_in(
+        fx.root(),
+        home.path(),
+        &["--config", "conf/toolhost.toml", "call", "put", put],
+    );
+    assert!(fx.root().join("shared.sqlite3").is_file());
+}
+
+/// Runs one call on its own thread; panics unless it ends within `bound` (a liveness
+/// bound: a deadlocked call never ends).
+fn call_within(
+    host: &toolhost::Host,
+    name: &str,
+    args: Value,
+    bound: std::time::Duration,
+) -> Value {
+    let (sender, answer) = std::sync::mpsc::channel();
+    let host = host.clone();
+    let name_owned = name.to_string();
+    std::thread::spawn(move || {
+        let _ = sender.send(call(&host, &name_owned, args));
+    });
+    answer
+        .recv_timeout(bound)
+        .unwrap_or_else(|_| panic!("{name} did not end within {bound:?}"))
+}
+
+const NESTED: &str = r#"
+local function nested(name, inner)
+  registry.register{ name = name, toolset = "t",
+    schema = { description = "d", parameters = { type = "object" } },
+    handler = function(args, ctx)
+      return tostring(store.update("outer", function(old) inner(ctx) return (old or 0) + 1 end))
+    end }
+end
+nested("nested_get", function() store.get("x") end)
+nested("nested_set", function() store.set("x", 1) end)
+nested("nested_delete", function() store.delete("x") end)
+nested("nested_list", function() store.list("") end)
+nested("nested_update", function() store.update("x", function() return 1 end) end)
+nested("nested_incr", function() store.incr("x") end)
+nested("nested_other_file", function() require("shared").touch() end)
+nested("nested_ctx_call", function(ctx)
+  local r = ctx.call("put", { key = "x", value = 1 })
+  if type(r) == "table" and r.error then error(r.error) end
+end)
+registry.register{ name = "incr_then_nested", toolset = "t",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function()
+    local ok, err = pcall(store.update, "outer", function(old) return store.incr("x") end)
+    -- After the refusal, the store works again within the same call.
+    return json.encode({ ok = ok, err = tostring(err), after = store.incr("after") })
+  end }
+"#;
+
+#[test]
+fn nested_store_calls_inside_an_update_fail_at_once() {
+    let fx = fixture();
+    fx.tool("nest.lua", NESTED);
+    fx.write(
+        "tools-lua/lib/shared.lua",
+        "local M = {}\nfunction M.touch() store.set(\"x\", 1) end\nreturn M\n",
+    );
+    // The other process uses the same file as this host.
+    fx.write("toolhost.toml", "[store]\npath = \"store.sqlite3\"\n");
+    let host = fx.host();
+    let bound = std::time::Duration::from_secs(20);
+    for name in [
+        "nested_get",
+        "nested_set",
+        "nested_delete",
+        "nested_list",
+        "nested_update",
+        "nested_incr",
+        "nested_other_file",
+        "nested_ctx_call",
+    ] {
+        let out = call_within(&host, name, json!({}), bound);
+        let message = out["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("inside a store.update function"),
+            "{name}: {out}"
+        );
+        assert_ne!(out["error_type"], "timeout", "{name}: {out}");
+        // Fully usable afterwards: by the next call in this process ...
+        assert_eq!(
+            call_within(&host, "put", json!({"key": "next", "value": name}), bound),
+            json!("ok"),
+            "{name}"
+        );
+        // ... and by another process.
+        let args = format!(r#"{{"key": "other", "value": "{name}"}}"#);
+        fx.toolhost()
+            .args(["call", "put", &args])
+            .env("HOME", fx.root())
+            .timeout(bound)
+            .assert()
+            .success();
+        assert_eq!(value_of(&host, "other"), json!(name), "{name}");
+    }
+    let out = call_within(&host, "incr_then_nested", json!({}), bound);
+    let out: Value = serde_json::from_str(out.as_str().unwrap_or("{}")).unwrap();
+    assert_eq!(out["ok"], false, "{out}");
+    assert_eq!(out["after"], 1, "{out}");
+    assert_eq!(
+        value_of(&host, "outer"),
+        Value::Null,
+        "no nested update wrote"
+    );
+    // The embedder's `Store` refuses the same way.
+    let store = host.store();
+    let error = store
+        .update("outer", |_| {
+            store.set("x", &json!(1)).map_err(|e| e.to_string())?;
+            Ok(Some(json!(1)))
+        })
+        .unwrap_err();
+    assert!(
+        error.to_string().contains("inside a store.update function"),
+        "{error}"
+    );
+    // And so does the memory backend (its update held a lock of its own).
+    let memory = fx.builder().memory_store().build().unwrap();
+    for name in ["nested_update", "nested_incr", "nested_set", "nested_get"] {
+        let out = call_within(&memory, name, json!({}), bound);
+        let message = out["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("inside a store.update function"),
+            "memory, {name}: {out}"
+        );
+    }
+    assert_eq!(
+        call_within(&memory, "bump", json!({}), bound),
+        json!("1"),
+        "memory store usable"
+    );
+}
+
+/// Holds the store file's write lock (as another process's transaction would) until dropped.
+fn hold_write_lock(file: &std::path::Path) -> rusqlite::Connection {
+    let holder = rusqlite::Connection::open(file).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    holder
+}
+
+#[test]
+fn a_store_wait_for_another_writer_keeps_the_calls_deadline() {
+    let fx = fixture();
+    fx.tool(
+        "short.lua",
+        r#"
+local bodies = {
+  short_set = function() store.set("k", 1) return "written" end,
+  short_update = function() store.update("k", function() return 2 end) return "written" end,
+  short_incr = function() store.incr("k") return "written" end,
+  short_delete = function() store.delete("k") return "written" end,
+  short_pcall_set = function()
+    local ok = pcall(store.set, "k", 1)
+    return "caught: " .. tostring(ok)
+  end,
+}
+for name, body in pairs(bodies) do
+  registry.register{ name = name, toolset = "t", timeout_ms = 500,
+    schema = { description = "d", parameters = { type = "object" } }, handler = body }
+end
+"#,
+    );
+    let host = fx.host();
+    // The file exists and is in WAL mode before the other writer takes its lock.
+    assert_eq!(
+        call(&host, "put", json!({"key": "k", "value": 0})),
+        json!("ok")
+    );
+    let holder = hold_write_lock(&fx.store_file());
+    for name in [
+        "short_set",
+        "short_update",
+        "short_incr",
+        "short_delete",
+        "short_pcall_set",
+    ] {
+        let started = std::time::Instant::now();
+        let out = call_within(&host, name, json!({}), std::time::Duration::from_secs(20));
+        assert_eq!(out["error_type"], "timeout", "{name}: {out}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "{name} ended after {:?}, its deadline is 500 ms",
+            started.elapsed()
+        );
+    }
+    drop(holder);
+    // The lock gone, the store works.
+    assert_eq!(call(&host, "short_set", json!({})), json!("written"));
+}
+
+/// A real store file of several pages, made by the store, then closed.
+fn store_file_with_pages(fx: &Fixture) -> Vec<u8> {
+    {
+        let host = fx.host();
+        for i in 0..300 {
+            host.store()
+                .set(&format!("key{i:04}"), &json!("v".repeat(100)))
+                .unwrap();
+        }
+    }
+    // Everything into the main file (the host's connections may still be closing).
+    let connection = rusqlite::Connection::open(fx.store_file()).unwrap();
+    connection
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(connection);
+    std::fs::read(fx.store_file()).unwrap()
+}
+
+#[test]
+fn a_store_file_with_corrupt_pages_is_never_written() {
+    const PAGE: usize = 4096;
+    let original = store_file_with_pages(&fixture());
+    assert!(original.len() >= 6 * PAGE, "{} bytes", original.len());
+    let middle = (original.len() / PAGE / 2) * PAGE;
+    let mut variants: Vec<(&str, Vec<u8>)> = Vec::new();
+    // A b-tree page's header: page type and cell count.
+    let mut header = original.clone();
+    header[middle..middle + 8].copy_from_slice(&[0x0d, 0, 0, 0xff, 0xff, 0, 0, 0]);
+    variants.push(("page header", header));
+    // The cell pointer array: cells pointing past the page.
+    let mut pointers = original.clone();
+    for b in &mut pointers[middle + 8..middle + 40] {
+        *b = 0xff;
+    }
+    variants.push(("cell pointers", pointers));
+    // A whole page of noise.
+    let mut noise = original.clone();
+    for (i, b) in noise[middle..middle + PAGE].iter_mut().enumerate() {
+        *b = (i * 7 + 13) as u8;
+    }
+    variants.push(("page of noise", noise));
+    // Cut short: the last pages are missing.
+    variants.push(("truncated", original[..original.len() - 2 * PAGE].to_vec()));
+    for (what, bytes) in variants {
+        let fx = fixture();
+        fx.write("store.sqlite3", &bytes);
+        let host = fx.host();
+        for (tool, args) in [
+            ("put", json!({"key": "new", "value": 1})),
+            ("bump", json!({})),
+            ("get", json!({"key": "key0001"})),
+            ("put", json!({"key": "again", "value": 2})),
+        ] {
+            let out = call(&host, tool, args);
+            let message = out["error"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("store.sqlite3 is not usable (left untouched)"),
+                "{what}, {tool}: {out}"
+            );
+        }
+        assert!(host.store().set("embedder", &json!(1)).is_err(), "{what}");
+        assert_eq!(
+            call(&host, "plain", json!({})),
+            json!("fine"),
+            "{what}: other tools work"
+        );
+        drop(host);
+        assert!(
+            std::fs::read(fx.store_file()).unwrap() == bytes,
+            "{what}: the file was written"
+        );
+        let wal = fx.root().join("store.sqlite3-wal");
+        assert!(
+            std::fs::metadata(&wal).map_or(true, |m| m.len() == 0),
+            "{what}: nothing went to the WAL"
+        );
+    }
+}
+
+/// Waits (within 30 s) until `file`'s write lock is taken by someone else.
+fn until_write_locked(file: &std::path::Path) {
+    let probe = rusqlite::Connection::open(file).unwrap();
+    probe.busy_timeout(std::time::Duration::ZERO).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while probe.execute_batch("BEGIN IMMEDIATE; ROLLBACK").is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the lock was never taken"
+        );
+        std::thread::yield_now();
+    }
+}
+
+#[test]
+fn a_store_wait_for_another_vms_update_keeps_the_calls_deadline() {
+    let fx = fixture();
+    fx.tool(
+        "slow.lua",
+        r#"
+registry.register{ name = "slow_update", toolset = "t", timeout_ms = 60000,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    return store.update("k", function() while true do end end)
+  end }
+registry.register{ name = "short_update", toolset = "t", timeout_ms = 500,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() store.update("k", function() return 2 end) return "written" end }
+"#,
+    );
+    let host = fx.builder().vms(2).build().unwrap();
+    assert_eq!(
+        call(&host, "put", json!({"key": "k", "value": 0})),
+        json!("ok")
+    );
+    let runtime = common::two_worker_runtime();
+    let ctx = toolhost::CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let slow = {
+        let host = host.clone();
+        runtime.spawn(async move {
+            host.handle_function_call("slow_update", json!({}), &ctx)
+                .await
+        })
+    };
+    // The slow update now holds this process's writer lock (and the file's).
+    until_write_locked(&fx.store_file());
+    let started = std::time::Instant::now();
+    let out = call_within(
+        &host,
+        "short_update",
+        json!({}),
+        std::time::Duration::from_secs(20),
+    );
+    assert_eq!(out["error_type"], "timeout", "{out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "ended after {:?}, its deadline is 500 ms",
+        started.elapsed()
+    );
+    cancel.cancel();
+    let slow = runtime.block_on(slow).unwrap();
+    assert!(slow.is_error(), "{slow}");
+    assert_eq!(
+        call_within(
+            &host,
+            "short_update",
+            json!({}),
+            std::time::Duration::from_secs(20)
+        ),
+        json!("written")
+    );
+}
+
+#[test]
+fn a_cancelled_call_stops_waiting_for_the_store_and_frees_its_vm() {
+    let fx = fixture();
+    fx.tool(
+        "wait.lua",
+        r#"
+registry.register{ name = "long_set", toolset = "t", timeout_ms = 60000,
+  schema = { description = "d", parameters = { type = "object",
+    properties = { marker = { type = "string" } } } },
+  handler = function(args)
+    fs.write(args.marker, "waiting")
+    store.set("k", 1)
+    return "written"
+  end }
+"#,
+    );
+    let config = fx.write(
+        "toolhost.toml",
+        format!(
+            "[sandbox]\nfs_roots = [{:?}]\n",
+            fx.root().display().to_string()
+        ),
+    );
+    let host = fx.builder().config_file(config).vms(1).build().unwrap();
+    assert_eq!(
+        call(&host, "put", json!({"key": "k", "value": 0})),
+        json!("ok")
+    );
+    let holder = hold_write_lock(&fx.store_file());
+    let marker = fx.root().join("marker");
+    let runtime = common::two_worker_runtime();
+    let ctx = toolhost::CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let args = json!({"marker": marker.display().to_string()});
+    let waiting = {
+        let host = host.clone();
+        runtime.spawn(async move { host.handle_function_call("long_set", args, &ctx).await })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "long_set never started"
+        );
+        std::thread::yield_now();
+    }
+    cancel.cancel();
+    let cancelled_at = std::time::Instant::now();
+    assert!(runtime.block_on(waiting).unwrap().is_error());
+    // The only VM answers the next call well before the 5 s lock wait would have ended.
+    assert_eq!(
+        call_within(
+            &host,
+            "plain",
+            json!({}),
+            std::time::Duration::from_secs(20)
+        ),
+        json!("fine")
+    );
+    assert!(
+        cancelled_at.elapsed() < std::time::Duration::from_secs(3),
+        "the VM was free after {:?}",
+        cancelled_at.elapsed()
+    );
+    drop(holder);
+}
+
+#[test]
+fn store_waits_outside_calls_keep_the_probe_deadline() {
+    let fx = fixture();
+    assert_eq!(
+        call(&fx.host(), "put", json!({"key": "k", "value": 0})),
+        json!("ok")
+    );
+    fx.tool(
+        "boot.lua",
+        r#"
+store.set("boot", 1)
+registry.register{ name = "booted", toolset = "t",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "up" end }
+"#,
+    );
+    fx.tool(
+        "probe.lua",
+        r#"
+registry.register{ name = "probed", toolset = "t",
+  check_fn = function() store.set("probe", 1) return true end,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "up" end }
+"#,
+    );
+    let holder = hold_write_lock(&fx.store_file());
+    let started = std::time::Instant::now();
+    let host = fx.host_with("[runtime]\nprobe_timeout_ms = 500\nvms = 1\n");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "loading took {:?}, the probe deadline is 500 ms",
+        started.elapsed()
+    );
+    let error = common::error_of(&host, "boot.lua");
+    assert!(error.contains("store.set"), "{error}");
+    let started = std::time::Instant::now();
+    let out = call_within(
+        &host,
+        "probed",
+        json!({}),
+        std::time::Duration::from_secs(20),
+    );
+    assert!(out["error_type"].is_string(), "unavailable: {out}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "the check_fn took {:?}, the probe deadline is 500 ms",
+        started.elapsed()
+    );
+    drop(holder);
+}
+
+#[test]
+fn another_programs_database_is_not_used_as_the_store() {
+    for (what, schema) in [
+        (
+            "foreign tables",
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+             INSERT INTO users (name) VALUES ('ada'), ('grace');",
+        ),
+        (
+            "a kv table of another shape",
+            "CREATE TABLE kv (k TEXT PRIMARY KEY, v BLOB);
+             INSERT INTO kv VALUES ('a', x'00');",
+        ),
+    ] {
+        let fx = fixture();
+        let connection = rusqlite::Connection::open(fx.store_file()).unwrap();
+        connection.execute_batch(schema).unwrap();
+        drop(connection);
+        let bytes = std::fs::read(fx.store_file()).unwrap();
+        let host = fx.host();
+        let out = call(&host, "put", json!({"key": "k", "value": 1}));
+        let message = out["error"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("store.sqlite3 is not usable (left untouched)")
+                && message.contains("not a toolhost store"),
+            "{what}: {out}"
+        );
+        drop(host);
+        assert!(
+            std::fs::read(fx.store_file()).unwrap() == bytes,
+            "{what}: the file was written"
+        );
+    }
+}

@@ -69,8 +69,8 @@ pub(crate) struct Config {
 pub(crate) struct StoreConfig {
     /// `"sqlite"` (default) or `"memory"`.
     pub backend: Option<StoreBackend>,
-    /// The SQLite file (default: the data directory's `toolhost/store.sqlite3`); relative to
-    /// the config file.
+    /// The SQLite file (default: `.toolhost/store.sqlite3` beside the config file, see
+    /// [`default_store_path`]); relative to the config file.
     pub path: Option<PathBuf>,
     /// Largest value, as JSON text (default 1 MiB).
     pub max_value_bytes: Option<usize>,
@@ -344,20 +344,48 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
     }
 }
 
-/// The default cache directory: `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`,
-/// else `./.toolhost-cache`.
-/// `$XDG_DATA_HOME/toolhost/store.sqlite3`, else `~/.local/share/toolhost/store.sqlite3`.
-pub(crate) fn default_store_path() -> PathBuf {
-    let dir = if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
-        PathBuf::from(xdg).join("toolhost")
-    } else if let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty()) {
-        PathBuf::from(home).join(".local/share/toolhost")
-    } else {
-        PathBuf::from(".toolhost-data")
+/// The project's own store file when `[store] path` is not set (SPEC §15):
+/// `.toolhost/store.sqlite3` in the directory of the config file, or — without a config
+/// file — in the directory that contains the first tool directory, so two projects on one
+/// machine never share keys by accident. Made absolute (lexically: `.` and `..` are
+/// resolved as written, symlinks are not followed) so a later change of the working
+/// directory does not move it.
+pub(crate) fn default_store_path(config_file: Option<&Path>, first_tool_dir: &Path) -> PathBuf {
+    let project = match config_file {
+        Some(file) => lexical_absolute(file)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+        None => {
+            let dir = lexical_absolute(first_tool_dir);
+            // The root directory has no parent: the store goes into it.
+            dir.parent().map(Path::to_path_buf).unwrap_or(dir)
+        }
     };
-    dir.join("store.sqlite3")
+    project.join(".toolhost").join("store.sqlite3")
 }
 
+/// `path` joined to the working directory, with `.` and `..` components resolved as
+/// written.
+fn lexical_absolute(path: &Path) -> PathBuf {
+    let joined = crate::discovery::absolutize(path);
+    let mut out = PathBuf::new();
+    for component in joined.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    out.push(component);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/toolhost`, else `~/.cache/toolhost`,
+/// else `./.toolhost-cache`.
 pub(crate) fn default_cache_dir() -> PathBuf {
     if let Some(xdg) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(xdg).join("toolhost");
@@ -371,6 +399,31 @@ pub(crate) fn default_cache_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_store_sits_beside_the_config_file_or_the_first_tool_directory() {
+        let store = |config: Option<&str>, tools: &str| {
+            default_store_path(config.map(Path::new), Path::new(tools))
+        };
+        let at = |dir: &str| PathBuf::from(dir).join(".toolhost/store.sqlite3");
+        assert_eq!(
+            store(Some("/p/conf/toolhost.toml"), "/x/tools"),
+            at("/p/conf")
+        );
+        assert_eq!(store(None, "/p/tools"), at("/p"));
+        assert_eq!(store(None, "/p/tools/./"), at("/p"));
+        assert_eq!(store(None, "/p/a/../tools"), at("/p"));
+        assert_eq!(store(None, "/"), at("/"));
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            store(None, "tools-lua"),
+            cwd.join(".toolhost/store.sqlite3")
+        );
+        assert_eq!(
+            store(Some("toolhost.toml"), "elsewhere"),
+            cwd.join(".toolhost/store.sqlite3")
+        );
+    }
 
     #[test]
     fn unknown_key_names_the_key_and_line() {

@@ -208,6 +208,7 @@ impl HostBuilder {
             .into_iter()
             .map(|native| native.into_entry().map_err(Error::NativeTool))
             .collect::<Result<Vec<_>>>()?;
+        let store = Arc::new(make_store(self.store, &loaded_config, &self.tools_dirs));
         let inputs = BuildInputs {
             tools_dir_flags: self.tools_dirs,
             config_path: loaded_config.path.clone(),
@@ -216,7 +217,7 @@ impl HostBuilder {
             vms: self.vms,
             only_files: self.only_files,
             run_every_file: self.run_every_file,
-            store: Arc::new(make_store(self.store, &loaded_config.config)),
+            store,
             env: self.env,
             proc_script: self.proc_script,
         };
@@ -366,16 +367,23 @@ fn vm_settings(config: &Config, inputs: &BuildInputs) -> VmSettings {
     }
 }
 
-/// The built-in directories (flags, else config, else `./tools-lua`), then plugins by id.
-fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
-    let builtin: Vec<PathBuf> = if !flags.is_empty() {
+/// The built-in tool directory when neither the flags nor the config name one.
+const DEFAULT_TOOLS_DIR: &str = "tools-lua";
+
+/// The built-in tool directories: the flags, else the config's, else `./tools-lua`.
+fn tool_dir_paths(flags: &[PathBuf], loaded: &LoadedConfig) -> Vec<PathBuf> {
+    if !flags.is_empty() {
         flags.to_vec()
     } else if let Some(dirs) = &loaded.config.tools_dirs {
         dirs.clone()
     } else {
-        vec![PathBuf::from("tools-lua")]
-    };
-    let mut dirs: Vec<ToolDir> = builtin
+        vec![PathBuf::from(DEFAULT_TOOLS_DIR)]
+    }
+}
+
+/// The built-in directories (flags, else config, else `./tools-lua`), then plugins by id.
+fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
+    let mut dirs: Vec<ToolDir> = tool_dir_paths(flags, loaded)
         .into_iter()
         .map(|path| ToolDir {
             path,
@@ -421,8 +429,15 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
 }
 
 /// The store the builder or `[store]` asks for (opened on first use, so a host whose tools
-/// never use it creates no file).
-fn make_store(choice: Option<StoreChoice>, config: &Config) -> StoreInner {
+/// never use it creates no file). The default file is the project's own (see
+/// [`crate::config::default_store_path`]): beside the config file, else beside the first
+/// tool directory.
+fn make_store(
+    choice: Option<StoreChoice>,
+    loaded: &LoadedConfig,
+    tools_dir_flags: &[PathBuf],
+) -> StoreInner {
+    let config = &loaded.config;
     let limit = config
         .store
         .max_value_bytes
@@ -433,11 +448,13 @@ fn make_store(choice: Option<StoreChoice>, config: &Config) -> StoreInner {
         None => match config.store.backend {
             Some(crate::config::StoreBackend::Memory) => StoreInner::memory(limit),
             _ => StoreInner::sqlite(
-                config
-                    .store
-                    .path
-                    .clone()
-                    .unwrap_or_else(crate::config::default_store_path),
+                config.store.path.clone().unwrap_or_else(|| {
+                    let first_tool_dir = tool_dir_paths(tools_dir_flags, loaded)
+                        .into_iter()
+                        .next()
+                        .unwrap_or_else(|| PathBuf::from(DEFAULT_TOOLS_DIR));
+                    crate::config::default_store_path(loaded.path.as_deref(), &first_tool_dir)
+                }),
                 limit,
             ),
         },

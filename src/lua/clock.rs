@@ -198,6 +198,13 @@ pub(super) fn current_deadline(lua: &Lua) -> Option<Instant> {
     lua.app_data_ref::<Clock>().and_then(|clock| clock.deadline)
 }
 
+/// The cancellation token of the call running on this VM now, if any (for host functions
+/// that wait: they stop when it is cancelled, as the hook stops Lua code).
+pub(super) fn current_cancel(lua: &Lua) -> Option<CancellationToken> {
+    lua.app_data_ref::<Clock>()
+        .and_then(|clock| clock.cancel.clone())
+}
+
 /// Marks the running code as out of time (a host function found the deadline passed) and
 /// returns the timeout error to raise.
 pub(super) fn trip(lua: &Lua) -> mlua::Error {

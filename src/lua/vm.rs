@@ -191,6 +191,16 @@ impl LuaVm {
         host.set(
             "call_tool",
             lua.create_async_function(|lua, (name, args): (String, LuaValue)| async move {
+                // Inside a store.update function the store's write lock is held: the other
+                // tool (on another VM) would wait for it while this one waits for that
+                // tool. Refused before anything starts, like every store call there.
+                if crate::store::inside_update() {
+                    return Err(mlua::Error::runtime(format!(
+                        "ctx.call('{name}') is refused inside a store.update function (the \
+                         update holds the store's write lock until the function returns, and \
+                         the other tool may need it): call it before or after the update"
+                    )));
+                }
                 let running = super::current::get(&lua).and_then(|call| {
                     let ctx = call.ctx.clone()?;
                     let caller = ctx.caller.clone()?;

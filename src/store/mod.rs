@@ -9,11 +9,18 @@
 //! the last few commits, never more.
 //!
 //! Store calls run on the thread that makes them — a VM's own thread for Lua tools, never an
-//! async worker of the host's runtime — and wait at most [`BUSY_TIMEOUT`] for another
-//! process's write lock.
+//! async worker of the host's runtime. Every wait for a lock (this process's writer lock,
+//! another process's write lock on the file) ends at the calling code's deadline or
+//! cancellation, and after [`BUSY_TIMEOUT`] at most (see [`Wait`]). Store calls from inside
+//! an `update` function are refused at once (see `nested`).
 
 mod memory;
+mod nested;
 mod sqlite;
+mod wait;
+
+pub(crate) use nested::inside_update;
+pub(crate) use wait::Wait;
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -26,7 +33,8 @@ pub(crate) const DEFAULT_MAX_VALUE_BYTES: usize = 1 << 20;
 pub(crate) const MAX_KEY_BYTES: usize = 512;
 /// Most keys `list` returns.
 pub(crate) const MAX_LIST: usize = 10_000;
-/// Longest wait for another process's write lock.
+/// Longest wait for a lock (another process's write lock, another thread's update), also
+/// when the caller's deadline is further away.
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The namespace of built-in tools and the embedder.
 pub(crate) const BUILTIN: &str = "builtin";
@@ -77,6 +85,29 @@ pub enum StoreError {
     /// The `update` function failed; nothing was written.
     #[error("{0}")]
     Aborted(String),
+    /// A store call was made from inside an `update` function (see [`Store::update`]).
+    #[error(
+        "store calls are refused inside a store.update function (the update holds the \
+         store's write lock until the function returns): compute the new value from the \
+         old one it is given"
+    )]
+    Nested,
+    /// The caller's deadline passed (or it was cancelled) while the call waited for a lock.
+    #[error(
+        "out of time while waiting for the store's write lock (the deadline passed or the call was cancelled)"
+    )]
+    OutOfTime,
+    /// Another writer kept the lock for 5 s (the longest wait, also when the caller's
+    /// deadline is further away).
+    #[error(
+        "the store stayed locked by another writer for {} ms (another process's \
+         transaction, or a long store.update)",
+        waited.as_millis()
+    )]
+    Locked {
+        /// How long the call waited.
+        waited: Duration,
+    },
 }
 
 /// Where values live.
@@ -95,7 +126,8 @@ pub(crate) struct StoreInner {
 
 /// The store as an embedder sees it: the `builtin` namespace, shared with the built-in Lua
 /// tools. Operations block briefly (SQLite); called on a worker of a multi-threaded tokio
-/// runtime they run under `block_in_place`, so the worker's other tasks move elsewhere.
+/// runtime they run under `block_in_place`, so the worker's other tasks move elsewhere. A
+/// wait for another writer's lock ends after 5 s with [`StoreError::Locked`].
 #[derive(Clone)]
 pub struct Store {
     inner: std::sync::Arc<StoreInner>,
@@ -168,17 +200,30 @@ impl StoreInner {
     }
 
     /// The value under `key` in `ns`.
-    pub(crate) fn get(&self, ns: &str, key: &str) -> Result<Option<Value>, StoreError> {
+    pub(crate) fn get(
+        &self,
+        ns: &str,
+        key: &str,
+        wait: &Wait,
+    ) -> Result<Option<Value>, StoreError> {
+        nested::refuse_inside_update()?;
         Self::check_key(key)?;
         let text = match &self.backend {
             Backend::Memory(memory) => memory.get(ns, key),
-            Backend::Sqlite(sqlite) => sqlite.get(ns, key)?,
+            Backend::Sqlite(sqlite) => sqlite.get(ns, key, wait)?,
         };
         Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
     }
 
     /// Stores `value` under `key` in `ns`.
-    pub(crate) fn set(&self, ns: &str, key: &str, value: &Value) -> Result<(), StoreError> {
+    pub(crate) fn set(
+        &self,
+        ns: &str,
+        key: &str,
+        value: &Value,
+        wait: &Wait,
+    ) -> Result<(), StoreError> {
+        nested::refuse_inside_update()?;
         Self::check_key(key)?;
         let text = self.encode(value)?;
         match &self.backend {
@@ -186,16 +231,17 @@ impl StoreInner {
                 memory.set(ns, key, text);
                 Ok(())
             }
-            Backend::Sqlite(sqlite) => sqlite.set(ns, key, &text),
+            Backend::Sqlite(sqlite) => sqlite.set(ns, key, &text, wait),
         }
     }
 
     /// Removes `key` from `ns`; true when it was there.
-    pub(crate) fn delete(&self, ns: &str, key: &str) -> Result<bool, StoreError> {
+    pub(crate) fn delete(&self, ns: &str, key: &str, wait: &Wait) -> Result<bool, StoreError> {
+        nested::refuse_inside_update()?;
         Self::check_key(key)?;
         match &self.backend {
             Backend::Memory(memory) => Ok(memory.delete(ns, key)),
-            Backend::Sqlite(sqlite) => sqlite.delete(ns, key),
+            Backend::Sqlite(sqlite) => sqlite.delete(ns, key, wait),
         }
     }
 
@@ -206,25 +252,34 @@ impl StoreInner {
         ns: &str,
         prefix: &str,
         limit: usize,
+        wait: &Wait,
     ) -> Result<Vec<String>, StoreError> {
+        nested::refuse_inside_update()?;
         let limit = limit.min(MAX_LIST);
         match &self.backend {
             Backend::Memory(memory) => Ok(memory.list(ns, prefix, limit)),
-            Backend::Sqlite(sqlite) => sqlite.list(ns, prefix, limit),
+            Backend::Sqlite(sqlite) => sqlite.list(ns, prefix, limit, wait),
         }
     }
 
     /// Atomically replaces the value under `key` with `change(old)` (`None`: delete). If
     /// `change` fails nothing is written. Other writers — threads of this process and
-    /// other processes — wait until it is done.
+    /// other processes — wait until it is done (each within its own bound). A store call
+    /// from inside `change` fails at once with [`StoreError::Nested`].
     pub(crate) fn update(
         &self,
         ns: &str,
         key: &str,
         change: impl FnOnce(Option<Value>) -> Result<Option<Value>, String>,
+        wait: &Wait,
     ) -> Result<Option<Value>, StoreError> {
+        nested::refuse_inside_update()?;
         Self::check_key(key)?;
-        let _writer = self.writer.lock();
+        let change = |old| {
+            let _inside = nested::InsideUpdate::enter();
+            change(old)
+        };
+        let _writer = wait.lock(&self.writer)?;
         match &self.backend {
             Backend::Memory(memory) => {
                 let old = memory
@@ -239,7 +294,7 @@ impl StoreInner {
                 }
                 Ok(new)
             }
-            Backend::Sqlite(sqlite) => sqlite.update(ns, key, |old| {
+            Backend::Sqlite(sqlite) => sqlite.update(ns, key, wait, |old| {
                 let old = old.and_then(|text| serde_json::from_str(&text).ok());
                 let new = change(old).map_err(StoreError::Aborted)?;
                 let text = new.as_ref().map(|value| self.encode(value)).transpose()?;
@@ -249,18 +304,29 @@ impl StoreInner {
     }
 
     /// Atomically adds `by` to the number under `key` (missing: 0); returns the sum.
-    pub(crate) fn incr(&self, ns: &str, key: &str, by: &Value) -> Result<Value, StoreError> {
+    pub(crate) fn incr(
+        &self,
+        ns: &str,
+        key: &str,
+        by: &Value,
+        wait: &Wait,
+    ) -> Result<Value, StoreError> {
         let mut sum = Value::Null;
-        self.update(ns, key, |old| {
-            let added = add(old.as_ref(), by).ok_or_else(|| {
-                StoreError::NotANumber {
-                    key: key.to_string(),
-                }
-                .to_string()
-            })?;
-            sum = added.clone();
-            Ok(Some(added))
-        })
+        self.update(
+            ns,
+            key,
+            |old| {
+                let added = add(old.as_ref(), by).ok_or_else(|| {
+                    StoreError::NotANumber {
+                        key: key.to_string(),
+                    }
+                    .to_string()
+                })?;
+                sum = added.clone();
+                Ok(Some(added))
+            },
+            wait,
+        )
         .map_err(|e| match e {
             StoreError::Aborted(_) => StoreError::NotANumber {
                 key: key.to_string(),
@@ -295,38 +361,51 @@ impl Store {
 
     /// The value under `key`, if any.
     pub fn get(&self, key: &str) -> Result<Option<Value>, StoreError> {
-        crate::blocking::off_async_worker(|| self.inner.get(&self.namespace, key))
+        crate::blocking::off_async_worker(|| self.inner.get(&self.namespace, key, &Wait::default()))
     }
 
     /// Stores `value` under `key`.
     pub fn set(&self, key: &str, value: &Value) -> Result<(), StoreError> {
-        crate::blocking::off_async_worker(|| self.inner.set(&self.namespace, key, value))
+        crate::blocking::off_async_worker(|| {
+            self.inner
+                .set(&self.namespace, key, value, &Wait::default())
+        })
     }
 
     /// Removes `key`; true when it was there.
     pub fn delete(&self, key: &str) -> Result<bool, StoreError> {
-        crate::blocking::off_async_worker(|| self.inner.delete(&self.namespace, key))
+        crate::blocking::off_async_worker(|| {
+            self.inner.delete(&self.namespace, key, &Wait::default())
+        })
     }
 
     /// Keys starting with `prefix`, sorted, at most `limit`.
     pub fn list(&self, prefix: &str, limit: usize) -> Result<Vec<String>, StoreError> {
-        crate::blocking::off_async_worker(|| self.inner.list(&self.namespace, prefix, limit))
+        crate::blocking::off_async_worker(|| {
+            self.inner
+                .list(&self.namespace, prefix, limit, &Wait::default())
+        })
     }
 
     /// Atomically replaces the value under `key` with `change(old)` (`None` deletes it);
-    /// an `Err` from `change` writes nothing.
+    /// an `Err` from `change` writes nothing. `change` runs holding the store's write lock:
+    /// store calls from inside it (on any `Store` of this thread) fail at once.
     pub fn update(
         &self,
         key: &str,
         change: impl FnOnce(Option<Value>) -> Result<Option<Value>, String>,
     ) -> Result<Option<Value>, StoreError> {
-        crate::blocking::off_async_worker(|| self.inner.update(&self.namespace, key, change))
+        crate::blocking::off_async_worker(|| {
+            self.inner
+                .update(&self.namespace, key, change, &Wait::default())
+        })
     }
 
     /// Atomically adds `by` to the number under `key` (missing: 0) and returns the sum.
     pub fn incr(&self, key: &str, by: i64) -> Result<Value, StoreError> {
         crate::blocking::off_async_worker(|| {
-            self.inner.incr(&self.namespace, key, &Value::from(by))
+            self.inner
+                .incr(&self.namespace, key, &Value::from(by), &Wait::default())
         })
     }
 }

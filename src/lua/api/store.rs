@@ -5,15 +5,31 @@
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};
 use crate::lua::convert::{self, Mode};
-use crate::store::StoreError;
+use crate::store::{StoreError, Wait};
 use mlua::{Function, Lua, Value as LuaValue};
 use serde_json::Value;
 
 /// Default number of keys `store.list` returns.
 const DEFAULT_LIST_LIMIT: usize = 1000;
 
-fn raise(name: &str, error: StoreError) -> mlua::Error {
+/// The error `store.NAME` raises. Running out of time while waiting for a lock ends the
+/// call as a `timeout`, like any other deadline (a `pcall` around the store call does not
+/// change that).
+fn raise(lua: &Lua, name: &str, error: StoreError) -> mlua::Error {
+    if matches!(error, StoreError::OutOfTime) {
+        crate::lua::clock::trip(lua);
+    }
     failure("store", name, error)
+}
+
+/// The bound of this store call's lock waits: the deadline and cancellation of the code
+/// running on the VM (a handler's call, else the probe deadline of top-level code or a
+/// `check_fn`).
+fn wait(lua: &Lua) -> Wait {
+    Wait::new(
+        crate::lua::clock::current_deadline(lua),
+        crate::lua::clock::current_cancel(lua),
+    )
 }
 
 fn to_lua(lua: &Lua, value: Option<Value>) -> mlua::Result<LuaValue> {
@@ -44,7 +60,12 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
                 function(lua, move |lua, (ns, key): (String, String)| {
-                    to_lua(lua, store.get(&ns, &key).map_err(|e| raise("get", e))?)
+                    to_lua(
+                        lua,
+                        store
+                            .get(&ns, &key, &wait(lua))
+                            .map_err(|e| raise(lua, "get", e))?,
+                    )
                 })
             },
         ),
@@ -59,12 +80,16 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                     lua,
                     move |lua, (ns, key, value): (String, String, LuaValue)| {
                         if value.is_nil() {
-                            store.delete(&ns, &key).map_err(|e| raise("set", e))?;
+                            store
+                                .delete(&ns, &key, &wait(lua))
+                                .map_err(|e| raise(lua, "set", e))?;
                             return Ok(());
                         }
                         let json = convert::lua_to_json(lua, &value, Mode::Data)
                             .map_err(|e| failure("store", "set", e))?;
-                        store.set(&ns, &key, &json).map_err(|e| raise("set", e))
+                        store
+                            .set(&ns, &key, &json, &wait(lua))
+                            .map_err(|e| raise(lua, "set", e))
                     },
                 )
             },
@@ -76,8 +101,10 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             "Removes key; true when it was there",
             |lua, ctx: &ApiContext| {
                 let store = ctx.store.clone();
-                function(lua, move |_, (ns, key): (String, String)| {
-                    store.delete(&ns, &key).map_err(|e| raise("delete", e))
+                function(lua, move |lua, (ns, key): (String, String)| {
+                    store
+                        .delete(&ns, &key, &wait(lua))
+                        .map_err(|e| raise(lua, "delete", e))
                 })
             },
         ),
@@ -103,8 +130,8 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                             }
                         };
                         let keys = store
-                            .list(&ns, prefix.as_deref().unwrap_or(""), limit)
-                            .map_err(|e| raise("list", e))?;
+                            .list(&ns, prefix.as_deref().unwrap_or(""), limit, &wait(lua))
+                            .map_err(|e| raise(lua, "list", e))?;
                         let keys = Value::Array(keys.into_iter().map(Value::String).collect());
                         convert::json_to_lua(lua, &keys)
                     },
@@ -121,20 +148,26 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                 function(
                     lua,
                     move |lua, (ns, key, change): (String, String, Function)| {
+                        let bound = wait(lua);
                         let new = store
-                            .update(&ns, &key, |old| {
-                                let old = to_lua(lua, old).map_err(|e| e.to_string())?;
-                                let new: LuaValue = change
-                                    .call(old)
-                                    .map_err(|e| crate::lua::lua_error_message(&e))?;
-                                if new.is_nil() {
-                                    return Ok(None);
-                                }
-                                convert::lua_to_json(lua, &new, Mode::Data)
-                                    .map(Some)
-                                    .map_err(|e| e.to_string())
-                            })
-                            .map_err(|e| raise("update", e))?;
+                            .update(
+                                &ns,
+                                &key,
+                                |old| {
+                                    let old = to_lua(lua, old).map_err(|e| e.to_string())?;
+                                    let new: LuaValue = change
+                                        .call(old)
+                                        .map_err(|e| crate::lua::lua_error_message(&e))?;
+                                    if new.is_nil() {
+                                        return Ok(None);
+                                    }
+                                    convert::lua_to_json(lua, &new, Mode::Data)
+                                        .map(Some)
+                                        .map_err(|e| e.to_string())
+                                },
+                                &bound,
+                            )
+                            .map_err(|e| raise(lua, "update", e))?;
                         to_lua(lua, new)
                     },
                 )
@@ -165,7 +198,9 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                                 ));
                             }
                         };
-                        let sum = store.incr(&ns, &key, &by).map_err(|e| raise("incr", e))?;
+                        let sum = store
+                            .incr(&ns, &key, &by, &wait(lua))
+                            .map_err(|e| raise(lua, "incr", e))?;
                         convert::json_to_lua(lua, &sum)
                     },
                 )
