@@ -4,7 +4,7 @@
 //! its call before each poll and takes it away after, so a function kept from an earlier
 //! call reports to whichever call is running it now, never to the one that made it.
 
-use crate::lua::api::fs::FsRoots;
+use crate::lua::api::fs::{ClientRoots, FsRoots};
 use crate::registry::{CallContext, CallObserver, LogLine, Progress};
 use mlua::Lua;
 use std::sync::Arc;
@@ -15,8 +15,8 @@ pub(crate) struct CurrentCall {
     pub tool: String,
     /// Where progress and log lines go.
     pub observer: Option<Arc<dyn CallObserver>>,
-    /// The call's own fs roots.
-    pub fs_roots: Option<Arc<FsRoots>>,
+    /// The roots the call's MCP client declared (they narrow the allowed ones).
+    pub fs_roots: Option<Arc<ClientRoots>>,
     /// The call's context, for `ctx.call` (when the host runs the call).
     pub ctx: Option<CallContext>,
     /// How many `ctx.call`s this call has made (for the children's call ids).
@@ -91,9 +91,11 @@ pub(crate) fn log(lua: &Lua, make: impl FnOnce(&str) -> LogLine) {
     }
 }
 
-/// The fs roots of the running call, else `default`.
+/// The fs roots of the running call: `default` (the allowed roots), narrowed to its MCP
+/// client's roots when it has them — never more than `default`.
 pub(crate) fn fs_roots(lua: &Lua, default: &Arc<FsRoots>) -> Arc<FsRoots> {
-    get(lua)
-        .and_then(|call| call.fs_roots.clone())
-        .unwrap_or_else(|| default.clone())
+    match get(lua).and_then(|call| call.fs_roots.clone()) {
+        Some(client) => client.within(default),
+        None => default.clone(),
+    }
 }

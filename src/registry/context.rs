@@ -1,9 +1,9 @@
 //! What a handler learns about the call it serves, and the shape of native handlers.
 
 use super::observe::CallObserver;
-// The one Lua type the registry names: a call may carry its own fs capability (an MCP
-// client's roots), which only the `fs` API opens and reads.
-use crate::lua::api::fs::FsRoots;
+// The one Lua type the registry names: a call may carry its MCP client's roots, which only
+// the `fs` API reads (to narrow the allowed roots).
+use crate::lua::api::fs::ClientRoots;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -40,8 +40,9 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     /// Receives the call's progress reports and log lines.
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
-    /// The `fs` roots of this call, instead of the configured ones (an MCP client's roots).
-    pub(crate) fs_roots: Option<Arc<FsRoots>>,
+    /// The roots this call's MCP client declared: `fs` uses the allowed roots (configured or
+    /// implicit) narrowed to them, never more.
+    pub(crate) fs_roots: Option<Arc<ClientRoots>>,
     /// Runs `ctx.call` (set by the host for every call it runs).
     pub(crate) caller: Option<Arc<dyn ToolCaller>>,
     /// How many `ctx.call`s deep this call is (0: called from outside).
@@ -138,9 +139,9 @@ impl CallContext {
         self.observer.as_ref()
     }
 
-    /// Confines this call's `fs` to `roots` instead of the configured roots.
+    /// Narrows this call's `fs` to an MCP client's `roots` (within the allowed roots).
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn with_fs_roots(mut self, roots: Arc<FsRoots>) -> Self {
+    pub(crate) fn with_fs_roots(mut self, roots: Arc<ClientRoots>) -> Self {
         self.fs_roots = Some(roots);
         self
     }
@@ -154,8 +155,8 @@ impl CallContext {
         child
     }
 
-    /// This call's own `fs` roots, if it has them.
-    pub(crate) fn fs_roots(&self) -> Option<&Arc<FsRoots>> {
+    /// The roots this call's MCP client declared, if it has them.
+    pub(crate) fn fs_roots(&self) -> Option<&Arc<ClientRoots>> {
         self.fs_roots.as_ref()
     }
 }
