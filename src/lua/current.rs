@@ -5,7 +5,7 @@
 //! call reports to whichever call is running it now, never to the one that made it.
 
 use crate::lua::api::fs::{ClientRoots, FsRoots};
-use crate::registry::{CallContext, CallObserver, LogLine, Progress};
+use crate::registry::{CallContext, CallObserver, CallerDomain, LogLine, Progress};
 use mlua::Lua;
 use std::sync::Arc;
 
@@ -13,6 +13,8 @@ use std::sync::Arc;
 pub(crate) struct CurrentCall {
     /// The tool being called.
     pub tool: String,
+    /// Its trust domain when the call started (what `ctx.call` may reach).
+    pub domain: CallerDomain,
     /// Where progress and log lines go.
     pub observer: Option<Arc<dyn CallObserver>>,
     /// The roots the call's MCP client declared (they narrow the allowed ones).
@@ -26,12 +28,13 @@ pub(crate) struct CurrentCall {
 impl CurrentCall {
     /// The parts of `ctx` host functions need, or `None` when there are none (the common
     /// case costs nothing per poll).
-    pub(crate) fn of(tool: &str, ctx: &CallContext) -> Option<Arc<Self>> {
+    pub(crate) fn of(tool: &str, domain: &CallerDomain, ctx: &CallContext) -> Option<Arc<Self>> {
         if ctx.observer().is_none() && ctx.fs_roots().is_none() && ctx.caller.is_none() {
             return None;
         }
         Some(Arc::new(Self {
             tool: tool.to_string(),
+            domain: domain.clone(),
             observer: ctx.observer().cloned(),
             fs_roots: ctx.fs_roots().cloned(),
             ctx: ctx.caller.is_some().then(|| ctx.clone()),

@@ -20,7 +20,7 @@ use super::register::{self, Binding, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
 use super::timer;
 use crate::error::LoadError;
-use crate::registry::{CallContext, LuaFnId};
+use crate::registry::{CallContext, CallerDomain, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
 use parking_lot::{Mutex, ReentrantMutex};
@@ -219,7 +219,7 @@ impl LuaVm {
                     .clone()
                     .unwrap_or_else(|| call.tool.clone());
                 let child = ctx.child(format!("{parent}/{n}"));
-                let answer = caller.call(&call.tool, name, args, child).await;
+                let answer = caller.call(&call.domain, name, args, child).await;
                 convert::json_to_lua(&lua, &answer)
             })?,
         )?;
@@ -512,6 +512,7 @@ impl LuaVm {
         &self,
         id: LuaFnId,
         tool_name: &str,
+        domain: &CallerDomain,
         args: &Value,
         ctx: &CallContext,
         budget: Duration,
@@ -520,7 +521,7 @@ impl LuaVm {
         let guarded = Deadlined {
             vm: self,
             call,
-            current: super::current::CurrentCall::of(tool_name, ctx),
+            current: super::current::CurrentCall::of(tool_name, domain, ctx),
             inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
         };
         // The timer covers a handler parked in a Rust future (no Lua runs, so the hook

@@ -55,9 +55,35 @@ pub(crate) const MAX_CALL_DEPTH: u8 = 8;
 /// What runs `ctx.call(name, args)`: the whole pipeline with the caller's context; the
 /// answer is the result as JSON (a string for text, an object for JSON and errors).
 pub(crate) trait ToolCaller: Send + Sync {
-    /// Calls `name` with `args` as `ctx` (already the child's context) on behalf of the
-    /// tool `from`.
-    fn call(&self, from: &str, name: String, args: Value, ctx: CallContext) -> NativeFuture<Value>;
+    /// Calls `name` with `args` as `ctx` (already the child's context) on behalf of a tool
+    /// of the trust domain `from`.
+    fn call(
+        &self,
+        from: &CallerDomain,
+        name: String,
+        args: Value,
+        ctx: CallContext,
+    ) -> NativeFuture<Value>;
+}
+
+/// The trust domain of a running call's tool, captured when the call starts (from its
+/// registry entry and the configuration of the generation it runs on) and carried with
+/// it. `ctx.call` decides by it, never by looking the caller up by name later: a reload
+/// may have renamed the tool or removed its plugin meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CallerDomain {
+    /// A tool of a built-in tool directory, or a native one: it may call any tool.
+    Builtin,
+    /// A tool of plugin `id`.
+    Plugin {
+        /// The plugin's id (`[plugins.ID]`).
+        id: String,
+        /// Its configuration granted the `call` capability when the call started.
+        may_call_any: bool,
+    },
+    /// Nothing says whose the call is (a source that runs no handler of its own): it
+    /// may call nothing — `ctx.call` fails closed.
+    Unknown,
 }
 
 impl std::fmt::Debug for CallContext {
