@@ -107,6 +107,7 @@ pub(crate) struct ClientRoots {
 
 impl ClientRoots {
     /// A client's root paths (already decoded from their `file://` URIs).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn new(paths: Vec<PathBuf>) -> Self {
         Self {
             paths,
