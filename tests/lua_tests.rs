@@ -209,9 +209,15 @@ fn t_env_after_the_first_call_is_an_error_at_the_tests_line() {
     );
 }
 
-/// Runs `toolhost test --json` and returns each test's (name, ok, message).
-fn outcomes(fx: &Fixture) -> Vec<(String, bool, String)> {
-    let (_, stdout) = run_lua_tests(fx);
+/// Runs `toolhost test --json [FILES]` and returns each test's (name, ok, message).
+fn outcomes(fx: &Fixture, files: &[&str]) -> Vec<(String, bool, String)> {
+    let out = fx
+        .toolhost()
+        .args(["test", "--json"])
+        .args(files)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
     let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     report["tests"]
         .as_array()
@@ -228,7 +234,7 @@ fn outcomes(fx: &Fixture) -> Vec<(String, bool, String)> {
 }
 
 fn assert_all_pass(fx: &Fixture) {
-    let outcomes = outcomes(fx);
+    let outcomes = outcomes(fx, &[]);
     assert!(!outcomes.is_empty());
     for (name, ok, message) in &outcomes {
         assert!(ok, "{name}: {message}");
@@ -360,4 +366,44 @@ fn t_call_converts_results_like_handler_arguments() {
 end)"#,
     );
     assert_all_pass(&fx);
+}
+
+/// A plugin's test file that is a symlink to a file outside every tool directory still runs
+/// with the plugin's grants (the folder it was found in), and one that resolves into
+/// another trust domain's folder is refused.
+#[test]
+fn a_symlinked_test_file_cannot_borrow_other_grants() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", "[plugins.p]\ndir = \"plugin\"\n");
+    fx.write(
+        "plugin/own.lua",
+        r#"registry.register{ name = "own", toolset = "p",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "mine" end }"#,
+    );
+    let outside = fx.write(
+        "elsewhere/escape.lua",
+        r#"test("still the plugin's grants", function(t)
+  local ok, err = pcall(function() return fs.exists("x") end)
+  t.eq(ok, false)
+  t.contains(err, "capability 'fs' is not granted to plugin 'p'")
+end)"#,
+    );
+    std::os::unix::fs::symlink(&outside, fx.root().join("plugin/escape_test.lua")).unwrap();
+    let builtin = fx.tool("greet_test.lua", "test('x', function(t) end)");
+    std::os::unix::fs::symlink(&builtin, fx.root().join("plugin/borrow_test.lua")).unwrap();
+    // Named on the command line (the default search lists regular files only).
+    let outcomes = outcomes(&fx, &["plugin/escape_test.lua", "plugin/borrow_test.lua"]);
+    let find = |prefix: &str| {
+        outcomes
+            .iter()
+            .find(|(name, _, _)| name.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no outcome {prefix}: {outcomes:?}"))
+            .clone()
+    };
+    let (_, ok, message) = find("still the plugin's grants");
+    assert!(ok, "{message}");
+    let (_, ok, message) = find("plugin/borrow_test.lua");
+    assert!(!ok);
+    assert!(message.contains("resolves into"), "{message}");
 }

@@ -60,7 +60,9 @@ impl Host {
             capabilities: None,
             capability_hint: None,
         };
-        let dir = owning_dir(&world.dirs, path).unwrap_or(&builtin);
+        let dir = owning_dir(&world.dirs, path)
+            .map_err(mlua::Error::runtime)?
+            .unwrap_or(&builtin);
         let spec = FileSpec {
             display: shown,
             chunk_name: shown,
@@ -75,13 +77,43 @@ impl Host {
     }
 }
 
-/// The tool directory `path` lies in (the deepest, should directories nest).
-fn owning_dir<'a>(dirs: &'a [ToolDir], path: &Path) -> Option<&'a ToolDir> {
-    let path = path.canonicalize().ok()?;
+/// The tool directory whose grants `path` runs with (`None`: no tool directory, the
+/// built-in grants). The folder it was found in and the one it really is in (symlinks
+/// resolved) must agree, or one of them be no tool directory at all (the other's grants
+/// apply); a file found in one trust domain's folder that resolves into another's is
+/// refused, so a symlink cannot lend a plugin's test file other grants.
+fn owning_dir<'a>(dirs: &'a [ToolDir], path: &Path) -> Result<Option<&'a ToolDir>, String> {
+    let found = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let real = path
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let lexical = deepest(dirs, &found, |dir| std::path::absolute(&dir.path).ok());
+    let resolved = deepest(dirs, &real, |dir| dir.path.canonicalize().ok());
+    match (lexical, resolved) {
+        (Some(a), Some(b)) if a.source != b.source => Err(format!(
+            "{} lies in the tool directory {} ({}) but resolves into {} ({}); a test file \
+             runs with one folder's grants",
+            path.display(),
+            a.path.display(),
+            a.source,
+            b.path.display(),
+            b.source
+        )),
+        (Some(dir), _) | (None, Some(dir)) => Ok(Some(dir)),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The deepest tool directory (as `locate` names it) holding `path`.
+fn deepest<'a>(
+    dirs: &'a [ToolDir],
+    path: &Path,
+    locate: impl Fn(&ToolDir) -> Option<std::path::PathBuf>,
+) -> Option<&'a ToolDir> {
     dirs.iter()
-        .filter_map(|dir| Some((dir, dir.path.canonicalize().ok()?)))
-        .filter(|(_, canonical)| path.starts_with(canonical))
-        .max_by_key(|(_, canonical)| canonical.components().count())
+        .filter_map(|dir| Some((dir, locate(dir)?)))
+        .filter(|(_, at)| path.starts_with(at))
+        .max_by_key(|(_, at)| at.components().count())
         .map(|(dir, _)| dir)
 }
 
