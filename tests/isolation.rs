@@ -365,3 +365,84 @@ fn empty_fs_roots_grant_no_fs_access_and_say_which_key_grants_it() {
         "{out}"
     );
 }
+
+/// A built-in tool `secret` and a plugin `p` (granted `fs` to watch for the test's signal,
+/// never `call`) whose tool `parked` reports progress, waits for a `go` file, then
+/// `ctx.call`s `secret`. Returns the host and the `[sandbox]` section.
+fn parked_plugin(fx: &Fixture) -> (toolhost::Host, String) {
+    fx.tool("secret.lua", &tool("secret", "return 'the secret'"));
+    fx.write("plugin/p.lua", parked_source("parked"));
+    let plugin =
+        "[plugins.p]\ndir = \"plugin\"\ncapabilities = [\"json\", \"log\", \"time\", \"fs\"]\n";
+    let sandbox = format!(
+        "[sandbox]\nfs_roots = [{:?}]\n",
+        fx.root().display().to_string()
+    );
+    (fx.host_with(&format!("{sandbox}{plugin}")), sandbox)
+}
+
+fn parked_source(name: &str) -> String {
+    tool(
+        name,
+        r#"ctx.progress(1)
+while not fs.exists("go") do time.sleep(5) end
+local answer = ctx.call("secret", {})
+return type(answer) == "table" and json.encode(answer) or answer"#,
+    )
+}
+
+/// Calls `parked`, runs `change` once its handler is waiting, then lets it go on; returns
+/// what its `ctx.call("secret")` answered.
+fn call_across_a_change(fx: &Fixture, host: &toolhost::Host, change: impl FnOnce()) -> String {
+    struct Started(std::sync::Mutex<std::sync::mpsc::Sender<()>>);
+    impl toolhost::CallObserver for Started {
+        fn progress(&self, _: toolhost::Progress) {
+            let _ = self.0.lock().unwrap().send(());
+        }
+    }
+    let (started, parked) = std::sync::mpsc::channel();
+    let ctx = toolhost::CallContext::default()
+        .with_observer(std::sync::Arc::new(Started(std::sync::Mutex::new(started))));
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| common::call_in(host, "parked", json!({}), &ctx));
+        parked
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("parked reports within 20 s");
+        change();
+        fx.write("go", "");
+        let out = running.join().expect("the call ends");
+        text(&out).to_string()
+    })
+}
+
+fn assert_refused(answer: &str) {
+    assert!(
+        answer.contains("\"error_type\":\"blocked\"")
+            && answer.contains("plugin 'p' may ctx.call only its own tools"),
+        "a plugin without `call` reached a built-in tool: {answer}"
+    );
+}
+
+#[test]
+fn ctx_call_stays_refused_when_a_reload_renames_the_calling_plugin_tool() {
+    let fx = Fixture::new();
+    let (host, _) = parked_plugin(&fx);
+    let answer = call_across_a_change(&fx, &host, || {
+        fx.write("plugin/p.lua", parked_source("renamed"));
+        let event = host.reload();
+        assert!(event.removed.iter().any(|t| t == "parked"), "{event:?}");
+    });
+    assert_refused(&answer);
+}
+
+#[test]
+fn ctx_call_stays_refused_when_a_reload_removes_the_calling_plugin() {
+    let fx = Fixture::new();
+    let (host, sandbox) = parked_plugin(&fx);
+    let answer = call_across_a_change(&fx, &host, || {
+        fx.write("toolhost.toml", &sandbox);
+        let event = host.reload();
+        assert!(event.removed.iter().any(|t| t == "parked"), "{event:?}");
+    });
+    assert_refused(&answer);
+}

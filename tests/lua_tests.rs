@@ -208,3 +208,202 @@ fn t_env_after_the_first_call_is_an_error_at_the_tests_line() {
         "{message}"
     );
 }
+
+/// Runs `toolhost test --json [FILES]` and returns each test's (name, ok, message).
+fn outcomes(fx: &Fixture, files: &[&str]) -> Vec<(String, bool, String)> {
+    let out = fx
+        .toolhost()
+        .args(["test", "--json"])
+        .args(files)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    report["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap_or_default().to_string(),
+                t["ok"] == true,
+                t["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn assert_all_pass(fx: &Fixture) {
+    let outcomes = outcomes(fx, &[]);
+    assert!(!outcomes.is_empty());
+    for (name, ok, message) in &outcomes {
+        assert!(ok, "{name}: {message}");
+    }
+}
+
+#[test]
+fn test_files_run_in_the_tool_sandbox() {
+    let fx = Fixture::new();
+    fx.tool("greet.lua", GREET);
+    let marker = fx.root().join("escaped");
+    fx.tool(
+        "greet_test.lua",
+        &format!(
+            r#"test("no way out of the sandbox", function(t)
+  t.eq(type(io), "nil", "io")
+  t.eq(type(os.execute), "nil", "os.execute")
+  t.eq(type(os.remove), "nil", "os.remove")
+  t.eq(type(dofile), "nil", "dofile")
+  t.eq(type(loadfile), "nil", "loadfile")
+  t.eq(type(debug), "nil", "debug")
+  t.eq(type(string.dump), "nil", "string.dump")
+  t.eq(load(string.char(27) .. "Lua"), nil, "binary chunks")
+  pcall(function() os.execute("touch {marker}") end)
+  pcall(function() io.open("{marker}", "w"):write("x") end)
+  t.eq(t.call("greet", {{ who = "Ada" }}), "Hello, Ada!")
+end)
+test("registering is not for test files", function(t)
+  local ok, err = pcall(registry.register, {{ name = "sneaky" }})
+  t.eq(ok, false)
+end)
+test("t.write stays inside the test's root", function(t)
+  local ok, err = pcall(t.write, "../outside.txt", "x")
+  t.eq(ok, false)
+  t.contains(err, "inside the test's root only")
+end)"#,
+            marker = marker.display()
+        ),
+    );
+    assert_all_pass(&fx);
+    assert!(!marker.exists(), "test code ran a command or wrote a file");
+}
+
+/// A plugin `p` (default capabilities: json, log, time) with a tool that reads a file and a
+/// test file beside it.
+#[test]
+fn a_plugins_tests_run_with_the_plugins_grants() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", "[plugins.p]\ndir = \"plugin\"\n");
+    fx.write(
+        "plugin/peek.lua",
+        r#"registry.register{ name = "peek", toolset = "p",
+  schema = { description = "Reads data.txt", parameters = { type = "object" } },
+  handler = function() return fs.read("data.txt") end }"#,
+    );
+    fx.write(
+        "plugin/peek_test.lua",
+        r#"test("the plugin's tools have the plugin's capabilities", function(t)
+  t.write("data.txt", "secret")
+  local out = t.call("peek", {})
+  t.error_type(out, "handler_error")
+  t.contains(out.error, "capability 'fs' is not granted to plugin 'p'")
+end)
+test("the test file has the plugin's capabilities", function(t)
+  local ok, err = pcall(function() return fs.read("data.txt") end)
+  t.eq(ok, false)
+  t.contains(err, "capability 'fs' is not granted to plugin 'p'")
+  local ok2, err2 = pcall(function() return store.get("k") end)
+  t.eq(ok2, false)
+  t.contains(err2, "capability 'store' is not granted to plugin 'p'")
+  t.eq(json.encode({ 1 }), "[1]")
+end)"#,
+    );
+    assert_all_pass(&fx);
+    // The same file named on the command line gets the same grants.
+    let out = fx
+        .toolhost()
+        .args(["test", "--json", "plugin/peek_test.lua"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn proc_run_in_a_test_without_t_proc_is_refused_pointing_at_t_proc() {
+    let fx = Fixture::new();
+    let marker = fx.root().join("ran");
+    fx.write("toolhost.toml", "[sandbox]\ncommands = [\"touch\"]\n");
+    fx.tool(
+        "touch.lua",
+        &format!(
+            r#"registry.register{{ name = "touch", toolset = "t",
+  schema = {{ description = "touches", parameters = {{ type = "object" }} }},
+  handler = function() return proc.run{{ argv = {{ "touch", "{}" }} }}.code end }}"#,
+            marker.display()
+        ),
+    );
+    fx.tool(
+        "touch_test.lua",
+        r#"test("unscripted", function(t)
+  local out = t.call("touch", {})
+  t.error_type(out, "handler_error")
+  t.contains(out.error, "t.proc")
+end)"#,
+    );
+    assert_all_pass(&fx);
+    assert!(!marker.exists(), "a test started a real program");
+}
+
+#[test]
+fn t_call_converts_results_like_handler_arguments() {
+    let fx = Fixture::new();
+    fx.tool(
+        "lists.lua",
+        r#"registry.register{ name = "lists", toolset = "t",
+  schema = { description = "Lists", parameters = { type = "object" } },
+  handler = function() return { empty = json.array({}), some = { 1, 2 } } end }"#,
+    );
+    fx.tool(
+        "lists_test.lua",
+        r#"test("an empty list stays a list", function(t)
+  local out = t.call("lists", {})
+  t.eq(json.encode(out.empty), "[]")
+  t.eq(#out.some, 2)
+end)"#,
+    );
+    assert_all_pass(&fx);
+}
+
+/// A plugin's test file that is a symlink to a file outside every tool directory still runs
+/// with the plugin's grants (the folder it was found in), and one that resolves into
+/// another trust domain's folder is refused.
+#[test]
+fn a_symlinked_test_file_cannot_borrow_other_grants() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", "[plugins.p]\ndir = \"plugin\"\n");
+    fx.write(
+        "plugin/own.lua",
+        r#"registry.register{ name = "own", toolset = "p",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "mine" end }"#,
+    );
+    let outside = fx.write(
+        "elsewhere/escape.lua",
+        r#"test("still the plugin's grants", function(t)
+  local ok, err = pcall(function() return fs.exists("x") end)
+  t.eq(ok, false)
+  t.contains(err, "capability 'fs' is not granted to plugin 'p'")
+end)"#,
+    );
+    std::os::unix::fs::symlink(&outside, fx.root().join("plugin/escape_test.lua")).unwrap();
+    let builtin = fx.tool("greet_test.lua", "test('x', function(t) end)");
+    std::os::unix::fs::symlink(&builtin, fx.root().join("plugin/borrow_test.lua")).unwrap();
+    // Named on the command line (the default search lists regular files only).
+    let outcomes = outcomes(&fx, &["plugin/escape_test.lua", "plugin/borrow_test.lua"]);
+    let find = |prefix: &str| {
+        outcomes
+            .iter()
+            .find(|(name, _, _)| name.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no outcome {prefix}: {outcomes:?}"))
+            .clone()
+    };
+    let (_, ok, message) = find("still the plugin's grants");
+    assert!(ok, "{message}");
+    let (_, ok, message) = find("plugin/borrow_test.lua");
+    assert!(!ok);
+    assert!(message.contains("resolves into"), "{message}");
+}

@@ -12,18 +12,24 @@
 //! `t.call` returns text as a string, and a table result, a multimodal envelope or an error
 //! object (`{error, error_type, …}`) as a table.
 //!
-//! Each test gets a fresh host (the same tool directories and config) whose `fs` is a temp
-//! dir of its own (`t.write`, `t.fs`) and whose `store` is in memory; calls keep their
-//! normal deadlines. `t.env{NAME = "v"}` sets environment variables for that test only
-//! (over the process's, which stays untouched) and `t.proc{...}` scripts `proc.run`'s
-//! answers (no program runs; an unscripted run is refused); both come before the test's
-//! first `t.call`, which builds its host. Test code itself is the author's and runs in a
-//! plain Lua state with a time limit per test.
+//! Each test gets a fresh host (the same tool directories, plugins and config) whose `fs`
+//! is a temp dir of its own (`t.write`, `t.fs`) and whose `store` is in memory; calls keep
+//! their normal deadlines. `t.env{NAME = "v"}` sets environment variables for that test
+//! only (over the process's, which stays untouched) and `t.proc{...}` scripts `proc.run`'s
+//! answers; no program ever runs under `toolhost test` (a run `t.proc` does not answer is
+//! refused, pointing at `t.proc`). Both come before the test's first `t.call`, which builds
+//! its host. Test code runs in the same sandbox as tools, with the grants of the folder it
+//! lies in (a plugin's tests have that plugin's capabilities, never more), on a fresh VM
+//! per test, with a time limit per test.
 
 use super::Cli;
+use crate::lua::LuaVm;
 use crate::lua::api::proc_script::{ProcScript, ScriptedRun};
+use crate::lua::convert::{self, Mode};
 use crate::{CallContext, Host, ToolResult};
-use mlua::{Function, HookTriggers, Lua, LuaSerdeExt, Table, Value as LuaValue, VmState};
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+use mlua::{Function, LuaSerdeExt, Table, Value as LuaValue};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -63,7 +69,7 @@ pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCod
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let mut outcomes = Vec::new();
     for file in &files {
-        outcomes.extend(run_file(cli, &tool_dirs, file, &runtime)?);
+        outcomes.extend(run_file(cli, &base, file, &runtime)?);
     }
     let failed = outcomes.iter().filter(|o| !o.passed).count();
     let passed = outcomes.len() - failed;
@@ -143,67 +149,82 @@ fn lua_files(dir: &Path, depth: usize, tests_only: bool) -> Vec<PathBuf> {
     found
 }
 
-/// Loads one test file and runs each of its tests on a fresh host.
+/// Loads one test file and runs each of its tests, each on a fresh sandbox VM (the file's
+/// top level runs again for each) and a fresh host.
 fn run_file(
     cli: &Cli,
-    tool_dirs: &[PathBuf],
+    base: &Host,
     file: &Path,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Vec<Outcome>, String> {
     let shown = file.display().to_string();
     let source = std::fs::read(file).map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let lua = Lua::new();
-    let tests = lua
-        .create_table()
-        .and_then(|tests| {
-            let collect = tests.clone();
-            let test = lua.create_function(move |lua, (name, body): (String, Function)| {
-                let entry = lua.create_table()?;
-                entry.push(name)?;
-                entry.push(body)?;
-                collect.push(entry)
-            })?;
-            lua.globals().set("test", test)?;
-            Ok(tests)
-        })
-        .map_err(|e| format!("{shown}: {e}"))?;
-    if let Err(e) = lua.load(&source).set_name(format!("@{shown}")).exec() {
-        return Ok(vec![Outcome {
-            file: shown.clone(),
-            name: format!("{shown} (loading)"),
-            passed: false,
-            millis: 0,
-            message: Some(crate::lua::lua_error_message(&e)),
-        }]);
-    }
-    let make_t: Function = lua
-        .load(PRELUDE)
-        .set_name("=toolhost-test")
-        .eval()
-        .map_err(|e| format!("test prelude: {e}"))?;
+    let loading_failed = |message: String| Outcome {
+        file: shown.clone(),
+        name: format!("{shown} (loading)"),
+        passed: false,
+        millis: 0,
+        message: Some(message),
+    };
+    let mut names: Option<Vec<String>> = None;
     let mut outcomes = Vec::new();
-    for pair in tests.sequence_values::<Table>() {
-        let pair = pair.map_err(|e| format!("{shown}: {e}"))?;
-        let name: String = pair.get(1).map_err(|e| format!("{shown}: {e}"))?;
-        let body: Function = pair.get(2).map_err(|e| format!("{shown}: {e}"))?;
+    let mut index = 0;
+    loop {
+        let root = TestRoot::new()?;
+        let sandbox = match base.test_sandbox(file, &shown, &source, &root.path, TEST_TIME_LIMIT) {
+            Ok(sandbox) => sandbox,
+            Err(e) => {
+                outcomes.push(loading_failed(crate::lua::lua_error_message(&e)));
+                return Ok(outcomes);
+            }
+        };
+        let declared: Vec<String> = sandbox.tests.iter().map(|(name, _)| name.clone()).collect();
+        let names = names.get_or_insert(declared.clone());
+        if *names != declared {
+            outcomes.push(loading_failed(
+                "the file declared different tests when it ran again (its top level must \
+                 declare the same tests every time)"
+                    .to_string(),
+            ));
+            return Ok(outcomes);
+        }
+        let Some((name, body)) = sandbox.tests.get(index) else {
+            return Ok(outcomes);
+        };
         let started = Instant::now();
-        let result = run_one(cli, tool_dirs, &lua, &make_t, &body, runtime);
+        let result = run_one(cli, &sandbox.vm, body, &root, runtime);
         outcomes.push(Outcome {
             file: shown.clone(),
-            name,
+            name: name.clone(),
             passed: result.is_ok(),
             millis: started.elapsed().as_millis(),
             message: result.err(),
         });
+        index += 1;
+        if index == names.len() {
+            return Ok(outcomes);
+        }
     }
-    Ok(outcomes)
 }
 
-/// How a test's host is made.
-struct Recipe {
-    tool_dirs: Vec<PathBuf>,
-    config: Option<PathBuf>,
-    root: PathBuf,
+/// A test's own temp directory: its `fs` root (removed when the test ends).
+struct TestRoot {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl TestRoot {
+    fn new() -> Result<Self, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("toolhost-test-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+        let path = dir
+            .path()
+            .canonicalize()
+            .unwrap_or_else(|_| dir.path().to_path_buf());
+        Ok(Self { _dir: dir, path })
+    }
 }
 
 /// One test's host, built by its first `t.call` from what `t.env`/`t.proc` set up.
@@ -211,7 +232,10 @@ struct Setup {
     env: HashMap<String, String>,
     script: Vec<ScriptedRun>,
     host: Option<Arc<Host>>,
-    recipe: Recipe,
+    root: PathBuf,
+    /// `--tools-dir` flags and `--config`, as the command got them.
+    tools_dirs: Vec<PathBuf>,
+    config: Option<PathBuf>,
 }
 
 impl Setup {
@@ -222,62 +246,52 @@ impl Setup {
         })
     }
 
-    /// The test's host, built on first use.
+    /// The test's host, built on first use: the same tool directories and plugins as
+    /// production (a plugin's tools load as `plugin:<id>`, with its capabilities), its `fs`
+    /// in the test's root, an in-memory store, and `proc.run` answering only from `t.proc`
+    /// (without it, every run is refused: no test starts a real program).
     fn host(&mut self) -> Result<Arc<Host>, String> {
         if let Some(host) = &self.host {
             return Ok(host.clone());
         }
-        let recipe = &self.recipe;
-        let mut builder = Host::builder()
-            .cache_dir(recipe.root.join(".cache"))
-            .memory_store()
-            .vms(1)
-            .fs_roots(vec![recipe.root.clone()])
-            .env_overlay(self.env.clone());
-        if !self.script.is_empty() {
-            let script =
-                ProcScript::new(self.script.clone()).map_err(|e| format!("t.proc: {e}"))?;
-            builder = builder.proc_script(script);
-        }
-        for dir in &recipe.tool_dirs {
+        let script = ProcScript::new(self.script.clone()).map_err(|e| format!("t.proc: {e}"))?;
+        let mut builder = Host::builder();
+        for dir in &self.tools_dirs {
             builder = builder.tools_dir(dir);
         }
-        if let Some(config) = &recipe.config {
+        if let Some(config) = &self.config {
             builder = builder.config_file(config);
         }
+        let builder = builder
+            .vms(1)
+            .cache_dir(self.root.join(".cache"))
+            .memory_store()
+            .fs_roots(vec![self.root.clone()])
+            .env_overlay(self.env.clone())
+            .proc_script(script);
         let host = Arc::new(builder.build().map_err(|e| e.to_string())?);
         self.host = Some(host.clone());
         Ok(host)
     }
 }
 
-/// One test: a fresh host with its own temp fs root, `t` bound to it, the body run under
-/// the time limit.
+/// One test: `t` bound to a fresh host and the test's root, the body run on its sandbox
+/// VM under the time limit.
 fn run_one(
     cli: &Cli,
-    tool_dirs: &[PathBuf],
-    lua: &Lua,
-    make_t: &Function,
+    vm: &LuaVm,
     body: &Function,
+    root: &TestRoot,
     runtime: &tokio::runtime::Runtime,
 ) -> Result<(), String> {
-    let root = tempfile::Builder::new()
-        .prefix("toolhost-test-")
-        .tempdir()
-        .map_err(|e| format!("cannot make a temp dir: {e}"))?;
-    let root_path = root
-        .path()
-        .canonicalize()
-        .unwrap_or_else(|_| root.path().to_path_buf());
+    let lua = vm.lua();
     let setup = Arc::new(Mutex::new(Setup {
         env: HashMap::new(),
         script: Vec::new(),
         host: None,
-        recipe: Recipe {
-            tool_dirs: tool_dirs.to_vec(),
-            config: cli.config.clone(),
-            root: root_path.clone(),
-        },
+        root: root.path.clone(),
+        tools_dirs: cli.tools_dir.clone(),
+        config: cli.config.clone(),
     }));
     let handle = runtime.handle().clone();
     let call_setup = setup.clone();
@@ -285,9 +299,13 @@ fn run_one(
         .create_function(move |lua, (name, args): (String, Option<LuaValue>)| {
             let call_host = call_setup.lock().host().map_err(mlua::Error::runtime)?;
             let args = match args {
-                Some(LuaValue::Table(_)) => {
-                    lua.from_value::<Value>(args.unwrap_or(LuaValue::Nil))?
-                }
+                Some(args @ LuaValue::Table(_)) => convert::lua_to_json(lua, &args, Mode::Data)
+                    .map_err(|e| {
+                        mlua::Error::runtime(format!(
+                            "t.call: arguments hold {} at args.{}",
+                            e.reason, e.path
+                        ))
+                    })?,
                 _ => json!({}),
             };
             let result = handle.block_on(call_host.handle_function_call(
@@ -296,21 +314,32 @@ fn run_one(
                 &CallContext::default(),
             ));
             // Text as a string; a table result, a multimodal envelope or an error object
-            // as a table (what the model reads is their JSON).
+            // as a table (what the model reads is their JSON), converted as handlers get
+            // their arguments (arrays keep their marker, depth is bounded).
             match result {
                 ToolResult::Text(text) => Ok(LuaValue::String(lua.create_string(text)?)),
-                ToolResult::Json(value) | ToolResult::Multimodal(value) => lua.to_value(&value),
-                ToolResult::Error(error) => lua.to_value(&error.to_json()),
+                ToolResult::Json(value) | ToolResult::Multimodal(value) => {
+                    convert::json_to_lua(lua, &value)
+                }
+                ToolResult::Error(error) => convert::json_to_lua(lua, &error.to_json()),
             }
         })
         .map_err(|e| e.to_string())?;
+    let dir = Dir::open_ambient_dir(&root.path, ambient_authority())
+        .map_err(|e| format!("cannot open the test's root: {e}"))?;
     let write = lua
-        .create_function(|_, (path, text): (String, mlua::LuaString)| {
-            let path = PathBuf::from(path);
-            if let Some(folder) = path.parent() {
-                std::fs::create_dir_all(folder).map_err(mlua::Error::external)?;
+        // Inside the test's root only: `..`, absolute paths and symlinks out are refused.
+        .create_function(move |_, (path, text): (String, mlua::LuaString)| {
+            // Answers nil, or what is wrong (the prelude raises it at the test's line).
+            let relative = Path::new(&path);
+            let written = match relative.parent() {
+                Some(folder) if !folder.as_os_str().is_empty() => dir.create_dir_all(folder),
+                _ => Ok(()),
             }
-            std::fs::write(&path, &*text.as_bytes()).map_err(mlua::Error::external)
+            .and_then(|()| dir.write(relative, &*text.as_bytes()));
+            Ok(written
+                .err()
+                .map(|e| format!("t.write: '{path}' (inside the test's root only): {e}")))
         })
         .map_err(|e| e.to_string())?;
     let env_setup = setup.clone();
@@ -346,22 +375,12 @@ fn run_one(
             }
         })
         .map_err(|e| e.to_string())?;
+    let make_t = vm
+        .eval_trusted(PRELUDE, "toolhost-test")
+        .map_err(|e| format!("test prelude: {e}"))?;
     let t: Table = make_t
-        .call((call, root_path.display().to_string(), write, env, proc))
+        .call((call, root.path.display().to_string(), write, env, proc))
         .map_err(|e| e.to_string())?;
-    let deadline = Instant::now() + TEST_TIME_LIMIT;
-    lua.set_hook(
-        HookTriggers::new().every_nth_instruction(10_000),
-        move |_, _| match Instant::now() > deadline {
-            true => Err(mlua::Error::runtime(format!(
-                "the test ran longer than {} s",
-                TEST_TIME_LIMIT.as_secs()
-            ))),
-            false => Ok(VmState::Continue),
-        },
-    )
-    .map_err(|e| e.to_string())?;
-    let outcome = body.call::<()>(t);
-    lua.remove_hook();
-    outcome.map_err(|e| crate::lua::lua_error_message(&e))
+    vm.call_limited(body, t, TEST_TIME_LIMIT)
+        .map_err(|e| crate::lua::lua_error_message(&e))
 }

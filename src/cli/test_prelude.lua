@@ -74,11 +74,11 @@ return function(call_fn, fs_root, write_fn, env_fn, proc_fn)
     if path == nil or path == "" then return fs_root end
     return fs_root .. "/" .. path
   end
-  -- Writes a file under the test's root (folders are created).
+  -- Writes a file under the test's root (folders are created; never outside the root).
   function t.write(path, text)
-    local full = t.fs(path)
-    write_fn(full, text)
-    return full
+    local problem = write_fn(path, text)
+    if problem then error(problem, 2) end
+    return t.fs(path)
   end
   return t
 end

@@ -127,6 +127,17 @@ pub(crate) struct ToolsetConfig {
     pub includes: Vec<String>,
 }
 
+impl Config {
+    /// Whether `[plugins.ID] capabilities` lists `capability` (false for a plugin not in
+    /// this configuration: nothing granted is assumed).
+    pub(crate) fn plugin_granted(&self, id: &str, capability: &str) -> bool {
+        self.plugins
+            .get(id)
+            .and_then(|plugin| plugin.capabilities.as_ref())
+            .is_some_and(|granted| granted.iter().any(|c| c == capability))
+    }
+}
+
 /// `[plugins.ID]`: a plugin tool directory.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

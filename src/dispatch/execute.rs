@@ -3,19 +3,34 @@
 
 use super::errors::ErrorType;
 use super::result::{ToolError, ToolResult};
+use crate::config::Config;
 use crate::lua::{HandlerFailure, LuaVm, Returned};
-use crate::registry::{CallContext, Handler, OutputSchema, ToolEntry};
+use crate::registry::{CallContext, CallerDomain, Handler, OutputSchema, Source, ToolEntry};
 use serde_json::Value;
 use std::time::Duration;
 
 /// Default per-call deadline (`[runtime] timeout_ms`).
 pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
+/// The trust domain `tool`'s call runs in, by its source and `config` (the configuration of
+/// the generation the call started on).
+pub(super) fn caller_domain(tool: &ToolEntry, config: &Config) -> CallerDomain {
+    match &tool.source {
+        Source::Builtin | Source::Native => CallerDomain::Builtin,
+        Source::Plugin(id) => CallerDomain::Plugin {
+            id: id.clone(),
+            may_call_any: config.plugin_granted(id, "call"),
+        },
+        Source::Mcp(_) => CallerDomain::Unknown,
+    }
+}
+
 /// Calls the tool's handler under its deadline (`timeout_ms`, else `default_timeout_ms`) and
 /// returns its normalised result or an error object.
 pub(super) async fn execute(
     vm: &LuaVm,
     tool: &ToolEntry,
+    domain: &CallerDomain,
     args: &Value,
     ctx: &CallContext,
     default_timeout_ms: u64,
@@ -24,7 +39,7 @@ pub(super) async fn execute(
     let budget = Duration::from_millis(budget_ms);
     let outcome = match &tool.handler {
         Handler::Lua(id) => {
-            vm.call_handler(*id, tool.name.as_str(), args, ctx, budget)
+            vm.call_handler(*id, tool.name.as_str(), domain, args, ctx, budget)
                 .await
         }
         Handler::Native(handler) => {

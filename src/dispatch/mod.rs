@@ -308,13 +308,15 @@ impl Pipeline {
             .runtime
             .timeout_ms
             .unwrap_or(execute::DEFAULT_TIMEOUT_MS);
+        // Whose call this is, fixed now: a reload during the call changes nothing of it.
+        let domain = &execute::caller_domain(tool, env.config);
         let result = if self.middleware.is_empty() {
             // Nothing to hand an owned call to: no copies of the arguments and context.
-            execute::execute(vm, tool, &args, ctx, timeout_ms).await
+            execute::execute(vm, tool, domain, &args, ctx, timeout_ms).await
         } else {
             let terminal = move |call: ToolCall| -> BoxFuture<'_, ToolResult> {
                 Box::pin(async move {
-                    execute::execute(vm, tool, &call.args, &call.ctx, timeout_ms).await
+                    execute::execute(vm, tool, domain, &call.args, &call.ctx, timeout_ms).await
                 })
             };
             let call = ToolCall {

@@ -344,7 +344,7 @@ pub(super) fn build_world(
 }
 
 /// VM settings from `[sandbox]` and `[runtime]`.
-fn vm_settings(config: &Config, inputs: &BuildInputs) -> VmSettings {
+pub(super) fn vm_settings(config: &Config, inputs: &BuildInputs) -> VmSettings {
     let store: Arc<StoreInner> = inputs.store.clone();
     VmSettings {
         env: inputs.env.clone(),

@@ -14,6 +14,8 @@ mod info;
 mod mcp_servers;
 mod nested;
 mod reload;
+#[cfg(feature = "cli")]
+mod test_sandbox;
 #[cfg(feature = "watch")]
 mod watch;
 

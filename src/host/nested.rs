@@ -4,11 +4,15 @@
 //! its deadline drops it); more than [`MAX_CALL_DEPTH`] levels get an error result.
 //! A plugin's tool may call only its own plugin's tools unless the operator granted the
 //! plugin the `call` capability: `ctx.call` must not lend a plugin the powers of tools
-//! (and capabilities) it was not given.
+//! (and capabilities) it was not given. The caller's trust domain is the one captured when
+//! its call started ([`CallerDomain`]), not looked up by its name: a reload may rename the
+//! tool or remove its plugin while the call runs, and the check must not then fail open.
 
 use super::Host;
 use crate::dispatch::{ErrorType, ToolError, ToolResult};
-use crate::registry::{CallContext, MAX_CALL_DEPTH, NativeFuture, Source, ToolCaller};
+use crate::registry::{
+    CallContext, CallerDomain, MAX_CALL_DEPTH, NativeFuture, Source, ToolCaller,
+};
 use serde_json::Value;
 use std::sync::{Arc, Weak};
 
@@ -17,11 +21,20 @@ use std::sync::{Arc, Weak};
 struct HostCaller(Weak<super::HostInner>);
 
 impl ToolCaller for HostCaller {
-    fn call(&self, from: &str, name: String, args: Value, ctx: CallContext) -> NativeFuture<Value> {
+    fn call(
+        &self,
+        from: &CallerDomain,
+        name: String,
+        args: Value,
+        ctx: CallContext,
+    ) -> NativeFuture<Value> {
         let host = self.0.upgrade().map(|inner| Host { inner });
-        let refusal = host
-            .as_ref()
-            .and_then(|host| host.plugin_call_refusal(from, &name, ctx.scope.as_deref()));
+        let refusal = match &host {
+            Some(host) => host.plugin_call_refusal(from, &name, ctx.scope.as_deref()),
+            // Nobody left to ask: only a caller that may call anything gets the
+            // "shutting down" answer below.
+            None => refusal_without_host(from, &name),
+        };
         Box::pin(async move {
             if let Some(refusal) = refusal {
                 return ToolError::new(ErrorType::Blocked, refusal).to_json();
@@ -52,31 +65,54 @@ impl ToolCaller for HostCaller {
     }
 }
 
+/// Why a call of the trust domain `from` may not `ctx.call` `name` when there is no host to
+/// look anything up in.
+fn refusal_without_host(from: &CallerDomain, name: &str) -> Option<String> {
+    match from {
+        CallerDomain::Builtin => None,
+        CallerDomain::Plugin { id, .. } => Some(plugin_refusal(name, id)),
+        CallerDomain::Unknown => Some(unknown_refusal(name)),
+    }
+}
+
+fn plugin_refusal(name: &str, id: &str) -> String {
+    format!(
+        "[TOOL_ERROR] {name} was not called: plugin '{id}' may ctx.call only its own tools; \
+         add \"call\" to [plugins.{id}] capabilities"
+    )
+}
+
+fn unknown_refusal(name: &str) -> String {
+    format!(
+        "[TOOL_ERROR] {name} was not called: the calling tool's trust domain is unknown, so \
+         ctx.call is refused"
+    )
+}
+
 impl Host {
-    /// Why the tool `from` may not `ctx.call` the tool `name`: it belongs to a plugin
-    /// without the `call` capability and `name` is not one of that plugin's tools.
-    fn plugin_call_refusal(&self, from: &str, name: &str, scope: Option<&str>) -> Option<String> {
-        let state = self.inner.registry.snapshot();
-        let caller = state.lookup(from, scope)?;
-        let Source::Plugin(id) = &caller.source else {
-            return None;
+    /// Why a tool of the trust domain `from` (captured when its call started) may not
+    /// `ctx.call` the tool `name`. A plugin without the `call` capability — granted both
+    /// when its call started and still now — may call only its own plugin's tools; an
+    /// unknown domain may call nothing (fail closed).
+    fn plugin_call_refusal(
+        &self,
+        from: &CallerDomain,
+        name: &str,
+        scope: Option<&str>,
+    ) -> Option<String> {
+        let (id, may_call_any) = match from {
+            CallerDomain::Builtin => return None,
+            CallerDomain::Unknown => return Some(unknown_refusal(name)),
+            CallerDomain::Plugin { id, may_call_any } => (id, *may_call_any),
         };
-        let granted = self
-            .config()
-            .config
-            .plugins
-            .get(id)
-            .and_then(|plugin| plugin.capabilities.as_ref())
-            .is_some_and(|granted| granted.iter().any(|c| c == "call"));
+        if may_call_any && self.config().config.plugin_granted(id, "call") {
+            return None;
+        }
+        let state = self.inner.registry.snapshot();
         let own = state
             .lookup(name, scope)
-            .is_some_and(|tool| tool.source == caller.source);
-        (!granted && !own).then(|| {
-            format!(
-                "[TOOL_ERROR] {name} was not called: plugin '{id}' may ctx.call only its own \
-                 tools; add \"call\" to [plugins.{id}] capabilities"
-            )
-        })
+            .is_some_and(|tool| matches!(&tool.source, Source::Plugin(owner) if owner == id));
+        (!own).then(|| plugin_refusal(name, id))
     }
 
     /// Makes this host the one that runs its calls' `ctx.call`s (once, when built).

@@ -4,8 +4,8 @@
 //! its call before each poll and takes it away after, so a function kept from an earlier
 //! call reports to whichever call is running it now, never to the one that made it.
 
-use crate::lua::api::fs::FsRoots;
-use crate::registry::{CallContext, CallObserver, LogLine, Progress};
+use crate::lua::api::fs::{ClientRoots, FsRoots};
+use crate::registry::{CallContext, CallObserver, CallerDomain, LogLine, Progress};
 use mlua::Lua;
 use std::sync::Arc;
 
@@ -13,10 +13,12 @@ use std::sync::Arc;
 pub(crate) struct CurrentCall {
     /// The tool being called.
     pub tool: String,
+    /// Its trust domain when the call started (what `ctx.call` may reach).
+    pub domain: CallerDomain,
     /// Where progress and log lines go.
     pub observer: Option<Arc<dyn CallObserver>>,
-    /// The call's own fs roots.
-    pub fs_roots: Option<Arc<FsRoots>>,
+    /// The roots the call's MCP client declared (they narrow the allowed ones).
+    pub fs_roots: Option<Arc<ClientRoots>>,
     /// The call's context, for `ctx.call` (when the host runs the call).
     pub ctx: Option<CallContext>,
     /// How many `ctx.call`s this call has made (for the children's call ids).
@@ -26,12 +28,13 @@ pub(crate) struct CurrentCall {
 impl CurrentCall {
     /// The parts of `ctx` host functions need, or `None` when there are none (the common
     /// case costs nothing per poll).
-    pub(crate) fn of(tool: &str, ctx: &CallContext) -> Option<Arc<Self>> {
+    pub(crate) fn of(tool: &str, domain: &CallerDomain, ctx: &CallContext) -> Option<Arc<Self>> {
         if ctx.observer().is_none() && ctx.fs_roots().is_none() && ctx.caller.is_none() {
             return None;
         }
         Some(Arc::new(Self {
             tool: tool.to_string(),
+            domain: domain.clone(),
             observer: ctx.observer().cloned(),
             fs_roots: ctx.fs_roots().cloned(),
             ctx: ctx.caller.is_some().then(|| ctx.clone()),
@@ -91,9 +94,11 @@ pub(crate) fn log(lua: &Lua, make: impl FnOnce(&str) -> LogLine) {
     }
 }
 
-/// The fs roots of the running call, else `default`.
+/// The fs roots of the running call: `default` (the allowed roots), narrowed to its MCP
+/// client's roots when it has them — never more than `default`.
 pub(crate) fn fs_roots(lua: &Lua, default: &Arc<FsRoots>) -> Arc<FsRoots> {
-    get(lua)
-        .and_then(|call| call.fs_roots.clone())
-        .unwrap_or_else(|| default.clone())
+    match get(lua).and_then(|call| call.fs_roots.clone()) {
+        Some(client) => client.within(default),
+        None => default.clone(),
+    }
 }

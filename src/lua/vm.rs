@@ -7,6 +7,8 @@
 
 pub(crate) mod bootstrap;
 mod lazy;
+#[cfg(feature = "cli")]
+mod test_file;
 
 pub(crate) use lazy::LazyFile;
 
@@ -20,7 +22,7 @@ use super::register::{self, Binding, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
 use super::timer;
 use crate::error::LoadError;
-use crate::registry::{CallContext, LuaFnId};
+use crate::registry::{CallContext, CallerDomain, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
 use parking_lot::{Mutex, ReentrantMutex};
@@ -229,7 +231,7 @@ impl LuaVm {
                     .clone()
                     .unwrap_or_else(|| call.tool.clone());
                 let child = ctx.child(format!("{parent}/{n}"));
-                let answer = caller.call(&call.tool, name, args, child).await;
+                let answer = caller.call(&call.domain, name, args, child).await;
                 convert::json_to_lua(&lua, &answer)
             })?,
         )?;
@@ -335,20 +337,43 @@ impl LuaVm {
 
     /// Runs synchronous Lua under the probe deadline; running past it is an error.
     fn with_watchdog<R>(&self, f: impl FnOnce() -> mlua::Result<R>) -> mlua::Result<R> {
+        self.with_limit(self.probe_timeout, f)
+    }
+
+    /// Runs synchronous Lua under a deadline `limit` from now; running past it is an error.
+    fn with_limit<R>(
+        &self,
+        limit: Duration,
+        f: impl FnOnce() -> mlua::Result<R>,
+    ) -> mlua::Result<R> {
         let _running = self.running.lock();
-        let mut call = CallClock::start(self.probe_timeout);
+        let mut call = CallClock::start(limit);
         call.enter(&self.lua);
         let result = self.begin_sync.call::<()>(()).and_then(|()| f());
         call.leave(&self.lua);
         match result {
-            Ok(_) if call.tripped => Err(mlua::Error::runtime(clock::timeout_message(
-                self.probe_timeout,
-            ))),
+            Ok(_) if call.tripped => Err(mlua::Error::runtime(clock::timeout_message(limit))),
             other => other,
         }
     }
 
     fn run_file(&self, file: &FileSpec<'_>, source: &[u8], token: u64) -> mlua::Result<()> {
+        let registry = Binding::File {
+            token,
+            display: file.display.to_string(),
+        };
+        let env = self.file_env(file, registry)?;
+        self.lua
+            .load(super::strip_bom(source))
+            .set_name(format!("@{}", file.chunk_name))
+            .set_mode(ChunkMode::Text)
+            .set_environment(env)
+            .exec()
+    }
+
+    /// A fresh environment for `file`: its capabilities, its trust domain's modules, and a
+    /// `registry` bound as `registry`.
+    fn file_env(&self, file: &FileSpec<'_>, registry: Binding) -> mlua::Result<Table> {
         let capabilities = match file.capabilities {
             None => LuaValue::Nil,
             Some(names) => {
@@ -367,27 +392,15 @@ impl LuaVm {
             hint: file.capability_hint.map(str::to_string),
         });
         let require = require::make_require(&self.lua, ctx)?;
-        let registry = register::binding(
-            &self.lua,
-            Binding::File {
-                token,
-                display: file.display.to_string(),
-            },
-        )?;
-        let env: Table = self.make_env.call((
+        let registry = register::binding(&self.lua, registry)?;
+        self.make_env.call((
             capabilities,
             require,
             registry,
             file.capability_hint,
             file.index,
             &*file.domain,
-        ))?;
-        self.lua
-            .load(super::strip_bom(source))
-            .set_name(format!("@{}", file.chunk_name))
-            .set_mode(ChunkMode::Text)
-            .set_environment(env)
-            .exec()
+        ))
     }
 
     /// Runs a `check_fn` under the probe deadline: its Lua truthiness, or why it failed.
@@ -522,6 +535,7 @@ impl LuaVm {
         &self,
         id: LuaFnId,
         tool_name: &str,
+        domain: &CallerDomain,
         args: &Value,
         ctx: &CallContext,
         budget: Duration,
@@ -530,7 +544,7 @@ impl LuaVm {
         let guarded = Deadlined {
             vm: self,
             call,
-            current: super::current::CurrentCall::of(tool_name, ctx),
+            current: super::current::CurrentCall::of(tool_name, domain, ctx),
             inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
         };
         // The timer covers a handler parked in a Rust future (no Lua runs, so the hook

@@ -1,9 +1,9 @@
 //! What a handler learns about the call it serves, and the shape of native handlers.
 
 use super::observe::CallObserver;
-// The one Lua type the registry names: a call may carry its own fs capability (an MCP
-// client's roots), which only the `fs` API opens and reads.
-use crate::lua::api::fs::FsRoots;
+// The one Lua type the registry names: a call may carry its MCP client's roots, which only
+// the `fs` API reads (to narrow the allowed roots).
+use crate::lua::api::fs::ClientRoots;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -40,8 +40,9 @@ pub struct CallContext {
     pub cancel: CancellationToken,
     /// Receives the call's progress reports and log lines.
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
-    /// The `fs` roots of this call, instead of the configured ones (an MCP client's roots).
-    pub(crate) fs_roots: Option<Arc<FsRoots>>,
+    /// The roots this call's MCP client declared: `fs` uses the allowed roots (configured or
+    /// implicit) narrowed to them, never more.
+    pub(crate) fs_roots: Option<Arc<ClientRoots>>,
     /// Runs `ctx.call` (set by the host for every call it runs).
     pub(crate) caller: Option<Arc<dyn ToolCaller>>,
     /// How many `ctx.call`s deep this call is (0: called from outside).
@@ -54,9 +55,35 @@ pub(crate) const MAX_CALL_DEPTH: u8 = 8;
 /// What runs `ctx.call(name, args)`: the whole pipeline with the caller's context; the
 /// answer is the result as JSON (a string for text, an object for JSON and errors).
 pub(crate) trait ToolCaller: Send + Sync {
-    /// Calls `name` with `args` as `ctx` (already the child's context) on behalf of the
-    /// tool `from`.
-    fn call(&self, from: &str, name: String, args: Value, ctx: CallContext) -> NativeFuture<Value>;
+    /// Calls `name` with `args` as `ctx` (already the child's context) on behalf of a tool
+    /// of the trust domain `from`.
+    fn call(
+        &self,
+        from: &CallerDomain,
+        name: String,
+        args: Value,
+        ctx: CallContext,
+    ) -> NativeFuture<Value>;
+}
+
+/// The trust domain of a running call's tool, captured when the call starts (from its
+/// registry entry and the configuration of the generation it runs on) and carried with
+/// it. `ctx.call` decides by it, never by looking the caller up by name later: a reload
+/// may have renamed the tool or removed its plugin meanwhile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CallerDomain {
+    /// A tool of a built-in tool directory, or a native one: it may call any tool.
+    Builtin,
+    /// A tool of plugin `id`.
+    Plugin {
+        /// The plugin's id (`[plugins.ID]`).
+        id: String,
+        /// Its configuration granted the `call` capability when the call started.
+        may_call_any: bool,
+    },
+    /// Nothing says whose the call is (a source that runs no handler of its own): it
+    /// may call nothing — `ctx.call` fails closed.
+    Unknown,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -138,9 +165,9 @@ impl CallContext {
         self.observer.as_ref()
     }
 
-    /// Confines this call's `fs` to `roots` instead of the configured roots.
+    /// Narrows this call's `fs` to an MCP client's `roots` (within the allowed roots).
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn with_fs_roots(mut self, roots: Arc<FsRoots>) -> Self {
+    pub(crate) fn with_fs_roots(mut self, roots: Arc<ClientRoots>) -> Self {
         self.fs_roots = Some(roots);
         self
     }
@@ -154,8 +181,8 @@ impl CallContext {
         child
     }
 
-    /// This call's own `fs` roots, if it has them.
-    pub(crate) fn fs_roots(&self) -> Option<&Arc<FsRoots>> {
+    /// The roots this call's MCP client declared, if it has them.
+    pub(crate) fn fs_roots(&self) -> Option<&Arc<ClientRoots>> {
         self.fs_roots.as_ref()
     }
 }

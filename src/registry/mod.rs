@@ -19,7 +19,7 @@ pub(crate) use availability::{
     Availability, AvailabilityCache, DEFAULT_CHECK_TTL, Freshness, ProbeOutcome, Probed,
 };
 pub use context::CallContext;
-pub(crate) use context::{MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
+pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub use entry::ResultLimit;
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;

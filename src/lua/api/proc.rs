@@ -211,7 +211,8 @@ fn scripted(
 ) -> mlua::Result<Table> {
     let Some(run) = script.answer(argv) else {
         return Err(refuse(format!(
-            "no scripted answer for {:?} (t.proc lists what proc.run answers in this test)",
+            "no scripted answer for {:?}: under toolhost test no program runs; list what \
+             proc.run answers in this test with t.proc{{ {{ argv = {{...}}, stdout = ... }} }}",
             argv.join(" ")
         )));
     };

@@ -7,7 +7,8 @@
 //! - `ctx.progress` becomes `notifications/progress` when the request carried a
 //!   `progressToken`, `log.*` during a call becomes `notifications/message` at or above
 //!   the session's `logging/setLevel` level (default `warning`) — see [`observer`];
-//! - a client declaring `roots` gets its roots as the session's `fs` roots ([`roots`]);
+//! - a client declaring `roots` narrows the session's `fs` roots to them, never widening
+//!   what the server allows ([`roots`]);
 //! - every reload that changes the session's tool list sends
 //!   `notifications/tools/list_changed`;
 //! - calls are admitted through the shared [`gate::CallGate`] (limits, drain at shutdown).
@@ -59,8 +60,6 @@ pub(crate) struct Shared {
     selection: Selection,
     /// Call admission and drain.
     pub(crate) gate: CallGate,
-    /// Whether `[sandbox] fs_roots` is configured (client roots are then ignored).
-    configured_roots: bool,
     /// How long shutdown lets running calls finish.
     pub(crate) drain_period: Duration,
     /// The last definitions listed and their MCP form: the memoised definitions come back
@@ -83,7 +82,6 @@ impl Shared {
                 .unwrap_or(gate::DEFAULT_MAX_QUEUED_CALLS),
         );
         let drain_period = Duration::from_millis(serve.drain_ms.unwrap_or(DEFAULT_DRAIN_MS));
-        let configured_roots = config.config.sandbox.fs_roots.is_some();
         drop(config);
         Arc::new(Self {
             host,
@@ -92,7 +90,6 @@ impl Shared {
                 ..selection
             },
             gate,
-            configured_roots,
             drain_period,
             listed: Mutex::new(None),
         })
@@ -286,7 +283,7 @@ impl ServerHandler for McpServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        if !self.shared.configured_roots && request.capabilities.roots.is_some() {
+        if request.capabilities.roots.is_some() {
             self.session.roots.expect_client_roots();
         }
         context.peer.set_peer_info(request.clone());

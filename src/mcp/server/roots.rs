@@ -1,13 +1,17 @@
-//! A session's `fs` roots (SPEC §12, MCP roots): the configured `[sandbox] fs_roots` when
-//! set; otherwise, for a client that declares the `roots` capability, its `file://` roots
-//! (fetched after `initialized`, again on `notifications/roots/list_changed`); otherwise the
-//! host's default (the working directory, never `/` or the home directory itself).
+//! A session's client roots (MCP roots). A client that declares the `roots` capability has
+//! its `file://` roots fetched after `initialized` (again on
+//! `notifications/roots/list_changed`); they *narrow* what the server allows — the
+//! configured `[sandbox] fs_roots`, or the implicit working-directory root — and never
+//! widen it ([`ClientRoots`]): `file:///` gives just the allowed roots, a sibling of the
+//! project nothing. The same rule holds on both transports; over HTTP a remote client's
+//! paths name its own machine, so they usually match nothing here and its calls get no
+//! `fs` access — such a deployment's clients should not declare roots.
 
 // Logging and roots are deprecated by SEP-2577 from protocol 2026-07-28 on; the clients of
 // today negotiate earlier versions, where they are part of the protocol.
 #![allow(deprecated)]
 
-use crate::lua::api::fs::FsRoots;
+use crate::lua::api::fs::ClientRoots;
 use rmcp::{Peer, RoleServer};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,7 +27,7 @@ enum State {
     /// The client declared roots; its answer has not arrived yet.
     Pending,
     /// Settled: the client's roots, or `None` for the host's own.
-    Ready(Option<Arc<FsRoots>>),
+    Ready(Option<Arc<ClientRoots>>),
 }
 
 /// The roots of one session.
@@ -51,7 +55,7 @@ impl SessionRoots {
     }
 
     /// The roots a call of this session uses (`None`: the host's own).
-    pub(crate) async fn current(&self) -> Option<Arc<FsRoots>> {
+    pub(crate) async fn current(&self) -> Option<Arc<ClientRoots>> {
         // Settled (every call but those racing the first answer): no subscription, no timer.
         if let State::Ready(roots) = &*self.state.borrow() {
             return roots.clone();
@@ -74,7 +78,8 @@ impl SessionRoots {
         }
     }
 
-    /// Asks the client for its roots and makes them the session's.
+    /// Asks the client for its roots and makes them the session's. (A URI that is not a
+    /// local `file://` path contributes nothing: roots only narrow.)
     pub(crate) async fn refresh(&self, peer: &Peer<RoleServer>) {
         let listed = peer.list_roots().await;
         let paths: Vec<PathBuf> = match listed {
@@ -95,16 +100,9 @@ impl SessionRoots {
                 return;
             }
         };
-        let opened = tokio::task::spawn_blocking(move || FsRoots::new(Some(&paths))).await;
-        match opened {
-            Ok(roots) => {
-                self.state.send_replace(State::Ready(Some(Arc::new(roots))));
-            }
-            Err(e) => {
-                tracing::warn!("cannot open the MCP client's roots: {e}");
-                self.state.send_replace(State::Ready(None));
-            }
-        }
+        // Opened lazily, against the allowed roots of the VM that runs each call.
+        self.state
+            .send_replace(State::Ready(Some(Arc::new(ClientRoots::new(paths)))));
     }
 }
 

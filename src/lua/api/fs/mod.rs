@@ -4,9 +4,11 @@
 //! it; writes never follow a final-component symlink; non-regular files are refused.
 //! Walking functions ([`walk`]) stop at the call's deadline.
 
+mod narrow;
 mod roots;
 mod walk;
 
+pub(crate) use narrow::ClientRoots;
 pub(crate) use roots::FsRoots;
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};

@@ -16,27 +16,30 @@ pub(crate) struct Root {
     /// The open directory every access goes through.
     pub(crate) dir: Dir,
     /// Its canonical path.
-    canonical: PathBuf,
+    pub(super) canonical: PathBuf,
     /// As configured (absolute), when that differs from the canonical path.
-    given: PathBuf,
+    pub(super) given: PathBuf,
 }
 
 /// Why `fs` has no roots at all.
 #[derive(Debug, Clone)]
-enum NoRoots {
+pub(super) enum NoRoots {
     /// `[sandbox] fs_roots = []`.
     EmptyConfig,
     /// No `fs_roots` configured and the working directory may not be the implicit root.
     UnsafeWorkingDir(PathBuf),
     /// Every configured root was unusable.
     Unusable,
+    /// An MCP client declared roots, and none of them lies inside (or contains) an allowed
+    /// root (see [`FsRoots::narrowed_to`]).
+    OutsideClientRoots,
 }
 
 /// The directories tool code may touch.
 #[derive(Debug)]
 pub(crate) struct FsRoots {
-    roots: Vec<Root>,
-    none: Option<NoRoots>,
+    pub(super) roots: Vec<Root>,
+    pub(super) none: Option<NoRoots>,
 }
 
 /// A path resolved to a root and a path relative to it.
@@ -75,7 +78,7 @@ impl FsRoots {
         Self { roots, none }
     }
 
-    fn without(reason: NoRoots) -> Self {
+    pub(super) fn without(reason: NoRoots) -> Self {
         Self {
             roots: Vec::new(),
             none: Some(reason),
@@ -123,6 +126,10 @@ impl FsRoots {
             Some(NoRoots::Unusable) => "fs access is not granted: none of [sandbox] fs_roots \
                  could be opened"
                 .to_string(),
+            Some(NoRoots::OutsideClientRoots) => "fs access is not granted: none of the MCP \
+                 client's roots lies inside the directories this server allows ([sandbox] \
+                 fs_roots, or the working directory); client roots only narrow them"
+                .to_string(),
         }
     }
 
@@ -154,7 +161,7 @@ fn open_root(root: &Path) -> std::io::Result<Root> {
     })
 }
 
-fn relative_or_dot(path: &Path) -> PathBuf {
+pub(super) fn relative_or_dot(path: &Path) -> PathBuf {
     if path.as_os_str().is_empty() {
         PathBuf::from(".")
     } else {
