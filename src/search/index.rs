@@ -13,6 +13,8 @@ const K1: f64 = 1.5;
 const B: f64 = 0.75;
 /// How many times a name term counts.
 const NAME_WEIGHT: u32 = 3;
+/// Results scoring below this share of the best result are dropped.
+const RELEVANCE_FLOOR: f64 = 0.35;
 /// A synonym counts this much of the word the query used.
 const SYNONYM_WEIGHT: f64 = 0.6;
 
@@ -234,6 +236,10 @@ impl Index {
             .filter(|(t, _)| self.document_frequency.contains_key(t))
             .collect();
         let total = self.documents.len() as f64;
+        let idf = |term: &str| {
+            let df = self.document_frequency.get(term).copied().unwrap_or(0) as f64;
+            (1.0 + (total - df + 0.5) / (df + 0.5)).ln()
+        };
         let mut scored: Vec<(f64, &Document)> = self
             .documents
             .iter()
@@ -246,10 +252,8 @@ impl Index {
                         if tf == 0.0 {
                             return 0.0;
                         }
-                        let df = self.document_frequency.get(term).copied().unwrap_or(0) as f64;
-                        let idf = (1.0 + (total - df + 0.5) / (df + 0.5)).ln();
                         let norm = 1.0 - B + B * d.length / self.average_length;
-                        weight * idf * tf * (K1 + 1.0) / (tf + K1 * norm)
+                        weight * idf(term) * tf * (K1 + 1.0) / (tf + K1 * norm)
                     })
                     .sum();
                 (score, d)
@@ -261,6 +265,13 @@ impl Index {
                 .unwrap_or(std::cmp::Ordering::Equal)
                 .then_with(|| a.1.tool.name.cmp(&b.1.tool.name))
         });
+        // The relevance floor: a tool scoring a small share of the best match found it
+        // through an incidental word (a "failed" in a long issue-tracker question finding
+        // a CI re-run tool); it is dropped rather than offered.
+        if let Some(&(best, _)) = scored.first() {
+            let floor = best * RELEVANCE_FLOOR;
+            scored.retain(|(score, _)| *score >= floor);
+        }
         exact
             .into_iter()
             .chain(scored.into_iter().map(|(_, d)| d))
@@ -300,5 +311,135 @@ mod tests {
             .map(|(t, _)| t)
             .collect();
         assert!(widened.contains(&stem("date")), "{widened:?}");
+    }
+
+    /// A slice of a GitHub server's tools, as an MCP client would register them.
+    fn github_tools() -> Vec<Arc<ToolEntry>> {
+        let tools: &[(&str, &str, &[&str])] = &[
+            (
+                "github_list_issues",
+                "List issues in a GitHub repository, filtered by state, labels and assignee, sorted by created or updated time",
+                &["owner", "repo", "state", "labels", "assignee", "sort"],
+            ),
+            (
+                "github_get_issue",
+                "Get the details of one issue in a GitHub repository",
+                &["owner", "repo", "issue_number"],
+            ),
+            (
+                "github_search_issues",
+                "Search issues and pull requests across GitHub repositories",
+                &["query", "sort", "order"],
+            ),
+            (
+                "github_create_issue",
+                "Create a new issue in a GitHub repository",
+                &["owner", "repo", "title", "body", "assignees", "labels"],
+            ),
+            (
+                "github_update_issue",
+                "Update an existing issue: title, body, state, labels, assignees",
+                &["owner", "repo", "issue_number", "state"],
+            ),
+            (
+                "github_add_issue_comment",
+                "Add a comment to an issue",
+                &["owner", "repo", "issue_number", "body"],
+            ),
+            (
+                "github_list_pull_requests",
+                "List pull requests in a repository",
+                &["owner", "repo", "state"],
+            ),
+            (
+                "github_merge_pull_request",
+                "Merge a pull request",
+                &["owner", "repo", "pull_number"],
+            ),
+            (
+                "github_list_workflow_runs",
+                "List the runs of a GitHub Actions workflow",
+                &["owner", "repo", "workflow_id"],
+            ),
+            (
+                "github_rerun_failed_workflow_run_jobs",
+                "Re-run only the failed jobs of a GitHub Actions workflow run",
+                &["owner", "repo", "run_id"],
+            ),
+            (
+                "github_get_job_logs",
+                "Download the logs of a workflow job, or of every failed job of a run",
+                &["owner", "repo", "job_id", "run_id", "failed_only"],
+            ),
+            (
+                "github_create_branch",
+                "Create a new branch in a repository",
+                &["owner", "repo", "branch", "from_branch"],
+            ),
+            (
+                "github_get_file_contents",
+                "Get the contents of a file or directory from a repository",
+                &["owner", "repo", "path"],
+            ),
+            (
+                "github_list_commits",
+                "List the commits of a branch",
+                &["owner", "repo", "sha"],
+            ),
+        ];
+        tools
+            .iter()
+            .map(|(name, description, params)| {
+                let properties: serde_json::Map<String, serde_json::Value> = params
+                    .iter()
+                    .map(|p| (p.to_string(), serde_json::json!({ "type": "string" })))
+                    .collect();
+                let schema = serde_json::json!({
+                    "description": description,
+                    "parameters": { "type": "object", "properties": properties },
+                });
+                let mut entry = crate::registry::test_entry(name, "github");
+                entry.schema = schema.as_object().cloned().unwrap_or_default().into();
+                Arc::new(entry)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_long_query_drops_a_tool_that_matched_one_incidental_word() {
+        let index = Index::new(&github_tools());
+        let found: Vec<String> = index
+            .search(
+                "list the open issues in our tracker, sorted by when they were last updated, \
+                 with their labels and assignee, and say which ones failed triage",
+                10,
+            )
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert!(
+            found.first().is_some_and(|n| n.contains("issue")),
+            "{found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|n| n == "github_rerun_failed_workflow_run_jobs"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_short_query_keeps_its_one_word_match() {
+        let index = Index::new(&github_tools());
+        let found: Vec<String> = index
+            .search("rerun failed jobs", 3)
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(
+            found.first().map(String::as_str),
+            Some("github_rerun_failed_workflow_run_jobs")
+        );
     }
 }
