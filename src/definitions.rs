@@ -194,12 +194,20 @@ fn selected(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Arc<ToolEntry>> {
         .collect()
 }
 
-/// The static definitions (registered schemas, no availability probe, no dynamic
-/// override) of the tools a selection picks: what a reload can change, computed without
-/// running any tool code, so that telling clients about a reload never waits for a probe.
+/// The static definitions (registered schemas, no dynamic override) of the tools a
+/// selection picks and that are not unavailable for a reason known without running code
+/// (environment, a server down): what a reload or a server's coming and going changes,
+/// computed without running any tool code, so that telling clients never waits for a
+/// `check_fn`.
 pub(crate) fn selected_static(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Value> {
     selected(inputs, selection)
         .iter()
+        .filter(|tool| {
+            inputs
+                .availability
+                .unavailable_without_probe(tool)
+                .is_none()
+        })
         .map(|tool| render(tool, &tool.schema, selection.format))
         .collect()
 }

@@ -296,6 +296,12 @@ impl AvailabilityCache {
         self.epoch.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Why `tool` is unavailable whatever its `check_fn` says (a missing environment
+    /// variable, its MCP server being down), without running anything.
+    pub(crate) fn unavailable_without_probe(&self, tool: &ToolEntry) -> Option<String> {
+        missing_env(tool, &self.env).or_else(|| tool.offline.clone())
+    }
+
     /// Answers for `tool` as seen from `scope` at registry `generation`, running `probe`
     /// (without holding any lock) when there is a `check_fn` and no fresh cached answer.
     pub(crate) fn check(
@@ -306,7 +312,7 @@ impl AvailabilityCache {
         now: Instant,
         probe: impl FnOnce() -> ProbeOutcome,
     ) -> Availability {
-        if let Some(reason) = missing_env(tool, &self.env).or_else(|| tool.offline.clone()) {
+        if let Some(reason) = self.unavailable_without_probe(tool) {
             return Availability::no(reason, Freshness::Always);
         }
         let Some(check_fn) = &tool.check_fn else {
