@@ -230,6 +230,7 @@ mod discovery;
 mod dispatch;
 mod env_vars;
 mod error;
+mod fs_roots;
 mod host;
 mod lua;
 #[cfg(feature = "mcp")]

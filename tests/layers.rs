@@ -10,7 +10,14 @@ use std::path::{Path, PathBuf};
 /// The top-level modules of `src/`, lowest layer first; a module may import only modules of
 /// a lower layer (or its own).
 const LAYERS: &[&[&str]] = &[
-    &["error", "digest", "bounded_read", "env_vars", "blocking"],
+    &[
+        "error",
+        "digest",
+        "bounded_read",
+        "env_vars",
+        "blocking",
+        "fs_roots",
+    ],
     &["store"],
     &["registry"],
     &["lua"],
@@ -30,21 +37,14 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// Upward imports that exist today (importer → imported module), each to be removed by
-/// issue 33 ("The house"): fs roots move to a base module (`registry/context.rs` →
-/// `lua/api/fs`); the MCP client becomes a tool source below `host/`; `lua/pool.rs` and
+/// issue 33 ("The house"): the MCP client becomes a tool source below `host/`; `lua/pool.rs` and
 /// `host/mod.rs` name `crate::Error` / `crate::Store` through the facade instead of their
 /// modules.
-const KNOWN_UPWARD: &[(&str, &str)] = &[
-    ("registry", "lua"),
-    ("host", "mcp"),
-    ("host", "lib"),
-    ("lua", "lib"),
-];
+const KNOWN_UPWARD: &[(&str, &str)] = &[("host", "mcp"), ("host", "lib"), ("lua", "lib")];
 
 /// Import cycles between files that exist today (issue 33), as the sorted files of each.
 const KNOWN_CYCLES: &[&[&str]] = &[
     &["discovery/load", "discovery/registrations"],
-    &["lua/api/fs", "lua/current"],
     &["mcp/guard", "mcp/server"],
 ];
 

@@ -6,7 +6,7 @@
 
 use super::Host;
 use crate::discovery::ToolDir;
-use crate::lua::api::fs::FsRoots;
+use crate::fs_roots::FsRoots;
 use crate::lua::api::proc_script::ProcScript;
 use crate::lua::{FileSpec, LuaVm, SearchDir};
 use crate::registry::Source;

@@ -4,7 +4,7 @@
 //! its call before each poll and takes it away after, so a function kept from an earlier
 //! call reports to whichever call is running it now, never to the one that made it.
 
-use crate::lua::api::fs::{ClientRoots, FsRoots};
+use crate::fs_roots::{ClientRoots, FsRoots};
 use crate::registry::{CallContext, CallObserver, CallerDomain, LogLine, Progress};
 use mlua::Lua;
 use std::sync::Arc;

@@ -13,7 +13,6 @@ mod test_file;
 pub(crate) use lazy::LazyFile;
 
 use super::api::env::EnvPolicy;
-use super::api::fs::FsRoots;
 use super::api::{self, ApiContext};
 use super::clock::{self, CallClock};
 use super::convert::{self, Mode};
@@ -22,6 +21,7 @@ use super::register::{self, Binding, LoadSlot, LoadingFile};
 use super::require::{self, ModuleCache, RequireContext, SearchDir};
 use super::timer;
 use crate::error::LoadError;
+use crate::fs_roots::FsRoots;
 use crate::registry::{CallContext, CallerDomain, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};

@@ -3,7 +3,7 @@
 use super::observe::CallObserver;
 // The one Lua type the registry names: a call may carry its MCP client's roots, which only
 // the `fs` API reads (to narrow the allowed roots).
-use crate::lua::api::fs::ClientRoots;
+use crate::fs_roots::ClientRoots;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;

@@ -14,7 +14,7 @@ pub(crate) mod time;
 
 pub(crate) mod env;
 
-use fs::FsRoots;
+use crate::fs_roots::FsRoots;
 use mlua::{Lua, Table, Value as LuaValue};
 use std::sync::Arc;
 

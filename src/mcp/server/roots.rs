@@ -11,7 +11,7 @@
 // today negotiate earlier versions, where they are part of the protocol.
 #![allow(deprecated)]
 
-use crate::lua::api::fs::ClientRoots;
+use crate::fs_roots::ClientRoots;
 use rmcp::{Peer, RoleServer};
 use std::path::PathBuf;
 use std::sync::Arc;

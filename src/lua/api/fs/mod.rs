@@ -4,20 +4,17 @@
 //! it; writes never follow a final-component symlink; non-regular files are refused.
 //! Walking functions ([`walk`]) stop at the call's deadline.
 
-mod narrow;
-mod roots;
 mod walk;
 
-pub(crate) use narrow::ClientRoots;
-pub(crate) use roots::FsRoots;
+use crate::fs_roots::FsRoots;
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};
+pub(crate) use crate::fs_roots::describe;
+use crate::fs_roots::{Resolved, open_regular_read, open_regular_read_in, open_regular_write};
 use crate::lua::clock::current_deadline;
 use crate::lua::current;
 use cap_std::fs::Dir;
 use mlua::{Lua, LuaSerdeExt, Value as LuaValue};
-pub(crate) use roots::describe;
-use roots::{Resolved, open_regular_read, open_regular_read_in, open_regular_write};
 use serde::Serialize;
 use std::io::{Read, Write};
 use std::path::Path;
