@@ -10,6 +10,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 use hyper::body::Frame;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -18,6 +20,8 @@ struct DeadlineBody {
     inner: Body,
     deadline: Pin<Box<tokio::time::Sleep>>,
     timeout: Duration,
+    /// Set when the deadline passed, so the answer can say so (rmcp would say 500).
+    expired: Arc<AtomicBool>,
 }
 
 impl HttpBody for DeadlineBody {
@@ -32,7 +36,10 @@ impl HttpBody for DeadlineBody {
             return Poll::Ready(frame);
         }
         match self.deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(too_slow(self.timeout))))),
+            Poll::Ready(()) => {
+                self.expired.store(true, Ordering::SeqCst);
+                Poll::Ready(Some(Err(axum::Error::new(too_slow(self.timeout)))))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
@@ -62,14 +69,23 @@ pub(crate) async fn deadline(
     if request.body().is_end_stream() {
         return next.run(request).await;
     }
+    let expired = Arc::new(AtomicBool::new(false));
     let request = request.map(|inner| {
         Body::new(DeadlineBody {
             inner,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             timeout,
+            expired: expired.clone(),
         })
     });
-    next.run(request).await
+    let response = next.run(request).await;
+    match expired.load(Ordering::SeqCst) {
+        true => plain(
+            StatusCode::REQUEST_TIMEOUT,
+            &serde_json::json!({"error": too_slow(timeout)}),
+        ),
+        false => response,
+    }
 }
 
 /// Reads a whole body of at most `max` bytes within `timeout`; or the answer to give: 413
