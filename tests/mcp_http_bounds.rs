@@ -259,3 +259,23 @@ fn an_idle_session_expires() {
     }
     RawHttp::connect(&server.authority).open_session();
 }
+
+/// A body over `max_request_bytes` gets 413 with a JSON-RPC error carrying the request's
+/// id (read from the body's first bytes, as on stdio), not rmcp's plain text.
+#[test]
+fn an_oversized_body_is_refused_with_its_own_id() {
+    let (_fx, server) = serve("[serve]\nmax_request_bytes = 4000\n", None);
+    let mut client = RawHttp::connect(&server.authority);
+    let session = client.open_session();
+    let text = "x".repeat(20_000);
+    let reply = client.mcp(
+        Some(&session),
+        &tools_call(41, "echo", &format!(r#"{{"text":"{text}"}}"#)),
+    );
+    assert_eq!(reply.status, 413, "{}", reply.text());
+    let refusal = reply.message();
+    assert_eq!(refusal["id"], 41, "{refusal}");
+    assert_eq!(refusal["error"]["code"], -32600, "{refusal}");
+    let message = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("max_request_bytes"), "{refusal}");
+}

@@ -8,7 +8,8 @@
 //! - `Origin` validation against DNS rebinding: besides `http://localhost:*`,
 //!   `http://127.0.0.1:*` and `http://[::1]:*`, only `[serve] allowed_origins` (403);
 //!   on a loopback bind the `Host` header must be a loopback name too;
-//! - a request body limit (`[serve] max_request_bytes`, 413);
+//! - a request body limit (`[serve] max_request_bytes`, 413 with a JSON-RPC error carrying
+//!   the request's id when its first bytes show it);
 //! - `GET /healthz` → `{"status":"ok","tools":N,"generation":G}` (no token needed);
 //! - bounds on what clients can hold: connections ([`connections`]: `max_connections`,
 //!   `header_timeout_ms`, `TCP_NODELAY`), request bodies ([`body`]) and sessions
@@ -222,7 +223,10 @@ pub(crate) async fn serve(
     // Outermost first: the token, then the body's deadline, then (sessions) the cap.
     let app = mcp
         .layer(axum::middleware::from_fn_with_state(
-            limits.header_timeout,
+            body::BodyLimits {
+                timeout: limits.header_timeout,
+                max_bytes: max_body,
+            },
             body::deadline,
         ))
         .layer(axum::middleware::from_fn_with_state(auth, authenticate))

@@ -1,7 +1,11 @@
 //! A request body must arrive in time: after its headers, a request's body gets
-//! `[serve] header_timeout_ms` to arrive in full. Without it a client could send the headers
-//! and then trickle (or withhold) the body, holding its connection — and its place under
-//! `[serve] max_connections` — forever.
+//! `[serve] header_timeout_ms` to arrive in full (else 408). Without it a client could send
+//! the headers and then trickle (or withhold) the body, holding its connection — and its
+//! place under `[serve] max_connections` — forever.
+//!
+//! A body over `[serve] max_request_bytes` is refused by rmcp (413, plain text); its answer
+//! is replaced here by a JSON-RPC error with the request's id, read from the body's first
+//! bytes as the stdio guard does ([`crate::mcp::guard::prefix_id`]).
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
@@ -9,6 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use hyper::body::Frame;
+use parking_lot::Mutex;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +27,22 @@ struct DeadlineBody {
     timeout: Duration,
     /// Set when the deadline passed, so the answer can say so (rmcp would say 500).
     expired: Arc<AtomicBool>,
+    /// The body's first bytes (at most `prefix_max`), for the id of a refusal.
+    prefix: Arc<Mutex<Vec<u8>>>,
+    /// [`PREFIX_BYTES`], or `max_request_bytes` when smaller (the part stdio reads too).
+    prefix_max: usize,
+}
+
+/// How much of a body is kept to find its id when it is refused as too large.
+const PREFIX_BYTES: usize = 64 * 1024;
+
+/// What the body middleware enforces.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyLimits {
+    /// `[serve] header_timeout_ms`.
+    pub(crate) timeout: Duration,
+    /// `[serve] max_request_bytes`.
+    pub(crate) max_bytes: usize,
 }
 
 impl HttpBody for DeadlineBody {
@@ -33,6 +54,13 @@ impl HttpBody for DeadlineBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(Frame::data_ref))
+                && let Some(data) = data
+            {
+                let mut prefix = self.prefix.lock();
+                let room = self.prefix_max.saturating_sub(prefix.len()).min(data.len());
+                prefix.extend_from_slice(&data[..room]);
+            }
             return Poll::Ready(frame);
         }
         match self.deadline.as_mut().poll(cx) {
@@ -60,32 +88,40 @@ fn too_slow(timeout: Duration) -> String {
     )
 }
 
-/// Middleware: every request's body must arrive within `timeout` of its headers.
+/// Middleware: every request's body must arrive within `timeout` of its headers; a body
+/// refused as too large is answered with a JSON-RPC error carrying its id.
 pub(crate) async fn deadline(
-    State(timeout): State<Duration>,
+    State(limits): State<BodyLimits>,
     request: Request,
     next: Next,
 ) -> Response {
     if request.body().is_end_stream() {
         return next.run(request).await;
     }
+    let timeout = limits.timeout;
     let expired = Arc::new(AtomicBool::new(false));
+    let prefix = Arc::new(Mutex::new(Vec::new()));
     let request = request.map(|inner| {
         Body::new(DeadlineBody {
             inner,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             timeout,
             expired: expired.clone(),
+            prefix: prefix.clone(),
+            prefix_max: PREFIX_BYTES.min(limits.max_bytes),
         })
     });
     let response = next.run(request).await;
-    match expired.load(Ordering::SeqCst) {
-        true => plain(
+    if expired.load(Ordering::SeqCst) {
+        return plain(
             StatusCode::REQUEST_TIMEOUT,
             &serde_json::json!({"error": too_slow(timeout)}),
-        ),
-        false => response,
+        );
     }
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return too_large(&prefix.lock(), limits.max_bytes);
+    }
+    response
 }
 
 /// Reads a whole body of at most `max` bytes within `timeout`; or the answer to give: 413
