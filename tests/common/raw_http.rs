@@ -36,9 +36,9 @@ impl Reply {
             return value;
         }
         text.lines()
+            .rev()
             .filter_map(|line| line.strip_prefix("data:"))
-            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
-            .last()
+            .find_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
             .unwrap_or_else(|| panic!("no JSON-RPC message in: {text}"))
     }
 }

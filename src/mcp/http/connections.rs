@@ -29,7 +29,8 @@ use tokio_util::task::TaskTracker;
 /// Default `[serve] max_connections`, when the process may open that many files.
 const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// File descriptors kept for everything but connections (tool files, the store, pipes).
-const RESERVED_FILES: u64 = 64;
+#[cfg(unix)]
+const RESERVED_FILES: libc::rlim_t = 64;
 
 /// Default `[serve] max_connections`: 1,024, or fewer when the open-files limit is lower —
 /// past that limit `accept` fails and nobody is served; under the cap, a slot frees when a
@@ -45,9 +46,8 @@ pub(crate) fn default_max_connections() -> usize {
     if !read || limit.rlim_cur == libc::RLIM_INFINITY {
         return DEFAULT_MAX_CONNECTIONS;
     }
-    let room = (limit.rlim_cur as u64)
-        .saturating_sub(RESERVED_FILES)
-        .max(limit.rlim_cur as u64 / 2);
+    let current = limit.rlim_cur;
+    let room = current.saturating_sub(RESERVED_FILES).max(current / 2);
     usize::try_from(room)
         .unwrap_or(usize::MAX)
         .clamp(1, DEFAULT_MAX_CONNECTIONS)
