@@ -1,12 +1,21 @@
-"""MCP over streamable HTTP: SESSIONS concurrent sessions of the official Python client each
-make CALLS echo calls against `toolhost serve --http`; prints one JSON line with
-`mcp_http_calls_per_s` (all calls / wall time) and `mcp_http_p99_ms` (per-call latency).
+"""MCP over streamable HTTP with the official Python client: `toolhost serve --http` with
+sessions and `--stateless`, against a FastMCP streamable-HTTP server (the same tools,
+scripts/fastmcp_echo_server.py) with sessions and stateless, in the same run; each with
+one sequential client and with SESSIONS concurrent clients, CALLS echo calls per client.
+Rounds alternate between the servers so both see the same machine state.
 
-usage: mcp_http_bench.py TOOLHOST_BINARY WORKDIR [SESSIONS] [CALLS]
+Prints one JSON line per measurement:
+  {"step": "http", "server": "toolhost"|"fastmcp", "mode": "stateful"|"stateless",
+   "sessions": N, "calls_per_s": ..., "p50_ms": ..., "p99_ms": ...}
+(calls_per_s: all calls / wall time; p50/p99: per-call latency as the client sees it).
+
+usage: mcp_http_bench.py TOOLHOST_BINARY WORKDIR [SESSIONS] [CALLS] [FASTMCP_PYTHON WORKLOAD_JSON]
 """
 import asyncio
 import json
 import os
+import socket
+import subprocess
 import sys
 import time
 
@@ -16,35 +25,88 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from server import http_server  # noqa: E402
 
+ARGS = {"text": "hello", "count": 3}
+ROUNDS = 2
 
-async def one_session(url, calls, latencies):
+
+async def one_client(url, calls, latencies):
     async with streamable_http_client(url) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
-            await session.call_tool("echo", {"text": "warm"})
+            # Listed once, so the client does not list again to validate each result.
+            await session.list_tools()
+            for _ in range(20):
+                await session.call_tool("echo", ARGS)
             for _ in range(calls):
                 started = time.perf_counter()
-                await session.call_tool("echo", {"text": "hello", "count": 3})
+                await session.call_tool("echo", ARGS)
                 latencies.append((time.perf_counter() - started) * 1000)
 
 
-async def main(binary, workdir, sessions, calls):
+async def measure(url, clients, calls):
     latencies = []
-    async with http_server(binary, workdir, []) as (url, _process):
-        started = time.perf_counter()
-        await asyncio.gather(*(one_session(url, calls, latencies) for _ in range(sessions)))
-        wall = time.perf_counter() - started
+    started = time.perf_counter()
+    await asyncio.gather(*(one_client(url, calls, latencies) for _ in range(clients)))
+    wall = time.perf_counter() - started
     latencies.sort()
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    print(json.dumps({
-        "step": "http_throughput",
-        "mcp_http_calls_per_s": round(len(latencies) / wall, 1),
-        "mcp_http_p99_ms": round(p99, 3),
-    }), flush=True)
+
+    def pick(q):
+        return round(latencies[min(len(latencies) - 1, int(len(latencies) * q))], 3)
+
+    return {"calls_per_s": round(len(latencies) / wall, 1), "p50_ms": pick(0.5),
+            "p99_ms": pick(0.99)}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_fastmcp(python, workload, stateless):
+    port = free_port()
+    args = [python, os.path.join(os.path.dirname(__file__), "fastmcp_echo_server.py"),
+            workload, "http", str(port)] + (["stateless"] if stateless else [])
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return f"http://127.0.0.1:{port}/mcp", process
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError("the FastMCP server exited")
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the FastMCP server did not start")
+
+
+def report(server, mode, clients, figures):
+    print(json.dumps({"step": "http", "server": server, "mode": mode, "sessions": clients,
+                      **figures}), flush=True)
+
+
+async def main(binary, workdir, sessions, calls, fastmcp):
+    for _ in range(ROUNDS):
+        for mode in ["stateful", "stateless"]:
+            extra = ["--stateless"] if mode == "stateless" else []
+            async with http_server(binary, workdir, extra) as (url, _process):
+                for clients in [1, sessions]:
+                    report("toolhost", mode, clients, await measure(url, clients, calls))
+            if fastmcp:
+                url, process = start_fastmcp(*fastmcp, mode == "stateless")
+                try:
+                    for clients in [1, sessions]:
+                        report("fastmcp", mode, clients, await measure(url, clients, calls))
+                finally:
+                    process.terminate()
+                    process.wait(timeout=20)
 
 
 if __name__ == "__main__":
     binary, workdir, *rest = sys.argv[1:]
     sessions = int(rest[0]) if rest else 8
     calls = int(rest[1]) if len(rest) > 1 else 200
-    asyncio.run(main(binary, workdir, sessions, calls))
+    fastmcp = (rest[2], rest[3]) if len(rest) > 3 else None
+    asyncio.run(main(binary, workdir, sessions, calls, fastmcp))
