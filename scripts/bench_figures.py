@@ -89,8 +89,8 @@ def main():
                 stdio.setdefault(step["server"], []).append(step)
             if step.get("step") == "serve_rss":
                 figures["serve_rss_mb_1000"] = step["serve_rss_mb_1000"]
-            if step.get("step") == "http":
-                key = (step["server"], step["mode"], step["sessions"])
+            if step.get("step") in ("http", "http_raw"):
+                key = (step["step"], step["server"], step["mode"], step["sessions"])
                 http.setdefault(key, []).append(step)
         # Rounds alternate between the servers; the median of each server's rounds.
         suffixes = {"toolhost": "", "fastmcp": "_fastmcp"}
@@ -103,13 +103,16 @@ def main():
         # Streamable HTTP: `mcp_http_calls_per_s` and `mcp_http_p99_ms` are toolhost with
         # sessions and 8 concurrent clients (as before); `_1` one sequential client;
         # `_stateless` the --stateless server; `_fastmcp` FastMCP's server, same client.
-        # `mcp_http_p50_ms` is the per-call latency of one sequential client.
-        for (server, mode, sessions), rounds in sorted(http.items(), key=str):
+        # `mcp_http_p50_ms` is the per-call latency of one sequential client;
+        # `mcp_http_raw_p50_ms` that of a plain keep-alive client (the server's own cost).
+        for (kind, server, mode, sessions), rounds in sorted(http.items(), key=str):
             suffix = ("_fastmcp" if server == "fastmcp" else "") + \
                 ("_stateless" if mode == "stateless" else "")
             def median(field):
                 return round(statistics.median(r[field] for r in rounds), 3)
-            if sessions == 1:
+            if kind == "http_raw":
+                figures["mcp_http_raw_p50_ms" + suffix] = median("p50_ms")
+            elif sessions == 1:
                 figures["mcp_http_calls_per_s" + suffix + "_1"] = median("calls_per_s")
                 figures["mcp_http_p50_ms" + suffix] = median("p50_ms")
             else:

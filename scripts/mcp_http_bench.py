@@ -4,14 +4,19 @@ scripts/fastmcp_echo_server.py) with sessions and stateless, in the same run; ea
 one sequential client and with SESSIONS concurrent clients, CALLS echo calls per client.
 Rounds alternate between the servers so both see the same machine state.
 
+Also the per-call latency with a plain keep-alive client (no MCP library), the server's
+own cost.
+
 Prints one JSON line per measurement:
   {"step": "http", "server": "toolhost"|"fastmcp", "mode": "stateful"|"stateless",
    "sessions": N, "calls_per_s": ..., "p50_ms": ..., "p99_ms": ...}
+  {"step": "http_raw", "server": ..., "mode": ..., "sessions": 1, "p50_ms": ..., "p99_ms": ...}
 (calls_per_s: all calls / wall time; p50/p99: per-call latency as the client sees it).
 
 usage: mcp_http_bench.py TOOLHOST_BINARY WORKDIR [SESSIONS] [CALLS] [FASTMCP_PYTHON WORKLOAD_JSON]
 """
 import asyncio
+import http.client
 import json
 import os
 import socket
@@ -57,6 +62,44 @@ async def measure(url, clients, calls):
             "p99_ms": pick(0.99)}
 
 
+def raw_latency(url, calls):
+    """Per-call latency with a plain keep-alive client (http.client, no MCP library): the
+    server's own cost, which the official client's overhead hides. initialize,
+    notifications/initialized, then `calls` echo calls with the session id (if any)."""
+    address = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = address.rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port))
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+
+    def post(message):
+        connection.request("POST", "/mcp", json.dumps(message), headers)
+        response = connection.getresponse()
+        response.read()
+        return response
+
+    init = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    session = init.getheader("Mcp-Session-Id")
+    if session:
+        headers["Mcp-Session-Id"] = session
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    latencies = []
+    for i in range(calls + 50):
+        started = time.perf_counter()
+        answer = post({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                       "params": {"name": "echo", "arguments": ARGS}})
+        if answer.status != 200:
+            raise RuntimeError(f"tools/call answered {answer.status}")
+        if i >= 50:
+            latencies.append((time.perf_counter() - started) * 1000)
+    connection.close()
+    latencies.sort()
+    return {"p50_ms": round(latencies[len(latencies) // 2], 3),
+            "p99_ms": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], 3)}
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,9 +125,15 @@ def start_fastmcp(python, workload, stateless):
     raise RuntimeError("the FastMCP server did not start")
 
 
-def report(server, mode, clients, figures):
-    print(json.dumps({"step": "http", "server": server, "mode": mode, "sessions": clients,
+def report(server, mode, clients, figures, step="http"):
+    print(json.dumps({"step": step, "server": server, "mode": mode, "sessions": clients,
                       **figures}), flush=True)
+
+
+async def measure_all(server, mode, url, sessions, calls):
+    report(server, mode, 1, raw_latency(url, 1000), step="http_raw")
+    for clients in [1, sessions]:
+        report(server, mode, clients, await measure(url, clients, calls))
 
 
 async def main(binary, workdir, sessions, calls, fastmcp):
@@ -92,13 +141,11 @@ async def main(binary, workdir, sessions, calls, fastmcp):
         for mode in ["stateful", "stateless"]:
             extra = ["--stateless"] if mode == "stateless" else []
             async with http_server(binary, workdir, extra) as (url, _process):
-                for clients in [1, sessions]:
-                    report("toolhost", mode, clients, await measure(url, clients, calls))
+                await measure_all("toolhost", mode, url, sessions, calls)
             if fastmcp:
                 url, process = start_fastmcp(*fastmcp, mode == "stateless")
                 try:
-                    for clients in [1, sessions]:
-                        report("fastmcp", mode, clients, await measure(url, clients, calls))
+                    await measure_all("fastmcp", mode, url, sessions, calls)
                 finally:
                     process.terminate()
                     process.wait(timeout=20)

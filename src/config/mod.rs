@@ -416,6 +416,22 @@ mod tests {
     }
 
     #[test]
+    fn a_zero_http_bound_is_an_error_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        for key in [
+            "max_sessions",
+            "session_idle_ms",
+            "max_connections",
+            "header_timeout_ms",
+        ] {
+            std::fs::write(&path, format!("[serve]\n{key} = 0\n")).unwrap();
+            let err = LoadedConfig::load(&path).unwrap_err().to_string();
+            assert!(err.contains(&format!("serve.{key}")), "{err}");
+        }
+    }
+
+    #[test]
     fn the_example_config_parses_with_every_key_uncommented() {
         let example = include_str!("../../toolhost.toml");
         let uncommented: String = example
