@@ -81,11 +81,15 @@ fi
 "$venv/bin/python" scripts/mcp_stdio_bench.py "$(pwd)/target/release/toolhost" \
   "$(pwd)/target/bench-workloads/133" "$(pwd)/target/bench-workloads/1000" \
   "$(pwd)/$fastmcp/bin/python" "${TOOLHOST_SHARED:-../shared}/bench/workload-133.json" > "$out/mcp.txt" 2>/dev/null || true
-# Streamable HTTP, 8 concurrent sessions.
+# Streamable HTTP: toolhost with sessions and --stateless against FastMCP's streamable HTTP
+# server (same tools, same client, same run, both modes), one sequential client and 8
+# concurrent ones; calls/s and per-call latency. Tool search off, as FastMCP lists all.
 mcp_dir="$out/mcp"
 mkdir -p "$mcp_dir"
 cp -r target/bench-workloads/133/tools-lua "$mcp_dir/tools-lua"
-"$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 >> "$out/mcp.txt" 2>/dev/null || true
+printf '[tool_search]\nenabled = "off"\n' > "$mcp_dir/toolhost.toml"
+"$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 \
+  "$(pwd)/$fastmcp/bin/python" "${TOOLHOST_SHARED:-../shared}/bench/workload-133.json" >> "$out/mcp.txt" 2>/dev/null || true
 
 # Tool search quality on the labelled query set (tests/search_quality.rs prints one JSON line).
 cargo test --release --quiet --test search_quality -- --nocapture 2>/dev/null \

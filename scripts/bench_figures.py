@@ -79,6 +79,7 @@ def main():
     mcp = out / "mcp.txt"
     if mcp.exists():
         stdio = {}
+        http = {}
         for line in mcp.read_text().splitlines():
             try:
                 step = json.loads(line)
@@ -88,9 +89,9 @@ def main():
                 stdio.setdefault(step["server"], []).append(step)
             if step.get("step") == "serve_rss":
                 figures["serve_rss_mb_1000"] = step["serve_rss_mb_1000"]
-            if step.get("step") == "http_throughput":
-                figures["mcp_http_calls_per_s"] = step["mcp_http_calls_per_s"]
-                figures["mcp_http_p99_ms"] = step["mcp_http_p99_ms"]
+            if step.get("step") in ("http", "http_raw"):
+                key = (step["step"], step["server"], step["mode"], step["sessions"])
+                http.setdefault(key, []).append(step)
         # Rounds alternate between the servers; the median of each server's rounds.
         suffixes = {"toolhost": "", "fastmcp": "_fastmcp"}
         for server, rounds in stdio.items():
@@ -99,6 +100,24 @@ def main():
                 statistics.median(r["calls_per_s"] for r in rounds), 1)
             figures["mcp_server_cpu_us_per_call" + suffix] = round(
                 statistics.median(r["cpu_us_per_call"] for r in rounds), 1)
+        # Streamable HTTP: `mcp_http_calls_per_s` and `mcp_http_p99_ms` are toolhost with
+        # sessions and 8 concurrent clients (as before); `_1` one sequential client;
+        # `_stateless` the --stateless server; `_fastmcp` FastMCP's server, same client.
+        # `mcp_http_p50_ms` is the per-call latency of one sequential client;
+        # `mcp_http_raw_p50_ms` that of a plain keep-alive client (the server's own cost).
+        for (kind, server, mode, sessions), rounds in sorted(http.items(), key=str):
+            suffix = ("_fastmcp" if server == "fastmcp" else "") + \
+                ("_stateless" if mode == "stateless" else "")
+            def median(field):
+                return round(statistics.median(r[field] for r in rounds), 3)
+            if kind == "http_raw":
+                figures["mcp_http_raw_p50_ms" + suffix] = median("p50_ms")
+            elif sessions == 1:
+                figures["mcp_http_calls_per_s" + suffix + "_1"] = median("calls_per_s")
+                figures["mcp_http_p50_ms" + suffix] = median("p50_ms")
+            else:
+                figures["mcp_http_calls_per_s" + suffix] = median("calls_per_s")
+                figures["mcp_http_p99_ms" + suffix] = median("p99_ms")
     width = max(len(k) for k in figures) if figures else 10
     print(f"{'figure':<{width}}  median")
     for key, value in figures.items():

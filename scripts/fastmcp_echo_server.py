@@ -1,8 +1,10 @@
-"""The reference for `mcp_calls_per_s_fastmcp`: a FastMCP server (official `mcp` package,
-`mcp<2`, where `mcp.server.fastmcp` exists) serving the workload's tools over stdio, every
-handler echo-like (returns the JSON of its arguments), quiet logging, no structured output.
+"""The reference for `mcp_calls_per_s_fastmcp` and `mcp_http_calls_per_s_fastmcp`: a FastMCP
+server (official `mcp` package, `mcp<2`, where `mcp.server.fastmcp` exists) serving the
+workload's tools over stdio — or streamable HTTP at http://127.0.0.1:PORT/mcp, with sessions
+or stateless (then JSON answers, as `toolhost serve --http --stateless`) — every handler
+echo-like (returns the JSON of its arguments), quiet logging, no structured output.
 
-usage: fastmcp_echo_server.py WORKLOAD_JSON
+usage: fastmcp_echo_server.py WORKLOAD_JSON [http PORT [stateless]]
 """
 import json
 import logging
@@ -44,7 +46,15 @@ def main():
             parameters=schema["parameters"], fn_metadata=func_metadata(generic),
             is_async=False, context_kwarg=None, annotations=None,
         )
-    server.run("stdio")
+    if len(sys.argv) > 3 and sys.argv[2] == "http":
+        server.settings.host = "127.0.0.1"
+        server.settings.port = int(sys.argv[3])
+        if sys.argv[4:] == ["stateless"]:
+            server.settings.stateless_http = True
+            server.settings.json_response = True
+        server.run("streamable-http")
+    else:
+        server.run("stdio")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,26 @@
-"""MCP over streamable HTTP: SESSIONS concurrent sessions of the official Python client each
-make CALLS echo calls against `toolhost serve --http`; prints one JSON line with
-`mcp_http_calls_per_s` (all calls / wall time) and `mcp_http_p99_ms` (per-call latency).
+"""MCP over streamable HTTP with the official Python client: `toolhost serve --http` with
+sessions and `--stateless`, against a FastMCP streamable-HTTP server (the same tools,
+scripts/fastmcp_echo_server.py) with sessions and stateless, in the same run; each with
+one sequential client and with SESSIONS concurrent clients, CALLS echo calls per client.
+Rounds alternate between the servers so both see the same machine state.
 
-usage: mcp_http_bench.py TOOLHOST_BINARY WORKDIR [SESSIONS] [CALLS]
+Also the per-call latency with a plain keep-alive client (no MCP library), the server's
+own cost.
+
+Prints one JSON line per measurement:
+  {"step": "http", "server": "toolhost"|"fastmcp", "mode": "stateful"|"stateless",
+   "sessions": N, "calls_per_s": ..., "p50_ms": ..., "p99_ms": ...}
+  {"step": "http_raw", "server": ..., "mode": ..., "sessions": 1, "p50_ms": ..., "p99_ms": ...}
+(calls_per_s: all calls / wall time; p50/p99: per-call latency as the client sees it).
+
+usage: mcp_http_bench.py TOOLHOST_BINARY WORKDIR [SESSIONS] [CALLS] [FASTMCP_PYTHON WORKLOAD_JSON]
 """
 import asyncio
+import http.client
 import json
 import os
+import socket
+import subprocess
 import sys
 import time
 
@@ -16,35 +30,130 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from server import http_server  # noqa: E402
 
+ARGS = {"text": "hello", "count": 3}
+ROUNDS = 2
 
-async def one_session(url, calls, latencies):
+
+async def one_client(url, calls, latencies):
     async with streamable_http_client(url) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
-            await session.call_tool("echo", {"text": "warm"})
+            # Listed once, so the client does not list again to validate each result.
+            await session.list_tools()
+            for _ in range(20):
+                await session.call_tool("echo", ARGS)
             for _ in range(calls):
                 started = time.perf_counter()
-                await session.call_tool("echo", {"text": "hello", "count": 3})
+                await session.call_tool("echo", ARGS)
                 latencies.append((time.perf_counter() - started) * 1000)
 
 
-async def main(binary, workdir, sessions, calls):
+async def measure(url, clients, calls):
     latencies = []
-    async with http_server(binary, workdir, []) as (url, _process):
-        started = time.perf_counter()
-        await asyncio.gather(*(one_session(url, calls, latencies) for _ in range(sessions)))
-        wall = time.perf_counter() - started
+    started = time.perf_counter()
+    await asyncio.gather(*(one_client(url, calls, latencies) for _ in range(clients)))
+    wall = time.perf_counter() - started
     latencies.sort()
-    p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))]
-    print(json.dumps({
-        "step": "http_throughput",
-        "mcp_http_calls_per_s": round(len(latencies) / wall, 1),
-        "mcp_http_p99_ms": round(p99, 3),
-    }), flush=True)
+
+    def pick(q):
+        return round(latencies[min(len(latencies) - 1, int(len(latencies) * q))], 3)
+
+    return {"calls_per_s": round(len(latencies) / wall, 1), "p50_ms": pick(0.5),
+            "p99_ms": pick(0.99)}
+
+
+def raw_latency(url, calls):
+    """Per-call latency with a plain keep-alive client (http.client, no MCP library): the
+    server's own cost, which the official client's overhead hides. initialize,
+    notifications/initialized, then `calls` echo calls with the session id (if any)."""
+    address = url.split("//", 1)[1].split("/", 1)[0]
+    host, port = address.rsplit(":", 1)
+    connection = http.client.HTTPConnection(host, int(port))
+    headers = {"Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}
+
+    def post(message):
+        connection.request("POST", "/mcp", json.dumps(message), headers)
+        response = connection.getresponse()
+        response.read()
+        return response
+
+    init = post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"}}})
+    session = init.getheader("Mcp-Session-Id")
+    if session:
+        headers["Mcp-Session-Id"] = session
+    post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    latencies = []
+    for i in range(calls + 50):
+        started = time.perf_counter()
+        answer = post({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+                       "params": {"name": "echo", "arguments": ARGS}})
+        if answer.status != 200:
+            raise RuntimeError(f"tools/call answered {answer.status}")
+        if i >= 50:
+            latencies.append((time.perf_counter() - started) * 1000)
+    connection.close()
+    latencies.sort()
+    return {"p50_ms": round(latencies[len(latencies) // 2], 3),
+            "p99_ms": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], 3)}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_fastmcp(python, workload, stateless):
+    port = free_port()
+    args = [python, os.path.join(os.path.dirname(__file__), "fastmcp_echo_server.py"),
+            workload, "http", str(port)] + (["stateless"] if stateless else [])
+    process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return f"http://127.0.0.1:{port}/mcp", process
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError("the FastMCP server exited")
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the FastMCP server did not start")
+
+
+def report(server, mode, clients, figures, step="http"):
+    print(json.dumps({"step": step, "server": server, "mode": mode, "sessions": clients,
+                      **figures}), flush=True)
+
+
+async def measure_all(server, mode, url, sessions, calls):
+    report(server, mode, 1, raw_latency(url, 1000), step="http_raw")
+    for clients in [1, sessions]:
+        report(server, mode, clients, await measure(url, clients, calls))
+
+
+async def main(binary, workdir, sessions, calls, fastmcp):
+    for _ in range(ROUNDS):
+        for mode in ["stateful", "stateless"]:
+            extra = ["--stateless"] if mode == "stateless" else []
+            async with http_server(binary, workdir, extra) as (url, _process):
+                await measure_all("toolhost", mode, url, sessions, calls)
+            if fastmcp:
+                url, process = start_fastmcp(*fastmcp, mode == "stateless")
+                try:
+                    await measure_all("fastmcp", mode, url, sessions, calls)
+                finally:
+                    process.terminate()
+                    process.wait(timeout=20)
 
 
 if __name__ == "__main__":
     binary, workdir, *rest = sys.argv[1:]
     sessions = int(rest[0]) if rest else 8
     calls = int(rest[1]) if len(rest) > 1 else 200
-    asyncio.run(main(binary, workdir, sessions, calls))
+    fastmcp = (rest[2], rest[3]) if len(rest) > 3 else None
+    asyncio.run(main(binary, workdir, sessions, calls, fastmcp))

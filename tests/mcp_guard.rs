@@ -218,8 +218,61 @@ fn an_over_long_line_gets_an_error_reply() {
     );
     server.send(huge.as_bytes());
     let (id, code, message) = error_of(&server.next_line());
-    assert_eq!((id, code), (Value::Null, -32600));
+    assert_eq!((id, code), (json!(9), -32600));
     assert!(message.contains("max_request_bytes"), "{message}");
+    server.assert_alive();
+}
+
+/// The refusal of an over-long line carries the request's id, read from the line's first
+/// bytes, so the client waiting for that id is released. Only the envelope's own `id`
+/// counts (not one inside `params`), and only when the kept prefix shows it whole; else
+/// the id stays `null`.
+#[test]
+fn an_over_long_request_is_refused_with_its_own_id() {
+    let fx = fixture();
+    fx.write("toolhost.toml", "[serve]\nmax_request_bytes = 4096\n");
+    let mut server = Server::start(&fx);
+    let filler = "x".repeat(64 * 1024);
+    let cases = [
+        // The id before the params, as clients write it: a string with an escape.
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","id":"r\"1","method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{filler}"}}}}}}"#
+            ),
+            json!("r\"1"),
+        ),
+        // A huge integer id, after the method.
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"tools/call","id":18446744073709551616,"params":{{"name":"echo","arguments":{{"text":"{filler}"}}}}}}"#
+            ),
+            json!(18446744073709551616u128 as f64),
+        ),
+        // An `id` inside params first; the envelope's id only after the limit: unknown.
+        (
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"id":666,"name":"echo","arguments":{{"text":"{filler}"}}}},"id":7}}"#
+            ),
+            Value::Null,
+        ),
+        // Not an object at all.
+        (format!(r#"[{{"id":5,"text":"{filler}"}}]"#), Value::Null),
+    ];
+    for (line, expected) in cases {
+        server.send(line.as_bytes());
+        let answer = server.next_line();
+        let (id, code, message) = error_of(&answer);
+        assert_eq!(code, -32600, "{answer}");
+        assert_eq!(id, expected, "{answer}");
+        assert!(message.contains("max_request_bytes"), "{message}");
+        if expected.is_number() {
+            // Byte for byte, as the client wrote it.
+            assert!(
+                answer.starts_with("{\"id\":18446744073709551616,"),
+                "{answer}"
+            );
+        }
+    }
     server.assert_alive();
 }
 

@@ -109,6 +109,19 @@ pub(crate) struct ServeConfig {
     pub max_session_calls: Option<usize>,
     /// Calls waiting for a place before new ones are refused (default 1024).
     pub max_queued_calls: Option<usize>,
+    /// HTTP sessions open at once (default 1,000); an `initialize` over it gets 503 with a
+    /// JSON-RPC error, and the open sessions keep working.
+    pub max_sessions: Option<usize>,
+    /// An HTTP session with no traffic for this long is closed, in milliseconds (default
+    /// 300,000); its id then gets 404 and the client starts a new session.
+    pub session_idle_ms: Option<u64>,
+    /// HTTP connections served at once (default 1,024); more wait in the kernel's accept
+    /// queue until one closes.
+    pub max_connections: Option<usize>,
+    /// How long an HTTP client may take to send a request's headers, and then its body, in
+    /// milliseconds (default 10,000); also how long a keep-alive connection may sit idle
+    /// between requests. Past it the connection is closed.
+    pub header_timeout_ms: Option<u64>,
 }
 
 /// `[toolsets.NAME]`: a composite toolset.
@@ -290,6 +303,22 @@ impl LoadedConfig {
                 message: "serve.max_request_bytes: must be at least 1".to_string(),
             });
         }
+        for (key, value) in [
+            ("max_sessions", config.serve.max_sessions.map(|n| n as u64)),
+            ("session_idle_ms", config.serve.session_idle_ms),
+            (
+                "max_connections",
+                config.serve.max_connections.map(|n| n as u64),
+            ),
+            ("header_timeout_ms", config.serve.header_timeout_ms),
+        ] {
+            if value == Some(0) {
+                return Err(Error::ConfigInvalid {
+                    path: path.to_path_buf(),
+                    message: format!("serve.{key}: must be at least 1"),
+                });
+            }
+        }
         if config.runtime.memory_mb == Some(0) {
             return Err(Error::ConfigInvalid {
                 path: path.to_path_buf(),
@@ -448,6 +477,22 @@ mod tests {
         let err = LoadedConfig::load(&path).unwrap_err().to_string();
         assert!(err.contains("timeout"), "{err}");
         assert!(err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn a_zero_http_bound_is_an_error_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        for key in [
+            "max_sessions",
+            "session_idle_ms",
+            "max_connections",
+            "header_timeout_ms",
+        ] {
+            std::fs::write(&path, format!("[serve]\n{key} = 0\n")).unwrap();
+            let err = LoadedConfig::load(&path).unwrap_err().to_string();
+            assert!(err.contains(&format!("serve.{key}")), "{err}");
+        }
     }
 
     #[test]

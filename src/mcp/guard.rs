@@ -29,6 +29,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 mod direct_call;
+mod prefix_id;
+
+pub(crate) use prefix_id::prefix_id;
 
 /// Default longest line (one message) read from the client (`[serve] max_request_bytes`).
 pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
@@ -334,10 +337,16 @@ async fn answered(ids: &Mutex<Ids>) {
     }
 }
 
-/// The answer to a line of `length` bytes, over `max`.
-fn over_long(length: usize, max: usize) -> Verdict {
+/// A line over the limit: how long it was and the id its first bytes show, if any.
+struct Overlong {
+    length: usize,
+    id: Option<String>,
+}
+
+/// The answer to a line over `max`, with the id its first bytes showed (else `null`).
+fn over_long(Overlong { length, id }: Overlong, max: usize) -> Verdict {
     Verdict::Answer(error_line(
-        None,
+        id.as_deref(),
         INVALID_REQUEST,
         &format!(
             "Invalid Request: a message of {length} bytes is over the limit of {max} bytes \
@@ -359,38 +368,48 @@ fn not_utf8(e: std::string::FromUtf8Error) -> Verdict {
 }
 
 /// Reads one line of at most `max` bytes (without its newline). `Ok(None)` at the end of
-/// input; `Err(n)` when the line was longer than `max` (its `n` bytes are skipped).
+/// input; `Err(_)` when the line was longer than `max`: its bytes are skipped, and the id
+/// is looked for in its first `max` bytes.
 async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     max: usize,
-) -> std::io::Result<Option<Result<Vec<u8>, usize>>> {
+) -> std::io::Result<Option<Result<Vec<u8>, Overlong>>> {
     let mut line = Vec::new();
-    let mut skipped = 0usize;
+    // Set once the line is over `max`.
+    let mut over: Option<Overlong> = None;
     loop {
         let buffer = reader.fill_buf().await?;
         if buffer.is_empty() {
-            return Ok(match (line.is_empty() && skipped == 0, skipped) {
-                (true, _) => None,
-                (false, 0) => Some(Ok(line)),
-                (false, n) => Some(Err(n)),
+            return Ok(match over {
+                Some(over) => Some(Err(over)),
+                None if line.is_empty() => None,
+                None => Some(Ok(line)),
             });
         }
         let (chunk, found) = match memchr::memchr(b'\n', buffer) {
             Some(at) => (&buffer[..at], Some(at)),
             None => (buffer, None),
         };
-        if skipped > 0 || line.len() + chunk.len() > max {
-            skipped += line.len() + chunk.len();
-            line.clear();
-        } else {
-            line.extend_from_slice(chunk);
+        match &mut over {
+            Some(over) => over.length += chunk.len(),
+            None if line.len() + chunk.len() > max => {
+                // The first `max` bytes are the prefix the id is read from; then let go.
+                let room = max - line.len();
+                line.extend_from_slice(&chunk[..room]);
+                over = Some(Overlong {
+                    length: line.len() + chunk.len() - room,
+                    id: prefix_id(&line),
+                });
+                line = Vec::new();
+            }
+            None => line.extend_from_slice(chunk),
         }
         let used = found.map_or(chunk.len(), |at| at + 1);
         reader.consume(used);
         if found.is_some() {
-            return Ok(Some(match skipped {
-                0 => Ok(line),
-                n => Err(n),
+            return Ok(Some(match over {
+                Some(over) => Err(over),
+                None => Ok(line),
             }));
         }
     }
@@ -491,7 +510,7 @@ where
                     (Ok(Some(line)), place) => (line, place),
                     (Ok(None) | Err(_), _) => break,
                 };
-                let line = line.map_err(|length| over_long(length, max_line_bytes));
+                let line = line.map_err(|over| over_long(over, max_line_bytes));
                 let text = line.and_then(|bytes| String::from_utf8(bytes).map_err(not_utf8));
                 let verdict = match text {
                     Err(answer) => answer,

@@ -8,10 +8,18 @@
 //! - `Origin` validation against DNS rebinding: besides `http://localhost:*`,
 //!   `http://127.0.0.1:*` and `http://[::1]:*`, only `[serve] allowed_origins` (403);
 //!   on a loopback bind the `Host` header must be a loopback name too;
-//! - a request body limit (`[serve] max_request_bytes`, 413);
+//! - a request body limit (`[serve] max_request_bytes`, 413 with a JSON-RPC error carrying
+//!   the request's id when its first bytes show it);
 //! - `GET /healthz` → `{"status":"ok","tools":N,"generation":G}` (no token needed);
+//! - bounds on what clients can hold: connections ([`connections`]: `max_connections`,
+//!   `header_timeout_ms`, `TCP_NODELAY`), request bodies ([`body`]) and sessions
+//!   ([`sessions`]: `max_sessions`, `session_idle_ms`);
 //! - graceful shutdown: new connections stop, running calls get `[serve] drain_ms`, then
 //!   are cancelled (they answer `cancelled`), then sessions close.
+
+mod body;
+mod connections;
+mod sessions;
 
 use super::server::{McpServer, Shared};
 use axum::Router;
@@ -21,7 +29,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::get;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use std::net::SocketAddr;
@@ -153,16 +160,31 @@ pub(crate) async fn serve(
         .map(|o| o.to_string())
         .chain(serve.allowed_origins.iter().cloned())
         .collect();
+    let limits = connections::Limits {
+        max_connections: serve
+            .max_connections
+            .unwrap_or_else(connections::default_max_connections),
+        header_timeout: serve
+            .header_timeout_ms
+            .map_or(connections::DEFAULT_HEADER_TIMEOUT, Duration::from_millis),
+    };
+    let max_body = serve
+        .max_request_bytes
+        .unwrap_or(super::guard::DEFAULT_MAX_LINE_BYTES);
+    let sessions = Arc::new(sessions::Sessions::new(
+        serve.max_sessions.unwrap_or(sessions::DEFAULT_MAX_SESSIONS),
+        serve
+            .session_idle_ms
+            .map_or(sessions::DEFAULT_SESSION_IDLE, Duration::from_millis),
+        max_body,
+        limits.header_timeout,
+    ));
     let sessions_closed = CancellationToken::new();
     let mut http_config = StreamableHttpServerConfig::default()
         .with_allowed_origins(origins)
         .enforce_origin_validation()
         .with_cancellation_token(sessions_closed.clone())
-        .with_max_request_body_bytes(
-            serve
-                .max_request_bytes
-                .unwrap_or(super::guard::DEFAULT_MAX_LINE_BYTES),
-        )
+        .with_max_request_body_bytes(max_body)
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless);
     if !addr.ip().is_loopback() {
@@ -183,21 +205,30 @@ pub(crate) async fn serve(
                     http_config,
                 ),
             ),
-            false => Router::new().nest_service(
-                "/mcp",
-                StreamableHttpService::new(
-                    factory,
-                    Arc::new(LocalSessionManager::default()),
-                    http_config,
-                ),
-            ),
+            false => Router::new()
+                .nest_service(
+                    "/mcp",
+                    StreamableHttpService::new(factory, sessions.manager.clone(), http_config),
+                )
+                .layer(axum::middleware::from_fn_with_state(
+                    sessions.clone(),
+                    sessions::cap,
+                )),
         }
     };
     let auth = Auth {
         token: options.bearer_token.map(|t| Arc::from(t.into_bytes())),
         source: Arc::from(options.token_source.unwrap_or_default()),
     };
+    // Outermost first: the token, then the body's deadline, then (sessions) the cap.
     let app = mcp
+        .layer(axum::middleware::from_fn_with_state(
+            body::BodyLimits {
+                timeout: limits.header_timeout,
+                max_bytes: max_body,
+            },
+            body::deadline,
+        ))
         .layer(axum::middleware::from_fn_with_state(auth, authenticate))
         .merge(
             Router::new()
@@ -207,9 +238,12 @@ pub(crate) async fn serve(
         .layer(axum::middleware::from_fn(close_after_refusal));
 
     let stop_accepting = CancellationToken::new();
-    let server =
-        axum::serve(listener, app).with_graceful_shutdown(stop_accepting.clone().cancelled_owned());
-    let mut server = tokio::spawn(async move { server.await });
+    let mut server = tokio::spawn(connections::serve(
+        listener,
+        app,
+        limits,
+        stop_accepting.clone(),
+    ));
     tokio::select! {
         served = &mut server => {
             return match served {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod mcp_client;
+pub mod raw_http;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
