@@ -385,3 +385,40 @@ fn the_shipped_tools_are_all_skipped_on_a_warm_start() {
     assert!(!log.contains("runs at every start"), "{log}");
     assert!(log.contains("registrations taken from the cache"), "{log}");
 }
+
+/// Each tool's answer, calling `order` in turn on one host (one VM) built from `fx`.
+fn answers(fx: &Fixture, order: &[&str]) -> Vec<String> {
+    let host = fx.host_with("[runtime]\nvms = 1\nmemory_mb = 64\n");
+    order
+        .iter()
+        .map(|name| {
+            let result = common::call(&host, name, serde_json::json!({}));
+            result
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| result.to_string())
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "found by hostile review: the run at first use happens in a VM whose memory other handlers have filled; the same top level that loaded at start-up no longer fits"]
+fn a_file_run_at_first_use_has_the_memory_it_had_at_start_up() {
+    let fx = Fixture::new();
+    fx.tool(
+        "a.lua",
+        &format!("local big = #string.rep(\"x\", 24 * 1024 * 1024)\n{REGISTER_A}"),
+    );
+    fx.tool(
+        "b.lua",
+        r#"local kept = {}
+registry.register{ name = "b", toolset = "t",
+  schema = { parameters = { type = "object", properties = {} } },
+  handler = function() kept[#kept + 1] = string.rep("y", 30 * 1024 * 1024) return "b" end }
+"#,
+    );
+    let cold = answers(&fx, &["b", "a"]);
+    let warm = answers(&fx, &["b", "a"]);
+    assert_eq!(cold, vec!["b", "a"]);
+    assert_eq!(warm, cold);
+}
