@@ -160,6 +160,37 @@ end }
     );
 }
 
+/// Variants of class 1 the fix must cover too (each writes `shared.greeting` at load).
+const REBINDINGS: &[&str] = &[
+    "function next() W() end\nlocal _ = next({})",
+    "function assert() W() end\nassert(true)",
+    "select = function() W() end\nlocal _ = select(1, 2)",
+    "math = { floor = function() W() return 1 end }\nlocal _ = math.floor(1.5)",
+    "json = { encode = function() W() return '' end }\nlocal _ = json.encode({})",
+    "local t = {}\ntable = { insert = function() W() end }\ntable.insert(t, 1)",
+    "_ENV = { registry = registry, require = require, W = W, type = function() W() end }\ntype(1)",
+    "do local _ENV = { W = W, pairs = function() W() return next, {} end } for _ in pairs({}) do end end",
+    "local t = {}\nfor _ in next, t, nil do end\nfor _ in W do end",
+];
+
+#[test]
+#[ignore = "found by hostile review: every rebinding of a name the analysis trusts, and every generic-for iterator, runs the file's own code at top level"]
+fn every_rebinding_of_a_trusted_name_runs_on_every_start() {
+    let prelude = "local function W() require(\"shared\").greeting = \"hello from a\" end\n";
+    let failing: Vec<(&str, String, String)> = REBINDINGS
+        .iter()
+        .map(|variant| {
+            let (cold, warm) = b_cold_then_warm(&format!("{prelude}{variant}\n"));
+            (*variant, cold, warm)
+        })
+        .filter(|(_, cold, warm)| cold != "hello from a" || warm != cold)
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "warm differs from cold for: {failing:#?}"
+    );
+}
+
 #[test]
 #[ignore = "found by hostile review: a top-level print through a generic-for iterator is logged on a cold start only"]
 fn a_print_at_load_is_logged_on_every_start() {
@@ -256,6 +287,25 @@ fn a_smaller_memory_limit_gives_the_same_tools_on_a_warm_start() {
     std::fs::remove_dir_all(fx.cache()).expect("cache removed");
     let cold = stdout(&run(&fx, &["call", "a"]));
     assert_ne!(cold, "a", "a.lua does not load within 32 MB");
+    assert_eq!(warm, cold);
+}
+
+#[test]
+#[ignore = "found by hostile review: [runtime] probe_timeout_ms is not in the registration key; a top level that no longer finishes in time is listed on a warm start and fails at first use"]
+fn a_shorter_load_deadline_gives_the_same_tools_on_a_warm_start() {
+    let fx = Fixture::new();
+    // About 0.2 s of work: far over 20 ms, far under 60 s on any machine.
+    fx.tool(
+        "a.lua",
+        &format!("local n = 0\nfor i = 1, 20000000 do n = n + i end\n{REGISTER_A}"),
+    );
+    fx.write("toolhost.toml", "[runtime]\nprobe_timeout_ms = 60000\n");
+    assert_eq!(stdout(&run(&fx, &["call", "a"])), "a");
+    fx.write("toolhost.toml", "[runtime]\nprobe_timeout_ms = 20\n");
+    let warm = stdout(&run(&fx, &["call", "a"]));
+    std::fs::remove_dir_all(fx.cache()).expect("cache removed");
+    let cold = stdout(&run(&fx, &["call", "a"]));
+    assert_ne!(cold, "a", "a.lua does not load within 20 ms");
     assert_eq!(warm, cold);
 }
 
