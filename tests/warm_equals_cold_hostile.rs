@@ -472,3 +472,26 @@ registry.register{ name = "b", toolset = "t",
     assert_eq!(cold, vec!["b", "a"]);
     assert_eq!(warm, cold);
 }
+
+#[test]
+#[ignore = "found by hostile review: a file first used through ctx.call runs inside the caller's call, and its top level's time counts against the caller's deadline"]
+fn a_file_first_used_through_ctx_call_does_not_spend_the_callers_deadline() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", "[runtime]\nprobe_timeout_ms = 60000\n");
+    // About a second of work at load: far over b's 500 ms when it lands inside b's call.
+    fx.tool(
+        "a.lua",
+        &format!("local n = 0\nfor i = 1, 150000000 do n = n + i end\n{REGISTER_A}"),
+    );
+    fx.tool(
+        "b.lua",
+        r#"registry.register{ name = "b", toolset = "t", timeout_ms = 500,
+  schema = { parameters = { type = "object", properties = {} } },
+  handler = function(args, ctx) return ctx.call("a", {}) end }
+"#,
+    );
+    let cold = stdout(&run(&fx, &["call", "b"]));
+    let warm = stdout(&run(&fx, &["call", "b"]));
+    assert_eq!(cold, "a");
+    assert_eq!(warm, cold);
+}
