@@ -3,20 +3,21 @@
 //! run with the real binary on a cold start (no registration cache) and on the warm start
 //! that follows, comparing what a user sees.
 //!
-//! These get through the containment analysis (`src/discovery/contained.rs`):
+//! Found by a review and fixed since:
 //! - a call whose callee is not what its name says (a global of the file's own named like a
 //!   whitelisted library function, a replaced `registry`, `_ENV`, the iterator a generic
-//!   `for` calls);
+//!   `for` calls): a file binding a trusted name or naming `_ENV` is not analysed further,
+//!   and a `for` may only iterate `pairs`, `ipairs` or `string.gmatch`;
 //! - values that differ between two Lua states (table addresses, `pairs` order) baked into
-//!   a registration: the run at first use registers something else and the tool fails;
-//! - inputs of a load that the cache key does not cover (`[runtime] memory_mb` and
+//!   a registration: `tostring` and `string.format` are no longer trusted, and nothing
+//!   declared outside a `pairs` loop may change inside it;
+//! - inputs of a load that the cache key did not cover (`[runtime] memory_mb` and
 //!   `probe_timeout_ms`, a module behind a symlink, a module edited without changing its
-//!   size and modification time);
-//! - the circumstances of the run at first use (a VM whose memory handlers have filled; a
-//!   run inside another tool's `ctx.call`, on that call's deadline).
+//!   size and modification time): the key covers the limits and the modules' contents.
 //!
-//! The failing cases are `#[ignore]`d (found by review, fixed by the owner of
-//! `src/discovery/`); run them with `cargo test --test warm_equals_cold_hostile -- --ignored`.
+//! Still open (ignored, README "Discovery"): the circumstances of the run at first use (a VM
+//! whose memory handlers have filled; a run inside another tool's `ctx.call`, on that call's
+//! deadline). Run them with `cargo test --test warm_equals_cold_hostile -- --ignored`.
 
 mod common;
 
@@ -40,8 +41,6 @@ registry.register{ name = "a", toolset = "t",
   handler = function() return "a" end }
 "#;
 
-/// What `-v` logs for a file whose registrations came from the cache.
-const TAKEN_FROM_CACHE: &str = "a.lua: registrations taken from the cache";
 
 fn run(fx: &Fixture, args: &[&str]) -> Output {
     fx.toolhost().args(args).output().expect("toolhost runs")
@@ -80,7 +79,6 @@ fn assert_b_sees_a_on_both_starts(hostile_a: &str) {
 // Class 1: the callee is not what its name says.
 
 #[test]
-#[ignore = "found by hostile review: a global function named like a PURE_CALLS entry (tostring) is the file's own code, run at top level"]
 fn a_global_function_named_like_a_pure_library_function_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"function tostring(x) require("shared").greeting = "hello from a" return "" end
@@ -90,7 +88,6 @@ local _ = tostring(1)
 }
 
 #[test]
-#[ignore = "found by hostile review: `string = {...}` (a plain global assignment) replaces the library `string.format` names"]
 fn a_replaced_library_table_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"string = { format = function() require("shared").greeting = "hello from a" return "" end }
@@ -100,7 +97,6 @@ local s = string.format("%d", 1)
 }
 
 #[test]
-#[ignore = "found by hostile review: `function require()` makes `local m = require('x')` (the Module special case) run the file's own code"]
 fn a_replaced_require_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"local real_require = require
@@ -111,7 +107,6 @@ local m = require("shared")
 }
 
 #[test]
-#[ignore = "found by hostile review: `local _ENV = {...}` rebinds every global the analysis trusts by name"]
 fn a_local_env_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"local _ENV = { registry = registry, require = require,
@@ -122,7 +117,6 @@ for _ in pairs({}) do end
 }
 
 #[test]
-#[ignore = "found by hostile review: a generic-for variable named _ENV rebinds the globals inside the loop body"]
 fn a_for_variable_named_env_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"for _, _ENV in ipairs({ { tostring = function()
@@ -132,7 +126,6 @@ fn a_for_variable_named_env_runs_on_every_start() {
 }
 
 #[test]
-#[ignore = "found by hostile review: a generic `for` calls its iterator; a function literal there is allowed as an expression"]
 fn a_for_loop_over_a_function_literal_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"for _ in function() require("shared").greeting = "hello from a" end do end
@@ -141,7 +134,6 @@ fn a_for_loop_over_a_function_literal_runs_on_every_start() {
 }
 
 #[test]
-#[ignore = "found by hostile review: a generic `for` calls its iterator; a local (or global) function name there is a plain read"]
 fn a_for_loop_over_a_local_function_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"local function step() require("shared").greeting = "hello from a" end
@@ -151,7 +143,6 @@ for _ in step do end
 }
 
 #[test]
-#[ignore = "found by hostile review: `registry = {...}` replaces registry.register, which the analysis allows by name"]
 fn a_wrapped_registry_runs_on_every_start() {
     assert_b_sees_a_on_both_starts(
         r#"local real = registry
@@ -177,7 +168,6 @@ const REBINDINGS: &[&str] = &[
 ];
 
 #[test]
-#[ignore = "found by hostile review: every rebinding of a name the analysis trusts, and every generic-for iterator, runs the file's own code at top level"]
 fn every_rebinding_of_a_trusted_name_runs_on_every_start() {
     let prelude = "local function W() require(\"shared\").greeting = \"hello from a\" end\n";
     let failing: Vec<(&str, String, String)> = REBINDINGS
@@ -195,7 +185,6 @@ fn every_rebinding_of_a_trusted_name_runs_on_every_start() {
 }
 
 #[test]
-#[ignore = "found by hostile review: a top-level print through a generic-for iterator is logged on a cold start only"]
 fn a_print_at_load_is_logged_on_every_start() {
     let fx = Fixture::new();
     fx.tool(
@@ -225,17 +214,13 @@ fn a_cold_then_warm(a: &str) -> (String, String, String) {
 }
 
 fn assert_a_answers_on_both_starts(a: &str) {
-    let (cold, warm, log) = a_cold_then_warm(a);
+    // Whether the file is skipped or runs on every start, the warm answer is the cold one.
+    let (cold, warm, _log) = a_cold_then_warm(a);
     assert_eq!(cold, "a");
-    assert!(
-        log.contains(TAKEN_FROM_CACHE),
-        "a.lua was not skipped:\n{log}"
-    );
     assert_eq!(warm, cold, "warm start differs for:\n{a}");
 }
 
 #[test]
-#[ignore = "found by hostile review: tostring({}) (PURE_CALLS) puts a table address into the description; the run at first use registers another and the call fails"]
 fn a_table_address_in_a_description_does_not_break_the_warm_start() {
     assert_a_answers_on_both_starts(
         r#"registry.register{ name = "a", toolset = "t", description = "made by " .. tostring({}),
@@ -246,7 +231,6 @@ fn a_table_address_in_a_description_does_not_break_the_warm_start() {
 }
 
 #[test]
-#[ignore = "found by hostile review: string.format('%p', {}) (PURE_CALLS) is an address too"]
 fn a_formatted_address_in_a_description_does_not_break_the_warm_start() {
     assert_a_answers_on_both_starts(
         r#"registry.register{ name = "a", toolset = "t", description = string.format("id %p", {}),
@@ -257,7 +241,6 @@ fn a_formatted_address_in_a_description_does_not_break_the_warm_start() {
 }
 
 #[test]
-#[ignore = "found by hostile review: pairs order (string hash seed differs per Lua state) baked into an enum; the run at first use registers another and the call fails"]
 fn pairs_order_in_a_schema_does_not_break_the_warm_start() {
     assert_a_answers_on_both_starts(
         r#"local kinds = {}
@@ -275,7 +258,6 @@ registry.register{ name = "a", toolset = "t",
 // Class 3: inputs of a load the cache key does not cover.
 
 #[test]
-#[ignore = "found by hostile review: [runtime] memory_mb is not in the registration key; a file that no longer fits is listed on a warm start and fails at first use"]
 fn a_smaller_memory_limit_gives_the_same_tools_on_a_warm_start() {
     let fx = Fixture::new();
     fx.tool(
@@ -294,7 +276,6 @@ fn a_smaller_memory_limit_gives_the_same_tools_on_a_warm_start() {
 }
 
 #[test]
-#[ignore = "found by hostile review: [runtime] probe_timeout_ms is not in the registration key; a top level that no longer finishes in time is listed on a warm start and fails at first use"]
 fn a_shorter_load_deadline_gives_the_same_tools_on_a_warm_start() {
     let fx = Fixture::new();
     // About 0.2 s of work: far over 20 ms, far under 60 s on any machine.
@@ -313,7 +294,6 @@ fn a_shorter_load_deadline_gives_the_same_tools_on_a_warm_start() {
 }
 
 #[test]
-#[ignore = "found by hostile review: the lib/ fingerprint stamps a symlinked module's link, not its target (a non-.lua file)"]
 fn a_module_behind_a_symlink_is_fingerprinted_by_its_target() {
     let fx = Fixture::new();
     fx.tool("lib/other.lua", SHARED);
@@ -341,7 +321,6 @@ fn a_module_behind_a_symlink_is_fingerprinted_by_its_target() {
 }
 
 #[test]
-#[ignore = "found by hostile review: a module edit that keeps its size and modification time (cp -p, rsync -a, tar x, coarse timestamps) keeps the stale key"]
 fn a_module_edited_in_place_is_noticed_on_a_warm_start() {
     let fx = Fixture::new();
     fx.tool("lib/other.lua", SHARED);
@@ -455,7 +434,7 @@ fn answers(fx: &Fixture, order: &[&str]) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "found by hostile review: the run at first use happens in a VM whose memory other handlers have filled; the same top level that loaded at start-up no longer fits"]
+#[ignore = "known limit (README, Discovery): a file run at first use allocates in a VM other handlers may have filled; not yet accounted for"]
 fn a_file_run_at_first_use_has_the_memory_it_had_at_start_up() {
     let fx = Fixture::new();
     fx.tool(
@@ -477,7 +456,7 @@ registry.register{ name = "b", toolset = "t",
 }
 
 #[test]
-#[ignore = "found by hostile review: a file first used through ctx.call runs inside the caller's call, and its top level's time counts against the caller's deadline"]
+#[ignore = "known limit (README, Discovery): a file first used through ctx.call runs inside the caller's deadline; not yet paused"]
 fn a_file_first_used_through_ctx_call_does_not_spend_the_callers_deadline() {
     let fx = Fixture::new();
     fx.write("toolhost.toml", "[runtime]\nprobe_timeout_ms = 60000\n");

@@ -48,12 +48,19 @@ pub(crate) struct TopLevel {
 pub(crate) fn analyse(ast: &Ast) -> TopLevel {
     let mut names = Declarations::default();
     names.visit_ast(ast);
+    if let Some(effect) = names.rebinds_a_trusted_name() {
+        return TopLevel {
+            effect: Some(effect),
+            modules: Vec::new(),
+        };
+    }
     let kinds = names.kinds();
     let mut walk = Walk {
         kinds,
         scopes: vec![HashSet::new()],
         modules: Vec::new(),
         effect: None,
+        unordered_from: None,
     };
     walk.block(ast.nodes());
     TopLevel {
@@ -79,6 +86,8 @@ enum Kind {
 struct Declarations {
     seen: HashMap<String, Kind>,
     assigned: HashSet<String>,
+    /// The file names `_ENV` somewhere: every global it reads may then be anything.
+    names_env: bool,
 }
 
 impl Declarations {
@@ -91,6 +100,19 @@ impl Declarations {
                 }
             })
             .or_insert(kind);
+    }
+
+    /// Why the names the analysis trusts (the library functions it lets a top level call,
+    /// `registry`, `require`, the globals table) may not be what they seem: the file binds
+    /// one of them itself, anywhere, or names `_ENV`.
+    fn rebinds_a_trusted_name(&self) -> Option<String> {
+        if self.names_env {
+            return Some("names _ENV (its globals may be anything)".to_string());
+        }
+        TRUSTED_NAMES
+            .iter()
+            .find(|name| self.seen.contains_key(**name) || self.assigned.contains(**name))
+            .map(|name| format!("binds `{name}` itself, a name the analysis trusts"))
     }
 
     fn kinds(self) -> HashMap<String, Kind> {
@@ -110,6 +132,12 @@ impl Declarations {
 }
 
 impl Visitor for Declarations {
+    fn visit_identifier(&mut self, token: &full_moon::tokenizer::Token) {
+        if token.to_string() == "_ENV" {
+            self.names_env = true;
+        }
+    }
+
     fn visit_local_assignment(&mut self, node: &LocalAssignment) {
         let exprs: Vec<&Expression> = node.expressions().iter().collect();
         for (i, name) in node.names().iter().enumerate() {
@@ -204,24 +232,26 @@ fn string_value(text: &str) -> Option<String> {
     (!inner.contains('\\')).then(|| inner.to_string())
 }
 
+/// Global names whose meaning the analysis relies on: a file that binds any of them (as a
+/// local, a parameter, a loop variable, a function or a global) is not analysed further.
+const TRUSTED_NAMES: &[&str] = &[
+    "registry", "require", "string", "math", "table", "utf8", "json", "assert", "type", "tonumber",
+    "select", "rawequal", "rawlen", "rawget", "rawset", "next", "pairs", "ipairs", "_G",
+];
+
 /// Library functions that only compute from their arguments (none takes a function it
 /// would call, once function literals are refused as arguments; see `call`).
 const PURE_CALLS: &[&str] = &[
     "assert",
     "type",
-    "tostring",
     "tonumber",
     "select",
     "rawequal",
     "rawlen",
     "rawget",
-    "next",
-    "pairs",
-    "ipairs",
     "string.byte",
     "string.char",
     "string.find",
-    "string.format",
     "string.gmatch",
     "string.len",
     "string.lower",
@@ -270,6 +300,9 @@ struct Walk {
     scopes: Vec<HashSet<String>>,
     modules: Vec<String>,
     effect: Option<String>,
+    /// Inside a `pairs` loop: the first scope of its body. Its order differs between Lua
+    /// states, so nothing declared outside the body may change there.
+    unordered_from: Option<usize>,
 }
 
 impl Walk {
@@ -386,11 +419,29 @@ impl Walk {
                 );
             }
             Stmt::GenericFor(body) => {
-                for expr in body.expressions() {
-                    self.expr(expr);
+                // The iterator is called: only the library's own iterators, called here.
+                let exprs: Vec<&Expression> = body.expressions().iter().collect();
+                let iterator = match exprs.as_slice() {
+                    [Expression::FunctionCall(call)] => self.iterator_call(call),
+                    _ => None,
+                };
+                let Some(unordered) = iterator else {
+                    self.effect(
+                        body,
+                        "a `for` over an iterator other than pairs, ipairs or string.gmatch",
+                    );
+                    return;
+                };
+                if let [Expression::FunctionCall(call)] = exprs.as_slice() {
+                    self.iterator_arguments(call);
                 }
                 let names = body.names().iter().map(|n| n.token().to_string()).collect();
+                let outer = self.unordered_from;
+                if unordered && outer.is_none() {
+                    self.unordered_from = Some(self.scopes.len());
+                }
                 self.scoped(names, body.block());
+                self.unordered_from = outer;
             }
             Stmt::If(branch) => {
                 self.expr(branch.condition());
@@ -421,12 +472,75 @@ impl Walk {
 
     /// An assignment target: a plain name (the file's own local or global), or a field of
     /// a fresh local.
+    /// `Some(unordered)` when `call` is `pairs(…)`, `ipairs(…)` or `string.gmatch(…)`
+    /// (`unordered`: its order differs between Lua states).
+    fn iterator_call(&self, call: &FunctionCall) -> Option<bool> {
+        let Prefix::Name(base) = call.prefix() else {
+            return None;
+        };
+        let base = base.token().to_string();
+        let suffixes: Vec<&Suffix> = call.suffixes().collect();
+        let path = match suffixes.as_slice() {
+            [Suffix::Call(Call::AnonymousCall(_))] => base,
+            [
+                Suffix::Index(full_moon::ast::Index::Dot { name, .. }),
+                Suffix::Call(Call::AnonymousCall(_)),
+            ] => format!("{base}.{}", name.token()),
+            _ => return None,
+        };
+        match path.as_str() {
+            "pairs" => Some(true),
+            "ipairs" | "string.gmatch" => Some(false),
+            _ => None,
+        }
+    }
+
+    /// The arguments of an iterator call: pure, and no function the iterator would call.
+    fn iterator_arguments(&mut self, call: &FunctionCall) {
+        for suffix in call.suffixes() {
+            let Suffix::Call(Call::AnonymousCall(args)) = suffix else {
+                continue;
+            };
+            match args.as_ref() {
+                FunctionArgs::Parentheses { arguments, .. } => {
+                    for argument in arguments.iter() {
+                        if matches!(argument, Expression::Function(_)) {
+                            self.effect(argument, "passes a function to an iterator");
+                            return;
+                        }
+                        self.expr(argument);
+                    }
+                }
+                FunctionArgs::TableConstructor(table) => self.table(table),
+                FunctionArgs::String(_) => {}
+                other => self.effect(other, "unknown call arguments"),
+            }
+        }
+    }
+
+    /// Whether `name` was declared inside the innermost `pairs` loop (always true outside
+    /// one).
+    fn ordered_here(&self, name: &str) -> bool {
+        match self.unordered_from {
+            None => true,
+            Some(from) => self.scopes[from..].iter().any(|scope| scope.contains(name)),
+        }
+    }
+
     fn target(&mut self, var: &Var) {
         match var {
-            Var::Name(_) => {}
+            Var::Name(name) => {
+                if !self.ordered_here(&name.token().to_string()) {
+                    self.effect(
+                        var,
+                        "assigns in a pairs loop (its order differs between Lua states)",
+                    );
+                }
+            }
             Var::Expression(expression) => {
                 let fresh = matches!(expression.prefix(), Prefix::Name(name)
-                    if self.local_kind(&name.token().to_string()) == Some(Kind::Fresh));
+                    if self.local_kind(&name.token().to_string()) == Some(Kind::Fresh)
+                        && self.ordered_here(&name.token().to_string()));
                 let only_indexes = expression.suffixes().all(|s| matches!(s, Suffix::Index(_)));
                 if !fresh || !only_indexes {
                     self.effect(var, "writes a field of a table the file did not make");
@@ -559,7 +673,8 @@ impl Walk {
         }
         if mutating {
             let fresh = matches!(arguments.first(), Some(Expression::Var(Var::Name(name)))
-                if self.local_kind(&name.token().to_string()) == Some(Kind::Fresh));
+                if self.local_kind(&name.token().to_string()) == Some(Kind::Fresh)
+                    && self.ordered_here(&name.token().to_string()));
             if !fresh {
                 self.effect(call, &format!("`{path}` on a table the file did not make"));
                 return;
@@ -599,9 +714,17 @@ mod tests {
         assert!(contained(
             "for _, name in ipairs({'a', 'b'}) do registry.register{ name = name } end"
         ));
+        assert!(contained(
+            "local TOOLS = { a = 'x', b = 'y' }\n\
+             for name, text in pairs(TOOLS) do\n\
+               local list = {}\n\
+               table.insert(list, text)\n\
+               registry.register{ name = name, enum = list }\n\
+             end"
+        ));
         assert!(contained("x = 1\nfunction g() end\nregistry.register{}"));
         assert!(contained(
-            "local t = {}\ntable.insert(t, 1)\nt.x = string.format('%d', 2)\nreturn t"
+            "local t = {}\ntable.insert(t, 1)\nt.x = string.rep('ab', 2)\nreturn t"
         ));
     }
 
@@ -645,6 +768,19 @@ mod tests {
             "local t = {}\nlocal function f(t) end\nt.x = 1",
             "do local t = {} end\nt.x = 1",
             "registry.register(require('maker')('a'))",
+            "function tostring() end\nlocal x = tostring(1)",
+            "string = { format = function() end }",
+            "function require() return {} end\nlocal m = require('shared')",
+            "local _ENV = { pairs = pairs }",
+            "for _, _ENV in ipairs({{}}) do end",
+            "for _ in function() end do end",
+            "local function s() end\nfor _ in s do end",
+            "local r = registry\nregistry = { register = function(t) r.register(t) end }",
+            "local d = 'x' .. tostring({})",
+            "local d = string.format('%p', {})",
+            "local kinds = {}\nfor k in pairs({ a = 1, b = 2 }) do table.insert(kinds, k) end",
+            "local first\nfor k in pairs({ a = 1, b = 2 }) do first = first or k end",
+            "for k, v in next, {} do end",
         ] {
             assert!(effect(src).is_some(), "{src}");
         }

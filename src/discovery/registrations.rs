@@ -10,9 +10,10 @@
 //! files, store, random numbers: see `LoadingFile::impure`). A `check_fn` shared with an
 //! earlier registration (a toolset-wide probe from a module) is recorded as that
 //! registration's, and is taken from the cache only while that one is. The key digests the
-//! toolhost version, the file's bytes, how it is run (its name, trust domain, capabilities,
-//! `require` folders, scope) and, when it required a module at top level, the names, sizes
-//! and modification times of every `.lua` file in its `require` folders.
+//! toolhost version, the VMs' memory limit and load deadline, the file's bytes, how it is
+//! run (its name, trust domain, capabilities, `require` folders, scope) and, when it
+//! required a module at top level, the names and contents (read through links) of every
+//! `.lua` file in its `require` folders.
 //!
 //! The file is a JSON index on its first line (each file's key and records, a record's
 //! schema replaced by where its text is), then every schema's JSON text, one after the
@@ -136,6 +137,9 @@ pub(crate) struct Registrations {
     changed: bool,
     /// Module fingerprints of `require` folders, computed once per load.
     lib_prints: HashMap<PathBuf, u64>,
+    /// The load's limits (memory, load deadline): a file that ran within one limit may not
+    /// run within another, so they are part of every key.
+    limits: u64,
 }
 
 impl Registrations {
@@ -160,6 +164,19 @@ impl Registrations {
         Self::default()
     }
 
+    /// The same cache, its keys covering the VMs' memory limit and load deadline.
+    pub(crate) fn under_limits(
+        mut self,
+        memory_limit_bytes: Option<usize>,
+        load_deadline: std::time::Duration,
+    ) -> Self {
+        let mut hasher = crate::digest::hasher();
+        memory_limit_bytes.hash(&mut hasher);
+        load_deadline.hash(&mut hasher);
+        self.limits = hasher.finish();
+        self
+    }
+
     /// The cache file (for a deferred file to remove when it registers something else).
     pub(crate) fn file(&self) -> Option<&Path> {
         self.file.as_deref()
@@ -175,7 +192,15 @@ impl Registrations {
     ) -> Option<Hit> {
         self.file.as_ref()?;
         let entry = self.read.get(path.to_str()?)?;
-        if entry.key != key(&mut self.lib_prints, file, scope, entry.required) {
+        if entry.key
+            != key(
+                &mut self.lib_prints,
+                self.limits,
+                file,
+                scope,
+                entry.required,
+            )
+        {
             return None;
         }
         let mut hit = Hit {
@@ -196,7 +221,7 @@ impl Registrations {
 
     /// The key of `file`'s run (covering its `require` folders when it `required`).
     pub(crate) fn key(&mut self, file: &LazyFile, scope: Option<&str>, required: bool) -> String {
-        key(&mut self.lib_prints, file, scope, required)
+        key(&mut self.lib_prints, self.limits, file, scope, required)
     }
 
     /// Records what a file's run registered, for this load.
@@ -338,12 +363,14 @@ fn entries(text: &str) -> Option<HashMap<String, ReadEntry>> {
 /// The key of `file`'s run (covering its `require` folders when it `required`).
 fn key(
     lib_prints: &mut HashMap<PathBuf, u64>,
+    limits: u64,
     file: &LazyFile,
     scope: Option<&str>,
     required: bool,
 ) -> String {
     let mut hasher = crate::digest::hasher();
     env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    limits.hash(&mut hasher);
     file.source.hash(&mut hasher);
     file.display.hash(&mut hasher);
     file.chunk_name.hash(&mut hasher);
@@ -363,7 +390,9 @@ fn key(
     format!("{:016x}", hasher.finish())
 }
 
-/// Names, sizes and modification times of the `.lua` files under `dir`.
+/// Names and contents of the `.lua` files under `dir`, read through links (a module
+/// behind a symlink is its target's text; an edit that keeps a file's size and modification
+/// time, as `cp -p` or `rsync -a` can leave it, still changes the print).
 fn lib_print(lib_prints: &mut HashMap<PathBuf, u64>, dir: &SearchDir) -> u64 {
     if let Some(print) = lib_prints.get(&dir.canonical) {
         return *print;
@@ -376,11 +405,8 @@ fn lib_print(lib_prints: &mut HashMap<PathBuf, u64>, dir: &SearchDir) -> u64 {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "lua") {
             path.hash(&mut hasher);
-            let stamp = entry
-                .metadata()
-                .ok()
-                .and_then(|m| super::cache::stamp_of(&m));
-            stamp.hash(&mut hasher);
+            let text = crate::bounded_read::read_regular(path, super::MAX_FILE_BYTES).ok();
+            text.hash(&mut hasher);
         }
     }
     let print = hasher.finish();

@@ -74,7 +74,10 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     }
     // Explicit files (`check FILES`) always run: checking them is the point.
     let mut registrations = match (recipe.only_files, recipe.run_every_file) {
-        (None, false) => discovery::Registrations::read(recipe.cache_dir),
+        (None, false) => discovery::Registrations::read(recipe.cache_dir).under_limits(
+            recipe.settings.memory_limit_bytes,
+            recipe.settings.probe_timeout,
+        ),
         _ => discovery::Registrations::disabled(),
     };
     let (plan, planned) = discovery::plan(&verdicts, recipe.dirs, &mut registrations);
