@@ -108,24 +108,23 @@ impl Link {
         let _ = settled.wait_for(|done| *done).await;
     }
 
-    /// Stops the supervisor (its session ends, a child is killed).
-    pub(super) fn stop(&self) {
+    /// Stops the supervisor (its session ends, a child is killed). Returns the killed
+    /// child's pid (= its group's id), for [`super::reap::reap`].
+    pub(super) fn stop(&self) -> Option<i32> {
         self.stop.cancel();
-        self.kill_group();
+        self.kill_group()
     }
 
     /// Kills the child's whole process group, if one runs (a server that spawned helpers
-    /// takes them with it).
-    pub(super) fn kill_group(&self) {
-        if let Some(pgid) = self.pgid.lock().take()
-            && let Ok(pgid) = i32::try_from(pgid)
-            && pgid > 1
-        {
-            // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+    /// takes them with it); returns its pid (= the group's id).
+    pub(super) fn kill_group(&self) -> Option<i32> {
+        let pgid = self.pgid.lock().take()?;
+        let pgid = i32::try_from(pgid).ok().filter(|pgid| *pgid > 1)?;
+        // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
         }
+        Some(pgid)
     }
 
     /// How long starting may take.
