@@ -12,9 +12,12 @@
 mod connect;
 mod link;
 mod listener;
+mod listing;
 mod memory;
 mod reap;
 mod result;
+mod screen;
+mod stdio;
 mod tools;
 
 pub(crate) use link::Status;
