@@ -217,7 +217,6 @@ impl Link {
             match attempt {
                 Ok(Ok((session, listing))) => {
                     tracing::debug!(target: "toolhost::mcp_client", server = %self.name, "connected, {} tools", listing.tools.len());
-                    self.log_left_out(&listing);
                     self.set(Status::Up, Some(session.peer().clone()), Some(listing));
                     self.settled.send_replace(true);
                     on_change(&self);
@@ -284,15 +283,8 @@ impl Link {
             return;
         }
         tracing::info!(target: "toolhost::mcp_client", server = %self.name, "tool list changed, {} tools", listing.tools.len());
-        self.log_left_out(&listing);
         self.set(Status::Up, Some(peer.clone()), Some(listing));
         on_change(self);
-    }
-
-    fn log_left_out(&self, listing: &Listing) {
-        for reason in &listing.left_out {
-            tracing::warn!(target: "toolhost::mcp_client", "MCP server '{}': {reason}", self.name);
-        }
     }
 
     /// The limits of one listing.
