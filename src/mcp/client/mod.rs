@@ -48,6 +48,7 @@ static END_ON_SIGNAL: AtomicBool = AtomicBool::new(false);
 /// one-shot commands, which listen for no signal themselves: by default the signal killed
 /// the command at once and its servers died on their own a moment later. `serve` has its
 /// own orderly shutdown and does not ask.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) fn end_on_signal() {
     END_ON_SIGNAL.store(true, Ordering::Relaxed);
 }
@@ -55,6 +56,7 @@ pub(crate) fn end_on_signal() {
 /// Stops every server of every host in this process and waits (bounded) until their
 /// children are gone: the CLI calls it before exiting, so no server outlives the command
 /// however the command ends (a host kept alive elsewhere, `process::exit`, an error).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) fn end_all() {
     let links: Vec<Arc<Link>> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
     end(&links);

@@ -33,6 +33,9 @@ const MIN_MESSAGE_BYTES: u64 = 16 * 1024 * 1024;
 /// How long closing waits for the child to exit after its stdin is closed.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
+/// Most `tools/list` requests remembered as unanswered.
+const MAX_OPEN_LISTINGS: usize = 64;
+
 /// A read buffer grown past this is given back after the message.
 const KEEP_BUFFER: usize = 1024 * 1024;
 
@@ -210,6 +213,11 @@ impl Transport<RoleClient> for ChildTransport {
         if let JsonRpcMessage::Request(request) = &item
             && let ClientRequest::ListToolsRequest(_) = &request.request
         {
+            // An id stays here only if its answer never came (the request timed out):
+            // a few at most, but never without bound.
+            if self.listings.len() >= MAX_OPEN_LISTINGS {
+                self.listings.clear();
+            }
             self.listings.insert(request.id.clone());
         }
         self.writer.send(item)
