@@ -110,10 +110,12 @@ impl McpClients {
             listener: Arc::new(OnceLock::new()),
             problems: Mutex::new(Vec::new()),
         };
-        let started = clients.reconcile(servers, default_timeout_ms);
-        if !started.is_empty() && END_ON_SIGNAL.load(Ordering::Relaxed) {
+        // Listening before any child is spawned: a signal in between would kill the host
+        // at once, leaving its children to die on their own.
+        if END_ON_SIGNAL.load(Ordering::Relaxed) && servers.values().any(|s| s.is_enabled()) {
             clients.watch_signals();
         }
+        let started = clients.reconcile(servers, default_timeout_ms);
         clients.wait_settled(&started);
         clients
     }
