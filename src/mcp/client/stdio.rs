@@ -154,6 +154,14 @@ impl ChildTransport {
             tracing::warn!(target: "toolhost::mcp_client", server = %self.server, "ignoring a message that is not UTF-8");
             return None;
         };
+        // The common case, one parse: no listing is awaited, so this cannot be one.
+        let mut first_try = None;
+        if self.listings.is_empty() {
+            match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(text) {
+                Ok(message) => return Some(message),
+                Err(error) => first_try = Some(error),
+            }
+        }
         let head: Head<'_> = match serde_json::from_str(text) {
             Ok(head) => head,
             Err(error) => {
@@ -167,8 +175,11 @@ impl ChildTransport {
             .is_some_and(|id| self.listings.remove(id));
         let parsed = match (is_listing, head.result, &answer_to) {
             (true, Some(result), Some(id)) => self.screened(id, result.get()),
-            _ => serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(text)
-                .map_err(|e| format!("the answer cannot be read: {e}")),
+            _ => match first_try {
+                Some(error) => Err(error),
+                None => serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(text),
+            }
+            .map_err(|e| format!("the answer cannot be read: {e}")),
         };
         match (parsed, answer_to) {
             (Ok(message), _) => Some(message),
