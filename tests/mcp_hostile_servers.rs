@@ -176,6 +176,8 @@ fn a_tool_nested_too_deeply_or_unreadable_is_left_out_and_the_rest_kept() {
         ("moderately_deep", "nested 84 levels deep"),
         ("schema_list", "it cannot be read: invalid type: sequence"),
         ("schema_string", "it cannot be read: invalid type: string"),
+        ("schema_null", "it cannot be read: invalid type: null"),
+        ("schema_of_a_string", "must be a JSON-Schema object"),
     ] {
         assert!(
             !tools.contains(&format!("mcp__raw__{tool}").as_str()),

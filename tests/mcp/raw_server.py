@@ -58,6 +58,8 @@ DEEP = [
     tool("moderately_deep", schema={"type": "object", "properties": {"x": nested(80)}}),
     tool("schema_list", schema=[1, 2]),
     tool("schema_string", schema="object"),
+    tool("schema_of_a_string", schema={"type": "string"}),
+    tool("schema_null", schema=None, inputSchema=None),
 ]
 
 
