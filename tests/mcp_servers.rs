@@ -580,6 +580,38 @@ fn no_server_process_outlives_a_cli_command() {
 }
 
 #[test]
+fn no_server_helper_outlives_a_cli_command() {
+    // The server proper is the shell's child: a helper of the child we started, in its
+    // process group; orphaned when the shell is killed.
+    let fx = Fixture::new();
+    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/raw_server.py");
+    fx.write(
+        "toolhost.toml",
+        format!(
+            "[mcp_servers.sh]\ncommand = [\"sh\", \"-c\", \"python3 '{}'; echo ended\"]\nenv = {{ FIXTURE_DIR = {:?} }}\n",
+            raw.display(),
+            fx.root().display().to_string()
+        ),
+    );
+    for run in 0..5 {
+        let out = fx
+            .toolhost()
+            .args(["call", "mcp__sh__echo", "{\"text\": \"x\"}"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "x");
+        let pids = recorded_pids(&fx);
+        assert_eq!(pids.len(), run + 1);
+        for pid in pids {
+            assert!(
+                !exists(pid),
+                "run {run}: server helper {pid} outlived `toolhost call`"
+            );
+        }
+    }
+}
+
+#[test]
 fn no_server_process_outlives_a_terminated_host() {
     let fx = Fixture::new();
     fx.write("toolhost.toml", py_server(&fx, ""));

@@ -64,11 +64,16 @@ pub(crate) fn end_all() {
 
 /// Stops `links` (all killed at once) and waits until their children are gone.
 fn end(links: &[Arc<Link>]) {
-    let killed: Vec<i32> = links.iter().filter_map(|link| link.stop()).collect();
-    let deadline = Instant::now() + END_WAIT;
-    for pid in killed {
-        reap::reap(pid, deadline);
+    if links.is_empty() {
+        return;
     }
+    reap::adopting_orphans(|| {
+        let killed: Vec<i32> = links.iter().filter_map(|link| link.stop()).collect();
+        let deadline = Instant::now() + END_WAIT;
+        for pid in killed {
+            reap::reap(pid, deadline);
+        }
+    });
 }
 
 /// Called after any server's tools or status changed.

@@ -38,8 +38,39 @@ pub(super) fn reap(pid: i32, deadline: Instant) {
         std::thread::sleep(POLL);
     }
     let group_deadline = deadline.min(Instant::now() + GROUP_WAIT);
-    // SAFETY: signal 0 only checks whether any process of the group exists.
-    while unsafe { libc::killpg(pid, 0) } == 0 && Instant::now() < group_deadline {
-        std::thread::sleep(POLL);
+    loop {
+        // The group's other members that became ours (see [`adopting_orphans`]): reaped here,
+        // or they would stay zombies under an init that does not reap.
+        // SAFETY: as above, for any child of ours in the process group `pid`.
+        let reaped = unsafe { libc::waitpid(-pid, std::ptr::null_mut(), libc::WNOHANG) };
+        // SAFETY: signal 0 only checks whether any process of the group exists.
+        let members_left = reaped > 0 || unsafe { libc::killpg(pid, 0) } == 0;
+        if !members_left || Instant::now() >= group_deadline {
+            return;
+        }
+        if reaped <= 0 {
+            std::thread::sleep(POLL);
+        }
     }
+}
+
+/// Makes this process the reaper of its orphaned descendants (`PR_SET_CHILD_SUBREAPER`)
+/// while `end` runs: a server's own helpers, orphaned when their parent is killed, become
+/// ours to reap instead of init's (which, in a container, may never reap them — they stayed
+/// zombies). Only for that moment, and the flag is put back as it was: a long-running
+/// host would collect every orphan's zombie.
+pub(super) fn adopting_orphans<T>(end: impl FnOnce() -> T) -> T {
+    let mut was: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer, which lives on
+    // this stack frame; PR_SET_CHILD_SUBREAPER only sets a flag of this process.
+    unsafe {
+        libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    }
+    let ended = end();
+    // SAFETY: as above.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, was);
+    }
+    ended
 }
