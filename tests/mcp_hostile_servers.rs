@@ -230,3 +230,89 @@ fn a_zero_listing_limit_is_a_config_error_naming_the_key() {
         assert!(err.contains(&format!("mcp_servers.x.{key}")), "{err}");
     }
 }
+
+/// `tests/mcp/raw_http_server.py` (the raw server's answers as SSE events), killed on drop.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(fx: &Fixture) -> Self {
+        use std::io::BufRead;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/raw_http_server.py");
+        let mut child = std::process::Command::new("python3")
+            .arg(script)
+            .env("FIXTURE_DIR", fx.root())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().trim_start_matches("listening ").to_string();
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn over_http_a_tool_nested_too_deeply_is_left_out_and_the_rest_kept() {
+    let fx = Fixture::new();
+    let server = HttpServer::start(&fx);
+    fx.write("listing", "deep");
+    fx.write(
+        "toolhost.toml",
+        format!(
+            "[mcp_servers.raw]\nurl = {:?}\nconnect_timeout_ms = 120000\n",
+            server.url
+        ),
+    );
+    let row = server_row(&fx);
+    assert_eq!(row["registers"], true, "{row}");
+    let tools: Vec<&str> = row["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(tools.contains(&"mcp__raw__echo"), "{tools:?}");
+    assert!(!tools.contains(&"mcp__raw__deep_input"), "{tools:?}");
+    let out = fx.toolhost().arg("discover").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("MCP server 'raw': tool 'deep_input' left out: nested 304 levels deep"),
+        "{text}"
+    );
+}
+
+#[test]
+fn over_http_an_answer_that_cannot_be_read_is_an_error_not_a_timeout() {
+    let fx = Fixture::new();
+    let server = HttpServer::start(&fx);
+    let host = fx.host_with(&format!(
+        "[mcp_servers.raw]\nurl = {:?}\ntimeout_ms = 120000\n",
+        server.url
+    ));
+    let out = call(&host, "mcp__raw__deep_result", json!({}));
+    assert_eq!(out["error_type"], "handler_error", "{out}");
+    let error = out["error"].as_str().unwrap();
+    assert!(
+        error.contains("MCP server 'raw'") && error.contains("the answer cannot be read"),
+        "{error}"
+    );
+    assert_eq!(
+        call(&host, "mcp__raw__echo", json!({"text": "next"})),
+        json!("next")
+    );
+}

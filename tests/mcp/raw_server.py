@@ -18,6 +18,8 @@ import json
 import os
 import sys
 
+sys.setrecursionlimit(10000)
+
 marks = os.environ.get("FIXTURE_DIR", ".")
 
 
@@ -109,35 +111,39 @@ def call(name, arguments):
     return {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True}
 
 
+def answer(message):
+    """The answer to one message (None for notifications and answers)."""
+    method = message.get("method")
+    if "id" not in message or method is None:
+        return None
+    params = message.get("params") or {}
+    if method == "initialize":
+        result = {
+            "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "raw", "version": "1"},
+        }
+    elif method == "tools/list":
+        result = listing(params.get("cursor"))
+    elif method == "tools/call":
+        result = call(params.get("name"), params.get("arguments") or {})
+    elif method == "ping":
+        result = {}
+    else:
+        return {"jsonrpc": "2.0", "id": message["id"],
+                "error": {"code": -32601, "message": f"no method {method}"}}
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
 def main():
     with open(os.path.join(marks, "pids"), "a") as f:
         f.write(f"{os.getpid()}\n")
-    sys.setrecursionlimit(10000)
     for line in sys.stdin:
         if not line.strip():
             continue
-        message = json.loads(line)
-        method = message.get("method")
-        if "id" not in message or method is None:
-            continue
-        params = message.get("params") or {}
-        if method == "initialize":
-            result = {
-                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {"listChanged": True}},
-                "serverInfo": {"name": "raw", "version": "1"},
-            }
-        elif method == "tools/list":
-            result = listing(params.get("cursor"))
-        elif method == "tools/call":
-            result = call(params.get("name"), params.get("arguments") or {})
-        elif method == "ping":
-            result = {}
-        else:
-            send({"jsonrpc": "2.0", "id": message["id"],
-                  "error": {"code": -32601, "message": f"no method {method}"}})
-            continue
-        send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        reply = answer(json.loads(line))
+        if reply is not None:
+            send(reply)
 
 
 if __name__ == "__main__":

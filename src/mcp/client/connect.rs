@@ -43,7 +43,7 @@ pub(super) async fn connect(
 ) -> Result<Session, String> {
     match (&server.command, &server.url) {
         (Some(command), _) => connect_child(name, server, command, listener, wiring).await,
-        (None, Some(url)) => connect_http(server, url, listener, wiring.max_message).await,
+        (None, Some(url)) => connect_http(server, url, listener, wiring).await,
         (None, None) => Err("neither 'command' nor 'url' is set".to_string()),
     }
 }
@@ -94,13 +94,13 @@ async fn connect_http(
     server: &McpServerConfig,
     url: &str,
     listener: Listener,
-    max_message: usize,
+    wiring: Wiring<'_>,
 ) -> Result<Session, String> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     // rmcp reads at most this much of one answer (checked while reading).
-    config.max_sse_event_size = max_message;
-    config.max_json_response_size = max_message;
+    config.max_sse_event_size = wiring.max_message;
+    config.max_json_response_size = wiring.max_message;
     if let Some(var) = &server.bearer_token_env {
         match std::env::var(var) {
             Ok(token) if !token.is_empty() => config = config.auth_header(token),
@@ -114,7 +114,8 @@ async fn connect_http(
     // reqwest is built without a crypto provider of its own: ring, installed once per
     // process (an embedder that installed another one keeps it).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = super::http::ScreeningClient::new(wiring.notes)?;
+    let transport = StreamableHttpClientTransport::with_client(client, config);
     listener.serve(transport).await.map_err(|e| match &e {
         // Its `error` is not marked as the source: follow it by hand to the cause
         // (a refused connection, an untrusted certificate).

@@ -67,6 +67,48 @@ pub(super) fn listing(result: &str) -> Result<(String, Vec<String>), serde_json:
     Ok((out, left_out))
 }
 
+/// The start of any JSON-RPC message (the rest skipped without building it).
+#[derive(Deserialize)]
+pub(super) struct Head<'a> {
+    #[serde(default)]
+    pub id: Option<rmcp::model::RequestId>,
+    #[serde(default, borrow)]
+    pub method: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub result: Option<&'a RawValue>,
+}
+
+impl Head<'_> {
+    /// The id of the request this message answers, if it is an answer.
+    pub(super) fn answer_to(&self) -> Option<rmcp::model::RequestId> {
+        self.id.clone().filter(|_| self.method.is_none())
+    }
+}
+
+/// The text of a `tools/list` answer to `id` with `result` screened ([`listing`]), and
+/// the reasons for the tools left out.
+pub(super) fn listing_answer(
+    id: &rmcp::model::RequestId,
+    result: &str,
+) -> Result<(String, Vec<String>), String> {
+    let unreadable = |e: serde_json::Error| format!("the tool list cannot be read: {e}");
+    let (result, left_out) = listing(result).map_err(unreadable)?;
+    let id = serde_json::to_string(id).map_err(unreadable)?;
+    Ok((
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
+        left_out,
+    ))
+}
+
+/// The text of an error answer to `id` saying why its answer cannot be read.
+pub(super) fn error_answer(id: &rmcp::model::RequestId, reason: &str) -> String {
+    let message = rmcp::model::ServerJsonRpcMessage::error(
+        rmcp::model::ErrorData::internal_error(reason.to_string(), None),
+        Some(id.clone()),
+    );
+    serde_json::to_string(&message).unwrap_or_default()
+}
+
 /// Whether one tool's JSON can be taken; otherwise the reason naming it.
 fn check_tool(raw: &str) -> Result<(), String> {
     #[derive(Deserialize)]

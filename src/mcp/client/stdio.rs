@@ -18,8 +18,6 @@ use rmcp::model::{ClientRequest, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,21 +57,15 @@ impl Notes {
         self.fatal.lock().clone()
     }
 
+    /// Notes the reasons for tools left out of a listing.
+    pub(super) fn add_left_out(&self, reasons: Vec<String>) {
+        self.left_out.lock().extend(reasons);
+    }
+
     /// Takes the reasons for the tools left out since the last call.
     pub(super) fn take_left_out(&self) -> Vec<String> {
         std::mem::take(&mut *self.left_out.lock())
     }
-}
-
-/// The start of any JSON-RPC message (the rest skipped without building it).
-#[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(default)]
-    id: Option<RequestId>,
-    #[serde(default, borrow)]
-    method: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    result: Option<&'a RawValue>,
 }
 
 /// The transport over a spawned child's stdin and stdout.
@@ -162,14 +154,14 @@ impl ChildTransport {
                 Err(error) => first_try = Some(error),
             }
         }
-        let head: Head<'_> = match serde_json::from_str(text) {
+        let head: screen::Head<'_> = match serde_json::from_str(text) {
             Ok(head) => head,
             Err(error) => {
                 tracing::warn!(target: "toolhost::mcp_client", server = %self.server, "ignoring a line that is not a JSON-RPC message: {error}");
                 return None;
             }
         };
-        let answer_to = head.id.clone().filter(|_| head.method.is_none());
+        let answer_to = head.answer_to();
         let is_listing = answer_to
             .as_ref()
             .is_some_and(|id| self.listings.remove(id));
@@ -204,12 +196,10 @@ impl ChildTransport {
         id: &RequestId,
         result: &str,
     ) -> Result<RxJsonRpcMessage<RoleClient>, String> {
-        let unreadable = |e: serde_json::Error| format!("the tool list cannot be read: {e}");
-        let (result, left_out) = screen::listing(result).map_err(unreadable)?;
-        let id = serde_json::to_string(id).map_err(unreadable)?;
-        let message = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
-        let parsed = serde_json::from_str(&message).map_err(unreadable)?;
-        self.notes.left_out.lock().extend(left_out);
+        let (message, left_out) = screen::listing_answer(id, result)?;
+        let parsed = serde_json::from_str(&message)
+            .map_err(|e| format!("the tool list cannot be read: {e}"))?;
+        self.notes.add_left_out(left_out);
         Ok(parsed)
     }
 }
