@@ -530,6 +530,156 @@ fn no_server_process_outlives_a_killed_host() {
     );
 }
 
+/// The pids the fixture server recorded at each start.
+fn recorded_pids(fx: &Fixture) -> Vec<u32> {
+    std::fs::read_to_string(fx.root().join("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.trim().parse().ok())
+        .collect()
+}
+
+/// Whether a process `pid` exists at all (a zombie counts: it has not been reaped).
+fn exists(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn no_server_process_outlives_a_cli_command() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    // Normal exit, error exit (the tool fails: exit 1), and a command that lists.
+    let commands: [&[&str]; 3] = [
+        &["call", "mcp__py__echo", "{\"text\": \"x\"}"],
+        &["call", "mcp__py__fail", "{}"],
+        &["list"],
+    ];
+    for run in 0..12 {
+        let args = commands[run % commands.len()];
+        let out = fx.toolhost().args(args).output().unwrap();
+        assert!(
+            out.status.code().is_some(),
+            "run {run}: toolhost {args:?} died of a signal"
+        );
+        // Checked at once, not waited for: the command has exited, so its server must
+        // already be gone (a killed server still running, or a zombie, is what leaked).
+        let pids = recorded_pids(&fx);
+        assert_eq!(
+            pids.len(),
+            run + 1,
+            "run {run}: one server start per command"
+        );
+        for pid in pids {
+            assert!(
+                !exists(pid),
+                "run {run}: server {pid} outlived `toolhost {}`",
+                args.join(" ")
+            );
+        }
+    }
+}
+
+#[test]
+fn no_server_helper_outlives_a_cli_command() {
+    // The server proper is the shell's child: a helper of the child we started, in its
+    // process group; orphaned when the shell is killed.
+    let fx = Fixture::new();
+    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/raw_server.py");
+    fx.write(
+        "toolhost.toml",
+        format!(
+            "[mcp_servers.sh]\ncommand = [\"sh\", \"-c\", \"python3 '{}'; echo ended\"]\nenv = {{ FIXTURE_DIR = {:?} }}\n",
+            raw.display(),
+            fx.root().display().to_string()
+        ),
+    );
+    for run in 0..5 {
+        let out = fx
+            .toolhost()
+            .args(["call", "mcp__sh__echo", "{\"text\": \"x\"}"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "x");
+        let pids = recorded_pids(&fx);
+        assert_eq!(pids.len(), run + 1);
+        for pid in pids {
+            assert!(
+                !exists(pid),
+                "run {run}: server helper {pid} outlived `toolhost call`"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_server_process_outlives_a_terminated_host() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let mut host = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), || !recorded_pids(&fx).is_empty()
+            && !children_of(host.id()).is_empty()),
+        "the MCP server child never started"
+    );
+    let pid = i32::try_from(host.id()).unwrap();
+    // SAFETY: sends SIGTERM to the host we started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = host.wait().unwrap();
+    assert!(
+        status.code().is_some(),
+        "SIGTERM ends serve in order: {status}"
+    );
+    for pid in recorded_pids(&fx) {
+        assert!(!exists(pid), "server {pid} outlived the terminated host");
+    }
+}
+
+#[test]
+fn no_server_process_outlives_an_interrupted_call() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let fx = Fixture::new();
+        fx.write("toolhost.toml", py_server(&fx, ""));
+        let mut host = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .args([
+                "--cache-dir",
+                "cache",
+                "call",
+                "mcp__py__slow",
+                "{\"seconds\": 60}",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The call is under way once the server has listed its tools (the call follows).
+        assert!(
+            wait_until(Duration::from_secs(30), || listings(&fx) > 0),
+            "the MCP server never listed its tools"
+        );
+        let pid = i32::try_from(host.id()).unwrap();
+        // SAFETY: sends a signal to the process we started.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        let status = host.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + signal), "{status}");
+        for pid in recorded_pids(&fx) {
+            assert!(
+                !exists(pid),
+                "server {pid} outlived the interrupted call ({signal})"
+            );
+        }
+    }
+}
+
 /// `toolhost serve --http` on a free port with a tools dir holding `greet`, requiring the
 /// bearer token in its `INNER_TOKEN`; returns the process and its URL.
 fn inner_http_server(fx: &Fixture, token: &str) -> (std::process::Child, String) {

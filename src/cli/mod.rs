@@ -153,6 +153,11 @@ pub fn run() -> ExitCode {
         Command::Check { .. } | Command::Discover { .. } | Command::Watch
     );
     init_logging(cli.verbose, cli.quiet, serving, reports_problems);
+    // A one-shot command interrupted ends its MCP servers before it goes.
+    #[cfg(feature = "mcp-client")]
+    if !serving {
+        crate::mcp::client::end_on_signal();
+    }
     let outcome = match &cli.command {
         Command::List { json } => one_shot(&cli, None, |host| list::run(host, &cli, *json)),
         Command::Schema {
@@ -191,6 +196,9 @@ pub fn run() -> ExitCode {
         Command::Call { name, args } => call::run(&cli, name, args.as_deref()),
         Command::Test { paths, json } => test::run(&cli, paths, *json),
     };
+    // No MCP server child outlives the command, whoever still holds a host.
+    #[cfg(feature = "mcp-client")]
+    crate::mcp::client::end_all();
     match outcome {
         Ok(code) => code,
         Err(message) => {
@@ -328,6 +336,9 @@ pub(crate) fn print_line(line: std::fmt::Arguments<'_>) {
         .and_then(|()| stdout.write_all(b"\n"))
         .and_then(|()| stdout.flush());
     if let Err(error) = written {
+        // Exiting here skips every destructor: end the MCP servers' children first.
+        #[cfg(feature = "mcp-client")]
+        crate::mcp::client::end_all();
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }

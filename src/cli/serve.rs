@@ -33,6 +33,15 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
             .build(),
     }
     .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    // Listening from here on: a signal while the host starts its MCP servers still ends
+    // the server in order (and its servers' children with it).
+    let stop = {
+        let _context = runtime.enter();
+        let signal = crate::mcp::shutdown::listen();
+        async move {
+            signal.await;
+        }
+    };
     // Serving takes many calls: the pool size comes from the config (default: cores).
     let host = super::build_with(cli, None, None, /*interactive*/ false)?;
     let selection = Selection {
@@ -65,7 +74,7 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
                 if !quiet {
                     eprintln!("toolhost: serving MCP at http://{bound}/mcp");
                 }
-                crate::mcp::http::serve(shared, listener, options, crate::mcp::shutdown::signal())
+                crate::mcp::http::serve(shared, listener, options, stop)
                     .await
                     .map_err(|e| e.to_string())
             }
@@ -73,7 +82,7 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
                 let (input, output, written) = crate::mcp::stdio::open()
                     .map_err(|e| format!("cannot open stdin/stdout: {e}"))?;
                 writer_done = written;
-                crate::mcp::guard::serve(shared, input, output, crate::mcp::shutdown::signal())
+                crate::mcp::guard::serve(shared, input, output, stop)
                     .await
                     .map_err(|e| e.to_string())
             }

@@ -24,6 +24,13 @@ pub(crate) struct McpServerConfig {
     pub timeout_ms: Option<u64>,
     /// How long starting (spawn + initialize + first listing) may take (default 10 s).
     pub connect_timeout_ms: Option<u64>,
+    /// Most tools one listing may bring (default 1,000); more marks the server down.
+    pub max_tools: Option<usize>,
+    /// Most bytes one listing may take, all pages together (default 8 MiB); more marks the
+    /// server down.
+    pub max_list_bytes: Option<u64>,
+    /// How long one listing (all pages) may take in milliseconds (default 30 s).
+    pub list_timeout_ms: Option<u64>,
     /// Which of the server's tools to register (globs over the server's own tool names).
     #[serde(default)]
     pub tools: ToolFilterConfig,
@@ -112,6 +119,9 @@ pub(crate) fn check(
         for (field, value) in [
             ("timeout_ms", server.timeout_ms),
             ("connect_timeout_ms", server.connect_timeout_ms),
+            ("max_tools", server.max_tools.map(|n| n as u64)),
+            ("max_list_bytes", server.max_list_bytes),
+            ("list_timeout_ms", server.list_timeout_ms),
         ] {
             if value == Some(0) {
                 return Err(format!("{key}.{field}: must be at least 1"));

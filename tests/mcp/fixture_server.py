@@ -5,7 +5,7 @@ Tools: echo, add (structured output), slow (notes its cancellation in $FIXTURE_D
 fail (isError), picture (an image), grow (adds a tool and says the list changed), flood
 (says the list changed over and over for a while, changing nothing), pid, note_add /
 note_drop (for include/exclude globs). Every tools/list adds a line to
-$FIXTURE_DIR/listings."""
+$FIXTURE_DIR/listings; every start adds its pid to $FIXTURE_DIR/pids."""
 import asyncio
 import os
 import sys
@@ -104,6 +104,8 @@ def note_drop(text: str) -> str:
 
 if __name__ == "__main__":
     print("fixture server starting", file=sys.stderr)
+    with open(os.path.join(marks, "pids"), "a") as f:
+        f.write(f"{os.getpid()}\n")
     if os.path.exists(os.path.join(marks, "refuse")):
         raise SystemExit("refusing to start (FIXTURE_DIR/refuse exists)")
     server.run("stdio")

@@ -3,12 +3,14 @@
 //! is rmcp's.
 
 use super::listener::Listener;
+use super::stdio::{ChildTransport, Notes};
 use crate::config::McpServerConfig;
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::RoleClient;
 use rmcp::service::{RunningService, ServiceExt};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use std::process::Stdio;
+use std::sync::Arc;
 use tokio::io::AsyncBufReadExt;
 
 /// A running client session with one server.
@@ -21,17 +23,27 @@ const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "US
 /// Longest stderr line logged (a server printing binary junk cannot flood the log).
 const MAX_STDERR_LINE: usize = 4096;
 
-/// Connects to `server` and runs the MCP handshake. For a child, its process-group id goes
-/// to `pgid` as soon as it exists (so the host can kill the group whatever happens next).
+/// How one connection is made and read.
+pub(super) struct Wiring<'a> {
+    /// The child's process-group id goes here as soon as it exists (so the host can kill
+    /// the group whatever happens next).
+    pub pgid: &'a parking_lot::Mutex<Option<u32>>,
+    /// What a stdio transport notes beside the messages.
+    pub notes: Arc<Notes>,
+    /// The longest message the server may send.
+    pub max_message: usize,
+}
+
+/// Connects to `server` and runs the MCP handshake.
 pub(super) async fn connect(
     name: &str,
     server: &McpServerConfig,
     listener: Listener,
-    pgid: &parking_lot::Mutex<Option<u32>>,
+    wiring: Wiring<'_>,
 ) -> Result<Session, String> {
     match (&server.command, &server.url) {
-        (Some(command), _) => connect_child(name, server, command, listener, pgid).await,
-        (None, Some(url)) => connect_http(server, url, listener).await,
+        (Some(command), _) => connect_child(name, server, command, listener, wiring).await,
+        (None, Some(url)) => connect_http(server, url, listener, wiring).await,
         (None, None) => Err("neither 'command' nor 'url' is set".to_string()),
     }
 }
@@ -41,7 +53,7 @@ async fn connect_child(
     server: &McpServerConfig,
     command: &[String],
     listener: Listener,
-    pgid: &parking_lot::Mutex<Option<u32>>,
+    wiring: Wiring<'_>,
 ) -> Result<Session, String> {
     let Some((program, args)) = command.split_first() else {
         return Err("'command' is empty".to_string());
@@ -57,17 +69,21 @@ async fn connect_child(
     if let Some(cwd) = &server.cwd {
         cmd.current_dir(cwd);
     }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     die_with_parent(&mut cmd);
     let mut wrapped = CommandWrap::from(cmd);
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    let (transport, stderr) = TokioChildProcess::builder(wrapped)
-        .stderr(Stdio::piped())
+    let mut child = wrapped
         .spawn()
         .map_err(|e| format!("cannot run {program:?}: {e}"))?;
-    *pgid.lock() = transport.id();
-    if let Some(stderr) = stderr {
+    *wiring.pgid.lock() = child.id();
+    if let Some(stderr) = child.stderr().take() {
         tokio::spawn(log_stderr(name.to_string(), stderr));
     }
+    let transport = ChildTransport::new(name, child, wiring.max_message, wiring.notes)
+        .map_err(|e| format!("cannot run {program:?}: {e}"))?;
     listener
         .serve(transport)
         .await
@@ -78,9 +94,13 @@ async fn connect_http(
     server: &McpServerConfig,
     url: &str,
     listener: Listener,
+    wiring: Wiring<'_>,
 ) -> Result<Session, String> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    // rmcp reads at most this much of one answer (checked while reading).
+    config.max_sse_event_size = wiring.max_message;
+    config.max_json_response_size = wiring.max_message;
     if let Some(var) = &server.bearer_token_env {
         match std::env::var(var) {
             Ok(token) if !token.is_empty() => config = config.auth_header(token),
@@ -94,7 +114,8 @@ async fn connect_http(
     // reqwest is built without a crypto provider of its own: ring, installed once per
     // process (an embedder that installed another one keeps it).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let transport = StreamableHttpClientTransport::from_config(config);
+    let client = super::http::ScreeningClient::new(wiring.notes)?;
+    let transport = StreamableHttpClientTransport::with_client(client, config);
     listener.serve(transport).await.map_err(|e| match &e {
         // Its `error` is not marked as the source: follow it by hand to the cause
         // (a refused connection, an untrusted certificate).

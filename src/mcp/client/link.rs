@@ -4,9 +4,12 @@
 //! (its tools, or whether it is up) is reported through `on_change`, and the host turns it
 //! into a registry update.
 
-use super::connect::{Session, connect};
+use super::connect::{Session, Wiring, connect};
 use super::listener::Listener;
+use super::listing::{self, Limits, ListError};
 use super::result::from_call_result;
+use super::screen;
+use super::stdio::{Notes, max_message_bytes};
 use crate::config::McpServerConfig;
 use parking_lot::Mutex;
 use rmcp::Peer;
@@ -57,6 +60,14 @@ struct Known {
     peer: Option<Peer<RoleClient>>,
     /// The server's tools as last listed (kept while it is down, so they stay registered).
     tools: Option<Arc<Vec<Tool>>>,
+    /// Why tools of the last listing were left out (`tool 'x' left out: …`).
+    left_out: Vec<String>,
+}
+
+/// One listing's outcome.
+pub(super) struct Listing {
+    tools: Vec<Tool>,
+    left_out: Vec<String>,
 }
 
 /// One configured server and its state.
@@ -85,6 +96,7 @@ impl Link {
                 status: Status::Starting,
                 peer: None,
                 tools: tools.map(Arc::new),
+                left_out: Vec::new(),
             }),
             settled: watch::channel(false).0,
             pgid: Mutex::new(None),
@@ -102,30 +114,34 @@ impl Link {
         self.known.lock().tools.clone()
     }
 
+    /// Why tools of the last listing were left out, one reason each.
+    pub(crate) fn left_out(&self) -> Vec<String> {
+        self.known.lock().left_out.clone()
+    }
+
     /// Waits until the first connection attempt has ended.
     pub(super) async fn settled(&self) {
         let mut settled = self.settled.subscribe();
         let _ = settled.wait_for(|done| *done).await;
     }
 
-    /// Stops the supervisor (its session ends, a child is killed).
-    pub(super) fn stop(&self) {
+    /// Stops the supervisor (its session ends, a child is killed). Returns the killed
+    /// child's pid (= its group's id), for [`super::reap::reap`].
+    pub(super) fn stop(&self) -> Option<i32> {
         self.stop.cancel();
-        self.kill_group();
+        self.kill_group()
     }
 
     /// Kills the child's whole process group, if one runs (a server that spawned helpers
-    /// takes them with it).
-    pub(super) fn kill_group(&self) {
-        if let Some(pgid) = self.pgid.lock().take()
-            && let Ok(pgid) = i32::try_from(pgid)
-            && pgid > 1
-        {
-            // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
-            unsafe {
-                libc::killpg(pgid, libc::SIGKILL);
-            }
+    /// takes them with it); returns its pid (= the group's id).
+    pub(super) fn kill_group(&self) -> Option<i32> {
+        let pgid = self.pgid.lock().take()?;
+        let pgid = i32::try_from(pgid).ok().filter(|pgid| *pgid > 1)?;
+        // SAFETY: killpg only sends a signal; a group that is gone yields ESRCH.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
         }
+        Some(pgid)
     }
 
     /// How long starting may take.
@@ -173,12 +189,13 @@ impl Link {
         from_call_result(result, structured)
     }
 
-    fn set(&self, status: Status, peer: Option<Peer<RoleClient>>, tools: Option<Vec<Tool>>) {
+    fn set(&self, status: Status, peer: Option<Peer<RoleClient>>, listing: Option<Listing>) {
         let mut known = self.known.lock();
         known.status = status;
         known.peer = peer;
-        if let Some(tools) = tools {
-            known.tools = Some(Arc::new(tools));
+        if let Some(listing) = listing {
+            known.tools = Some(Arc::new(listing.tools));
+            known.left_out = listing.left_out;
         }
     }
 
@@ -192,17 +209,18 @@ impl Link {
             let listener = Listener {
                 tools_changed: tools_changed.clone(),
             };
+            let notes = Arc::new(Notes::default());
             let attempt = tokio::select! {
                 () = self.stop.cancelled() => return,
-                attempt = tokio::time::timeout(self.connect_timeout(), self.start(listener)) => attempt,
+                attempt = tokio::time::timeout(self.connect_timeout(), self.start(listener, &notes)) => attempt,
             };
             match attempt {
-                Ok(Ok((session, tools))) => {
-                    tracing::debug!(target: "toolhost::mcp_client", server = %self.name, "connected, {} tools", tools.len());
-                    self.set(Status::Up, Some(session.peer().clone()), Some(tools));
+                Ok(Ok((session, listing))) => {
+                    tracing::debug!(target: "toolhost::mcp_client", server = %self.name, "connected, {} tools", listing.tools.len());
+                    self.set(Status::Up, Some(session.peer().clone()), Some(listing));
                     self.settled.send_replace(true);
                     on_change(&self);
-                    let reason = self.serve(session, tools_changed, &on_change).await;
+                    let reason = self.serve(session, tools_changed, &notes, &on_change).await;
                     let Some(reason) = reason else { return };
                     tracing::warn!(target: "toolhost::mcp_client", "{reason}");
                     self.set(Status::Down(reason), None, None);
@@ -249,33 +267,83 @@ impl Link {
     fn relisted(
         &self,
         peer: &Peer<RoleClient>,
-        tools: Vec<Tool>,
+        listing: Listing,
         on_change: &Arc<dyn Fn(&Link) + Send + Sync>,
     ) {
-        let unchanged = self
-            .known
-            .lock()
-            .tools
-            .as_deref()
-            .is_some_and(|known| *known == tools);
+        let unchanged = {
+            let known = self.known.lock();
+            known.left_out == listing.left_out
+                && known
+                    .tools
+                    .as_deref()
+                    .is_some_and(|known| *known == listing.tools)
+        };
         if unchanged {
             tracing::debug!(target: "toolhost::mcp_client", server = %self.name, "tool list announced as changed, but the same");
             return;
         }
-        tracing::info!(target: "toolhost::mcp_client", server = %self.name, "tool list changed, {} tools", tools.len());
-        self.set(Status::Up, Some(peer.clone()), Some(tools));
+        tracing::info!(target: "toolhost::mcp_client", server = %self.name, "tool list changed, {} tools", listing.tools.len());
+        self.set(Status::Up, Some(peer.clone()), Some(listing));
         on_change(self);
     }
 
+    /// The limits of one listing.
+    fn limits(&self) -> Limits {
+        Limits::of(&self.config)
+    }
+
     /// Connects and lists the tools.
-    async fn start(&self, listener: Listener) -> Result<(Session, Vec<Tool>), String> {
-        let session = connect(&self.name, &self.config, listener, &self.pgid).await?;
-        let tools = session
-            .peer()
-            .list_all_tools()
+    async fn start(
+        &self,
+        listener: Listener,
+        notes: &Arc<Notes>,
+    ) -> Result<(Session, Listing), String> {
+        let wiring = Wiring {
+            pgid: &self.pgid,
+            notes: notes.clone(),
+            max_message: max_message_bytes(
+                self.config
+                    .max_list_bytes
+                    .unwrap_or(listing::DEFAULT_MAX_LIST_BYTES),
+            ),
+        };
+        // A message over the size limit ends the session: that is the reason then.
+        let session = connect(&self.name, &self.config, listener, wiring)
             .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
-        Ok((session, tools))
+            .map_err(|e| notes.fatal().unwrap_or(e))?;
+        let listed = listing::list(session.peer(), self.limits()).await;
+        let listing = self.listed(listed, notes).map_err(ListError::into_reason)?;
+        Ok((session, listing))
+    }
+
+    /// A listing's outcome, with the tools left out and the transport's reason (if it
+    /// ended the session) taken into account.
+    fn listed(
+        &self,
+        listed: Result<Vec<Tool>, ListError>,
+        notes: &Notes,
+    ) -> Result<Listing, ListError> {
+        let mut left_out = notes.take_left_out();
+        match listed {
+            Ok(tools) => {
+                // Screened already over stdio; over HTTP rmcp parsed them whole.
+                let tools = tools
+                    .into_iter()
+                    .filter(|tool| match screen::too_deep(tool) {
+                        None => true,
+                        Some(reason) => {
+                            left_out.push(reason);
+                            false
+                        }
+                    })
+                    .collect();
+                Ok(Listing { tools, left_out })
+            }
+            Err(error) => match notes.fatal() {
+                Some(fatal) => Err(ListError::Limit(fatal)),
+                None => Err(error),
+            },
+        }
     }
 
     /// Serves until the session ends (`Some(reason)`) or the link is stopped (`None`);
@@ -284,6 +352,7 @@ impl Link {
         &self,
         session: Session,
         tools_changed: Arc<Notify>,
+        notes: &Notes,
         on_change: &Arc<dyn Fn(&Link) + Send + Sync>,
     ) -> Option<String> {
         let peer = session.peer().clone();
@@ -302,14 +371,29 @@ impl Link {
                 () = tools_changed.notified(), if !announced => announced = true,
                 () = tokio::time::sleep_until(next_listing), if announced => {
                     announced = false;
-                    let listed = peer.list_all_tools().await;
+                    let listed = listing::list(&peer, self.limits()).await;
                     next_listing = tokio::time::Instant::now() + MIN_RELIST_GAP;
-                    match listed {
-                        Ok(tools) => self.relisted(&peer, tools, on_change),
-                        Err(error) => tracing::warn!(target: "toolhost::mcp_client", server = %self.name, "tools/list after list_changed failed: {error}"),
+                    match self.listed(listed, notes) {
+                        Ok(listing) => self.relisted(&peer, listing, on_change),
+                        // Over a limit: the server is down with the reason (and restarted).
+                        Err(ListError::Limit(reason)) => {
+                            ending.cancel();
+                            let _ = tokio::time::timeout(Duration::from_secs(2), &mut waiting).await;
+                            return Some(format!(
+                                "MCP server '{}' is down: {reason}; restarting with back-off",
+                                self.name
+                            ));
+                        }
+                        Err(ListError::Failed(error)) => tracing::warn!(target: "toolhost::mcp_client", server = %self.name, "tools/list after list_changed failed: {error}"),
                     }
                 }
                 ended = &mut waiting => {
+                    if let Some(fatal) = notes.fatal() {
+                        return Some(format!(
+                            "MCP server '{}' is down: {fatal}; restarting with back-off",
+                            self.name
+                        ));
+                    }
                     let how = match ended {
                         Ok(reason) => format!("{reason:?}"),
                         Err(error) => error.to_string(),

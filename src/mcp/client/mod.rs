@@ -10,10 +10,15 @@
 //! start still has its tools registered (unavailable, with the reason).
 
 mod connect;
+mod http;
 mod link;
 mod listener;
+mod listing;
 mod memory;
+mod reap;
 mod result;
+mod screen;
+mod stdio;
 mod tools;
 
 pub(crate) use link::Status;
@@ -24,8 +29,53 @@ use link::Link;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Once, OnceLock, Weak};
+use std::time::{Duration, Instant};
+
+/// How long ending the servers waits at most for their killed children to be gone.
+const END_WAIT: Duration = Duration::from_secs(5);
+
+/// Every link of every host in this process, so the CLI can end all servers before it
+/// exits whoever still holds a host (see [`end_all`]).
+static LIVE: parking_lot::Mutex<Vec<Weak<Link>>> = parking_lot::Mutex::new(Vec::new());
+
+/// Whether a SIGINT/SIGTERM ends the process after ending the servers (see
+/// [`end_on_signal`]).
+static END_ON_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+/// Asks that, once a server has been started, SIGINT and SIGTERM end the process only
+/// after its servers are gone (exit status 128 + the signal's number). For the CLI's
+/// one-shot commands, which listen for no signal themselves: by default the signal killed
+/// the command at once and its servers died on their own a moment later. `serve` has its
+/// own orderly shutdown and does not ask.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn end_on_signal() {
+    END_ON_SIGNAL.store(true, Ordering::Relaxed);
+}
+
+/// Stops every server of every host in this process and waits (bounded) until their
+/// children are gone: the CLI calls it before exiting, so no server outlives the command
+/// however the command ends (a host kept alive elsewhere, `process::exit`, an error).
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) fn end_all() {
+    let links: Vec<Arc<Link>> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
+    end(&links);
+}
+
+/// Stops `links` (all killed at once) and waits until their children are gone.
+fn end(links: &[Arc<Link>]) {
+    if links.is_empty() {
+        return;
+    }
+    reap::adopting_orphans(|| {
+        let killed: Vec<i32> = links.iter().filter_map(|link| link.stop()).collect();
+        let deadline = Instant::now() + END_WAIT;
+        for pid in killed {
+            reap::reap(pid, deadline);
+        }
+    });
+}
 
 /// Called after any server's tools or status changed.
 type ChangeListener = Box<dyn Fn() + Send + Sync>;
@@ -66,6 +116,11 @@ impl McpClients {
             listener: Arc::new(OnceLock::new()),
             problems: Mutex::new(Vec::new()),
         };
+        // Listening before any child is spawned: a signal in between would kill the host
+        // at once, leaving its children to die on their own.
+        if END_ON_SIGNAL.load(Ordering::Relaxed) && servers.values().any(|s| s.is_enabled()) {
+            clients.watch_signals();
+        }
         let started = clients.reconcile(servers, default_timeout_ms);
         clients.wait_settled(&started);
         clients
@@ -107,6 +162,11 @@ impl McpClients {
                 self.memory.recall(name, config),
             ));
             let on_change = self.on_change();
+            {
+                let mut live = LIVE.lock();
+                live.retain(|link| link.strong_count() > 0);
+                live.push(Arc::downgrade(&link));
+            }
             self.runtime().spawn(link.clone().supervise(on_change));
             links.insert(name.clone(), link.clone());
             started.push(link);
@@ -165,6 +225,27 @@ impl McpClients {
         })
     }
 
+    /// Once per process: on SIGINT or SIGTERM, ends every server, then the process.
+    fn watch_signals(&self) {
+        static WATCHING: Once = Once::new();
+        WATCHING.call_once(|| {
+            let runtime = self.runtime();
+            let signal = {
+                let _context = runtime.enter();
+                crate::mcp::shutdown::listen()
+            };
+            runtime.spawn(async move {
+                let number = signal.await;
+                // Ending waits (bounded) for the children: not on the runtime's thread.
+                let _ = tokio::task::spawn_blocking(move || {
+                    end_all();
+                    std::process::exit(128 + number);
+                })
+                .await;
+            });
+        });
+    }
+
     /// What a link calls after a change: remember the listing, tell the host (on a
     /// blocking thread: the host's registry update may take a lock a reload holds).
     fn on_change(&self) -> Arc<dyn Fn(&Link) + Send + Sync> {
@@ -214,9 +295,8 @@ impl McpClients {
 
 impl Drop for McpClients {
     fn drop(&mut self) {
-        for link in self.links.lock().values() {
-            link.stop();
-        }
+        let links: Vec<Arc<Link>> = self.links.lock().values().cloned().collect();
+        end(&links);
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }

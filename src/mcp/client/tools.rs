@@ -22,7 +22,11 @@ pub(super) fn entries(link: &Arc<Link>, default_timeout_ms: u64) -> (Vec<ToolEnt
     };
     let offline = link.status().reason(&link.name);
     let filter = Filter::new(&link.config.tools);
-    let mut problems = Vec::new();
+    let mut problems: Vec<String> = link
+        .left_out()
+        .into_iter()
+        .map(|reason| format!("MCP server '{}': {reason}", link.name))
+        .collect();
     let mut taken: BTreeMap<String, String> = BTreeMap::new();
     let mut entries = Vec::new();
     for tool in tools.iter().filter(|tool| filter.admits(&tool.name)) {
