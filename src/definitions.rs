@@ -199,6 +199,7 @@ fn selected(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Arc<ToolEntry>> {
 /// (environment, a server down): what a reload or a server's coming and going changes,
 /// computed without running any tool code, so that telling clients never waits for a
 /// `check_fn`.
+#[cfg(feature = "mcp")]
 pub(crate) fn selected_static(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Value> {
     selected(inputs, selection)
         .iter()

@@ -41,7 +41,6 @@ registry.register{ name = "a", toolset = "t",
   handler = function() return "a" end }
 "#;
 
-
 fn run(fx: &Fixture, args: &[&str]) -> Output {
     fx.toolhost().args(args).output().expect("toolhost runs")
 }

@@ -18,7 +18,6 @@ mod toplevel;
 pub(crate) use crate::error::LoadError;
 use cache::VerdictCache;
 pub(crate) use candidates::MAX_FILE_BYTES;
-#[cfg(feature = "watch")]
 pub(crate) use candidates::absolutize;
 pub(crate) use known_schemas::KnownSchemas;
 pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, plan, reconcile_replica};

@@ -231,6 +231,7 @@ impl Host {
     /// The selection's tools as registered (no availability probe, no dynamic override):
     /// what decides whether a reload is news to an MCP session, without waiting for a
     /// probe.
+    #[cfg(feature = "mcp")]
     pub(crate) fn static_definitions(&self, selection: &Selection) -> Vec<serde_json::Value> {
         let (world, state) = self.current();
         definitions::selected_static(&self.inputs(&world, &state), selection)
