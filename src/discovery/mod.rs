@@ -11,6 +11,7 @@ mod field_line;
 mod fuzz_tests;
 mod known_schemas;
 mod load;
+mod model_facing;
 mod prefilter;
 mod registrations;
 mod toplevel;

@@ -425,7 +425,7 @@ pub(super) fn lazy_file(
 ) -> LazyFile {
     LazyFile {
         display: verdict.shown.clone(),
-        chunk_name: super::load::model_facing(Path::new(&verdict.shown), &dir.path),
+        chunk_name: super::model_facing::model_facing(Path::new(&verdict.shown), &dir.path),
         index: index as u32,
         domain: dir.source.to_string().into(),
         search_dirs,

@@ -110,8 +110,8 @@ impl Host {
     /// assert_eq!(host.store().incr("visits", 1)?, serde_json::json!(1));
     /// # Ok(()) }
     /// ```
-    pub fn store(&self) -> crate::Store {
-        crate::Store::new(self.inner.inputs.store.clone(), crate::store::BUILTIN)
+    pub fn store(&self) -> crate::store::Store {
+        crate::store::Store::new(self.inner.inputs.store.clone(), crate::store::BUILTIN)
     }
 
     /// Reload events from now on (whoever triggers the reload: a [`Watch`], `reload`).

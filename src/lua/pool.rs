@@ -93,7 +93,7 @@ pub(crate) struct VmGone(pub String);
 
 impl VmPool {
     /// A pool of `primary` plus `replicas`, each started on its own thread.
-    pub(crate) fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, crate::Error> {
+    pub(crate) fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, crate::error::Error> {
         let slots = std::iter::once(primary)
             .chain(replicas)
             .enumerate()
@@ -268,8 +268,8 @@ async fn next_job(
 /// Starts the thread of one VM: a single-threaded runtime (timers and IO for `time.sleep`
 /// and `proc.run`) whose local tasks are the jobs sent to it. The thread ends when the pool
 /// is dropped and its last job has finished.
-fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::Error> {
-    let failed = |source| crate::Error::VmThread { index, source };
+fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::error::Error> {
+    let failed = |source| crate::error::Error::VmThread { index, source };
     let vm = Arc::new(vm);
     let (inbox, mut jobs) = mpsc::unbounded_channel::<VmJob>();
     let runtime = tokio::runtime::Builder::new_current_thread()
