@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs every benchmark on the shared workloads and prints one table; with --json the last
+# Runs every benchmark on the generated workloads (benches/common/workload.rs) and prints one table; with --json the last
 # line of stdout is one flat JSON object of medians (units in the key names).
 #
 #   scripts/bench.sh [--json]
 #
-# Needs: the Rust toolchain, python3 (workload generator, MCP client venv under target/).
+# Needs: the Rust toolchain, python3 (whole-process loop, MCP client venv under target/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=false
@@ -80,7 +80,7 @@ if [[ ! -x "$fastmcp/bin/python" ]] || ! "$fastmcp/bin/python" -c "import mcp.se
 fi
 "$venv/bin/python" scripts/mcp_stdio_bench.py "$(pwd)/target/release/toolhost" \
   "$(pwd)/target/bench-workloads/133" "$(pwd)/target/bench-workloads/1000" \
-  "$(pwd)/$fastmcp/bin/python" "${TOOLHOST_SHARED:-../shared}/bench/workload-133.json" > "$out/mcp.txt" 2>/dev/null || true
+  "$(pwd)/$fastmcp/bin/python" "$(pwd)/target/bench-workloads/133/workload.json" > "$out/mcp.txt" 2>/dev/null || true
 # Streamable HTTP, 8 concurrent sessions.
 mcp_dir="$out/mcp"
 mkdir -p "$mcp_dir"

@@ -1,10 +1,15 @@
 //! Property tests: coercion and validation never panic on arbitrary arguments against the
-//! shared workload's schemas (plus hand-written unions), and coercion is idempotent.
+//! benchmark workload's schemas (plus hand-written unions), and coercion is idempotent.
 
 use super::coerce::coerce_args;
 use crate::registry::compile_parameters;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+
+/// The benchmark workload generator, shared with the benches (it needs only `serde_json`).
+#[path = "../../benches/common/workload.rs"]
+#[allow(unreachable_pub)]
+mod workload;
 
 fn workload_schemas() -> Vec<Value> {
     let mut schemas = vec![json!({"type": "object", "properties": {
@@ -15,13 +20,15 @@ fn workload_schemas() -> Vec<Value> {
         "n": {"type": "integer", "nullable": true},
         "b": {"type": "boolean"}
     }})];
-    let manifest =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/workload-133.json");
-    if let Ok(text) = std::fs::read_to_string(manifest) {
-        let parsed: Value = serde_json::from_str(&text).expect("workload manifest is JSON");
-        for tool in parsed["tools"].as_array().into_iter().flatten() {
-            schemas.push(tool["schema"]["parameters"].clone());
-        }
+    // The 133-tool benchmark workload, generated here (never read from outside the
+    // repository), so the property always covers all of its schemas.
+    let manifest = workload::manifest(133, workload::SEED);
+    let tools = manifest["tools"]
+        .as_array()
+        .expect("the workload lists tools");
+    assert_eq!(tools.len(), 133, "the generated workload has every tool");
+    for tool in tools {
+        schemas.push(tool["schema"]["parameters"].clone());
     }
     schemas
 }
@@ -72,8 +79,16 @@ fn args_for(schema: &Value) -> impl Strategy<Value = Map<String, Value>> + use<>
         .prop_map(|pairs| pairs.into_iter().collect())
 }
 
+/// Cases per property: 512, or `TOOLHOST_FUZZ_CASES` (what `scripts/fuzz.sh` sets).
+fn cases() -> u32 {
+    std::env::var("TOOLHOST_FUZZ_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(512)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn coercion_never_panics_and_is_idempotent(
