@@ -167,6 +167,12 @@ fn write_workload(fx: &Fixture) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workload-1000-searchable.json");
     let tools: Vec<WorkloadTool> =
         serde_json::from_str(&std::fs::read_to_string(data).expect("workload data")).unwrap();
+    // The labelled queries name these tools: a shorter file would quietly raise recall.
+    assert_eq!(
+        tools.len(),
+        541,
+        "the searchable workload has all its tools"
+    );
     let quote = |text: &str| format!("[==[{text}]==]");
     let mut source = String::new();
     for (name, toolset, description, parameters) in &tools {

@@ -33,6 +33,65 @@ fn workload_schemas() -> Vec<Value> {
     schemas
 }
 
+/// The generated workloads keep the reference's shape: its counts of tools, toolsets,
+/// probes and helpers, unique names each listed in its toolset, 4–6 parameters with the
+/// first one or two required; and a seed always draws the same workload.
+#[test]
+fn generated_workload_has_the_reference_shape_and_is_deterministic() {
+    for n in [133, 1000] {
+        let m = workload::manifest(n, workload::SEED);
+        assert_eq!(
+            m,
+            workload::manifest(n, workload::SEED),
+            "same seed, same workload"
+        );
+        assert_ne!(
+            m["tools"],
+            workload::manifest(n, workload::SEED + 1)["tools"]
+        );
+        let tools = m["tools"].as_array().expect("tools");
+        assert_eq!(tools.len(), n);
+        assert_eq!(tools[0]["name"], "echo");
+        let toolsets = m["toolsets"].as_object().expect("toolsets");
+        assert_eq!(toolsets.len(), 28);
+        let probes = toolsets
+            .values()
+            .filter(|t| t["check_fn"].is_string())
+            .count();
+        assert_eq!(probes, 14);
+        assert_eq!(m["helpers"].as_array().map(Vec::len), Some(6));
+        let mut names = std::collections::HashSet::new();
+        for tool in tools {
+            let name = tool["name"].as_str().expect("name");
+            assert!(names.insert(name), "{name} is unique");
+            let set = &toolsets[tool["toolset"].as_str().expect("toolset")];
+            assert!(
+                set["tools"]
+                    .as_array()
+                    .expect("list")
+                    .contains(&json!(name))
+            );
+            assert_eq!(tool["check_fn"], set["check_fn"], "{name}");
+            let parameters = &tool["schema"]["parameters"];
+            let count = parameters["properties"]
+                .as_object()
+                .expect("properties")
+                .len();
+            let required = parameters["required"].as_array().expect("required").len();
+            assert!(
+                (4..=6).contains(&count) || name == "echo",
+                "{name}: {count}"
+            );
+            assert!((1..=2).contains(&required), "{name}: {required}");
+        }
+        let listed: usize = toolsets
+            .values()
+            .map(|t| t["tools"].as_array().map_or(0, Vec::len))
+            .sum();
+        assert_eq!(listed, n, "every tool listed once");
+    }
+}
+
 fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
