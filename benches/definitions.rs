@@ -1,4 +1,4 @@
-//! Tool definitions on the shared workloads: recompute (memo miss, availability answers
+//! Tool definitions on the generated workloads: recompute (memo miss, availability answers
 //! cached) versus memo hit.
 
 mod common;

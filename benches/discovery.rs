@@ -1,4 +1,4 @@
-//! Discovery plus loading every tool (ready to call) on the shared workloads, with the
+//! Discovery plus loading every tool (ready to call) on the generated workloads, with the
 //! verdict cache present (warm) and absent (cold).
 
 mod common;

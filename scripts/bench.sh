@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs every benchmark on the shared workloads and prints one table; with --json the last
+# Runs every benchmark on the generated workloads (benches/common/workload.rs) and prints one table; with --json the last
 # line of stdout is one flat JSON object of medians (units in the key names).
 #
 #   scripts/bench.sh [--json]
 #
-# Needs: the Rust toolchain, python3 (workload generator, MCP client venv under target/).
+# Needs: the Rust toolchain, python3 (whole-process loop, MCP client venv under target/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=false
@@ -80,7 +80,7 @@ if [[ ! -x "$fastmcp/bin/python" ]] || ! "$fastmcp/bin/python" -c "import mcp.se
 fi
 "$venv/bin/python" scripts/mcp_stdio_bench.py "$(pwd)/target/release/toolhost" \
   "$(pwd)/target/bench-workloads/133" "$(pwd)/target/bench-workloads/1000" \
-  "$(pwd)/$fastmcp/bin/python" "${TOOLHOST_SHARED:-../shared}/bench/workload-133.json" > "$out/mcp.txt" 2>/dev/null || true
+  "$(pwd)/$fastmcp/bin/python" "$(pwd)/target/bench-workloads/133/workload.json" > "$out/mcp.txt" 2>/dev/null || true
 # Streamable HTTP: toolhost with sessions and --stateless against FastMCP's streamable HTTP
 # server (same tools, same client, same run, both modes), one sequential client and 8
 # concurrent ones; calls/s and per-call latency. Tool search off, as FastMCP lists all.
@@ -89,7 +89,7 @@ mkdir -p "$mcp_dir"
 cp -r target/bench-workloads/133/tools-lua "$mcp_dir/tools-lua"
 printf '[tool_search]\nenabled = "off"\n' > "$mcp_dir/toolhost.toml"
 "$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 \
-  "$(pwd)/$fastmcp/bin/python" "${TOOLHOST_SHARED:-../shared}/bench/workload-133.json" >> "$out/mcp.txt" 2>/dev/null || true
+  "$(pwd)/$fastmcp/bin/python" "$(pwd)/target/bench-workloads/133/workload.json" >> "$out/mcp.txt" 2>/dev/null || true
 
 # Tool search quality on the labelled query set (tests/search_quality.rs prints one JSON line).
 cargo test --release --quiet --test search_quality -- --nocapture 2>/dev/null \

@@ -159,13 +159,20 @@ type WorkloadTool = (String, String, String, Vec<(String, String)>);
 
 /// Lua tool files for the 1,000-tool benchmark workload's searchable tools (the 541 whose
 /// availability needs no configuration), from `tests/data/workload-1000-searchable.json` —
-/// extracted from `../shared/bench/workload-1000.json` (name, toolset, description,
-/// parameter names and descriptions) so the test needs nothing outside the repository.
+/// extracted once from the reference registry's 1,000-tool workload (name, toolset,
+/// description, parameter names and descriptions), which the labelled queries name, and
+/// kept in the repository so the test needs nothing outside it.
 fn write_workload(fx: &Fixture) -> PathBuf {
     let data =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/workload-1000-searchable.json");
     let tools: Vec<WorkloadTool> =
         serde_json::from_str(&std::fs::read_to_string(data).expect("workload data")).unwrap();
+    // The labelled queries name these tools: a shorter file would quietly raise recall.
+    assert_eq!(
+        tools.len(),
+        541,
+        "the searchable workload has all its tools"
+    );
     let quote = |text: &str| format!("[==[{text}]==]");
     let mut source = String::new();
     for (name, toolset, description, parameters) in &tools {

@@ -402,7 +402,7 @@ fn the_default_store_file_sits_beside_the_config_file_or_the_first_tool_director
     fx.write(
         "conf/toolhost.toml",
         format!(
-            "tools_dirs = [{:?}]\n[store]\npath = \"../shared.sqlite3\"\n",
+            "tools_dirs = [{:?}]\n[store]\npath = \"../common.sqlite3\"\n",
             fx.tools().display().to_string()
         ),
     );
@@ -411,7 +411,7 @@ fn the_default_store_file_sits_beside_the_config_file_or_the_first_tool_director
         home.path(),
         &["--config", "conf/toolhost.toml", "call", "put", put],
     );
-    assert!(fx.root().join("shared.sqlite3").is_file());
+    assert!(fx.root().join("common.sqlite3").is_file());
 }
 
 /// Runs one call on its own thread; panics unless it ends within `bound` (a liveness

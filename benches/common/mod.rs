@@ -1,9 +1,12 @@
-//! Shared workload setup: the tool directories generated from `../shared/bench/` by
-//! `scripts/gen-workload` (run on first use, kept under `target/bench-workloads/`).
+//! Workload setup: the tool directories of the generated workloads (`workload.rs`, seed
+//! [`workload::SEED`]), written on first use under `target/bench-workloads/N/` with their
+//! manifest beside them (`workload.json`, which `scripts/bench.sh` hands to the MCP bench).
 #![allow(dead_code)]
 
+pub mod workload;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::sync::Mutex;
 use toolhost::Host;
 
 /// The crate root.
@@ -12,25 +15,32 @@ pub fn root() -> PathBuf {
 }
 
 /// The manifest of workload `n` (133 or 1000).
-pub fn manifest(n: usize) -> PathBuf {
-    let shared = std::env::var_os("TOOLHOST_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared"));
-    shared.join(format!("bench/workload-{n}.json"))
+pub fn manifest(n: usize) -> serde_json::Value {
+    workload::manifest(n, workload::SEED)
 }
 
-/// The generated directory for workload `n` (contains `tools-lua/` and `toolhost.toml`).
+/// The generated directory for workload `n` (contains `tools-lua/`, `toolhost.toml` and
+/// `workload.json`). Rewritten whenever its manifest differs from what the generator draws
+/// now, so an edited generator never leaves stale files behind. Checked once per process:
+/// benches call this inside measured loops.
 pub fn workload(n: usize) -> PathBuf {
+    static CHECKED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
     let out = root().join(format!("target/bench-workloads/{n}"));
-    if !out.join("tools-lua").is_dir() {
-        let status = Command::new("python3")
-            .arg(root().join("scripts/gen-workload"))
-            .arg(manifest(n))
-            .arg(&out)
-            .status()
-            .expect("python3 runs scripts/gen-workload");
-        assert!(status.success(), "gen-workload failed for {n}");
+    let mut checked = CHECKED.lock().unwrap_or_else(|e| e.into_inner());
+    if checked.contains(&n) {
+        return out;
     }
+    let stamp = out.join("workload.json");
+    let text = serde_json::to_string_pretty(&manifest(n)).expect("manifest serialises");
+    let current = std::fs::read_to_string(&stamp).ok();
+    if current.as_deref() != Some(text.as_str()) || !out.join("tools-lua").is_dir() {
+        // The manifest goes last: it marks a complete directory.
+        let _ = std::fs::remove_file(&stamp);
+        workload::write_lua(&manifest(n), &out)
+            .unwrap_or_else(|e| panic!("writing workload {n} into {}: {e}", out.display()));
+        std::fs::write(&stamp, text).expect("workload manifest written");
+    }
+    checked.push(n);
     out
 }
 
@@ -67,7 +77,5 @@ pub fn host_with(n: usize, cache: &Path, mode: &str) -> Host {
 
 /// The `bench_calls` entry of workload `n`.
 pub fn bench_calls(n: usize) -> serde_json::Value {
-    let text = std::fs::read_to_string(manifest(n)).expect("manifest");
-    let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
-    manifest["bench_calls"].clone()
+    manifest(n)["bench_calls"].clone()
 }

@@ -3,6 +3,7 @@
 //! overflows a stack. `scripts/fuzz.sh` runs many more cases.
 
 use super::{Reason, classify};
+use crate::lua::depth::MAX_NESTING;
 use proptest::prelude::*;
 
 fn fragment() -> impl Strategy<Value = String> {
@@ -35,6 +36,29 @@ fn fragment() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Fragments that each open one nesting level (a block, a bracket or a unary operator) and
+/// leave it open, so repeating one more than [`MAX_NESTING`] times must be refused.
+fn opener() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "do ",
+        "for i = 1, 2 do ",
+        "while x do ",
+        "if x then ",
+        "repeat ",
+        "function f() ",
+        "x = function() ",
+        "(",
+        "{",
+        "t[",
+        "not ",
+        "- ",
+        "#",
+        "~",
+        "'a' .. ",
+        "2 ^ ",
+    ])
+}
+
 fn source() -> impl Strategy<Value = String> {
     prop::collection::vec(fragment(), 0..60).prop_map(|parts| parts.concat())
 }
@@ -56,9 +80,28 @@ proptest! {
     }
 
     #[test]
-    fn deep_repetition_is_refused_not_crashed(open in fragment(), depth in 150usize..3000) {
+    fn deep_repetition_is_refused_not_crashed(
+        open in opener(),
+        depth in (MAX_NESTING + 2)..3000,
+    ) {
         let text = format!("registry.register{{}}\n{}", open.repeat(depth));
-        let _ = classify("deep.lua", text.as_bytes());
+        let (reason, error) = classify("deep.lua", text.as_bytes());
+        prop_assert_eq!(reason, Reason::ParseError);
+        let error = error.unwrap_or_default();
+        prop_assert!(
+            error.starts_with("deep.lua:2: nesting too deep (limit 200)"),
+            "{:?} × {}: {}", open, depth, error
+        );
+    }
+
+    #[test]
+    fn any_repetition_gets_a_consistent_verdict(open in fragment(), depth in 150usize..3000) {
+        let text = format!("registry.register{{}}\n{}", open.repeat(depth));
+        let (reason, error) = classify("deep.lua", text.as_bytes());
+        // The words are there, so the prefilter passes it; an error comes with (and only
+        // with) a parse-error verdict.
+        prop_assert_ne!(reason, Reason::Prefilter);
+        prop_assert_eq!(error.is_some(), reason == Reason::ParseError);
     }
 
     #[test]

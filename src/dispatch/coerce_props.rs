@@ -1,10 +1,15 @@
 //! Property tests: coercion and validation never panic on arbitrary arguments against the
-//! shared workload's schemas (plus hand-written unions), and coercion is idempotent.
+//! benchmark workload's schemas (plus hand-written unions), and coercion is idempotent.
 
 use super::coerce::coerce_args;
 use crate::registry::compile_parameters;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+
+/// The benchmark workload generator, shared with the benches (it needs only `serde_json`).
+#[path = "../../benches/common/workload.rs"]
+#[allow(unreachable_pub)]
+mod workload;
 
 fn workload_schemas() -> Vec<Value> {
     let mut schemas = vec![json!({"type": "object", "properties": {
@@ -15,15 +20,76 @@ fn workload_schemas() -> Vec<Value> {
         "n": {"type": "integer", "nullable": true},
         "b": {"type": "boolean"}
     }})];
-    let manifest =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/workload-133.json");
-    if let Ok(text) = std::fs::read_to_string(manifest) {
-        let parsed: Value = serde_json::from_str(&text).expect("workload manifest is JSON");
-        for tool in parsed["tools"].as_array().into_iter().flatten() {
-            schemas.push(tool["schema"]["parameters"].clone());
-        }
+    // The 133-tool benchmark workload, generated here (never read from outside the
+    // repository), so the property always covers all of its schemas.
+    let manifest = workload::manifest(133, workload::SEED);
+    let tools = manifest["tools"]
+        .as_array()
+        .expect("the workload lists tools");
+    assert_eq!(tools.len(), 133, "the generated workload has every tool");
+    for tool in tools {
+        schemas.push(tool["schema"]["parameters"].clone());
     }
     schemas
+}
+
+/// The generated workloads keep the reference's shape: its counts of tools, toolsets,
+/// probes and helpers, unique names each listed in its toolset, 4–6 parameters with the
+/// first one or two required; and a seed always draws the same workload.
+#[test]
+fn generated_workload_has_the_reference_shape_and_is_deterministic() {
+    for n in [133, 1000] {
+        let m = workload::manifest(n, workload::SEED);
+        assert_eq!(
+            m,
+            workload::manifest(n, workload::SEED),
+            "same seed, same workload"
+        );
+        assert_ne!(
+            m["tools"],
+            workload::manifest(n, workload::SEED + 1)["tools"]
+        );
+        let tools = m["tools"].as_array().expect("tools");
+        assert_eq!(tools.len(), n);
+        assert_eq!(tools[0]["name"], "echo");
+        let toolsets = m["toolsets"].as_object().expect("toolsets");
+        assert_eq!(toolsets.len(), 28);
+        let probes = toolsets
+            .values()
+            .filter(|t| t["check_fn"].is_string())
+            .count();
+        assert_eq!(probes, 14);
+        assert_eq!(m["helpers"].as_array().map(Vec::len), Some(6));
+        let mut names = std::collections::HashSet::new();
+        for tool in tools {
+            let name = tool["name"].as_str().expect("name");
+            assert!(names.insert(name), "{name} is unique");
+            let set = &toolsets[tool["toolset"].as_str().expect("toolset")];
+            assert!(
+                set["tools"]
+                    .as_array()
+                    .expect("list")
+                    .contains(&json!(name))
+            );
+            assert_eq!(tool["check_fn"], set["check_fn"], "{name}");
+            let parameters = &tool["schema"]["parameters"];
+            let count = parameters["properties"]
+                .as_object()
+                .expect("properties")
+                .len();
+            let required = parameters["required"].as_array().expect("required").len();
+            assert!(
+                (4..=6).contains(&count) || name == "echo",
+                "{name}: {count}"
+            );
+            assert!((1..=2).contains(&required), "{name}: {required}");
+        }
+        let listed: usize = toolsets
+            .values()
+            .map(|t| t["tools"].as_array().map_or(0, Vec::len))
+            .sum();
+        assert_eq!(listed, n, "every tool listed once");
+    }
 }
 
 fn json_value() -> impl Strategy<Value = Value> {
@@ -72,8 +138,16 @@ fn args_for(schema: &Value) -> impl Strategy<Value = Map<String, Value>> + use<>
         .prop_map(|pairs| pairs.into_iter().collect())
 }
 
+/// Cases per property: 512, or `TOOLHOST_FUZZ_CASES` (what `scripts/fuzz.sh` sets).
+fn cases() -> u32 {
+    std::env::var("TOOLHOST_FUZZ_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(512)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn coercion_never_panics_and_is_idempotent(
