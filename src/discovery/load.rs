@@ -8,8 +8,8 @@
 
 use super::containment;
 use super::known_schemas::KnownSchemas;
-use super::registrations::{Registrations, lazy_file};
 use super::model_facing::model_facing;
+use super::registrations::{Registrations, lazy_file};
 use super::{ToolDir, Verdict};
 use crate::error::LoadError;
 use crate::lua::record::{Expected, SharedCheck, ToolRecord};

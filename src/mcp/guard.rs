@@ -17,6 +17,9 @@
 //! Messages that are not requests (notifications, responses) get no answer, as JSON-RPC
 //! requires; a broken one is logged and dropped.
 
+use super::server::Shared;
+use crate::definitions::Selection;
+use crate::host::Host;
 use parking_lot::Mutex;
 use rmcp::model::ClientJsonRpcMessage;
 use serde::Deserialize;
@@ -421,7 +424,7 @@ async fn read_line<R: AsyncBufRead + Unpin>(
 /// `[serve] drain_ms` to finish (then they are cancelled and answer `cancelled`), and the
 /// session ends.
 pub(crate) async fn serve<R, W>(
-    shared: Arc<super::server::Shared>,
+    shared: Arc<Shared>,
     input: R,
     output: W,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -440,7 +443,8 @@ where
         .unwrap_or(DEFAULT_MAX_LINE_BYTES);
     let id_map = IdMap::default();
     let ids = id_map.0.clone();
-    let server = super::server::McpServer::new(shared.clone(), Some(id_map));
+    let original: super::server::OriginalIds = Arc::new(move |internal| id_map.original(internal));
+    let server = super::server::McpServer::new(shared.clone(), Some(original));
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 16);
     let (from_rmcp, rmcp_out) = tokio::io::duplex(1 << 16);
     let (lines, mut outgoing) = mpsc::channel::<String>(256);
@@ -552,6 +556,34 @@ where
     let _ = answers.await;
     let _ = writer.await;
     ended.map(|_| ()).map_err(crate::Error::McpSession)
+}
+
+impl Host {
+    /// Serves `selection` of this host's tools over MCP on `input`/`output`
+    /// (newline-delimited JSON-RPC, as on stdio: `toolhost serve` passes stdin and stdout)
+    /// until the client closes `input`. Every reload — by a [`Watch`](crate::Watch) or
+    /// [`Host::reload`] — that changes the listed tools sends the client
+    /// `notifications/tools/list_changed`.
+    ///
+    /// ```no_run
+    /// # async fn demo(host: toolhost::Host) -> toolhost::Result<()> {
+    /// let stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    /// host.serve_mcp(toolhost::Selection::default(), stdin, tokio::io::stdout()).await
+    /// # }
+    /// ```
+    pub async fn serve_mcp<R, W>(
+        &self,
+        selection: Selection,
+        input: R,
+        output: W,
+    ) -> crate::Result<()>
+    where
+        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let shared = Shared::new(self.clone(), selection);
+        serve(shared, input, output, std::future::pending()).await
+    }
 }
 
 #[cfg(test)]

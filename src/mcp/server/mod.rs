@@ -107,6 +107,11 @@ impl Shared {
     }
 }
 
+/// The client's request id (raw JSON text) behind an internal one: the stdio guard
+/// renumbers requests before rmcp sees them (a call's `ctx.tool_call_id` is the id the
+/// client wrote).
+pub(crate) type OriginalIds = Arc<dyn Fn(i64) -> Option<String> + Send + Sync>;
+
 /// One client's session.
 struct Session {
     /// `logging/setLevel`'s level (`None`: never set).
@@ -116,7 +121,7 @@ struct Session {
     /// Sends `tools/list_changed`; stopped with the session.
     notifier: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The client's request ids behind the guard's internal ones (stdio).
-    ids: Option<super::guard::IdMap>,
+    ids: Option<OriginalIds>,
     /// Whether `initialize` negotiated a protocol older than 2026-07-28 (the session model,
     /// where a call's answer has no `resultType` and nothing rides in each request's
     /// `_meta`).
@@ -144,7 +149,7 @@ pub(crate) struct McpServer {
 impl McpServer {
     /// A new session of the server `shared`; `ids` maps the guard's request ids back to the
     /// client's (stdio).
-    pub(crate) fn new(shared: Arc<Shared>, ids: Option<super::guard::IdMap>) -> Self {
+    pub(crate) fn new(shared: Arc<Shared>, ids: Option<OriginalIds>) -> Self {
         let slots = shared.gate.session_slots();
         Self {
             shared,
@@ -201,7 +206,7 @@ impl McpServer {
     fn call_id(&self, id: &RequestId) -> String {
         let text = serde_json::to_string(id).unwrap_or_default();
         match (&self.session.ids, id) {
-            (Some(ids), RequestId::Number(internal)) => ids.original(*internal).unwrap_or(text),
+            (Some(ids), RequestId::Number(internal)) => ids(*internal).unwrap_or(text),
             _ => text,
         }
     }
@@ -412,33 +417,5 @@ impl McpServer {
         let structured =
             host.declares_output_schema(&call.name, self.shared.selection.scope.as_deref());
         Ok(to_call_result(result, structured))
-    }
-}
-
-impl Host {
-    /// Serves `selection` of this host's tools over MCP on `input`/`output`
-    /// (newline-delimited JSON-RPC, as on stdio: `toolhost serve` passes stdin and stdout)
-    /// until the client closes `input`. Every reload — by a [`Watch`](crate::Watch) or
-    /// [`Host::reload`] — that changes the listed tools sends the client
-    /// `notifications/tools/list_changed`.
-    ///
-    /// ```no_run
-    /// # async fn demo(host: toolhost::Host) -> toolhost::Result<()> {
-    /// let stdin = tokio::io::BufReader::new(tokio::io::stdin());
-    /// host.serve_mcp(toolhost::Selection::default(), stdin, tokio::io::stdout()).await
-    /// # }
-    /// ```
-    pub async fn serve_mcp<R, W>(
-        &self,
-        selection: Selection,
-        input: R,
-        output: W,
-    ) -> crate::Result<()>
-    where
-        R: tokio::io::AsyncBufRead + Unpin + Send + 'static,
-        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
-    {
-        let shared = Shared::new(self.clone(), selection);
-        super::guard::serve(shared, input, output, std::future::pending()).await
     }
 }
