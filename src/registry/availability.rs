@@ -606,6 +606,40 @@ mod tests {
     }
 
     #[test]
+    fn a_recovery_inside_the_back_off_is_noticed_within_one_ttl_and_kept_for_a_full_one() {
+        let ttl = Duration::from_secs(20);
+        let cache = AvailabilityCache::new(ttl);
+        let t = tool("a", &[]);
+        let t0 = Instant::now();
+        assert!(cache.check(&t, None, 1, t0, || Ok(Probed::Yes)).available);
+        // Fails at 20 s (transient: a back-off until 40 s), recovers at 25 s.
+        let failed = cache.check(&t, None, 1, t0 + ttl, || Ok(Probed::No(None)));
+        assert!(failed.available);
+        let Freshness::Until(back_off_ends) = failed.freshness else {
+            panic!("a grace answer must expire: {failed:?}");
+        };
+        assert!(
+            back_off_ends <= t0 + ttl + ttl,
+            "the back-off is at most one TTL"
+        );
+        // The first check after the back-off probes and sees the recovery...
+        let mut probed = false;
+        let recovered = cache.check(&t, None, 1, back_off_ends, || {
+            probed = true;
+            Ok(Probed::Yes)
+        });
+        assert!(probed && recovered.available);
+        // ...which is then cached for the normal TTL (no probe before it ends).
+        assert_eq!(recovered.freshness, Freshness::Until(back_off_ends + ttl));
+        let later = back_off_ends + ttl - Duration::from_millis(1);
+        assert!(
+            cache
+                .check(&t, None, 1, later, || panic!("must not probe"))
+                .available
+        );
+    }
+
+    #[test]
     fn a_first_failure_is_not_transient() {
         let cache = AvailabilityCache::new(TTL);
         let t = tool("a", &[]);
