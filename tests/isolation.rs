@@ -446,3 +446,62 @@ fn ctx_call_stays_refused_when_a_reload_removes_the_calling_plugin() {
     });
     assert_refused(&answer);
 }
+
+#[test]
+fn fs_cannot_read_or_write_the_store_file() {
+    let fx = Fixture::new();
+    fx.tool(
+        "keeper.lua",
+        r#"registry.register{ name = "keeper", toolset = "t",
+  schema = { parameters = { type = "object", properties = {} } },
+  handler = function() store.set("secret", "hunter2") return tostring(store.get("secret")) end }
+registry.register{ name = "snoop", toolset = "t",
+  schema = { parameters = { type = "object", properties = { path = { type = "string" } } } },
+  handler = function(args)
+    local ok, err = pcall(fs.read, args.path)
+    local wrote, werr = pcall(fs.write, args.path, string.rep("x", 8192))
+    return json.encode({ read = ok, read_error = tostring(err), wrote = wrote,
+      write_error = tostring(werr) })
+  end }
+"#,
+    );
+    let out = fx
+        .toolhost()
+        .args(["call", "keeper"])
+        .output()
+        .expect("runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hunter2");
+    for path in [
+        ".toolhost/store.sqlite3",
+        ".toolhost/store.sqlite3-wal",
+        "./.toolhost/../.toolhost/store.sqlite3",
+    ] {
+        let out = fx
+            .toolhost()
+            .args(["call", "snoop", &format!(r#"{{"path": "{path}"}}"#)])
+            .output()
+            .expect("runs");
+        let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+            serde_json::json!(String::from_utf8_lossy(&out.stdout).to_string())
+        });
+        let answer: serde_json::Value = match answer {
+            serde_json::Value::String(text) => serde_json::from_str(&text).expect("JSON"),
+            other => other,
+        };
+        assert_eq!(answer["read"], false, "{path}: {answer}");
+        assert_eq!(answer["wrote"], false, "{path}: {answer}");
+        assert!(
+            answer["read_error"]
+                .as_str()
+                .is_some_and(|e| e.contains("own store file")),
+            "{path}: {answer}"
+        );
+    }
+    // The store is intact.
+    let out = fx
+        .toolhost()
+        .args(["call", "keeper"])
+        .output()
+        .expect("runs");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hunter2");
+}

@@ -3,9 +3,11 @@
 //! registry (a call's roots), the Lua `fs` API and the MCP server's roots all use it.
 
 mod narrow;
+mod private;
 mod roots;
 
 pub(crate) use narrow::ClientRoots;
+pub(crate) use private::keep_private;
 pub(crate) use roots::{
     FsRoots, Resolved, describe, open_regular_read, open_regular_read_in, open_regular_write,
 };

@@ -231,9 +231,13 @@ pub(crate) fn open_regular_write(at: &Resolved<'_>, shown: &str) -> Result<File,
 
 fn regular(file: File, shown: &str) -> Result<File, String> {
     let meta = file.metadata().map_err(|e| describe(shown, &e))?;
-    if meta.is_file() {
-        Ok(file)
-    } else {
-        Err(format!("'{shown}' is not a regular file"))
+    if !meta.is_file() {
+        return Err(format!("'{shown}' is not a regular file"));
     }
+    if super::private::is_private(&meta) {
+        return Err(format!(
+            "'{shown}' is toolhost's own store file (tools use the store API instead)"
+        ));
+    }
+    Ok(file)
 }

@@ -34,6 +34,8 @@ pub(super) struct Sqlite {
 
 impl Sqlite {
     pub(super) fn new(path: PathBuf) -> Self {
+        // Often inside the working-directory root: `fs` must not reach it.
+        crate::fs_roots::keep_private(&path);
         Self {
             path,
             idle: Mutex::new(Vec::new()),
