@@ -279,3 +279,29 @@ fn an_oversized_body_is_refused_with_its_own_id() {
     let message = refusal["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("max_request_bytes"), "{refusal}");
 }
+
+/// Keep-alive clients answered at once (a cheap `/healthz`) could hold every connection
+/// slot for as long as they kept asking, and a new client waited without end. At the cap,
+/// open connections are asked to close after their running request. The bound is a
+/// liveness bound: the keep-alive idle limit (`header_timeout_ms`) is 60 s here, so without
+/// that the third client would wait a minute.
+#[test]
+fn keep_alive_clients_at_the_cap_make_room_for_a_new_one() {
+    let (_fx, server) = serve(
+        "[serve]\nmax_connections = 2\nheader_timeout_ms = 60000\n",
+        None,
+    );
+    let mut holders: Vec<RawHttp> = (0..2)
+        .map(|_| RawHttp::connect(&server.authority))
+        .collect();
+    for holder in &mut holders {
+        assert_eq!(holder.request("GET", "/healthz", &[], b"").status, 200);
+    }
+    let started = Instant::now();
+    assert_eq!(healthz(&server.authority), 200);
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(20),
+        "a new client waited {took:?} behind two keep-alive connections"
+    );
+}

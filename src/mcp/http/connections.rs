@@ -22,7 +22,7 @@ use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -80,16 +80,12 @@ pub(crate) async fn serve(
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    // At the cap, every open connection is asked to close once its running request is
+    // answered (a new generation is announced): clients that keep cheap keep-alive requests
+    // going (a `/healthz` every few seconds) cannot hold every slot while new ones wait.
+    let pressure = Arc::new(watch::Sender::new(0u64));
     let connections = TaskTracker::new();
     loop {
-        // A slot first: over the cap, connections stay in the kernel's queue.
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break, // never closed
-            },
-            () = stop.cancelled() => break,
-        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => stream,
@@ -100,13 +96,29 @@ pub(crate) async fn serve(
             },
             () = stop.cancelled() => break,
         };
+        // Over the cap this one connection waits for a slot; the others stay in the
+        // kernel's queue meanwhile.
+        let slot = match slots.clone().try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                pressure.send_modify(|generation| *generation += 1);
+                tokio::select! {
+                    slot = slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break, // never closed
+                    },
+                    () = stop.cancelled() => break,
+                }
+            }
+        };
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
         let app = app.clone();
         let stop = stop.clone();
+        let pressure = pressure.subscribe();
         connections.spawn(async move {
-            serve_connection(stream, app, limits.header_timeout, stop).await;
+            serve_connection(stream, app, limits.header_timeout, stop, pressure).await;
             drop(slot);
         });
     }
@@ -122,6 +134,7 @@ async fn serve_connection(
     app: Router,
     header_timeout: Duration,
     stop: CancellationToken,
+    mut pressure: watch::Receiver<u64>,
 ) {
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -132,6 +145,10 @@ async fn serve_connection(
     let served = tokio::select! {
         served = connection.as_mut() => served,
         () = stop.cancelled() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+        Ok(()) = pressure.changed() => {
             connection.as_mut().graceful_shutdown();
             connection.await
         }
