@@ -112,7 +112,9 @@ pub(crate) async fn cap(
         Ok(bytes) => bytes,
         Err(refusal) => return refusal,
     };
-    if let Some(id) = initialize_id(&bytes) {
+    // Fail closed: only a body that is clearly some other request passes (rmcp parses it
+    // again with its own parser, which must not find an `initialize` this one missed).
+    if let Some(id) = may_create_session(&bytes) {
         tracing::warn!(
             "refused a new MCP session: {} sessions are open ([serve] max_sessions)",
             sessions.max
@@ -121,6 +123,21 @@ pub(crate) async fn cap(
     }
     next.run(Request::from_parts(parts, Body::from(bytes)))
         .await
+}
+
+/// The id (raw JSON; `null` when unknown) of a body that is an `initialize` or cannot be
+/// told apart from one (it does not read as one JSON-RPC request with another method);
+/// `None` for a body that is clearly another request.
+fn may_create_session(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Envelope<'a> {
+        #[serde(borrow)]
+        method: std::borrow::Cow<'a, str>,
+    }
+    match serde_json::from_slice::<Envelope<'_>>(body) {
+        Ok(envelope) if envelope.method != "initialize" => None,
+        _ => Some(initialize_id(body).unwrap_or_else(|| "null".to_string())),
+    }
 }
 
 /// The id (raw JSON) of an `initialize` request, if `body` is one.
@@ -178,6 +195,27 @@ mod tests {
             None
         );
         assert_eq!(initialize_id(b"not json"), None);
+    }
+
+    #[test]
+    fn at_the_cap_only_a_body_that_is_clearly_another_request_passes() {
+        assert_eq!(
+            may_create_session(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            None
+        );
+        for body in [
+            &br#"{"jsonrpc":"2.0","id":7,"method":"initialize"}"#[..],
+            br#"{"jsonrpc":"2.0","id":7,"method":"ping","method":"initialize"}"#,
+            br#"[{"jsonrpc":"2.0","id":7,"method":"initialize"}]"#,
+            b"not json",
+            br#"{"jsonrpc":"2.0","id":7}"#,
+        ] {
+            assert!(
+                may_create_session(body).is_some(),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+        }
     }
 
     #[test]
