@@ -60,17 +60,91 @@ pub(super) fn reap(pid: i32, deadline: Instant) {
 /// zombies). Only for that moment, and the flag is put back as it was: a long-running
 /// host would collect every orphan's zombie.
 pub(super) fn adopting_orphans<T>(end: impl FnOnce() -> T) -> T {
-    let mut was: libc::c_int = 0;
-    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer, which lives on
-    // this stack frame; PR_SET_CHILD_SUBREAPER only sets a flag of this process.
-    unsafe {
-        libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    // Several hosts may end at once: the flag is set by the first and put back by the last
+    // (saving and restoring it per call would interleave and could leave it set for good).
+    {
+        let mut adopting = ADOPTING.lock();
+        if adopting.count == 0 {
+            let mut was: libc::c_int = 0;
+            // SAFETY: PR_GET_CHILD_SUBREAPER writes one int through the pointer, which
+            // lives on this stack frame; PR_SET_CHILD_SUBREAPER only sets a flag of this
+            // process.
+            unsafe {
+                libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
+                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+            }
+            adopting.was = was;
+        }
+        adopting.count += 1;
     }
-    let ended = end();
-    // SAFETY: as above.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, was);
+    // Put back on every way out, an unwinding `end` included.
+    let _restore = Restore;
+    end()
+}
+
+/// Ends one `adopting_orphans`; the last one puts the flag back.
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let mut adopting = ADOPTING.lock();
+        adopting.count = adopting.count.saturating_sub(1);
+        if adopting.count == 0 {
+            // SAFETY: PR_SET_CHILD_SUBREAPER only sets a flag of this process.
+            unsafe {
+                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, adopting.was);
+            }
+        }
     }
-    ended
+}
+
+/// How many `adopting_orphans` run now, and the flag as it was before the first.
+struct Adopting {
+    count: usize,
+    was: libc::c_int,
+}
+
+static ADOPTING: parking_lot::Mutex<Adopting> =
+    parking_lot::Mutex::new(Adopting { count: 0, was: 0 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Barrier, mpsc};
+
+    fn subreaper() -> libc::c_int {
+        let mut flag: libc::c_int = -1;
+        // SAFETY: writes one int through a pointer to this frame.
+        unsafe {
+            libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut flag as *mut libc::c_int);
+        }
+        flag
+    }
+
+    #[test]
+    fn overlapping_ends_put_the_subreaper_flag_back_as_it_was() {
+        let before = subreaper();
+        let both_in = Arc::new(Barrier::new(2));
+        let (first_out, first_left) = mpsc::channel::<()>();
+        let first = {
+            let both_in = both_in.clone();
+            std::thread::spawn(move || {
+                adopting_orphans(|| {
+                    both_in.wait();
+                });
+                let _ = first_out.send(());
+            })
+        };
+        let second = std::thread::spawn(move || {
+            adopting_orphans(|| {
+                both_in.wait();
+                // The first one leaves while this one is still inside.
+                let _ = first_left.recv();
+                assert_eq!(subreaper(), 1, "still adopting while one end runs");
+            });
+        });
+        first.join().expect("first");
+        second.join().expect("second");
+        assert_eq!(subreaper(), before);
+    }
 }
