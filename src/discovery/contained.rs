@@ -389,8 +389,12 @@ impl Walk {
                 let Some(first) = names.next() else {
                     return;
                 };
-                let is_field = names.next().is_some() || name.method_name().is_some();
-                if is_field && self.local_kind(&first.token().to_string()) != Some(Kind::Fresh) {
+                let fields = names.count() + usize::from(name.method_name().is_some());
+                let fresh = self.local_kind(&first.token().to_string()) == Some(Kind::Fresh)
+                    && self.ordered_here(&first.token().to_string());
+                // `function t.f()` stores into the file's own table; `function t.s.f()`
+                // into whatever `t.s` holds.
+                if fields > 1 || (fields == 1 && !fresh) {
                     self.effect(
                         declaration,
                         "a function stored in a table the file did not make",
@@ -541,8 +545,11 @@ impl Walk {
                 let fresh = matches!(expression.prefix(), Prefix::Name(name)
                     if self.local_kind(&name.token().to_string()) == Some(Kind::Fresh)
                         && self.ordered_here(&name.token().to_string()));
-                let only_indexes = expression.suffixes().all(|s| matches!(s, Suffix::Index(_)));
-                if !fresh || !only_indexes {
+                // One step only: `t.x = v` writes the file's own table, `t.s.x = v` writes
+                // whatever `t.s` holds (maybe a library table).
+                let suffixes: Vec<&Suffix> = expression.suffixes().collect();
+                let one_index = matches!(suffixes.as_slice(), [Suffix::Index(_)]);
+                if !fresh || !one_index {
                     self.effect(var, "writes a field of a table the file did not make");
                     return;
                 }
@@ -781,6 +788,9 @@ mod tests {
             "local kinds = {}\nfor k in pairs({ a = 1, b = 2 }) do table.insert(kinds, k) end",
             "local first\nfor k in pairs({ a = 1, b = 2 }) do first = first or k end",
             "for k, v in next, {} do end",
+            "local t = { s = string }\nt.s.upper = function() end",
+            "local t = { s = string }\nfunction t.s.f() end",
+            "local t = { r = registry }\nt.r.register = nil",
         ] {
             assert!(effect(src).is_some(), "{src}");
         }
