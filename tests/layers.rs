@@ -111,7 +111,7 @@ fn imported_paths(code: &str, own: &[String], is_dir_module: bool) -> Vec<Vec<St
     while i < code.len() {
         let rest = &bytes[i..];
         let starts_word = i == 0 || !is_ident(bytes[i - 1]);
-        let (prefix, mut base) = if starts_word && rest.starts_with(b"crate::") {
+        let (prefix, base) = if starts_word && rest.starts_with(b"crate::") {
             ("crate::", Vec::new())
         } else if starts_word && rest.starts_with(b"super::") {
             // A `mod.rs`'s module is its folder: `super` is the folder's parent.
@@ -124,34 +124,78 @@ fn imported_paths(code: &str, own: &[String], is_dir_module: bool) -> Vec<Vec<St
             i += 1;
             continue;
         };
-        let mut j = i + prefix.len();
-        loop {
-            let start = j;
-            while j < code.len() && is_ident(bytes[j]) {
-                j += 1;
+        let j = path_from(code, i + prefix.len(), base, prefix == "crate::", &mut out);
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// Reads one path at `code[j..]` below `base` (`a::b::C`, `super::x`, or a group
+/// `{a::B, c::{D, E}}`), pushes each module path it names, and returns where it ends.
+fn path_from(
+    code: &str,
+    mut j: usize,
+    mut base: Vec<String>,
+    crate_root: bool,
+    out: &mut Vec<Vec<String>>,
+) -> usize {
+    let bytes = code.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    loop {
+        while j < code.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if bytes.get(j) == Some(&b'{') {
+            // A group: each item is a path below `base`.
+            j += 1;
+            loop {
+                j = path_from(code, j, base.clone(), crate_root && base.is_empty(), out);
+                while j < code.len() && bytes[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                match bytes.get(j) {
+                    Some(b',') => j += 1,
+                    Some(b'}') => return j + 1,
+                    _ => return j,
+                }
+                while j < code.len() && bytes[j].is_ascii_whitespace() {
+                    j += 1;
+                }
+                if bytes.get(j) == Some(&b'}') {
+                    return j + 1;
+                }
             }
-            let word = &code[start..j];
-            if word == "super" {
+        }
+        let start = j;
+        while j < code.len() && is_ident(bytes[j]) {
+            j += 1;
+        }
+        let word = &code[start..j];
+        match word {
+            "super" => {
                 base.pop();
-            } else if !word.is_empty() && word.chars().next().is_some_and(|c| c.is_lowercase()) {
+            }
+            "self" => {}
+            _ if word.chars().next().is_some_and(|c| c.is_lowercase()) => {
                 base.push(word.to_string());
-            } else {
+            }
+            _ => {
                 // `crate::Host`: an item of the crate root, the facade `lib.rs`.
-                if prefix == "crate::" && base.is_empty() && !word.is_empty() {
+                if crate_root && base.is_empty() && !word.is_empty() {
                     base.push("lib".to_string());
                 }
                 break;
             }
-            if bytes[j..].starts_with(b"::") {
-                j += 2;
-            } else {
-                break;
-            }
         }
-        out.push(base);
-        i = j.max(i + 1);
+        if bytes[j..].starts_with(b"::") {
+            j += 2;
+        } else {
+            break;
+        }
     }
-    out
+    // `as` renames and the rest of a `use` line do not name modules.
+    out.push(base);
+    j
 }
 
 struct Graph {
@@ -294,4 +338,21 @@ fn no_files_import_each_other() {
     let gone: Vec<_> = known.difference(&found).collect();
     assert!(new.is_empty(), "new import cycles: {new:#?}");
     assert!(gone.is_empty(), "fixed, remove from KNOWN_CYCLES: {gone:?}");
+}
+
+#[test]
+fn grouped_and_nested_paths_are_read() {
+    let own = vec!["host".to_string(), "builder".to_string()];
+    let found = imported_paths(
+        "use crate::{lua::{LuaVm, api::fs}, store::Store, Host};\nuse super::{reload, self};",
+        &own,
+        false,
+    );
+    let found: Vec<String> = found.iter().map(|p| p.join("/")).collect();
+    for expected in ["lua", "lua/api/fs", "store", "lib", "host/reload", "host"] {
+        assert!(
+            found.iter().any(|p| p == expected),
+            "{expected} in {found:?}"
+        );
+    }
 }
