@@ -18,7 +18,7 @@ use rmcp::model::{ClientRequest, ErrorData, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use std::collections::HashSet;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -78,7 +78,7 @@ pub(super) struct ChildTransport {
     max_line: usize,
     writer: AsyncRwTransport<RoleClient, tokio::io::Empty, ChildStdin>,
     /// Ids of our `tools/list` requests not answered yet.
-    listings: HashSet<RequestId>,
+    listings: VecDeque<RequestId>,
     server: String,
     notes: Arc<Notes>,
 }
@@ -107,7 +107,7 @@ impl ChildTransport {
             line: Vec::new(),
             max_line,
             writer: AsyncRwTransport::new(tokio::io::empty(), stdin),
-            listings: HashSet::new(),
+            listings: VecDeque::new(),
             server: server.to_string(),
             notes,
         })
@@ -162,9 +162,10 @@ impl ChildTransport {
             }
         };
         let answer_to = head.answer_to();
-        let is_listing = answer_to
-            .as_ref()
-            .is_some_and(|id| self.listings.remove(id));
+        let is_listing = answer_to.as_ref().is_some_and(|id| {
+            let at = self.listings.iter().position(|open| open == id);
+            at.and_then(|at| self.listings.remove(at)).is_some()
+        });
         let parsed = match (is_listing, head.result, &answer_to) {
             (true, Some(result), Some(id)) => self.screened(id, result.get()),
             _ => match first_try {
@@ -215,11 +216,12 @@ impl Transport<RoleClient> for ChildTransport {
             && let ClientRequest::ListToolsRequest(_) = &request.request
         {
             // An id stays here only if its answer never came (the request timed out):
-            // a few at most, but never without bound.
+            // a few at most, but never without bound; the oldest goes first (a listing in
+            // flight keeps its per-tool screening).
             if self.listings.len() >= MAX_OPEN_LISTINGS {
-                self.listings.clear();
+                self.listings.pop_front();
             }
-            self.listings.insert(request.id.clone());
+            self.listings.push_back(request.id.clone());
         }
         self.writer.send(item)
     }
