@@ -283,7 +283,7 @@ fn an_entry_kept_from_the_last_start_is_written_back_intact() {
 }
 
 #[test]
-fn toolset_wide_check_fn_read_from_a_module_runs_the_files_and_still_decides() {
+fn toolset_wide_check_fn_from_a_module_is_cached_and_shared() {
     let fx = Fixture::new();
     fx.write(
         "tools-lua/lib/gate.lua",
@@ -303,10 +303,18 @@ registry.register{{ name = "{name}", toolset = "t", check_fn = gate.open,
         );
     }
     drop(fx.host());
-    // Reading a module's field at top level could see a value changed since (by another
-    // file's top level or a handler): such files run on every start.
-    let cache = fx.cache().join("registrations.cache");
-    assert!(!cache.exists() || cached_files(&fx).is_empty());
+    let cached = registrations(&fx);
+    let second = cached["files"]
+        .as_object()
+        .and_then(|files| files.iter().find(|(path, _)| path.ends_with("second.lua")))
+        .map(|(_, entry)| entry["tools"][0]["record"]["check_fn_of"].clone())
+        .expect("second.lua cached");
+    assert!(
+        second["file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("first.lua")),
+        "{second}"
+    );
     let warm = fx.host();
     for name in ["second", "first"] {
         assert_unavailable_because(&call(&warm, name, json!({})), "maintenance");

@@ -174,3 +174,145 @@ proptest! {
         prop_assert_eq!(cold, warm);
     }
 }
+
+/// Calls `names` in order on a host over `fx` (one VM, a fresh memory store) and returns
+/// their answers.
+fn answers_in_order(fx: &Fixture, names: &[&str]) -> Vec<Value> {
+    let host = Host::builder()
+        .tools_dir(fx.tools())
+        .cache_dir(fx.cache())
+        .memory_store()
+        .default_config()
+        .vms(1)
+        .build()
+        .expect("host builds");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    names
+        .iter()
+        .map(|name| {
+            runtime
+                .block_on(host.handle_function_call(name, json!({}), &CallContext::default()))
+                .into_json()
+        })
+        .collect()
+}
+
+fn tool(name: &str, top: &str, fields: &str, body: &str) -> String {
+    format!(
+        r#"{top}
+registry.register{{ name = "{name}", toolset = "t", {fields}
+  schema = {{ parameters = {{ type = "object", properties = {{}} }} }},
+  handler = function() {body} end }}
+"#
+    )
+}
+
+#[test]
+fn a_module_field_read_at_top_level_sees_the_load_time_value_though_a_handler_changed_it() {
+    let fx = Fixture::new();
+    fx.tool(
+        "lib/probes.lua",
+        "local M = { greeting = 'hello' }\nfunction M.open() return true end\nreturn M\n",
+    );
+    fx.tool(
+        "b.lua",
+        &tool(
+            "b",
+            "local p = require('probes')\nlocal greeting = p.greeting",
+            "check_fn = p.open,",
+            "return greeting",
+        ),
+    );
+    fx.tool(
+        "c.lua",
+        &tool(
+            "c",
+            "",
+            "",
+            "local p = require('probes') p.greeting = 'changed' \
+             p.open = function() return false, 'closed' end return 'c'",
+        ),
+    );
+    let order = ["c", "b"];
+    let cold = answers_in_order(&fx, &order);
+    assert_eq!(cold, vec![json!("c"), json!("hello")]);
+    let warm = answers_in_order(&fx, &order);
+    assert_eq!(warm, cold);
+    // b.lua is skipped on a warm start (its module read does not force a run at start).
+    fx.toolhost().arg("list").output().expect("runs");
+    let out = fx.toolhost().args(["-v", "list"]).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("b.lua: registrations taken from the cache"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_module_field_read_sees_top_level_writes_in_load_order() {
+    let fx = Fixture::new();
+    fx.tool("lib/shared.lua", "return { greeting = 'hello' }\n");
+    // Runs before b (path order) and writes at top level: b reads the written value.
+    fx.tool(
+        "a.lua",
+        &tool(
+            "a",
+            "require('shared').greeting = 'from a'",
+            "",
+            "return 'a'",
+        ),
+    );
+    fx.tool(
+        "b.lua",
+        &tool(
+            "b",
+            "local s = require('shared')\nlocal g = s.greeting",
+            "",
+            "return g",
+        ),
+    );
+    // Runs after b and writes: b must not see it.
+    fx.tool(
+        "z.lua",
+        &tool(
+            "z",
+            "require('shared').greeting = 'from z'",
+            "",
+            "return 'z'",
+        ),
+    );
+    let cold = answers_in_order(&fx, &["b"]);
+    assert_eq!(cold, vec![json!("from a")]);
+    assert_eq!(answers_in_order(&fx, &["b"]), cold);
+}
+
+#[test]
+fn a_module_read_before_any_writer_sees_the_module_as_instantiated() {
+    let fx = Fixture::new();
+    fx.tool("lib/shared.lua", "return { greeting = 'hello' }\n");
+    fx.tool(
+        "b.lua",
+        &tool(
+            "b",
+            "local s = require('shared')\nlocal g = s.greeting",
+            "",
+            "return g",
+        ),
+    );
+    fx.tool(
+        "z.lua",
+        &tool(
+            "z",
+            "require('shared').greeting = 'from z'",
+            "",
+            "return require('shared').greeting",
+        ),
+    );
+    let order = ["z", "b"];
+    let cold = answers_in_order(&fx, &order);
+    assert_eq!(cold, vec![json!("from z"), json!("hello")]);
+    assert_eq!(answers_in_order(&fx, &order), cold);
+}

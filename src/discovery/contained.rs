@@ -42,6 +42,10 @@ pub(crate) struct TopLevel {
     /// Modules required at top level (`local m = require("name")`): the file is contained
     /// only if each of them is.
     pub modules: Vec<String>,
+    /// Its top level reads a required module's field (`m.field`): fine for a tool file
+    /// (its run at first use sees the modules as at its place in the load order), not for a
+    /// module (instantiated whenever first required).
+    pub reads_modules: bool,
 }
 
 /// Analyses a parsed file.
@@ -52,6 +56,7 @@ pub(crate) fn analyse(ast: &Ast) -> TopLevel {
         return TopLevel {
             effect: Some(effect),
             modules: Vec::new(),
+            reads_modules: false,
         };
     }
     let kinds = names.kinds();
@@ -61,11 +66,13 @@ pub(crate) fn analyse(ast: &Ast) -> TopLevel {
         modules: Vec::new(),
         effect: None,
         unordered_from: None,
+        reads_modules: false,
     };
     walk.block(ast.nodes());
     TopLevel {
         effect: walk.effect,
         modules: walk.modules,
+        reads_modules: walk.reads_modules,
     }
 }
 
@@ -300,6 +307,7 @@ struct Walk {
     scopes: Vec<HashSet<String>>,
     modules: Vec<String>,
     effect: Option<String>,
+    reads_modules: bool,
     /// Inside a `pairs` loop: the first scope of its body. Its order differs between Lua
     /// states, so nothing declared outside the body may change there.
     unordered_from: Option<usize>,
@@ -576,6 +584,19 @@ impl Walk {
             Expression::FunctionCall(call) => self.call(call, /*registration allowed*/ false),
             Expression::Var(Var::Name(name)) => self.read(name),
             Expression::Var(Var::Expression(expression)) => {
+                let suffixes: Vec<&Suffix> = expression.suffixes().collect();
+                if let Prefix::Name(name) = expression.prefix()
+                    && self.local_kind(&name.token().to_string()) == Some(Kind::Module)
+                    && matches!(
+                        suffixes.as_slice(),
+                        [Suffix::Index(full_moon::ast::Index::Dot { .. })]
+                    )
+                {
+                    // `m.field`: a deferred file's run at first use sees the module as it
+                    // was at the file's place in the load order (`vm::module_view`).
+                    self.reads_modules = true;
+                    return;
+                }
                 match expression.prefix() {
                     Prefix::Name(name) => self.read(name),
                     Prefix::Expression(inner) => self.expr(inner),
@@ -753,7 +774,8 @@ mod tests {
         for src in [
             "require('shared').greeting = 'hi'",
             "local s = require('shared')\ns.greeting = 'hi'",
-            "local s = require('shared')\nlocal g = s.greeting",
+            "local s = require('shared')\nlocal g = s.greeting.text",
+            "local s = require('shared')\nlocal g = s",
             "local s = require('shared')\nfunction s.f() end",
             "local t = {}\nt = require('shared')\nt.x = 1",
             "_G.x = 1",

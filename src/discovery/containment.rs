@@ -51,7 +51,10 @@ fn module_is_contained(name: &str, search: &[SearchDir], modules: &mut Modules) 
         .ok()
         .and_then(|bytes| analyse_text(&bytes))
         .is_some_and(|top_level| {
+            // A module is instantiated whenever it is first required: its top level may not
+            // read another module's fields (they could have changed by then).
             top_level.effect.is_none()
+                && !top_level.reads_modules
                 && top_level
                     .modules
                     .iter()

@@ -13,7 +13,7 @@ use super::registrations::{Registrations, lazy_file};
 use super::{ToolDir, Verdict};
 use crate::error::LoadError;
 use crate::lua::record::{Expected, SharedCheck, ToolRecord};
-use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, SearchDir};
+use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, ModuleView, SearchDir};
 use crate::registry::{
     FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, ParametersValidator, Probe, RegistryState,
     ToolEntry, compile_parameters_at, default_description, parameters_hash,
@@ -146,6 +146,9 @@ struct Ran {
     source: Arc<[u8]>,
     /// The current version's error when the last good version was loaded instead.
     replaced_error: Option<LoadError>,
+    /// For a file taken from the registration cache: the modules as they were at its
+    /// place in the load order (what its run at first use must see).
+    modules_here: Option<ModuleView>,
 }
 
 /// Loads every registering verdict, in order, recording each file's tools or error in its
@@ -181,6 +184,10 @@ pub(crate) fn load_all(
             let file = match planned.remove(&index) {
                 Some(staged) => Ran {
                     index,
+                    modules_here: staged
+                        .deferred
+                        .as_ref()
+                        .map(|lazy| vm.module_view(&lazy.domain)),
                     outcome: Ok(staged),
                     source,
                     replaced_error: None,
@@ -277,7 +284,8 @@ pub(crate) fn load_all(
                                 "{}: registrations taken from the cache; the file runs at first use",
                                 verdict.shown
                             );
-                            vm.defer_file(lazy);
+                            let view = file.modules_here.take().unwrap_or_default();
+                            vm.defer_file_seeing(lazy, view);
                             registrations.keep_read(&verdict.path);
                         } else if let Some((required, records)) = cacheable {
                             let search = search_dirs(verdict, &libs, dir);
@@ -335,6 +343,7 @@ fn run_with_fallback(
 ) -> Ran {
     let mut file = Ran {
         index,
+        modules_here: None,
         outcome: run_file(verdict, dir, libs, index, &source, vm),
         source,
         replaced_error: None,

@@ -22,4 +22,4 @@ pub(crate) use error_text::lua_error_message;
 pub(crate) use pool::VmPool;
 pub(crate) use register::LoadingFile;
 pub(crate) use require::{SearchDir, resolve_module};
-pub(crate) use vm::{FileSpec, HandlerFailure, LazyFile, LuaVm, Returned, VmSettings};
+pub(crate) use vm::{FileSpec, HandlerFailure, LazyFile, LuaVm, ModuleView, Returned, VmSettings};

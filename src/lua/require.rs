@@ -64,9 +64,65 @@ enum Module {
 /// Largest module file read (as for tool files).
 const MAX_MODULE_BYTES: u64 = 16 * 1024 * 1024;
 
-/// Per-VM module cache, keyed by trust domain and canonical path.
+/// Per-VM module cache, keyed by trust domain and canonical path; with each table
+/// module's fields as its chunk returned them (see `vm::module_view`).
 #[derive(Default)]
-pub(super) struct ModuleCache(HashMap<(Arc<str>, PathBuf), Module>);
+pub(super) struct ModuleCache(
+    HashMap<(Arc<str>, PathBuf), Module>,
+    HashMap<(Arc<str>, PathBuf), TableState>,
+);
+
+/// A table's fields (raw) and metatable at one moment.
+#[derive(Clone)]
+pub(super) struct TableState {
+    pub(super) fields: Vec<(LuaValue, LuaValue)>,
+    pub(super) metatable: Option<Table>,
+}
+
+impl TableState {
+    /// `table` as it is now.
+    pub(super) fn of(table: &Table) -> mlua::Result<Self> {
+        let mut fields = Vec::new();
+        for pair in table.pairs::<LuaValue, LuaValue>() {
+            fields.push(pair?);
+        }
+        Ok(Self {
+            fields,
+            metatable: table.metatable(),
+        })
+    }
+
+    /// Makes `table` hold exactly this state again.
+    pub(super) fn apply(&self, table: &Table) -> mlua::Result<()> {
+        let now = Self::of(table)?;
+        for (key, _) in now.fields {
+            table.raw_set(key, LuaValue::Nil)?;
+        }
+        for (key, value) in &self.fields {
+            table.raw_set(key.clone(), value.clone())?;
+        }
+        table.set_metatable(self.metatable.clone())
+    }
+}
+
+/// Every table module instantiated in `domain` on this VM, with its state as its chunk
+/// returned it.
+pub(super) fn table_modules(lua: &Lua, domain: &str) -> Vec<(Table, Option<TableState>)> {
+    let Some(cache) = lua.app_data_ref::<ModuleCache>() else {
+        return Vec::new();
+    };
+    cache
+        .0
+        .iter()
+        .filter(|((d, _), _)| &**d == domain)
+        .filter_map(|(key, module)| match module {
+            Module::Loaded(LuaValue::Table(table)) => {
+                Some((table.clone(), cache.1.get(key).cloned()))
+            }
+            _ => None,
+        })
+        .collect()
+}
 
 fn valid_module_name(name: &str) -> bool {
     !name.is_empty()
@@ -177,8 +233,15 @@ pub(super) fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<
 }
 
 fn set_module(lua: &Lua, key: &(Arc<str>, PathBuf), module: Module) {
+    let instantiated = match &module {
+        Module::Loaded(LuaValue::Table(table)) => TableState::of(table).ok(),
+        _ => None,
+    };
     if let Some(mut cache) = lua.app_data_mut::<ModuleCache>() {
         cache.0.insert(key.clone(), module);
+        if let Some(state) = instantiated {
+            cache.1.insert(key.clone(), state);
+        }
     }
 }
 

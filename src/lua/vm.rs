@@ -7,6 +7,8 @@
 
 pub(crate) mod bootstrap;
 mod lazy;
+mod module_view;
+pub(crate) use module_view::ModuleView;
 #[cfg(feature = "cli")]
 mod test_file;
 

@@ -6,6 +6,7 @@
 //! between Lua states); otherwise its tools fail with a message saying so, and the cache
 //! entry is dropped so that the next start runs the file.
 
+use super::module_view::ModuleView;
 use super::{LuaVm, clock};
 use crate::lua::record::Expected;
 use crate::lua::{FileSpec, SearchDir};
@@ -58,18 +59,31 @@ impl LazyFile {
 
 /// A deferred file on one VM.
 pub(super) enum Pending {
-    /// Not run yet.
-    Waiting(Arc<LazyFile>),
+    /// Not run yet; the modules of its trust domain as they were when it was deferred.
+    Waiting(Arc<LazyFile>, ModuleView),
     /// Ran and failed (or registered something else): every use gets this message.
     Failed(String),
 }
 
 impl LuaVm {
     /// Defers `file` on this VM: its functions count as present and it runs at first use.
+    /// Defers `file` at its place in the load order: its top level, run later, sees the
+    /// modules as they are now (as a cold start's run of it here would have).
     pub(crate) fn defer_file(&self, file: Arc<LazyFile>) {
+        let view = ModuleView::now(&self.lua, &file.domain);
+        self.defer_file_seeing(file, view);
+    }
+
+    /// Defers `file`; its run at first use sees the modules as `view` has them.
+    pub(crate) fn defer_file_seeing(&self, file: Arc<LazyFile>, view: ModuleView) {
         self.pending
             .lock()
-            .insert(file.index, Pending::Waiting(file));
+            .insert(file.index, Pending::Waiting(file, view));
+    }
+
+    /// The modules of `domain` on this VM as they are now.
+    pub(crate) fn module_view(&self, domain: &str) -> ModuleView {
+        ModuleView::now(&self.lua, domain)
     }
 
     /// Runs file `file_index` now if it was deferred; the error says why its functions are
@@ -83,12 +97,12 @@ impl LuaVm {
         // One run at a time on this VM (a caller's thread and the VM's own may both need
         // the file): the second finds it loaded.
         let _running = self.running.lock();
-        let file = match self.pending.lock().get(&file_index) {
+        let (file, view) = match self.pending.lock().get(&file_index) {
             None => return Ok(()),
             Some(Pending::Failed(message)) => return Err(message.clone()),
-            Some(Pending::Waiting(file)) => file.clone(),
+            Some(Pending::Waiting(file, view)) => (file.clone(), view.clone()),
         };
-        let outcome = self.run_deferred(&file);
+        let outcome = self.run_deferred(&file, &view);
         let mut pending = self.pending.lock();
         match outcome {
             Ok(()) => {
@@ -102,7 +116,7 @@ impl LuaVm {
         }
     }
 
-    fn run_deferred(&self, file: &LazyFile) -> Result<(), String> {
+    fn run_deferred(&self, file: &LazyFile, view: &ModuleView) -> Result<(), String> {
         // A shared check_fn must be the very function the file that owns it registered:
         // that file runs first.
         for owner in file.shared_checks.iter().flatten() {
@@ -113,7 +127,12 @@ impl LuaVm {
         // The run has its own deadline; whatever deadline was current (a handler that
         // called another tool) is put back afterwards.
         let saved = clock::save(&self.lua);
-        let loaded = self.load_file(&file.spec(), &file.source);
+        let loaded = view
+            .seen_by(&self.lua, &file.domain, || {
+                self.load_file(&file.spec(), &file.source)
+            })
+            .map_err(|e| crate::error::LoadError::new(&file.display, None, e.to_string()))
+            .and_then(|loaded| loaded);
         clock::restore(&self.lua, saved);
         let loaded = loaded.map_err(|error| format!("{error} (running the file at first use)"))?;
         let mut unclaimed: Vec<Option<_>> = loaded.tools.into_iter().map(Some).collect();
