@@ -92,6 +92,27 @@ impl TableState {
         })
     }
 
+    /// Whether `table` holds exactly this state now.
+    pub(super) fn holds(&self, table: &Table) -> mlua::Result<bool> {
+        if table.metatable() != self.metatable || table.raw_len() > self.fields.len() {
+            return Ok(false);
+        }
+        let mut count = 0usize;
+        for pair in table.pairs::<LuaValue, LuaValue>() {
+            let _ = pair?;
+            count += 1;
+        }
+        if count != self.fields.len() {
+            return Ok(false);
+        }
+        for (key, value) in &self.fields {
+            if table.raw_get::<LuaValue>(key.clone())? != *value {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// Makes `table` hold exactly this state again.
     pub(super) fn apply(&self, table: &Table) -> mlua::Result<()> {
         let now = Self::of(table)?;

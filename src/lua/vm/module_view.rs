@@ -44,6 +44,10 @@ impl ModuleView {
                 .map(|(_, state)| state.clone())
                 .or(instantiated);
             let Some(seen) = seen else { continue };
+            // Most often nothing changed: then nothing is touched.
+            if seen.holds(&table)? {
+                continue;
+            }
             present.push((table.clone(), TableState::of(&table)?));
             seen.apply(&table)?;
         }
