@@ -200,30 +200,36 @@ fn answers_in_order(fx: &Fixture, names: &[&str]) -> Vec<Value> {
         .collect()
 }
 
+/// A tool file: `top` at top level, then a registration with `fields` and, when `body` is
+/// not empty, a handler running it.
 fn tool(name: &str, top: &str, fields: &str, body: &str) -> String {
+    let handler = if body.is_empty() {
+        String::new()
+    } else {
+        format!("handler = function() {body} end,")
+    };
     format!(
         r#"{top}
-registry.register{{ name = "{name}", toolset = "t", {fields}
-  schema = {{ parameters = {{ type = "object", properties = {{}} }} }},
-  handler = function() {body} end }}
+registry.register{{ name = "{name}", toolset = "t", {fields} {handler}
+  schema = {{ parameters = {{ type = "object", properties = {{}} }} }} }}
 "#
     )
 }
 
+/// A module whose `hello` other files replace.
+const HELLO: &str = "local M = {}\nfunction M.hello() return 'hello' end\nfunction M.open() return true end\nreturn M\n";
+
 #[test]
-fn a_module_field_read_at_top_level_sees_the_load_time_value_though_a_handler_changed_it() {
+fn a_module_function_named_in_a_registration_is_the_load_time_one_though_a_handler_changed_it() {
     let fx = Fixture::new();
-    fx.tool(
-        "lib/probes.lua",
-        "local M = { greeting = 'hello' }\nfunction M.open() return true end\nreturn M\n",
-    );
+    fx.tool("lib/shared.lua", HELLO);
     fx.tool(
         "b.lua",
         &tool(
             "b",
-            "local p = require('probes')\nlocal greeting = p.greeting",
-            "check_fn = p.open,",
-            "return greeting",
+            "local p = require('shared')",
+            "check_fn = p.open, handler = p.hello,",
+            "",
         ),
     );
     fx.tool(
@@ -232,7 +238,7 @@ fn a_module_field_read_at_top_level_sees_the_load_time_value_though_a_handler_ch
             "c",
             "",
             "",
-            "local p = require('probes') p.greeting = 'changed' \
+            "local p = require('shared') p.hello = function() return 'changed' end \
              p.open = function() return false, 'closed' end return 'c'",
         ),
     );
@@ -241,7 +247,7 @@ fn a_module_field_read_at_top_level_sees_the_load_time_value_though_a_handler_ch
     assert_eq!(cold, vec![json!("c"), json!("hello")]);
     let warm = answers_in_order(&fx, &order);
     assert_eq!(warm, cold);
-    // b.lua is skipped on a warm start (its module read does not force a run at start).
+    // b.lua is skipped on a warm start (naming a module's function does not force a run).
     fx.toolhost().arg("list").output().expect("runs");
     let out = fx.toolhost().args(["-v", "list"]).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -252,34 +258,29 @@ fn a_module_field_read_at_top_level_sees_the_load_time_value_though_a_handler_ch
 }
 
 #[test]
-fn a_module_field_read_sees_top_level_writes_in_load_order() {
+fn a_module_function_named_in_a_registration_follows_top_level_writes_in_load_order() {
     let fx = Fixture::new();
-    fx.tool("lib/shared.lua", "return { greeting = 'hello' }\n");
-    // Runs before b (path order) and writes at top level: b reads the written value.
+    fx.tool("lib/shared.lua", HELLO);
+    // Runs before b (path order): b registers a's function.
     fx.tool(
         "a.lua",
         &tool(
             "a",
-            "require('shared').greeting = 'from a'",
+            "require('shared').hello = function() return 'from a' end",
             "",
             "return 'a'",
         ),
     );
     fx.tool(
         "b.lua",
-        &tool(
-            "b",
-            "local s = require('shared')\nlocal g = s.greeting",
-            "",
-            "return g",
-        ),
+        &tool("b", "local s = require('shared')", "handler = s.hello,", ""),
     );
-    // Runs after b and writes: b must not see it.
+    // Runs after b: b must not register z's function.
     fx.tool(
         "z.lua",
         &tool(
             "z",
-            "require('shared').greeting = 'from z'",
+            "require('shared').hello = function() return 'from z' end",
             "",
             "return 'z'",
         ),
@@ -290,25 +291,20 @@ fn a_module_field_read_sees_top_level_writes_in_load_order() {
 }
 
 #[test]
-fn a_module_read_before_any_writer_sees_the_module_as_instantiated() {
+fn a_module_function_named_before_any_writer_is_the_one_the_module_made() {
     let fx = Fixture::new();
-    fx.tool("lib/shared.lua", "return { greeting = 'hello' }\n");
+    fx.tool("lib/shared.lua", HELLO);
     fx.tool(
         "b.lua",
-        &tool(
-            "b",
-            "local s = require('shared')\nlocal g = s.greeting",
-            "",
-            "return g",
-        ),
+        &tool("b", "local s = require('shared')", "handler = s.hello,", ""),
     );
     fx.tool(
         "z.lua",
         &tool(
             "z",
-            "require('shared').greeting = 'from z'",
+            "require('shared').hello = function() return 'from z' end",
             "",
-            "return require('shared').greeting",
+            "return require('shared').hello()",
         ),
     );
     let order = ["z", "b"];

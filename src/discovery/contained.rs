@@ -297,6 +297,9 @@ const PURE_CALLS: &[&str] = &[
     "json.decode",
 ];
 
+/// Registration fields that hold a function: they may name a required module's function.
+const FUNCTION_FIELDS: &[&str] = &["check_fn", "handler", "dynamic_schema_overrides"];
+
 /// Library functions that change their first argument, allowed on a fresh local.
 const MUTATING_CALLS: &[&str] = &["table.insert", "table.remove", "rawset"];
 
@@ -584,19 +587,6 @@ impl Walk {
             Expression::FunctionCall(call) => self.call(call, /*registration allowed*/ false),
             Expression::Var(Var::Name(name)) => self.read(name),
             Expression::Var(Var::Expression(expression)) => {
-                let suffixes: Vec<&Suffix> = expression.suffixes().collect();
-                if let Prefix::Name(name) = expression.prefix()
-                    && self.local_kind(&name.token().to_string()) == Some(Kind::Module)
-                    && matches!(
-                        suffixes.as_slice(),
-                        [Suffix::Index(full_moon::ast::Index::Dot { .. })]
-                    )
-                {
-                    // `m.field`: a deferred file's run at first use sees the module as it
-                    // was at the file's place in the load order (`vm::module_view`).
-                    self.reads_modules = true;
-                    return;
-                }
                 match expression.prefix() {
                     Prefix::Name(name) => self.read(name),
                     Prefix::Expression(inner) => self.expr(inner),
@@ -606,6 +596,46 @@ impl Walk {
             }
             other => self.effect(other, "an unknown expression"),
         }
+    }
+
+    /// The table of a `registry.register{…}`: its function fields may name a required
+    /// module's function (`check_fn = probes.open`). A deferred file's run at first use sees
+    /// the module as it was at the file's place in the load order (`vm::module_view`), and a
+    /// function field holds the function itself (a table there, whose contents could change,
+    /// is no registration).
+    fn registration_table(&mut self, table: &full_moon::ast::TableConstructor) {
+        for field in table.fields() {
+            if let Field::NameKey { key, value, .. } = field
+                && FUNCTION_FIELDS.contains(&key.token().to_string().as_str())
+                && self.is_module_field(value)
+            {
+                self.reads_modules = true;
+                continue;
+            }
+            match field {
+                Field::ExpressionKey { key, value, .. } => {
+                    self.expr(key);
+                    self.expr(value);
+                }
+                Field::NameKey { value, .. } => self.expr(value),
+                Field::NoKey(value) => self.expr(value),
+                other => self.effect(other, "an unknown table field"),
+            }
+        }
+    }
+
+    /// `m.field` where `m` is a required module.
+    fn is_module_field(&self, value: &Expression) -> bool {
+        let Expression::Var(Var::Expression(expression)) = value else {
+            return false;
+        };
+        let suffixes: Vec<&Suffix> = expression.suffixes().collect();
+        matches!(expression.prefix(), Prefix::Name(name)
+            if self.local_kind(&name.token().to_string()) == Some(Kind::Module))
+            && matches!(
+                suffixes.as_slice(),
+                [Suffix::Index(full_moon::ast::Index::Dot { .. })]
+            )
     }
 
     fn table(&mut self, table: &full_moon::ast::TableConstructor) {
@@ -675,9 +705,14 @@ impl Walk {
             );
             return;
         }
+        let registration = path == "registry.register" || path == "registry.hook";
         let arguments: Vec<&Expression> = match args.as_ref() {
             FunctionArgs::Parentheses { arguments, .. } => arguments.iter().collect(),
             FunctionArgs::String(_) => Vec::new(),
+            FunctionArgs::TableConstructor(table) if registration && registration_allowed => {
+                self.registration_table(table);
+                return;
+            }
             FunctionArgs::TableConstructor(table) => {
                 self.table(table);
                 Vec::new()
@@ -687,10 +722,12 @@ impl Walk {
                 return;
             }
         };
-        let registration = path == "registry.register" || path == "registry.hook";
         if registration && registration_allowed {
             for argument in arguments {
-                self.expr(argument);
+                match argument {
+                    Expression::TableConstructor(table) => self.registration_table(table),
+                    other => self.expr(other),
+                }
             }
             return;
         }
@@ -775,6 +812,8 @@ mod tests {
             "require('shared').greeting = 'hi'",
             "local s = require('shared')\ns.greeting = 'hi'",
             "local s = require('shared')\nlocal g = s.greeting.text",
+            "local s = require('shared')\nlocal g = s.greeting",
+            "local s = require('shared')\nregistry.register{ schema = s.schema }",
             "local s = require('shared')\nlocal g = s",
             "local s = require('shared')\nfunction s.f() end",
             "local t = {}\nt = require('shared')\nt.x = 1",

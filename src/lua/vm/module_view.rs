@@ -4,9 +4,9 @@
 //! shared module's fields. A cold start would have run the file at its place in the load
 //! order: so its run at first use sees every module as it was there — the state taken
 //! when the file was deferred, or, for a module instantiated since, the state its chunk
-//! returned — and the module's present state is put back right after. Top levels may only
-//! read a module's fields (`m.field`; `discovery::contained`), so this shallow view is
-//! all they can observe.
+//! returned — and the module's present state is put back right after. A skipped file's top
+//! level may only name a module's function in a registration's function field
+//! (`check_fn = m.open`; `discovery::contained`), so this shallow view is all it observes.
 
 use super::super::require::{self, TableState};
 use mlua::{Lua, Table};
