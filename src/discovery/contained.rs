@@ -48,6 +48,29 @@ pub(crate) struct TopLevel {
     pub reads_modules: bool,
 }
 
+/// Largest file analysed: the tree is walked recursively, and a long operator or call
+/// chain (which the nesting guard lets through: Lua handles it) makes a deep tree. A
+/// larger file is not analysed and runs at every start.
+pub(crate) const MAX_ANALYSED_BYTES: usize = 64 * 1024;
+
+/// Deepest expression walked; deeper is an effect (nothing honest nests that far).
+const MAX_EXPRESSION_DEPTH: usize = 200;
+
+/// Analyses a parsed file of `len` bytes.
+pub(crate) fn analyse_sized(ast: &Ast, len: usize) -> TopLevel {
+    if len > MAX_ANALYSED_BYTES {
+        return TopLevel {
+            effect: Some(format!(
+                "is larger than {} KiB (not analysed)",
+                MAX_ANALYSED_BYTES / 1024
+            )),
+            modules: Vec::new(),
+            reads_modules: false,
+        };
+    }
+    analyse(ast)
+}
+
 /// Analyses a parsed file.
 pub(crate) fn analyse(ast: &Ast) -> TopLevel {
     let mut names = Declarations::default();
@@ -67,6 +90,7 @@ pub(crate) fn analyse(ast: &Ast) -> TopLevel {
         effect: None,
         unordered_from: None,
         reads_modules: false,
+        depth: 0,
     };
     walk.block(ast.nodes());
     TopLevel {
@@ -311,6 +335,8 @@ struct Walk {
     modules: Vec<String>,
     effect: Option<String>,
     reads_modules: bool,
+    /// How deep `expr` is now.
+    depth: usize,
     /// Inside a `pairs` loop: the first scope of its body. Its order differs between Lua
     /// states, so nothing declared outside the body may change there.
     unordered_from: Option<usize>,
@@ -574,6 +600,16 @@ impl Walk {
         if self.effect.is_some() {
             return;
         }
+        if self.depth >= MAX_EXPRESSION_DEPTH {
+            self.effect(expr, "an expression nested too deeply to analyse");
+            return;
+        }
+        self.depth += 1;
+        self.expr_inner(expr);
+        self.depth -= 1;
+    }
+
+    fn expr_inner(&mut self, expr: &Expression) {
         match expr {
             Expression::Number(_) | Expression::String(_) | Expression::Symbol(_) => {}
             Expression::Function(_) => {}

@@ -79,7 +79,7 @@ fn analyse_text(bytes: &[u8]) -> Option<TopLevel> {
                     let ast = full_moon::parse_fallible(text, full_moon::LuaVersion::lua54())
                         .into_result()
                         .ok()?;
-                    Some(contained::analyse(&ast))
+                    Some(contained::analyse_sized(&ast, text.len()))
                 })
                 .ok()
                 .flatten()

@@ -25,7 +25,7 @@ pub(super) fn check(display: &str, src: &str) -> ParseVerdict {
     match full_moon::parse_fallible(src, LuaVersion::lua54()).into_result() {
         Ok(ast) => {
             if block_registers(ast.nodes(), true) {
-                ParseVerdict::Registers(contained::analyse(&ast))
+                ParseVerdict::Registers(contained::analyse_sized(&ast, src.len()))
             } else {
                 ParseVerdict::NoTopLevelRegister
             }
