@@ -13,9 +13,11 @@
 //! - declare locals and functions, and assign plain names (its own locals or globals);
 //! - write fields of *fresh* locals: tables the file made itself (`local M = {}`), never
 //!   assigned anything else anywhere in the file;
-//! - `local m = require("name")` a module whose own top level is contained, and use `m` only
-//!   inside function bodies (a top-level read of a module's field could see a value another
-//!   file's handler changed in between);
+//! - `local m = require("name")` a module whose own top level is contained, and use `m` at
+//!   top level only to name one of its functions in a registration's function field
+//!   (`check_fn = m.open`): a deferred file's run at first use sees the module as it was at
+//!   the file's place in the load order (`vm::module_view`); any other top-level read could
+//!   see a value another file or a handler changed in between;
 //! - call `registry.register` / `registry.hook` (function literals allowed in the
 //!   arguments: they are not run at load) and a fixed list of library functions that only
 //!   compute (`string.format`, `math.floor`, `table.concat`, `pairs` …; `table.insert` and
@@ -72,7 +74,7 @@ pub(crate) fn analyse_sized(ast: &Ast, len: usize) -> TopLevel {
 }
 
 /// Analyses a parsed file.
-pub(crate) fn analyse(ast: &Ast) -> TopLevel {
+fn analyse(ast: &Ast) -> TopLevel {
     let mut names = Declarations::default();
     names.visit_ast(ast);
     if let Some(effect) = names.rebinds_a_trusted_name() {
@@ -648,15 +650,7 @@ impl Walk {
                 self.reads_modules = true;
                 continue;
             }
-            match field {
-                Field::ExpressionKey { key, value, .. } => {
-                    self.expr(key);
-                    self.expr(value);
-                }
-                Field::NameKey { value, .. } => self.expr(value),
-                Field::NoKey(value) => self.expr(value),
-                other => self.effect(other, "an unknown table field"),
-            }
+            self.field(field);
         }
     }
 
@@ -676,15 +670,20 @@ impl Walk {
 
     fn table(&mut self, table: &full_moon::ast::TableConstructor) {
         for field in table.fields() {
-            match field {
-                Field::ExpressionKey { key, value, .. } => {
-                    self.expr(key);
-                    self.expr(value);
-                }
-                Field::NameKey { value, .. } => self.expr(value),
-                Field::NoKey(value) => self.expr(value),
-                other => self.effect(other, "an unknown table field"),
+            self.field(field);
+        }
+    }
+
+    /// One field of a table constructor: its key and value are expressions.
+    fn field(&mut self, field: &Field) {
+        match field {
+            Field::ExpressionKey { key, value, .. } => {
+                self.expr(key);
+                self.expr(value);
             }
+            Field::NameKey { value, .. } => self.expr(value),
+            Field::NoKey(value) => self.expr(value),
+            other => self.effect(other, "an unknown table field"),
         }
     }
 

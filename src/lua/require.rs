@@ -94,7 +94,7 @@ impl TableState {
 
     /// Whether `table` holds exactly this state now.
     pub(super) fn holds(&self, table: &Table) -> mlua::Result<bool> {
-        if table.metatable() != self.metatable || table.raw_len() > self.fields.len() {
+        if table.metatable() != self.metatable {
             return Ok(false);
         }
         let mut count = 0usize;
