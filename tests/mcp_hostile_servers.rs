@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{Fixture, call, simple_tool};
+use common::{Fixture, call, simple_tool, wait_until};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `[mcp_servers.raw]` running the raw server, with `extra` lines in its section.
 fn raw_server(fx: &Fixture, extra: &str) -> String {
@@ -18,18 +18,6 @@ fn raw_server(fx: &Fixture, extra: &str) -> String {
         script.display().to_string(),
         fx.root().display().to_string(),
     )
-}
-
-/// Waits (polling: the event is another process's) until `done`, at most `limit`.
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done()
 }
 
 /// The highest page cursor the server was asked for (0: only first pages).

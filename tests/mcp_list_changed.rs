@@ -5,7 +5,56 @@ mod common;
 
 use common::{Fixture, simple_tool};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
+
+/// A client of `Host::serve_mcp` over an in-memory pipe, past `initialize`.
+struct Session {
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    out: WriteHalf<DuplexStream>,
+    serving: tokio::task::JoinHandle<toolhost::Result<()>>,
+}
+
+impl Session {
+    async fn start(host: &toolhost::Host) -> Self {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (server_in, server_out) = tokio::io::split(server);
+        let serving = {
+            let host = host.clone();
+            tokio::spawn(async move {
+                host.serve_mcp(
+                    toolhost::Selection::default(),
+                    BufReader::new(server_in),
+                    server_out,
+                )
+                .await
+            })
+        };
+        let (client_in, out) = tokio::io::split(client);
+        let mut session = Self {
+            lines: BufReader::new(client_in).lines(),
+            out,
+            serving,
+        };
+        session.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#).await;
+        session.next_message().await;
+        session
+            .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        session
+    }
+
+    async fn send(&mut self, line: &str) {
+        self.out.write_all(line.as_bytes()).await.unwrap();
+        self.out.write_all(b"\n").await.unwrap();
+    }
+
+    async fn next_message(&mut self) -> Value {
+        let line = self.lines.next_line().await.unwrap().expect("a line");
+        serde_json::from_str(&line).unwrap()
+    }
+}
 
 #[test]
 fn list_changed_is_sent_only_when_the_listed_tools_change() {
@@ -14,27 +63,12 @@ fn list_changed_is_sent_only_when_the_listed_tools_change() {
     let host = fx.host();
     let runtime = common::two_worker_runtime();
     runtime.block_on(async {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (server_in, server_out) = tokio::io::split(server);
-        let serving = {
-            let host = host.clone();
-            tokio::spawn(async move {
-                host.serve_mcp(toolhost::Selection::default(), BufReader::new(server_in), server_out)
-                    .await
-            })
-        };
-        let (client_in, mut client_out) = tokio::io::split(client);
-        let mut lines = BufReader::new(client_in).lines();
-        let mut send = async |line: &str| {
-            client_out.write_all(line.as_bytes()).await.unwrap();
-            client_out.write_all(b"\n").await.unwrap();
-        };
-        send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#).await;
-        lines.next_line().await.unwrap().expect("initialize answered");
-        send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        let mut session = Session::start(&host).await;
         // The session's notifier takes its first look at the tools before it listens.
-        send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#).await;
-        lines.next_line().await.unwrap().expect("tools/list answered");
+        session
+            .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#)
+            .await;
+        session.next_message().await;
 
         let reload = |host: &toolhost::Host| {
             let host = host.clone();
@@ -53,17 +87,12 @@ fn list_changed_is_sent_only_when_the_listed_tools_change() {
         // Wait for the first notification. Had reloads 1 or 2 sent one (right after them,
         // milliseconds before reload 3), reload 3's would follow and show up below, before
         // the ping's answer.
+        while session.next_message().await["method"] != "notifications/tools/list_changed" {}
+        session
+            .send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#)
+            .await;
         loop {
-            let line = lines.next_line().await.unwrap().expect("a line");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["method"] == "notifications/tools/list_changed" {
-                break;
-            }
-        }
-        send(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#).await;
-        loop {
-            let line = lines.next_line().await.unwrap().expect("a line");
-            let message: Value = serde_json::from_str(&line).unwrap();
+            let message = session.next_message().await;
             assert_ne!(
                 message["method"], "notifications/tools/list_changed",
                 "a second notification"
@@ -72,7 +101,7 @@ fn list_changed_is_sent_only_when_the_listed_tools_change() {
                 break;
             }
         }
-        serving.abort();
+        session.serving.abort();
     });
 }
 
@@ -100,41 +129,20 @@ fn list_changed_does_not_wait_for_a_running_check_fn() {
     ));
     let runtime = common::two_worker_runtime();
     runtime.block_on(async {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (server_in, server_out) = tokio::io::split(server);
-        let serving = {
-            let host = host.clone();
-            tokio::spawn(async move {
-                host.serve_mcp(toolhost::Selection::default(), BufReader::new(server_in), server_out)
-                    .await
-            })
-        };
-        let (client_in, mut client_out) = tokio::io::split(client);
-        let mut lines = BufReader::new(client_in).lines();
-        let mut send = async |line: &str| {
-            client_out.write_all(line.as_bytes()).await.unwrap();
-            client_out.write_all(b"\n").await.unwrap();
-        };
-        send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#).await;
-        lines.next_line().await.unwrap().expect("initialize answered");
-        send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).await;
+        let mut session = Session::start(&host).await;
         // The notifier's first look must not be a probe either; give it a moment by
         // round-tripping a ping (it does not list tools).
-        send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#).await;
-        lines.next_line().await.unwrap().expect("ping answered");
+        session
+            .send(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)
+            .await;
+        session.next_message().await;
         fx.tool("b.lua", &simple_tool("b", "t", "y"));
         let reloading = {
             let host = host.clone();
             tokio::task::spawn_blocking(move || host.reload())
         };
         let notified = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-            loop {
-                let line = lines.next_line().await.unwrap().expect("a line");
-                let message: Value = serde_json::from_str(&line).unwrap();
-                if message["method"] == "notifications/tools/list_changed" {
-                    break;
-                }
-            }
+            while session.next_message().await["method"] != "notifications/tools/list_changed" {}
         })
         .await;
         // Let the probe end whatever happened, so nothing is left spinning.
@@ -144,6 +152,6 @@ fn list_changed_does_not_wait_for_a_running_check_fn() {
             "no list_changed within 30 s while the check_fn ran"
         );
         reloading.await.unwrap();
-        serving.abort();
+        session.serving.abort();
     });
 }

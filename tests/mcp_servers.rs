@@ -6,10 +6,10 @@
 mod common;
 
 use common::mcp_client::{python, run_script, step};
-use common::{Fixture, call, simple_tool};
+use common::{Fixture, call, simple_tool, wait_until};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn fixture_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/fixture_server.py")
@@ -31,18 +31,6 @@ fn structured(out: Value) -> Value {
         Value::String(text) => serde_json::from_str(text).unwrap_or(out),
         _ => out,
     }
-}
-
-/// Waits (polling: the event is another process's) until `done`, at most `limit`.
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done()
 }
 
 #[test]

@@ -125,28 +125,9 @@ registry.register{{ name = "tool{i}", toolset = "t",
 
 /// Every tool's result, in name order, from a host on `fx` (one VM, a fresh memory store).
 fn results(fx: &Fixture, tools: usize) -> Vec<Value> {
-    let host = Host::builder()
-        .tools_dir(fx.tools())
-        .cache_dir(fx.cache())
-        .memory_store()
-        .default_config()
-        .vms(1)
-        .build()
-        .expect("host builds");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    (0..tools)
-        .map(|i| {
-            runtime.block_on(host.handle_function_call(
-                &format!("tool{i}"),
-                json!({}),
-                &CallContext::default(),
-            ))
-        })
-        .map(toolhost::ToolResult::into_json)
-        .collect()
+    let names: Vec<String> = (0..tools).map(|i| format!("tool{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    answers_in_order(fx, &names)
 }
 
 proptest! {

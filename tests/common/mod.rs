@@ -180,3 +180,15 @@ pub fn spawn_http_server(mut command: std::process::Command) -> (std::process::C
     std::thread::spawn(move || for _ in lines {});
     (child, url)
 }
+
+/// Waits (polling: the event is another process's) until `done`, at most `limit`.
+pub fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    done()
+}
