@@ -1,7 +1,7 @@
 //! The fields of `registry.register{...}` (SPEC §1): one table with each field's name, LuaLS
 //! type, documentation and parser. It drives the registration check (unknown fields,
 //! required fields, each field's validation), the LuaLS stubs (`toolhost stubs`) and the
-//! README's field table (a test keeps that in step), so the three cannot drift.
+//! field table of docs/lua-api.md (a test keeps that in step), so the three cannot drift.
 
 use super::convert::{self, Mode};
 use crate::registry::{
@@ -637,12 +637,13 @@ mod tests {
 
     #[test]
     fn the_readme_lists_every_registration_field() {
-        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-            .expect("README.md");
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/lua-api.md"))
+                .expect("docs/lua-api.md");
         let table = readme_table();
         assert!(
             readme.contains(&table),
-            "README.md's field table is stale; it should read:\n{table}"
+            "docs/lua-api.md's field table is stale; it should read:\n{table}"
         );
     }
 }
