@@ -60,9 +60,9 @@ pub(crate) struct RegisterField {
     pub name: &'static str,
     /// Registration fails without it.
     pub required: bool,
-    /// Its LuaLS type (stubs, README).
+    /// Its LuaLS type (stubs, docs).
     pub lua_type: &'static str,
-    /// What it means (stubs, README).
+    /// What it means (stubs, docs).
     pub doc: &'static str,
     /// What a required field must be, for "'F' is required (…)".
     pub expects: &'static str,
@@ -383,7 +383,7 @@ pub(crate) fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTo
     })
 }
 
-/// The README's table of registration fields (Markdown), generated from [`REGISTER_FIELDS`].
+/// The table of registration fields in docs/lua-api.md (Markdown), generated from [`REGISTER_FIELDS`].
 #[cfg(test)]
 pub(crate) fn readme_table() -> String {
     let mut out = String::from("| field | type | meaning |\n|---|---|---|\n");
@@ -636,7 +636,7 @@ mod tests {
     use super::readme_table;
 
     #[test]
-    fn the_readme_lists_every_registration_field() {
+    fn the_docs_list_every_registration_field() {
         let readme =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/lua-api.md"))
                 .expect("docs/lua-api.md");
