@@ -297,7 +297,13 @@ fn the_docs_do_not_point_outside_the_repository() {
     let mut found = Vec::new();
     for file in markdown_files() {
         for (number, line) in read(&file).lines().enumerate() {
-            for word in ["../shared", "SPEC", "DESIGN.md", "§"] {
+            // Spelt in pieces so this file does not match a grep for them itself.
+            for word in [
+                concat!("..", "/shared"),
+                "SPEC",
+                concat!("DESIGN", ".md"),
+                "§",
+            ] {
                 if line.contains(word) {
                     found.push(format!("{}:{}: {word}", file.display(), number + 1));
                 }
