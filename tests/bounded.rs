@@ -1,4 +1,4 @@
-//! Bounded resources (SPEC §9, README "Reliability"): host functions stop at the call's
+//! Bounded resources (docs/runtime.md, docs/reliability.md): host functions stop at the call's
 //! deadline or their caps, bad limits are config errors, and the CLI survives a closed pipe.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The real `toolhost` binary (SPEC §12): output shapes, exit codes and flags.
+//! The real `toolhost` binary (docs/cli.md): output shapes, exit codes and flags.
 
 mod common;
 

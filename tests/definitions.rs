@@ -1,4 +1,4 @@
-//! Tool definitions (SPEC §5), toolsets in config (§4) and availability (§3) end to end.
+//! Tool definitions, toolsets in config and availability end to end (docs/calls.md).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Discovery (SPEC §2): candidates, prefilter, the top-level rule, verdict reasons and the
+//! Discovery (docs/discovery.md): candidates, prefilter, the top-level rule, verdict reasons and the
 //! verdict cache, on real files.
 
 mod common;

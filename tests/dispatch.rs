@@ -1,4 +1,4 @@
-//! The dispatch pipeline (SPEC §6, §7): each stage's behaviour and their order.
+//! The dispatch pipeline (docs/calls.md): each stage's behaviour and their order.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Constructs that used to escape the deadline hook (SPEC §9 interruptibility): a looping
+//! Constructs that used to escape the deadline hook (docs/runtime.md interruptibility): a looping
 //! `xpcall` message handler, a catastrophic Lua pattern, a looping finalizer — in a handler,
 //! at a file's top level, in a `check_fn` and in a hook. Each is stopped (or refused) and the
 //! host keeps answering.

@@ -1,4 +1,4 @@
-//! Isolation between tools and plugins (SPEC §9 isolation rules): each test reproduces an
+//! Isolation between tools and plugins (docs/security.md, "Isolation rules"): each test reproduces an
 //! attack a hostile tool file or plugin tried, and shows it refused.
 
 mod common;

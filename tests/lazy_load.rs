@@ -1,4 +1,4 @@
-//! The registration cache (README "Discovery"): a warm start takes a file's registrations
+//! The registration cache (docs/discovery.md): a warm start takes a file's registrations
 //! from `<cache_dir>/registrations.cache` and runs the file at the first use of one of its
 //! functions; files whose top level reads the world or registers hooks always run; a run
 //! at first use must register what the cache says.

@@ -1,4 +1,4 @@
-//! Loading tool files (SPEC §1): both registration forms, validation messages with
+//! Loading tool files (docs/lua-api.md): both registration forms, validation messages with
 //! file:line and field, atomic per-file loading, hooks.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Every JSON-RPC request gets an answer (SPEC §12 `serve`, README "Reliability"): raw
+//! Every JSON-RPC request gets an answer (docs/mcp-server.md, docs/reliability.md): raw
 //! exchanges with the real `toolhost serve` over stdio, each hostile message followed by a
 //! `ping` that must still be answered.
 

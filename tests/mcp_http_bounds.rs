@@ -1,5 +1,5 @@
 //! `serve --http` stays bounded and answering under what a hostile or careless client can
-//! hold (README "Reliability"): half-sent requests and idle connections
+//! hold (docs/reliability.md): half-sent requests and idle connections
 //! (`[serve] header_timeout_ms`, `max_connections`), sessions (`max_sessions`,
 //! `session_idle_ms`); and a call over a session is not slowed by Nagle's algorithm.
 //! Raw sockets against the real binary, so what is on the wire is what is checked.

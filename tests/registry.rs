@@ -1,4 +1,4 @@
-//! Registry policy (SPEC §3): shadowing, override, plugins, scopes, generation,
+//! Registry policy (docs/calls.md): shadowing, override, plugins, scopes, generation,
 //! deregistration and native Rust tools.
 
 mod common;

@@ -1,4 +1,4 @@
-//! Hot reload (SPEC §10): changes become visible, broken files keep their last good
+//! Hot reload (docs/discovery.md): changes become visible, broken files keep their last good
 //! version, in-flight calls finish on the version they started on.
 
 mod common;

@@ -1,5 +1,5 @@
-//! Calling tools: result normalisation (SPEC §1, §8) and the typed errors of the minimal
-//! call path (SPEC §7.1).
+//! Calling tools: result normalisation (docs/lua-api.md) and the typed errors of the minimal
+//! call path (docs/calls.md).
 
 mod common;
 

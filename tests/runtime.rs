@@ -1,4 +1,4 @@
-//! The runtime (SPEC §9): deadlines that no Lua trick escapes, memory limits, the VM staying
+//! The runtime (docs/runtime.md): deadlines that no Lua trick escapes, memory limits, the VM staying
 //! usable afterwards.
 
 mod common;

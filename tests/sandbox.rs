@@ -1,4 +1,4 @@
-//! The sandbox (SPEC §9): no escape hatches, one environment per file, confined `require`,
+//! The sandbox (docs/security.md, docs/lua-api.md): no escape hatches, one environment per file, confined `require`,
 //! `fs` and `env.get`.
 
 mod common;

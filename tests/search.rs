@@ -1,4 +1,4 @@
-//! Tool search (SPEC §7.2): deferred tools, the three bridge tools, ranking and errors.
+//! Tool search (docs/tool-search.md): deferred tools, the three bridge tools, ranking and errors.
 
 mod common;
 

@@ -361,7 +361,7 @@ fn two_projects_without_store_config_keep_separate_stores() {
             format!(r#"{{"value":"{value}"}}"#),
             "each project reads its own value"
         );
-        // Where the README says: `.toolhost/store.sqlite3` beside the first tool directory.
+        // Where docs/store.md says: `.toolhost/store.sqlite3` beside the first tool directory.
         assert!(fx.root().join(".toolhost/store.sqlite3").is_file());
     }
     assert!(

@@ -1,4 +1,4 @@
-//! A warm start is observably identical to a cold one (README "Discovery"): a file is
+//! A warm start is observably identical to a cold one (docs/discovery.md): a file is
 //! skipped at start-up (its registrations taken from the registration cache) only when its
 //! top level provably acts on nothing beyond its own locals and registrations. Files that
 //! write into shared modules, seed the random generator, use the store, log or register

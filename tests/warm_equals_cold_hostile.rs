@@ -15,7 +15,7 @@
 //!   `probe_timeout_ms`, a module behind a symlink, a module edited without changing its
 //!   size and modification time): the key covers the limits and the modules' contents.
 //!
-//! Still open (ignored, README "Discovery"): the circumstances of the run at first use (a VM
+//! Still open (ignored, docs/discovery.md): the circumstances of the run at first use (a VM
 //! whose memory handlers have filled; a run inside another tool's `ctx.call`, on that call's
 //! deadline). Run them with `cargo test --test warm_equals_cold_hostile -- --ignored`.
 
@@ -433,7 +433,7 @@ fn answers(fx: &Fixture, order: &[&str]) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "known limit (README, Discovery): a file run at first use allocates in a VM other handlers may have filled; not yet accounted for"]
+#[ignore = "known limit (docs/discovery.md): a file run at first use allocates in a VM other handlers may have filled; not yet accounted for"]
 fn a_file_run_at_first_use_has_the_memory_it_had_at_start_up() {
     let fx = Fixture::new();
     fx.tool(
@@ -455,7 +455,7 @@ registry.register{ name = "b", toolset = "t",
 }
 
 #[test]
-#[ignore = "known limit (README, Discovery): a file first used through ctx.call runs inside the caller's deadline; not yet paused"]
+#[ignore = "known limit (docs/discovery.md): a file first used through ctx.call runs inside the caller's deadline; not yet paused"]
 fn a_file_first_used_through_ctx_call_does_not_spend_the_callers_deadline() {
     let fx = Fixture::new();
     fx.write("toolhost.toml", "[runtime]\nprobe_timeout_ms = 60000\n");

@@ -1,4 +1,4 @@
-//! What a warm start may skip, and what it must not (README "Discovery"): schemas known to
+//! What a warm start may skip, and what it must not (docs/discovery.md): schemas known to
 //! compile (`<cache_dir>/schemas.json`) are compiled at the tool's first call and still
 //! validate arguments; an unusable cache changes nothing; `serve` answers from any stdin.
 

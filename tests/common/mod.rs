@@ -107,7 +107,7 @@ pub fn error_of(host: &Host, suffix: &str) -> String {
         .unwrap_or_else(|| panic!("{suffix} loaded without error"))
 }
 
-/// Runs one call to completion; its SPEC §8 JSON (what a model sees).
+/// Runs one call to completion; its JSON as a model sees it (docs/lua-api.md, "What a handler returns").
 pub fn call(host: &Host, name: &str, args: Value) -> Value {
     call_in(host, name, args, &CallContext::default())
 }
@@ -148,7 +148,7 @@ pub fn two_worker_runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// The SPEC §8 JSON of each result of a batch.
+/// The JSON a model sees of each result of a batch.
 pub fn json_all(results: Vec<toolhost::ToolResult>) -> Vec<Value> {
     results
         .into_iter()
