@@ -9,8 +9,8 @@
 use crate::config::Config;
 use crate::lua::{LuaVm, VmPool};
 use crate::registry::{
-    AvailabilityCache, CheckRunner, Freshness, LuaFnId, Probe, ProbeOutcome, RegistryState,
-    ToolEntry,
+    AvailabilityCache, CheckRunner, Freshness, LuaFnId, Probe, ProbeFailed, ProbeOutcome,
+    RegistryState, ToolEntry,
 };
 use crate::search::{SearchPlan, SearchPlans};
 use crate::toolsets::{EffectiveSelection, Toolsets, sorted_unique};
@@ -114,7 +114,7 @@ pub(crate) trait ProbeRunner: CheckRunner {
     fn overrides(
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
-    ) -> Result<Option<Map<String, Value>>, String>;
+    ) -> Result<Option<Map<String, Value>>, ProbeFailed>;
 }
 
 /// The pool runs a probe on the least busy VM holding its function.
@@ -128,7 +128,7 @@ impl ProbeRunner for VmPool {
     fn overrides(
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
-    ) -> Result<Option<Map<String, Value>>, String> {
+    ) -> Result<Option<Map<String, Value>>, ProbeFailed> {
         self.lease(&lua_function(probe)).overrides(probe)
     }
 }
@@ -155,9 +155,9 @@ impl ProbeRunner for LuaVm {
     fn overrides(
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
-    ) -> Result<Option<Map<String, Value>>, String> {
+    ) -> Result<Option<Map<String, Value>>, ProbeFailed> {
         match probe {
-            Probe::Lua(id) => self.call_overrides(*id),
+            Probe::Lua(id) => Ok(self.call_overrides(*id)?),
             Probe::Native(f) => Ok(f()),
         }
     }

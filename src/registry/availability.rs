@@ -113,8 +113,9 @@ impl Availability {
 /// What running a `check_fn` gave.
 pub(crate) type ProbeOutcome = Result<Probed, ProbeFailed>;
 
-/// Why a `check_fn` could not answer (it raised, ran past its deadline, or its function is
-/// missing): the message shown after `check_fn failed: `.
+/// Why a probe (a `check_fn`, a `dynamic_schema_overrides` function) could not answer: it
+/// raised, ran past its deadline, returned something unusable, or its function is missing.
+/// Shown after `check_fn failed: ` for a `check_fn`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub(crate) struct ProbeFailed(pub String);
