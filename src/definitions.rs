@@ -9,7 +9,8 @@
 use crate::config::Config;
 use crate::lua::{LuaVm, VmPool};
 use crate::registry::{
-    AvailabilityCache, Freshness, LuaFnId, Probe, ProbeOutcome, RegistryState, ToolEntry,
+    AvailabilityCache, CheckRunner, Freshness, LuaFnId, Probe, ProbeFailed, ProbeOutcome,
+    RegistryState, ToolEntry,
 };
 use crate::search::{SearchPlan, SearchPlans};
 use crate::toolsets::{EffectiveSelection, Toolsets, sorted_unique};
@@ -106,27 +107,28 @@ impl Selection {
     }
 }
 
-/// Runs availability probes and schema overrides, wherever their functions live.
-pub(crate) trait ProbeRunner {
-    /// Runs a `check_fn`.
-    fn check(&self, probe: &Probe<bool>) -> ProbeOutcome;
+/// Runs schema overrides, wherever their functions live; as a [`CheckRunner`] it runs
+/// `check_fn`s for [`AvailabilityCache::availability`].
+pub(crate) trait ProbeRunner: CheckRunner {
     /// Runs a `dynamic_schema_overrides` function.
     fn overrides(
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
-    ) -> Result<Option<Map<String, Value>>, String>;
+    ) -> Result<Option<Map<String, Value>>, ProbeFailed>;
 }
 
 /// The pool runs a probe on the least busy VM holding its function.
-impl ProbeRunner for VmPool {
-    fn check(&self, probe: &Probe<bool>) -> ProbeOutcome {
-        self.lease(&lua_function(probe)).check(probe)
+impl CheckRunner for VmPool {
+    fn run_check(&self, probe: &Probe<bool>) -> ProbeOutcome {
+        self.lease(&lua_function(probe)).run_check(probe)
     }
+}
 
+impl ProbeRunner for VmPool {
     fn overrides(
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
-    ) -> Result<Option<Map<String, Value>>, String> {
+    ) -> Result<Option<Map<String, Value>>, ProbeFailed> {
         self.lease(&lua_function(probe)).overrides(probe)
     }
 }
@@ -139,20 +141,23 @@ fn lua_function<T>(probe: &Probe<T>) -> Vec<LuaFnId> {
     }
 }
 
-impl ProbeRunner for LuaVm {
-    fn check(&self, probe: &Probe<bool>) -> ProbeOutcome {
+/// A VM runs a probe itself (a call's probes run on the call's VM).
+impl CheckRunner for LuaVm {
+    fn run_check(&self, probe: &Probe<bool>) -> ProbeOutcome {
         match probe {
             Probe::Lua(id) => self.call_check(*id),
             Probe::Native(f) => Ok(f().into()),
         }
     }
+}
 
+impl ProbeRunner for LuaVm {
     fn overrides(
         &self,
         probe: &Probe<Option<Map<String, Value>>>,
-    ) -> Result<Option<Map<String, Value>>, String> {
+    ) -> Result<Option<Map<String, Value>>, ProbeFailed> {
         match probe {
-            Probe::Lua(id) => self.call_overrides(*id),
+            Probe::Lua(id) => Ok(self.call_overrides(*id)?),
             Probe::Native(f) => Ok(f()),
         }
     }
@@ -226,13 +231,9 @@ pub(crate) fn selected_available(
     let mut freshness = Freshness::Always;
     let mut out = Vec::with_capacity(selected.len());
     for tool in &selected {
-        let answer =
-            inputs
-                .availability
-                .check(tool, scope, generation, now, || match &tool.check_fn {
-                    Some(probe) => inputs.probes.check(probe),
-                    None => Ok(crate::registry::Probed::Yes),
-                });
+        let answer = inputs
+            .availability
+            .availability(tool, scope, generation, now, inputs.probes);
         freshness = freshness.min(answer.freshness);
         if answer.available {
             out.push(tool.clone());

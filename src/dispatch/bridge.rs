@@ -1,6 +1,7 @@
 //! Stage 2: the tool-search bridge (SPEC §7.2). `tool_search` and `tool_describe` are
-//! answered here; `tool_call` names the real tool, which re-enters the pipeline so every
-//! later stage (hooks, approval, validation, limits) sees the real name.
+//! answered here; `tool_call` names the real tool, which the call then reaches with its
+//! own name, so every later stage (hooks, approval, validation, limits) sees the real
+//! name.
 
 use super::errors::ErrorType;
 use super::result::{ToolError, ToolResult};
@@ -56,17 +57,16 @@ fn description_of(tool: &ToolEntry) -> Value {
         .unwrap_or_else(|| json!(tool.description))
 }
 
-/// Answers or routes a bridge call; `available` filters search results.
-pub(super) fn route(
+/// Answers `tool_search` or `tool_describe` (`name`); `available` filters search results.
+pub(super) fn answer(
     plan: &SearchPlan,
     name: &str,
     args: &Value,
     available: impl Fn(&ToolEntry) -> bool,
-) -> Routed {
+) -> ToolResult {
     match name {
-        "tool_search" => Routed::Answer(search(plan, args, available)),
-        "tool_describe" => Routed::Answer(describe(plan, args)),
-        _ => call(plan, args),
+        "tool_search" => search(plan, args, available),
+        _ => describe(plan, args),
     }
 }
 
@@ -167,7 +167,11 @@ fn describe(plan: &SearchPlan, args: &Value) -> ToolResult {
     ToolResult::Json(answer)
 }
 
-fn call(plan: &SearchPlan, args: &Value) -> Routed {
+/// The tool a `tool_call` names and its arguments, or why the call is refused. The one
+/// reading of a `tool_call`'s target: `{calls: [{name, arguments}]}` first, else
+/// `{name, arguments}`. It runs before the call's VM is chosen, so the VM is chosen for
+/// the tool named here.
+pub(super) fn route_call(plan: &SearchPlan, args: &Value) -> Routed {
     let entry = match args.get("calls") {
         Some(Value::Array(calls)) if calls.len() == 1 => calls[0].clone(),
         Some(Value::Array(calls)) => {

@@ -126,23 +126,16 @@ fn failure_error(
     failure: HandlerFailure,
 ) -> ToolError {
     match failure {
-        HandlerFailure::Raised(message) => ToolError::new(
-            ErrorType::HandlerError,
-            format!("[TOOL_ERROR] Tool execution failed: {message}"),
-        ),
-        HandlerFailure::Memory => ToolError::new(
+        HandlerFailure::Raised(message) => {
+            ToolError::execution_failed(ErrorType::HandlerError, message)
+        }
+        HandlerFailure::Memory => ToolError::execution_failed(
             ErrorType::Memory,
-            format!(
-                "[TOOL_ERROR] Tool execution failed: {} exceeded the memory limit",
-                tool.name
-            ),
+            format_args!("{} exceeded the memory limit", tool.name),
         ),
-        HandlerFailure::Timeout => ToolError::new(
+        HandlerFailure::Timeout => ToolError::execution_failed(
             ErrorType::Timeout,
-            format!(
-                "[TOOL_ERROR] Tool execution failed: {} timed out after {budget_ms} ms",
-                tool.name
-            ),
+            format_args!("{} timed out after {budget_ms} ms", tool.name),
         ),
         HandlerFailure::Contract(kind) => {
             // `kind` is the type, possibly followed by where in a table the bad value sits.

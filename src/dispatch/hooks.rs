@@ -8,8 +8,9 @@
 //! outcome; `transform_tool_result` hooks may replace a successful text result (the first
 //! replacement wins). Rust hooks run before Lua hooks; Lua hooks in load order.
 
+use super::call::Call;
 use super::errors::ErrorType;
-use super::result::ToolResult;
+use super::result::{ToolError, ToolResult};
 use crate::lua::LuaVm;
 use crate::registry::{CallContext, HookEntry, HookEvent};
 use serde_json::{Map, Value, json};
@@ -97,7 +98,7 @@ pub trait Hook: Send + Sync {
 
 /// The combined outcome of every pre_tool_call hook.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum PreOutcome {
+enum PreOutcome {
     /// Go on with these arguments; `approval` is set when a hook asked for approval.
     Proceed {
         /// The (possibly modified) arguments.
@@ -148,7 +149,7 @@ fn decision_of(value: &Value) -> PreDecision {
 }
 
 /// Runs every pre_tool_call hook and combines their decisions.
-pub(super) fn run_pre(
+fn run_pre(
     rust_hooks: &[Arc<dyn Hook>],
     lua_hooks: &[Arc<HookEntry>],
     vm: &LuaVm,
@@ -208,6 +209,27 @@ pub(super) fn run_pre(
         }
     }
     PreOutcome::Proceed { args, approval }
+}
+
+/// Stage 4 for `call`: runs every pre_tool_call hook and leaves `call.args` as they left
+/// them. `Ok` holds whether a hook asked for approval (with its message, if any); `Err` is
+/// the `blocked` error of a hook that blocked the call.
+pub(super) fn pre_tool_call(
+    rust_hooks: &[Arc<dyn Hook>],
+    call: &mut Call<'_>,
+) -> Result<Option<Option<String>>, Box<ToolError>> {
+    // Taken and put back: `Value::Null` in between costs no allocation.
+    let args = std::mem::take(&mut call.args);
+    match run_pre(rust_hooks, call.hooks, call.vm, call.name, args, call.ctx) {
+        PreOutcome::Proceed { args, approval } => {
+            call.args = args;
+            Ok(approval)
+        }
+        PreOutcome::Blocked(message, args) => {
+            call.args = args;
+            Err(Box::new(ToolError::new(ErrorType::Blocked, message)))
+        }
+    }
 }
 
 /// Runs every post_tool_call observer; failures are logged, never change the result.

@@ -133,12 +133,9 @@ impl<'a> Next<'a> {
                     }
                     // The tool was running: running it again could do its work twice.
                     tracing::error!("middleware {name} panicked while the tool was running");
-                    ToolError::new(
+                    ToolError::execution_failed(
                         ErrorType::HandlerError,
-                        format!(
-                            "[TOOL_ERROR] Tool execution failed: middleware {name} failed while {} was running",
-                            retry.name
-                        ),
+                        format_args!("middleware {name} failed while {} was running", retry.name),
                     )
                     .into()
                 }

@@ -151,6 +151,16 @@ impl ToolError {
         }
     }
 
+    /// The `[TOOL_ERROR] Tool execution failed: {detail}` error of SPEC §7.1 (a handler
+    /// that raised, timed out or ran out of memory, a cancelled call, a lost VM): the one
+    /// place that writes the prefix.
+    pub(crate) fn execution_failed(kind: ErrorType, detail: impl fmt::Display) -> Self {
+        Self::new(
+            kind,
+            format!("[TOOL_ERROR] Tool execution failed: {detail}"),
+        )
+    }
+
     /// The same error naming `tool`.
     pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
         self.tool = Some(tool.into());
@@ -217,6 +227,41 @@ mod tests {
             assert_eq!(json_text(&value), value.to_string());
             assert_eq!(json_text_len(&value), value.to_string().len());
         }
+    }
+
+    /// Every `[TOOL_ERROR] Tool execution failed: …` error comes from
+    /// [`ToolError::execution_failed`]: the prefix is written once in `src/`.
+    #[test]
+    fn the_execution_failed_prefix_is_written_once() {
+        // Split, so this test does not count itself.
+        let prefix = ["Tool execution", " failed"].concat();
+        let mut stack = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
+        let mut writers = Vec::new();
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    // The code, without test modules and comments.
+                    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+                    let code = code.lines().filter(|l| !l.trim_start().starts_with("//"));
+                    for line in code {
+                        for _ in line.matches(&prefix) {
+                            writers.push(path.display().to_string());
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(writers.len(), 1, "written in {writers:?}");
+        assert!(writers[0].ends_with("result.rs"), "{writers:?}");
+        let error = ToolError::execution_failed(ErrorType::Timeout, "t timed out after 5 ms");
+        assert_eq!(
+            error.message,
+            "[TOOL_ERROR] Tool execution failed: t timed out after 5 ms"
+        );
     }
 
     #[test]

@@ -94,9 +94,9 @@ impl Host {
             .collect();
         for (index, task) in tasks {
             let result = task.await.unwrap_or_else(|e| {
-                ToolError::new(
+                ToolError::execution_failed(
                     ErrorType::HandlerError,
-                    format!("[TOOL_ERROR] Tool execution failed: the call's task ended: {e}"),
+                    format_args!("the call's task ended: {e}"),
                 )
                 .into()
             });

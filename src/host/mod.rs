@@ -8,6 +8,8 @@
 
 mod batch;
 mod builder;
+#[cfg(test)]
+mod call_tests;
 mod generation;
 mod info;
 #[cfg(feature = "mcp-client")]
@@ -29,7 +31,7 @@ pub use watch::Watch;
 use crate::config::LoadedConfig;
 use crate::definitions::{self, Definitions, DefinitionsMemo, Inputs, RenderCache, Selection};
 use crate::discovery::{ToolDir, Verdict};
-use crate::dispatch::{self, CallEnv, Pipeline, ToolResult};
+use crate::dispatch::{CallEnv, CallOutcome, ErrorType, Pipeline, ToolError, ToolResult};
 use crate::lua::VmPool;
 use crate::registry::{AvailabilityCache, CallContext, Registry, RegistryState, ToolEntry};
 use crate::search::SearchPlans;
@@ -37,6 +39,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The state a reload replaces as a whole.
 struct World {
@@ -186,8 +189,13 @@ impl Host {
             return Some(format!("no tool named {name} in this scope"));
         };
         let answer = crate::blocking::off_async_worker(|| {
-            let vm = world.pool.lease(&[]);
-            dispatch::availability_of(&self.inner.availability, &vm, &state, tool, scope)
+            self.inner.availability.availability(
+                tool,
+                scope,
+                state.generation(),
+                Instant::now(),
+                &world.pool,
+            )
         });
         match answer.available {
             true => None,
@@ -199,16 +207,6 @@ impl Host {
     #[cfg_attr(not(feature = "rig"), allow(dead_code))]
     pub(crate) fn is_registered(&self, name: &str, scope: Option<&str>) -> bool {
         self.inner.registry.snapshot().lookup(name, scope).is_some()
-    }
-
-    /// Whether the tool `name` (seen from `scope`) declares an `output_schema`.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn declares_output_schema(&self, name: &str, scope: Option<&str>) -> bool {
-        self.inner
-            .registry
-            .snapshot()
-            .lookup(name, scope)
-            .is_some_and(|tool| tool.output_schema.is_some())
     }
 
     /// The registry's generation: it grows by one with every change of the registered
@@ -261,6 +259,18 @@ impl Host {
         }
     }
 
+    /// What one call runs against: `state` and the parts of `world` that go with it.
+    fn env<'a>(&'a self, world: &'a World, state: &'a RegistryState) -> CallEnv<'a> {
+        CallEnv {
+            state,
+            availability: &self.inner.availability,
+            config: &world.config.config,
+            spill_dir: &world.spill_dir,
+            config_fingerprint: world.config.fingerprint,
+            search: &self.inner.search,
+        }
+    }
+
     /// Runs one call through the dispatch pipeline (SPEC §7). Never panics: every failure
     /// is an error object (SPEC §7.1). The call runs on the least busy VM; it finishes on
     /// the generation of tools it started on, even if a reload happens meanwhile.
@@ -273,29 +283,37 @@ impl Host {
         args: Value,
         ctx: &CallContext,
     ) -> ToolResult {
+        self.handle_call(name, args, ctx).await.result
+    }
+
+    /// [`handle_function_call`](Self::handle_function_call), also telling whether the
+    /// result is structured content (the tool declares an `output_schema`), for MCP.
+    pub(crate) async fn handle_call(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &CallContext,
+    ) -> CallOutcome {
         let cancel = ctx.cancel.clone();
         if cancel.is_cancelled() {
-            return cancelled(name);
+            return cancelled(name).into();
         }
         let (world, state) = self.current();
-        let needs = dispatch::functions_needed(&state, name, &args, ctx.scope.as_deref());
+        let ctx = self.with_caller(ctx);
+        // Stage 1 and the bridge's routing need no VM: done here, they tell which tool the
+        // call reaches, and so the one VM to run it on.
+        let request = self
+            .inner
+            .pipeline
+            .prepare(&self.env(&world, &state), name, args, &ctx);
+        let needs = request.needs();
         let host = self.clone();
         let on_vm = world.clone();
-        let call_name = name.to_string();
-        let ctx = self.with_caller(ctx);
         let run = world.pool.run(&needs, move |vm| async move {
             let world = on_vm;
-            let env = CallEnv {
-                state: &state,
-                pool: &world.pool,
-                availability: &host.inner.availability,
-                config: &world.config.config,
-                spill_dir: &world.spill_dir,
-                config_fingerprint: world.config.fingerprint,
-                search: &host.inner.search,
-            };
+            let env = host.env(&world, &state);
             let token = ctx.cancel.clone();
-            let pipeline = host.inner.pipeline.run(&env, &vm, &call_name, args, &ctx);
+            let pipeline = host.inner.pipeline.run(&env, &vm, request, &ctx);
             vm.cancellable(token, pipeline).await
         });
         // Cancelling answers at once; dropping `run` drops the call on its VM (a Lua handler
@@ -303,24 +321,20 @@ impl Host {
         // hook that is running there.
         let answer = tokio::select! {
             biased;
-            () = cancel.cancelled() => return cancelled(name),
+            () = cancel.cancelled() => return cancelled(name).into(),
             answer = run => answer,
         };
         answer.unwrap_or_else(|gone| {
-            dispatch::ToolError::new(
-                dispatch::ErrorType::HandlerError,
-                format!("[TOOL_ERROR] Tool execution failed: {}", gone.0),
-            )
-            .into()
+            ToolResult::from(ToolError::execution_failed(ErrorType::HandlerError, gone.0)).into()
         })
     }
 }
 
 /// The result of a call its caller cancelled.
 fn cancelled(name: &str) -> ToolResult {
-    dispatch::ToolError::new(
-        dispatch::ErrorType::Cancelled,
-        format!("[TOOL_ERROR] Tool execution failed: {name} was cancelled by the caller"),
+    ToolError::execution_failed(
+        ErrorType::Cancelled,
+        format_args!("{name} was cancelled by the caller"),
     )
     .into()
 }

@@ -82,26 +82,52 @@ impl Host {
 /// resolved) must agree, or one of them be no tool directory at all (the other's grants
 /// apply); a file found in one trust domain's folder that resolves into another's is
 /// refused, so a symlink cannot lend a plugin's test file other grants.
-fn owning_dir<'a>(dirs: &'a [ToolDir], path: &Path) -> Result<Option<&'a ToolDir>, String> {
-    let found = std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let real = path
-        .canonicalize()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+fn owning_dir<'a>(dirs: &'a [ToolDir], path: &Path) -> Result<Option<&'a ToolDir>, Unowned> {
+    let unreadable = |source| Unowned::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    };
+    let found = std::path::absolute(path).map_err(unreadable)?;
+    let real = path.canonicalize().map_err(unreadable)?;
     let lexical = deepest(dirs, &found, |dir| std::path::absolute(&dir.path).ok());
     let resolved = deepest(dirs, &real, |dir| dir.path.canonicalize().ok());
     match (lexical, resolved) {
-        (Some(a), Some(b)) if a.source != b.source => Err(format!(
-            "{} lies in the tool directory {} ({}) but resolves into {} ({}); a test file \
-             runs with one folder's grants",
-            path.display(),
-            a.path.display(),
-            a.source,
-            b.path.display(),
-            b.source
-        )),
+        (Some(a), Some(b)) if a.source != b.source => Err(Unowned::TwoDomains {
+            path: path.to_path_buf(),
+            found_in: a.path.clone(),
+            found_source: a.source.to_string(),
+            resolves_into: b.path.clone(),
+            real_source: b.source.to_string(),
+        }),
         (Some(dir), _) | (None, Some(dir)) => Ok(Some(dir)),
         (None, None) => Ok(None),
     }
+}
+
+/// Why a test file's grants cannot be told.
+#[derive(Debug, thiserror::Error)]
+enum Unowned {
+    /// The file's path cannot be resolved.
+    #[error("{}: {source}", path.display())]
+    Unreadable {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    /// Found in one trust domain's folder, it resolves into another's.
+    #[error(
+        "{} lies in the tool directory {} ({found_source}) but resolves into {} \
+         ({real_source}); a test file runs with one folder's grants",
+        path.display(),
+        found_in.display(),
+        resolves_into.display()
+    )]
+    TwoDomains {
+        path: std::path::PathBuf,
+        found_in: std::path::PathBuf,
+        found_source: String,
+        resolves_into: std::path::PathBuf,
+        real_source: String,
+    },
 }
 
 /// The deepest tool directory (as `locate` names it) holding `path`.

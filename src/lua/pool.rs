@@ -107,11 +107,6 @@ impl VmPool {
         self.slots.len()
     }
 
-    /// The first VM (holds every function).
-    pub(crate) fn primary(&self) -> &LuaVm {
-        &self.slots[0].vm
-    }
-
     fn pick(&self, needs: &[LuaFnId]) -> &Slot {
         self.slots
             .iter()

@@ -111,7 +111,34 @@ impl Availability {
 }
 
 /// What running a `check_fn` gave.
-pub(crate) type ProbeOutcome = Result<Probed, String>;
+pub(crate) type ProbeOutcome = Result<Probed, ProbeFailed>;
+
+/// Why a probe (a `check_fn`, a `dynamic_schema_overrides` function) could not answer: it
+/// raised, ran past its deadline, returned something unusable, or its function is missing.
+/// Shown after `check_fn failed: ` for a `check_fn`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct ProbeFailed(pub String);
+
+/// The VM's messages are text: `?` turns them into a probe failure.
+impl From<String> for ProbeFailed {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for ProbeFailed {
+    fn from(message: &str) -> Self {
+        Self(message.to_string())
+    }
+}
+
+/// Runs a `check_fn` wherever its function lives: a VM runs it itself; the pool on a VM
+/// holding it. Implemented where the VMs are known (the runtime layer sits above this one).
+pub(crate) trait CheckRunner {
+    /// Runs `probe`.
+    fn run_check(&self, probe: &Probe<bool>) -> ProbeOutcome;
+}
 
 /// What a probe said: available, or not (with its own reason when it gave one: a Lua
 /// `check_fn` may return `false, "why"`).
@@ -302,9 +329,28 @@ impl AvailabilityCache {
         missing_env(tool, &self.env).or_else(|| tool.offline.clone())
     }
 
+    /// The one way to ask whether `tool` is available to `scope` (dispatch, definitions and
+    /// the host all come here): the environment and server state first, then the cached
+    /// answer of its `check_fn`, else the `check_fn` run on `runner`. `generation` is the
+    /// registry snapshot's; `now` is passed in so a list of tools is judged at one instant.
+    pub(crate) fn availability<R: CheckRunner + ?Sized>(
+        &self,
+        tool: &ToolEntry,
+        scope: Option<&str>,
+        generation: u64,
+        now: Instant,
+        runner: &R,
+    ) -> Availability {
+        self.check(tool, scope, generation, now, || match &tool.check_fn {
+            Some(check_fn) => runner.run_check(check_fn),
+            // `check` never probes a tool without a `check_fn`.
+            None => Ok(Probed::Yes),
+        })
+    }
+
     /// Answers for `tool` as seen from `scope` at registry `generation`, running `probe`
     /// (without holding any lock) when there is a `check_fn` and no fresh cached answer.
-    pub(crate) fn check(
+    fn check(
         &self,
         tool: &ToolEntry,
         scope: Option<&str>,

@@ -16,7 +16,8 @@ mod state;
 mod validator;
 
 pub(crate) use availability::{
-    Availability, AvailabilityCache, DEFAULT_CHECK_TTL, Freshness, ProbeOutcome, Probed,
+    Availability, AvailabilityCache, CheckRunner, DEFAULT_CHECK_TTL, Freshness, ProbeFailed,
+    ProbeOutcome, Probed,
 };
 pub use context::CallContext;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};

@@ -397,8 +397,8 @@ impl McpServer {
         // answers `cancelled`.
         let cancel = ctx.cancel.clone();
         let host = &self.shared.host;
-        let result = {
-            let running = host.handle_function_call(&call.name, args, &ctx);
+        let outcome = {
+            let running = host.handle_call(&call.name, args, &ctx);
             tokio::pin!(running);
             tokio::pin!(cancelled);
             tokio::select! {
@@ -414,8 +414,6 @@ impl McpServer {
         if let Some(reports) = reports {
             reports.finish().await;
         }
-        let structured =
-            host.declares_output_schema(&call.name, self.shared.selection.scope.as_deref());
-        Ok(to_call_result(result, structured))
+        Ok(to_call_result(outcome.result, outcome.structured))
     }
 }

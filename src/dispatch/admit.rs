@@ -1,0 +1,80 @@
+//! Stage 3: the agent-loop guard (`guard.rs`), then lookup in the caller's scope
+//! (`unknown_tool`), selection and availability (`unavailable`). A call that passes becomes
+//! the [`Call`] the later stages read; one that does not never reaches the hooks.
+
+use super::call::Call;
+use super::errors::ErrorType;
+use super::result::ToolError;
+use super::{CallEnv, guard, select};
+use crate::lua::LuaVm;
+use crate::registry::{CallContext, HookEntry, ToolEntry};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What stage 3 needs of a call.
+pub(super) struct Admission<'a> {
+    /// The tool's name.
+    pub(super) name: &'a str,
+    /// The (coerced) arguments.
+    pub(super) args: Value,
+    /// The tool of that name in the caller's scope, if any.
+    pub(super) tool: Option<&'a ToolEntry>,
+    /// The Lua hooks that see a call of it.
+    pub(super) hooks: &'a [Arc<HookEntry>],
+    /// The caller's context.
+    pub(super) ctx: &'a CallContext,
+    /// The call's VM.
+    pub(super) vm: &'a LuaVm,
+    /// When the call started.
+    pub(super) started: Instant,
+}
+
+/// The call, or the error that ends it (boxed: it is much larger than the call).
+pub(super) fn admit<'a>(
+    env: &CallEnv<'_>,
+    selections: &select::SelectionCache,
+    call: Admission<'a>,
+) -> Result<Call<'a>, Box<ToolError>> {
+    let Admission {
+        name,
+        args,
+        tool,
+        hooks,
+        ctx,
+        vm,
+        started,
+    } = call;
+    if let Some(refused) = guard::guard(env.config, name) {
+        return Err(Box::new(refused));
+    }
+    let Some(tool) = tool else {
+        return Err(Box::new(ToolError::new(
+            ErrorType::UnknownTool,
+            format!("Unknown tool: {name}"),
+        )));
+    };
+    if !selections.contains(env.state, env.config, ctx, name) {
+        return Err(Box::new(ToolError::new(
+            ErrorType::Unavailable,
+            format!("Tool {name} is unavailable: it is not in the selected toolsets"),
+        )));
+    }
+    let answer = env.available(vm, tool, ctx.scope.as_deref());
+    if !answer.available {
+        let reason = answer.reason.unwrap_or_default();
+        return Err(Box::new(ToolError::new(
+            ErrorType::Unavailable,
+            format!("Tool {name} is unavailable: {reason}"),
+        )));
+    }
+    Ok(Call {
+        name,
+        args,
+        ctx,
+        tool,
+        hooks,
+        vm,
+        started,
+    })
+}
