@@ -7,9 +7,10 @@
 //! entry is dropped so that the next start runs the file.
 
 use super::module_view::ModuleView;
-use super::{LuaVm, clock};
+use super::{FileSpec, LuaVm};
+use crate::lua::call::clock;
 use crate::lua::record::Expected;
-use crate::lua::{FileSpec, SearchDir};
+use crate::lua::sandbox::require::SearchDir;
 use crate::registry::{FnRole, LuaFnId};
 use mlua::Function;
 use std::path::PathBuf;

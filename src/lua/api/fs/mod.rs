@@ -11,8 +11,8 @@ use crate::fs_roots::FsRoots;
 use super::{ApiContext, ApiFunction, Calling, failure, function};
 pub(crate) use crate::fs_roots::describe;
 use crate::fs_roots::{Resolved, open_regular_read, open_regular_read_in, open_regular_write};
-use crate::lua::clock::current_deadline;
-use crate::lua::current;
+use crate::lua::call::clock::current_deadline;
+use crate::lua::call::current;
 use cap_std::fs::Dir;
 use mlua::{Lua, LuaSerdeExt, Value as LuaValue};
 use serde::Serialize;
@@ -73,7 +73,7 @@ fn open_dir(function: &str, at: &Resolved<'_>, shown: &str) -> mlua::Result<Dir>
 
 /// The call ran out of time inside `fs.FUNCTION`: it ends as a timeout.
 fn stop_at_deadline(lua: &Lua, function: &str) -> mlua::Error {
-    crate::lua::clock::trip(lua);
+    crate::lua::call::clock::trip(lua);
     refuse(function, deadline_message())
 }
 

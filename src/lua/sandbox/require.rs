@@ -7,8 +7,8 @@
 //! grants nor change what a built-in tool's module does.
 
 use super::depth;
-use super::error_text::lua_error_message;
-use super::register::{Binding, binding};
+use crate::lua::error_text::lua_error_message;
+use crate::lua::register::{Binding, binding};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use std::collections::HashMap;
@@ -43,7 +43,7 @@ impl SearchDir {
 }
 
 /// Everything a `require` function needs to load a module into a fresh environment.
-pub(super) struct RequireContext {
+pub(crate) struct RequireContext {
     /// Where modules may come from, in search order.
     pub dirs: Vec<SearchDir>,
     /// The bootstrap's environment factory.
@@ -67,21 +67,21 @@ const MAX_MODULE_BYTES: u64 = 16 * 1024 * 1024;
 /// Per-VM module cache, keyed by trust domain and canonical path; with each table
 /// module's fields as its chunk returned them (see `vm::module_view`).
 #[derive(Default)]
-pub(super) struct ModuleCache(
+pub(crate) struct ModuleCache(
     HashMap<(Arc<str>, PathBuf), Module>,
     HashMap<(Arc<str>, PathBuf), TableState>,
 );
 
 /// A table's fields (raw) and metatable at one moment.
 #[derive(Clone)]
-pub(super) struct TableState {
-    pub(super) fields: Vec<(LuaValue, LuaValue)>,
-    pub(super) metatable: Option<Table>,
+pub(crate) struct TableState {
+    pub(crate) fields: Vec<(LuaValue, LuaValue)>,
+    pub(crate) metatable: Option<Table>,
 }
 
 impl TableState {
     /// `table` as it is now.
-    pub(super) fn of(table: &Table) -> mlua::Result<Self> {
+    pub(crate) fn of(table: &Table) -> mlua::Result<Self> {
         let mut fields = Vec::new();
         for pair in table.pairs::<LuaValue, LuaValue>() {
             fields.push(pair?);
@@ -93,7 +93,7 @@ impl TableState {
     }
 
     /// Whether `table` holds exactly this state now.
-    pub(super) fn holds(&self, table: &Table) -> mlua::Result<bool> {
+    pub(crate) fn holds(&self, table: &Table) -> mlua::Result<bool> {
         if table.metatable() != self.metatable {
             return Ok(false);
         }
@@ -114,7 +114,7 @@ impl TableState {
     }
 
     /// Makes `table` hold exactly this state again.
-    pub(super) fn apply(&self, table: &Table) -> mlua::Result<()> {
+    pub(crate) fn apply(&self, table: &Table) -> mlua::Result<()> {
         let now = Self::of(table)?;
         for (key, _) in now.fields {
             table.raw_set(key, LuaValue::Nil)?;
@@ -128,7 +128,7 @@ impl TableState {
 
 /// Every table module instantiated in `domain` on this VM, with its state as its chunk
 /// returned it.
-pub(super) fn table_modules(lua: &Lua, domain: &str) -> Vec<(Table, Option<TableState>)> {
+pub(crate) fn table_modules(lua: &Lua, domain: &str) -> Vec<(Table, Option<TableState>)> {
     let Some(cache) = lua.app_data_ref::<ModuleCache>() else {
         return Vec::new();
     };
@@ -216,9 +216,9 @@ fn real_path(path: &Path, relative: &str) -> Option<PathBuf> {
 }
 
 /// Creates the `require` function for one environment.
-pub(super) fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
+pub(crate) fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
     lua.create_function(move |lua, name: String| {
-        super::register::note_required(lua);
+        crate::lua::register::note_required(lua);
         let (path, shown) = resolve(&ctx, &name).map_err(mlua::Error::runtime)?;
         let key = (ctx.domain.clone(), path);
         {
@@ -293,7 +293,7 @@ fn load_module(
         &*ctx.domain,
     ))?;
     let value: LuaValue = lua
-        .load(super::strip_bom(&source))
+        .load(crate::lua::bom::strip_bom(&source))
         .set_name(format!("@{shown}"))
         .set_mode(ChunkMode::Text)
         .set_environment(env)

@@ -8,22 +8,24 @@
 pub(crate) mod bootstrap;
 mod lazy;
 mod module_view;
+pub(crate) mod pool;
 pub(crate) use module_view::ModuleView;
 #[cfg(feature = "cli")]
 mod test_file;
 
 pub(crate) use lazy::LazyFile;
 
-use super::api::env::EnvPolicy;
-use super::api::{self, ApiContext};
-use super::clock::{self, CallClock};
-use super::convert::{self, Mode};
-use super::error_text::lua_error_message;
-use super::register::{self, Binding, LoadSlot, LoadingFile};
-use super::require::{self, ModuleCache, RequireContext, SearchDir};
-use super::timer;
 use crate::error::LoadError;
 use crate::fs_roots::FsRoots;
+use crate::lua::api::env::EnvPolicy;
+use crate::lua::api::{self, ApiContext};
+use crate::lua::call::clock::{self, CallClock};
+use crate::lua::call::{current, timer};
+use crate::lua::convert::{self, Mode};
+use crate::lua::error_text::{self, lua_error_message};
+use crate::lua::register::{self, Binding, LoadSlot, LoadingFile};
+use crate::lua::sandbox::require::{self, ModuleCache, RequireContext, SearchDir};
+use crate::lua::sandbox::{depth, patterns};
 use crate::registry::{CallContext, CallerDomain, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
@@ -48,7 +50,7 @@ pub(crate) struct VmSettings {
     /// The environment tools see (the process's, under `toolhost test`'s overlay).
     pub env: crate::env_vars::EnvVars,
     /// Scripted `proc.run` answers instead of programs (`toolhost test`).
-    pub proc_script: Option<Arc<super::api::proc_script::ProcScript>>,
+    pub proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
     /// Environment variables every tool may read.
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
@@ -144,7 +146,7 @@ impl LuaVm {
         }
         lua.set_app_data(LoadSlot::default());
         clock::install(&lua)?;
-        super::current::install(&lua);
+        current::install(&lua);
         lua.set_app_data(ModuleCache::default());
         lua.set_app_data(EnvPolicy {
             everyone: settings.sandbox_env.iter().cloned().collect(),
@@ -182,10 +184,7 @@ impl LuaVm {
                             "ctx.progress: done and total must be finite numbers",
                         ));
                     }
-                    super::current::progress(
-                        lua,
-                        crate::registry::Progress::new(done, total, message),
-                    );
+                    current::progress(lua, crate::registry::Progress::new(done, total, message));
                     Ok(())
                 },
             )?,
@@ -205,7 +204,7 @@ impl LuaVm {
                          the other tool may need it): call it before or after the update"
                     )));
                 }
-                let running = super::current::get(&lua).and_then(|call| {
+                let running = current::get(&lua).and_then(|call| {
                     let ctx = call.ctx.clone()?;
                     let caller = ctx.caller.clone()?;
                     Some((call, ctx, caller))
@@ -237,7 +236,7 @@ impl LuaVm {
                 convert::json_to_lua(&lua, &answer)
             })?,
         )?;
-        host.set("patterns", super::patterns::install(&lua)?)?;
+        host.set("patterns", patterns::install(&lua)?)?;
         // Called by the host-API glue when code outside a handler reads the world (see
         // `LoadingFile::impure`).
         host.set(
@@ -252,10 +251,8 @@ impl LuaVm {
             lua.create_function(|_, (chunk, name): (mlua::LuaString, Option<String>)| {
                 let shown = name.as_deref().unwrap_or("load");
                 let shown = shown.trim_start_matches(['=', '@']);
-                Ok(
-                    super::depth::prescan(&chunk.as_bytes(), super::depth::MAX_NESTING)
-                        .map(|refusal| super::depth::refusal_message(shown, refusal)),
-                )
+                Ok(depth::prescan(&chunk.as_bytes(), depth::MAX_NESTING)
+                    .map(|refusal| depth::refusal_message(shown, refusal)))
             })?,
         )?;
         // A host error caught in Lua, as the plain message (no mlua wrapping, no traceback).
@@ -366,7 +363,7 @@ impl LuaVm {
         };
         let env = self.file_env(file, registry)?;
         self.lua
-            .load(super::strip_bom(source))
+            .load(crate::lua::bom::strip_bom(source))
             .set_name(format!("@{}", file.chunk_name))
             .set_mode(ChunkMode::Text)
             .set_environment(env)
@@ -546,7 +543,7 @@ impl LuaVm {
         let guarded = Deadlined {
             vm: self,
             call,
-            current: super::current::CurrentCall::of(tool_name, domain, ctx),
+            current: current::CurrentCall::of(tool_name, domain, ctx),
             inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
         };
         // The timer covers a handler parked in a Rust future (no Lua runs, so the hook
@@ -635,7 +632,7 @@ struct Deadlined<'a> {
     vm: &'a LuaVm,
     call: CallClock,
     /// What host functions need of this call (observer, fs roots), installed per poll.
-    current: Option<std::sync::Arc<super::current::CurrentCall>>,
+    current: Option<std::sync::Arc<current::CurrentCall>>,
     inner: Option<LuaCall<'a>>,
 }
 
@@ -657,9 +654,9 @@ impl std::future::Future for Deadlined<'_> {
             return Poll::Ready(Err(DeadlineFailure::Timeout));
         };
         this.call.enter(&this.vm.lua);
-        let previous = super::current::enter(&this.vm.lua, &this.current);
+        let previous = current::enter(&this.vm.lua, &this.current);
         let polled = inner.as_mut().poll(cx);
-        super::current::leave(&this.vm.lua, &this.current, previous);
+        current::leave(&this.vm.lua, &this.current, previous);
         this.call.leave(&this.vm.lua);
         match polled {
             Poll::Pending => Poll::Pending,
@@ -698,8 +695,5 @@ impl Drop for Deadlined<'_> {
 /// A load error that names its file: Lua positions most errors (`file:line:`), but not a
 /// deadline, a memory or a C-stack error.
 fn is_memory_error(error: &mlua::Error) -> bool {
-    matches!(
-        super::error_text::root_cause(error),
-        mlua::Error::MemoryError(_)
-    )
+    matches!(error_text::root_cause(error), mlua::Error::MemoryError(_))
 }
