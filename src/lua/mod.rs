@@ -25,6 +25,7 @@ mod register;
 pub(crate) mod sandbox;
 pub(crate) mod vm;
 
+pub(crate) use api::ApiContext;
 pub(crate) use bom::strip_bom_str;
 pub(crate) use call::timer;
 pub(crate) use error_text::lua_error_message;

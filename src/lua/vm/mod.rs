@@ -16,7 +16,6 @@ mod test_file;
 pub(crate) use lazy::LazyFile;
 
 use crate::error::LoadError;
-use crate::fs_roots::FsRoots;
 use crate::lua::api::env::EnvPolicy;
 use crate::lua::api::{self, ApiContext};
 use crate::lua::call::clock::{self, CallClock};
@@ -39,18 +38,10 @@ use std::time::Duration;
 /// How VMs are set up (from `[sandbox]` and `[runtime]`).
 #[derive(Debug, Clone)]
 pub(crate) struct VmSettings {
-    /// Roots for the `fs` API.
-    pub fs_roots: Arc<FsRoots>,
-    /// Programs `proc.run` may start.
-    pub commands: Arc<[String]>,
-    /// Variables `proc.run` children get besides PATH, HOME, LANG.
-    pub proc_env: Arc<[String]>,
-    /// The store shared by every VM.
-    pub store: Arc<crate::store::StoreInner>,
-    /// The environment tools see (the process's, under `toolhost test`'s overlay).
-    pub env: crate::env_vars::EnvVars,
-    /// Scripted `proc.run` answers instead of programs (`toolhost test`).
-    pub proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
+    /// What the host API's functions are built with: the `fs` roots, the programs and
+    /// variables of `proc.run`, the store, the environment tools see, `toolhost test`'s
+    /// scripted `proc.run` answers.
+    pub api: ApiContext,
     /// Environment variables every tool may read.
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
@@ -160,16 +151,8 @@ impl LuaVm {
         lua.load(r#"getmetatable("").__metatable = false"#).exec()?;
 
         convert::install_array_marker(&lua)?;
-        let context = ApiContext {
-            fs_roots: settings.fs_roots.clone(),
-            commands: settings.commands.clone(),
-            proc_env: settings.proc_env.clone(),
-            store: settings.store.clone(),
-            env: settings.env.clone(),
-            proc_script: settings.proc_script.clone(),
-        };
         let host = lua.create_table()?;
-        host.set("api", api::install(&lua, &context)?)?;
+        host.set("api", api::install(&lua, &settings.api)?)?;
         host.set(
             "print",
             api::log::logger(&lua, crate::registry::LogLevel::Info)?,
