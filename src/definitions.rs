@@ -152,7 +152,7 @@ impl ProbeRunner for LuaVm {
         probe: &Probe<Option<Map<String, Value>>>,
     ) -> Result<Option<Map<String, Value>>, String> {
         match probe {
-            Probe::Lua(id) => self.call_overrides(*id),
+            Probe::Lua(id) => self.call_overrides(*id).map_err(|e| e.to_string()),
             Probe::Native(f) => Ok(f()),
         }
     }

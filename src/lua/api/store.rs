@@ -154,16 +154,14 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                                 &ns,
                                 &key,
                                 |old| {
-                                    let old = to_lua(lua, old).map_err(|e| e.to_string())?;
+                                    let old = to_lua(lua, old)?;
                                     let new: LuaValue = change.call(old).map_err(|e| {
                                         crate::lua::error_text::lua_error_message(&e)
                                     })?;
                                     if new.is_nil() {
                                         return Ok(None);
                                     }
-                                    convert::lua_to_json(lua, &new, Mode::Data)
-                                        .map(Some)
-                                        .map_err(|e| e.to_string())
+                                    Ok(Some(convert::lua_to_json(lua, &new, Mode::Data)?))
                                 },
                                 &bound,
                             )

@@ -98,6 +98,30 @@ pub(crate) enum HandlerFailure {
     Timeout,
 }
 
+/// Why a probe (`dynamic_schema_overrides`) or a hook gave no usable answer; its `Display`
+/// is the message operators and models read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FunctionFailed {
+    /// It raised, ran past its deadline or could not be called: the Lua error's message.
+    #[error("{0}")]
+    Raised(String),
+    /// Its value holds something JSON cannot (the path to it and why).
+    #[error("returned {0}")]
+    NotJson(convert::ConvertError),
+    /// It returned a list where a table of schema fields belongs.
+    #[error("returned a list, not a table of schema fields")]
+    List,
+    /// It returned this Lua type, not a table.
+    #[error("returned a {0}, not a table")]
+    NotATable(&'static str),
+}
+
+impl FunctionFailed {
+    fn raised(error: &mlua::Error) -> Self {
+        Self::Raised(lua_error_message(error))
+    }
+}
+
 /// A sandboxed Lua state plus the functions registered into it.
 pub(crate) struct LuaVm {
     lua: Lua,
@@ -408,33 +432,33 @@ impl LuaVm {
     pub(crate) fn call_overrides(
         &self,
         id: LuaFnId,
-    ) -> Result<Option<serde_json::Map<String, Value>>, String> {
-        let function = self.function(id).map_err(|e| lua_error_message(&e))?;
+    ) -> Result<Option<serde_json::Map<String, Value>>, FunctionFailed> {
+        let function = self.function(id).map_err(|e| FunctionFailed::raised(&e))?;
         let value = self
             .with_watchdog(|| function.call::<LuaValue>(()))
-            .map_err(|e| lua_error_message(&e))?;
+            .map_err(|e| FunctionFailed::raised(&e))?;
         match value {
             LuaValue::Nil => Ok(None),
             LuaValue::Table(_) => match convert::lua_to_json(&self.lua, &value, Mode::Schema) {
                 Ok(Value::Object(map)) => Ok(Some(map)),
                 Ok(Value::Array(items)) if items.is_empty() => Ok(None),
-                Ok(_) => Err("returned a list, not a table of schema fields".to_string()),
-                Err(e) => Err(format!("returned {e}")),
+                Ok(_) => Err(FunctionFailed::List),
+                Err(e) => Err(FunctionFailed::NotJson(e)),
             },
-            other => Err(format!("returned a {}, not a table", other.type_name())),
+            other => Err(FunctionFailed::NotATable(other.type_name())),
         }
     }
 
     /// Calls a hook with one table argument (the JSON `payload`) under the probe deadline;
     /// its return value as JSON (nil is null).
-    pub(crate) fn call_hook(&self, id: LuaFnId, payload: &Value) -> Result<Value, String> {
-        let function = self.function(id).map_err(|e| lua_error_message(&e))?;
+    pub(crate) fn call_hook(&self, id: LuaFnId, payload: &Value) -> Result<Value, FunctionFailed> {
+        let function = self.function(id).map_err(|e| FunctionFailed::raised(&e))?;
         let argument =
-            convert::json_to_lua(&self.lua, payload).map_err(|e| lua_error_message(&e))?;
+            convert::json_to_lua(&self.lua, payload).map_err(|e| FunctionFailed::raised(&e))?;
         let value = self
             .with_watchdog(|| function.call::<LuaValue>(argument))
-            .map_err(|e| lua_error_message(&e))?;
-        convert::lua_to_json(&self.lua, &value, Mode::Data).map_err(|e| format!("returned {e}"))
+            .map_err(|e| FunctionFailed::raised(&e))?;
+        convert::lua_to_json(&self.lua, &value, Mode::Data).map_err(FunctionFailed::NotJson)
     }
 
     /// The function `id`, running its file first when it was deferred.
@@ -679,4 +703,32 @@ impl Drop for Deadlined<'_> {
 /// deadline, a memory or a C-stack error.
 fn is_memory_error(error: &mlua::Error) -> bool {
     matches!(error_text::root_cause(error), mlua::Error::MemoryError(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FunctionFailed;
+    use crate::lua::convert::ConvertError;
+
+    /// What operators (hook failures) and models (override failures) read, byte for byte.
+    #[test]
+    fn function_failures_read_as_before() {
+        let not_json = FunctionFailed::NotJson(ConvertError {
+            path: "x".to_string(),
+            reason: "a function".to_string(),
+        });
+        assert_eq!(not_json.to_string(), "returned x: a function");
+        assert_eq!(
+            FunctionFailed::List.to_string(),
+            "returned a list, not a table of schema fields"
+        );
+        assert_eq!(
+            FunctionFailed::NotATable("boolean").to_string(),
+            "returned a boolean, not a table"
+        );
+        assert_eq!(
+            FunctionFailed::Raised("f.lua:3: boom".into()).to_string(),
+            "f.lua:3: boom"
+        );
+    }
 }

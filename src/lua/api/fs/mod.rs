@@ -77,8 +77,16 @@ fn stop_at_deadline(lua: &Lua, function: &str) -> mlua::Error {
     refuse(function, deadline_message())
 }
 
+/// A glob pattern that does not make a regex (an unclosed or reversed class, …).
+#[derive(Debug, thiserror::Error)]
+#[error("bad pattern '{pattern}': {source}")]
+struct BadGlob {
+    pattern: String,
+    source: regex::Error,
+}
+
 /// A glob pattern (`*`, `**`, `?`, `[...]`) as an anchored regex over `/`-separated paths.
-fn glob_regex(pattern: &str) -> Result<regex::Regex, String> {
+fn glob_regex(pattern: &str) -> Result<regex::Regex, BadGlob> {
     let mut out = String::from("^");
     let chars: Vec<char> = pattern.chars().collect();
     let mut i = 0;
@@ -117,7 +125,10 @@ fn glob_regex(pattern: &str) -> Result<regex::Regex, String> {
         i += 1;
     }
     out.push('$');
-    regex::Regex::new(&out).map_err(|e| format!("bad pattern '{pattern}': {e}"))
+    regex::Regex::new(&out).map_err(|source| BadGlob {
+        pattern: pattern.to_string(),
+        source,
+    })
 }
 
 /// The `fs` entries of the host API.
