@@ -1,7 +1,8 @@
 //! `fs`: file access confined to the configured roots (`[sandbox] fs_roots`, default the
 //! working directory). Relative paths resolve against the first root. Every access goes
-//! through a capability handle of its root ([`crate::fs_roots`]), so no symlink or race leads outside
-//! it; writes never follow a final-component symlink; non-regular files are refused.
+//! through a capability handle of its root ([`crate::fs_roots`]), so no symlink or race
+//! leads outside it; writes never follow a final-component symlink; non-regular files are
+//! refused.
 //! Walking functions ([`walk`]) stop at the call's deadline.
 
 mod walk;
