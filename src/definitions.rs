@@ -157,7 +157,9 @@ impl ProbeRunner for LuaVm {
         probe: &Probe<Option<Map<String, Value>>>,
     ) -> Result<Option<Map<String, Value>>, ProbeFailed> {
         match probe {
-            Probe::Lua(id) => Ok(self.call_overrides(*id)?),
+            Probe::Lua(id) => self
+                .call_overrides(*id)
+                .map_err(|failed| ProbeFailed(failed.to_string())),
             Probe::Native(f) => Ok(f()),
         }
     }

@@ -43,6 +43,12 @@ const KNOWN_UPWARD: &[(&str, &str)] = &[("host", "mcp")];
 /// Import cycles between files that exist today (issue 33), as the sorted files of each.
 const KNOWN_CYCLES: &[&[&str]] = &[];
 
+/// The rooms of `lua/` (its folders, and `register`), lowest first: a file in a room imports
+/// only files of its own or a lower room. The files right in `lua/` that are not rooms
+/// (`convert`, `error_text`, `bom`, …) are below every room; `lua/mod.rs` is the facade for
+/// the rest of the crate, above every room, so no file inside `lua/` imports through it.
+const LUA_ROOMS: &[&str] = &["call", "register", "sandbox", "api", "vm"];
+
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
@@ -355,4 +361,42 @@ fn grouped_and_nested_paths_are_read() {
             "{expected} in {found:?}"
         );
     }
+}
+
+/// Where a file of `lua/` sits in [`LUA_ROOMS`]: 0 for the shared files at its root, the
+/// room's place + 1 for a room, above every room for the facade; `None` outside `lua/`.
+fn lua_room_of(file: &[String]) -> Option<usize> {
+    match file {
+        [lua] if lua == "lua" => Some(LUA_ROOMS.len() + 1),
+        [lua, first, ..] if lua == "lua" => Some(
+            LUA_ROOMS
+                .iter()
+                .position(|room| room == first)
+                .map_or(0, |at| at + 1),
+        ),
+        _ => None,
+    }
+}
+
+#[test]
+fn lua_rooms_keep_their_order() {
+    let graph = graph();
+    let mut upward = Vec::new();
+    for (file, imports) in &graph.files {
+        let Some(from) = lua_room_of(file) else {
+            continue;
+        };
+        for imported in imports {
+            if let Some(to) = lua_room_of(imported)
+                && to > from
+            {
+                upward.push(format!("{} → {}", file.join("/"), imported.join("/")));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports that run up the rooms of lua/ ({LUA_ROOMS:?}, shared files below, the \
+         facade lua/mod.rs above): {upward:#?}"
+    );
 }

@@ -23,7 +23,7 @@ pub(crate) struct Root {
 
 /// Why `fs` has no roots at all.
 #[derive(Debug, Clone)]
-pub(super) enum NoRoots {
+pub(crate) enum NoRoots {
     /// `[sandbox] fs_roots = []`.
     EmptyConfig,
     /// No `fs_roots` configured and the working directory may not be the implicit root.
@@ -33,6 +33,65 @@ pub(super) enum NoRoots {
     /// An MCP client declared roots, and none of them lies inside (or contains) an allowed
     /// root (see [`FsRoots::narrowed_to`]).
     OutsideClientRoots,
+}
+
+impl std::fmt::Display for NoRoots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::EmptyConfig => f.write_str(
+                "[sandbox] fs_roots is empty; list the directories tools may use in \
+                 [sandbox] fs_roots",
+            ),
+            Self::UnsafeWorkingDir(cwd) => write!(
+                f,
+                "the working directory {} cannot be the implicit root (it is / or the home \
+                 directory); set [sandbox] fs_roots",
+                cwd.display()
+            ),
+            Self::Unusable => f.write_str("none of [sandbox] fs_roots could be opened"),
+            Self::OutsideClientRoots => f.write_str(
+                "none of the MCP client's roots lies inside the directories this server \
+                 allows ([sandbox] fs_roots, or the working directory); client roots only \
+                 narrow them",
+            ),
+        }
+    }
+}
+
+/// Why a path may not be used; its `Display` is the message a tool author reads (after
+/// the `fs.FUNCTION: ` of the host function that refused).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refused {
+    /// `fs` has no roots at all.
+    #[error("fs access is not granted: {0}")]
+    NoRoots(NoRoots),
+    /// The path (as given) lies outside every root.
+    #[error("'{0}' is outside the allowed roots")]
+    Outside(String),
+    /// The path (as given) could not be opened.
+    #[error("{}", describe(path, source))]
+    Open {
+        /// The path as given.
+        path: String,
+        /// Why the operating system (or cap-std) refused.
+        source: std::io::Error,
+    },
+    /// The path (as given) is a FIFO, a device, a directory…: not a regular file.
+    #[error("'{0}' is not a regular file")]
+    NotRegular(String),
+    /// The path (as given) is the host's store file (see `keep_private`).
+    #[error("'{0}' is toolhost's own store file (tools use the store API instead)")]
+    StoreFile(String),
+}
+
+impl Refused {
+    /// [`Refused::Open`] of `path`.
+    fn open(path: &str) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| Self::Open {
+            path: path.to_string(),
+            source,
+        }
+    }
 }
 
 /// The directories tool code may touch.
@@ -87,9 +146,11 @@ impl FsRoots {
 
     /// Which root `path` lies in, and the path relative to it. Relative paths resolve
     /// against the first root; an absolute path must start with a root's path.
-    pub(crate) fn resolve(&self, path: &str) -> Result<Resolved<'_>, String> {
+    pub(crate) fn resolve(&self, path: &str) -> Result<Resolved<'_>, Refused> {
         let Some(first) = self.roots.first() else {
-            return Err(self.no_roots_message());
+            return Err(Refused::NoRoots(
+                self.none.clone().unwrap_or(NoRoots::EmptyConfig),
+            ));
         };
         let given = Path::new(path);
         if !given.is_absolute() {
@@ -108,29 +169,7 @@ impl FsRoots {
                 }
             }
         }
-        Err(format!("'{path}' is outside the allowed roots"))
-    }
-
-    fn no_roots_message(&self) -> String {
-        match &self.none {
-            Some(NoRoots::EmptyConfig) | None => {
-                "fs access is not granted: [sandbox] fs_roots is empty; list the directories \
-                 tools may use in [sandbox] fs_roots"
-                    .to_string()
-            }
-            Some(NoRoots::UnsafeWorkingDir(cwd)) => format!(
-                "fs access is not granted: the working directory {} cannot be the implicit \
-                 root (it is / or the home directory); set [sandbox] fs_roots",
-                cwd.display()
-            ),
-            Some(NoRoots::Unusable) => "fs access is not granted: none of [sandbox] fs_roots \
-                 could be opened"
-                .to_string(),
-            Some(NoRoots::OutsideClientRoots) => "fs access is not granted: none of the MCP \
-                 client's roots lies inside the directories this server allows ([sandbox] \
-                 fs_roots, or the working directory); client roots only narrow them"
-                .to_string(),
-        }
+        Err(Refused::Outside(path.to_string()))
     }
 
     /// The absolute path of the first root (where a relative `cwd` resolves).
@@ -194,7 +233,7 @@ pub(crate) fn describe(path: &str, error: &std::io::Error) -> String {
 }
 
 /// Opens a regular file for reading without blocking (a FIFO would block `open`).
-pub(crate) fn open_regular_read(at: &Resolved<'_>, shown: &str) -> Result<File, String> {
+pub(crate) fn open_regular_read(at: &Resolved<'_>, shown: &str) -> Result<File, Refused> {
     open_regular_read_in(&at.root.dir, &at.relative, shown)
 }
 
@@ -203,18 +242,18 @@ pub(crate) fn open_regular_read_in(
     dir: &Dir,
     relative: &Path,
     shown: &str,
-) -> Result<File, String> {
+) -> Result<File, Refused> {
     let mut options = OpenOptions::new();
     options.read(true).custom_flags(libc::O_NONBLOCK);
     let file = dir
         .open_with(relative, &options)
-        .map_err(|e| describe(shown, &e))?;
+        .map_err(Refused::open(shown))?;
     regular(file, shown)
 }
 
 /// Opens (creating) a regular file for writing: never through a final-component symlink,
 /// never blocking, and without truncating anything before it is known to be a regular file.
-pub(crate) fn open_regular_write(at: &Resolved<'_>, shown: &str) -> Result<File, String> {
+pub(crate) fn open_regular_write(at: &Resolved<'_>, shown: &str) -> Result<File, Refused> {
     let mut options = OpenOptions::new();
     options
         .write(true)
@@ -225,19 +264,81 @@ pub(crate) fn open_regular_write(at: &Resolved<'_>, shown: &str) -> Result<File,
         .root
         .dir
         .open_with(&at.relative, &options)
-        .map_err(|e| describe(shown, &e))?;
+        .map_err(Refused::open(shown))?;
     regular(file, shown)
 }
 
-fn regular(file: File, shown: &str) -> Result<File, String> {
-    let meta = file.metadata().map_err(|e| describe(shown, &e))?;
+fn regular(file: File, shown: &str) -> Result<File, Refused> {
+    let meta = file.metadata().map_err(Refused::open(shown))?;
     if !meta.is_file() {
-        return Err(format!("'{shown}' is not a regular file"));
+        return Err(Refused::NotRegular(shown.to_string()));
     }
     if super::private::is_private(&meta) {
-        return Err(format!(
-            "'{shown}' is toolhost's own store file (tools use the store API instead)"
-        ));
+        return Err(Refused::StoreFile(shown.to_string()));
     }
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What tools (and the tests that read their errors) see, byte for byte.
+    #[test]
+    fn refusals_read_as_tool_authors_expect() {
+        let no_roots = |reason| {
+            FsRoots::without(reason)
+                .resolve("x")
+                .err()
+                .map(|e| e.to_string())
+        };
+        assert_eq!(
+            no_roots(NoRoots::EmptyConfig).as_deref(),
+            Some(
+                "fs access is not granted: [sandbox] fs_roots is empty; list the directories \
+                 tools may use in [sandbox] fs_roots"
+            )
+        );
+        assert_eq!(
+            no_roots(NoRoots::UnsafeWorkingDir(PathBuf::from("/home/u"))).as_deref(),
+            Some(
+                "fs access is not granted: the working directory /home/u cannot be the \
+                 implicit root (it is / or the home directory); set [sandbox] fs_roots"
+            )
+        );
+        assert_eq!(
+            no_roots(NoRoots::Unusable).as_deref(),
+            Some("fs access is not granted: none of [sandbox] fs_roots could be opened")
+        );
+        assert_eq!(
+            no_roots(NoRoots::OutsideClientRoots).as_deref(),
+            Some(
+                "fs access is not granted: none of the MCP client's roots lies inside the \
+                 directories this server allows ([sandbox] fs_roots, or the working \
+                 directory); client roots only narrow them"
+            )
+        );
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(dir.path().join("sub")).expect("sub dir");
+        let roots = FsRoots::new(Some(&[dir.path().to_path_buf()]));
+        assert_eq!(
+            roots.resolve("/elsewhere/f").err().map(|e| e.to_string()),
+            Some("'/elsewhere/f' is outside the allowed roots".to_string())
+        );
+        let opened = |path: &str| {
+            let Ok(at) = roots.resolve(path) else {
+                panic!("{path} is inside the root");
+            };
+            open_regular_read(&at, path).err().map(|e| e.to_string())
+        };
+        assert_eq!(
+            opened("missing.txt").as_deref(),
+            Some("'missing.txt': no such file or directory")
+        );
+        assert_eq!(
+            opened("sub").as_deref(),
+            Some("'sub' is not a regular file")
+        );
+    }
 }

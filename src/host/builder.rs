@@ -8,7 +8,7 @@ use crate::discovery::{Sources, ToolDir};
 use crate::dispatch::{Approver, Hook, Middleware, Pipeline, PolicyApprover};
 use crate::error::{Error, Result};
 use crate::fs_roots::FsRoots;
-use crate::lua::VmSettings;
+use crate::lua::{ApiContext, VmSettings};
 use crate::native::NativeTool;
 use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, RegistryState, Source};
 use crate::search::SearchPlans;
@@ -347,12 +347,14 @@ pub(super) fn build_world(
 pub(super) fn vm_settings(config: &Config, inputs: &BuildInputs) -> VmSettings {
     let store: Arc<StoreInner> = inputs.store.clone();
     VmSettings {
-        env: inputs.env.clone(),
-        proc_script: inputs.proc_script.clone(),
-        fs_roots: Arc::new(FsRoots::new(config.sandbox.fs_roots.as_deref())),
-        commands: config.sandbox.commands.clone().into(),
-        proc_env: config.sandbox.proc_env.clone().into(),
-        store,
+        api: ApiContext {
+            env: inputs.env.clone(),
+            proc_script: inputs.proc_script.clone(),
+            fs_roots: Arc::new(FsRoots::new(config.sandbox.fs_roots.as_deref())),
+            commands: config.sandbox.commands.clone().into(),
+            proc_env: config.sandbox.proc_env.clone().into(),
+            store,
+        },
         sandbox_env: config.sandbox.env.clone(),
         memory_limit_bytes: Some(
             (config.runtime.memory_mb.unwrap_or(DEFAULT_MEMORY_MB) as usize)

@@ -41,8 +41,8 @@ impl Host {
     ) -> Result<TestSandbox, mlua::Error> {
         let world = self.inner.world.read().clone();
         let mut settings = super::builder::vm_settings(&world.config.config, &self.inner.inputs);
-        settings.fs_roots = Arc::new(FsRoots::new(Some(&[fs_root.to_path_buf()])));
-        settings.store = Arc::new(StoreInner::memory(
+        settings.api.fs_roots = Arc::new(FsRoots::new(Some(&[fs_root.to_path_buf()])));
+        settings.api.store = Arc::new(StoreInner::memory(
             world
                 .config
                 .config
@@ -51,7 +51,7 @@ impl Host {
                 .unwrap_or(DEFAULT_MAX_VALUE_BYTES),
         ));
         // Test code itself never starts a program (tools under test answer from `t.proc`).
-        settings.proc_script = Some(Arc::new(ProcScript::default()));
+        settings.api.proc_script = Some(Arc::new(ProcScript::default()));
         let vm = LuaVm::new(&settings)?;
         let builtin = ToolDir {
             path: std::path::PathBuf::new(),

@@ -56,6 +56,8 @@ impl std::fmt::Display for ConvertError {
     }
 }
 
+impl std::error::Error for ConvertError {}
+
 /// Prepares the array marker metatable; called once per VM.
 pub(crate) fn install_array_marker(lua: &Lua) -> mlua::Result<Table> {
     let marker = lua.array_metatable();

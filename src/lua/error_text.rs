@@ -88,6 +88,11 @@ fn with_sandbox_hint(message: String) -> String {
     }
 }
 
+/// The bootstrap chunk's name (its frames are the host's glue, not a tool's code). Here,
+/// below every room, because the VM names the chunk with it and the host API's `log`
+/// skips its frames.
+pub(crate) const BOOTSTRAP_NAME: &str = "=toolhost-bootstrap";
+
 /// Chunks of the host's own Lua (mlua's async glue, the sandbox bootstrap): positions in
 /// them mean nothing to a tool author.
 const INTERNAL_CHUNKS: [&str; 2] = ["__mlua_async_poll", "toolhost-bootstrap"];

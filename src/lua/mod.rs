@@ -1,25 +1,36 @@
-//! The Lua runtime: sandboxed VM construction, the host API, the `registry` binding,
-//! JSON ↔ Lua conversion and sandboxed `require`.
+//! The Lua runtime: sandboxed VMs, the host API, the `registry` binding, deadlines and
+//! sandboxed `require`. It is laid out in rooms, each a folder, lowest first (a room uses
+//! only rooms above it in this table; `tests/layers.rs` checks it):
+//!
+//! | room | what lives there |
+//! |---|---|
+//! | the files right here | pieces every room uses: JSON ↔ Lua conversion (`convert`), the one-line message of an `mlua::Error` (`error_text`), the byte-order mark (`bom`); for now also the registration data (`fields`, `record`) |
+//! | `call/` | the running call: deadlines (`clock`), timers (`timer`), the current call (`current`) |
+//! | `register` | the `registry.register` binding a tool file calls |
+//! | `sandbox/` | sandboxed `require`, the nesting pre-scan (`depth`), bounded Lua patterns |
+//! | `api/` | the host API modules (`json`, `fs`, `env`, `proc`, `time`, `store`, `log`) and their stubs |
+//! | `vm/` | one VM (`LuaVm`: the state, its bootstrap, loading files, calling handlers) and the pool of VMs; it assembles every room above |
+//!
+//! This file is the facade the rest of the crate uses; files inside `lua/` name the room
+//! they import from instead of going through it.
 
 pub(crate) mod api;
 mod bom;
-mod clock;
+pub(crate) mod call;
 pub(crate) mod convert;
-pub(crate) mod current;
-pub(crate) mod depth;
 mod error_text;
 pub(crate) mod fields;
-mod patterns;
-mod pool;
 pub(crate) mod record;
 mod register;
-mod require;
-pub(crate) mod timer;
+pub(crate) mod sandbox;
 pub(crate) mod vm;
 
-pub(crate) use bom::{strip_bom, strip_bom_str};
+pub(crate) use api::ApiContext;
+pub(crate) use bom::strip_bom_str;
+pub(crate) use call::timer;
 pub(crate) use error_text::lua_error_message;
-pub(crate) use pool::VmPool;
 pub(crate) use register::LoadingFile;
-pub(crate) use require::{SearchDir, resolve_module};
+pub(crate) use sandbox::depth;
+pub(crate) use sandbox::require::{SearchDir, resolve_module};
+pub(crate) use vm::pool::VmPool;
 pub(crate) use vm::{FileSpec, HandlerFailure, LazyFile, LuaVm, ModuleView, Returned, VmSettings};

@@ -82,9 +82,9 @@ pub enum StoreError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
-    /// The `update` function failed; nothing was written.
+    /// The `update` function failed with this error; nothing was written.
     #[error("{0}")]
-    Aborted(String),
+    Aborted(Box<dyn std::error::Error + Send + Sync>),
     /// A store call was made from inside an `update` function (see [`Store::update`]).
     #[error(
         "store calls are refused inside a store.update function (the update holds the \
@@ -270,7 +270,9 @@ impl StoreInner {
         &self,
         ns: &str,
         key: &str,
-        change: impl FnOnce(Option<Value>) -> Result<Option<Value>, String>,
+        change: impl FnOnce(
+            Option<Value>,
+        ) -> Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>>,
         wait: &Wait,
     ) -> Result<Option<Value>, StoreError> {
         nested::refuse_inside_update()?;
@@ -316,11 +318,8 @@ impl StoreInner {
             ns,
             key,
             |old| {
-                let added = add(old.as_ref(), by).ok_or_else(|| {
-                    StoreError::NotANumber {
-                        key: key.to_string(),
-                    }
-                    .to_string()
+                let added = add(old.as_ref(), by).ok_or_else(|| StoreError::NotANumber {
+                    key: key.to_string(),
                 })?;
                 sum = added.clone();
                 Ok(Some(added))
@@ -389,11 +388,14 @@ impl Store {
 
     /// Atomically replaces the value under `key` with `change(old)` (`None` deletes it);
     /// an `Err` from `change` writes nothing. `change` runs holding the store's write lock:
-    /// store calls from inside it (on any `Store` of this thread) fail at once.
+    /// store calls from inside it (on any `Store` of this thread) fail at once. Its error
+    /// (any error, or a `String`) comes back as [`StoreError::Aborted`].
     pub fn update(
         &self,
         key: &str,
-        change: impl FnOnce(Option<Value>) -> Result<Option<Value>, String>,
+        change: impl FnOnce(
+            Option<Value>,
+        ) -> Result<Option<Value>, Box<dyn std::error::Error + Send + Sync>>,
     ) -> Result<Option<Value>, StoreError> {
         crate::blocking::off_async_worker(|| {
             self.inner

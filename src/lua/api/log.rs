@@ -2,8 +2,8 @@
 //! (stdout belongs to results and the MCP protocol).
 
 use super::{ApiContext, ApiFunction, Calling};
-use crate::lua::current;
-use crate::lua::vm::bootstrap::BOOTSTRAP_NAME;
+use crate::lua::call::current;
+use crate::lua::error_text::BOOTSTRAP_NAME;
 use crate::registry::{LogLevel, LogLine};
 use mlua::{Lua, MultiValue, Value as LuaValue};
 

@@ -119,7 +119,7 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
     let script = ctx.proc_script.clone();
     lua.create_async_function(move |lua, spec: Table| {
         let commands = commands.clone();
-        let roots = crate::lua::current::fs_roots(&lua, &default_roots);
+        let roots = crate::lua::call::current::fs_roots(&lua, &default_roots);
         let proc_env = proc_env.clone();
         let env = env.clone();
         let script = script.clone();
@@ -175,7 +175,7 @@ fn make_run(lua: &Lua, ctx: &ApiContext) -> mlua::Result<LuaValue> {
             }
             // The call's own deadline drops this future (and so kills the child) too.
             let deadline = std::time::Instant::now() + spec.timeout;
-            let output = crate::lua::timer::until(deadline, collect(child))
+            let output = crate::lua::call::timer::until(deadline, collect(child))
                 .await
                 .ok_or(());
             let result = lua.create_table()?;

@@ -26,6 +26,12 @@ pub(crate) struct ScriptedRun {
     pub timed_out: bool,
 }
 
+/// A script entry with an empty `argv` (it would answer every run); the entry's number,
+/// counting from 1.
+#[derive(Debug, thiserror::Error)]
+#[error("entry {0} has an empty argv")]
+pub(crate) struct EmptyArgv(usize);
+
 /// Every scripted answer of one host.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ProcScript {
@@ -35,9 +41,9 @@ pub(crate) struct ProcScript {
 impl ProcScript {
     /// A script of `runs`; an entry with an empty `argv` is an error.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
-    pub(crate) fn new(runs: Vec<ScriptedRun>) -> Result<Self, String> {
+    pub(crate) fn new(runs: Vec<ScriptedRun>) -> Result<Self, EmptyArgv> {
         if let Some(index) = runs.iter().position(|run| run.argv.is_empty()) {
-            return Err(format!("entry {} has an empty argv", index + 1));
+            return Err(EmptyArgv(index + 1));
         }
         Ok(Self { runs })
     }

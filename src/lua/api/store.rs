@@ -17,7 +17,7 @@ const DEFAULT_LIST_LIMIT: usize = 1000;
 /// change that).
 fn raise(lua: &Lua, name: &str, error: StoreError) -> mlua::Error {
     if matches!(error, StoreError::OutOfTime) {
-        crate::lua::clock::trip(lua);
+        crate::lua::call::clock::trip(lua);
     }
     failure("store", name, error)
 }
@@ -27,8 +27,8 @@ fn raise(lua: &Lua, name: &str, error: StoreError) -> mlua::Error {
 /// `check_fn`).
 fn wait(lua: &Lua) -> Wait {
     Wait::new(
-        crate::lua::clock::current_deadline(lua),
-        crate::lua::clock::current_cancel(lua),
+        crate::lua::call::clock::current_deadline(lua),
+        crate::lua::call::clock::current_cancel(lua),
     )
 }
 
@@ -154,16 +154,14 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                                 &ns,
                                 &key,
                                 |old| {
-                                    let old = to_lua(lua, old).map_err(|e| e.to_string())?;
-                                    let new: LuaValue = change
-                                        .call(old)
-                                        .map_err(|e| crate::lua::lua_error_message(&e))?;
+                                    let old = to_lua(lua, old)?;
+                                    let new: LuaValue = change.call(old).map_err(|e| {
+                                        crate::lua::error_text::lua_error_message(&e)
+                                    })?;
                                     if new.is_nil() {
                                         return Ok(None);
                                     }
-                                    convert::lua_to_json(lua, &new, Mode::Data)
-                                        .map(Some)
-                                        .map_err(|e| e.to_string())
+                                    Ok(Some(convert::lua_to_json(lua, &new, Mode::Data)?))
                                 },
                                 &bound,
                             )

@@ -44,7 +44,7 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                         ));
                     }
                     let wait = Duration::from_secs_f64(ms.min(MAX_SLEEP_MS) / 1000.0);
-                    crate::lua::timer::sleep_until(std::time::Instant::now() + wait).await;
+                    crate::lua::call::timer::sleep_until(std::time::Instant::now() + wait).await;
                     Ok(())
                 })
                 .map(LuaValue::Function)

@@ -3,13 +3,12 @@
 //! a VM does not parse it: that parse was ≈7 % of a warm one-shot `call` at 133 tools, and
 //! every VM of a pool or a reload paid it.
 
+use crate::lua::error_text::BOOTSTRAP_NAME;
 use mlua::{Function, Lua};
 
 /// The bootstrap's source, and its bytecode as compiled by `build.rs` from the same file.
-const BOOTSTRAP_SOURCE: &str = include_str!("../bootstrap.lua");
+const BOOTSTRAP_SOURCE: &str = include_str!("bootstrap.lua");
 const BOOTSTRAP_BYTECODE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/bootstrap.luac"));
-/// The bootstrap chunk's name (its frames are the host's glue, not a tool's code).
-pub(crate) const BOOTSTRAP_NAME: &str = "=toolhost-bootstrap";
 
 /// The bootstrap chunk: its bytecode from the build (no parse), or its source when this
 /// Lua cannot load that bytecode.

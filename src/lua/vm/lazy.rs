@@ -7,9 +7,11 @@
 //! entry is dropped so that the next start runs the file.
 
 use super::module_view::ModuleView;
-use super::{LuaVm, clock};
+use super::{FileSpec, LuaVm};
+use crate::error::LoadError;
+use crate::lua::call::clock;
 use crate::lua::record::Expected;
-use crate::lua::{FileSpec, SearchDir};
+use crate::lua::sandbox::require::SearchDir;
 use crate::registry::{FnRole, LuaFnId};
 use mlua::Function;
 use std::path::PathBuf;
@@ -61,8 +63,24 @@ impl LazyFile {
 pub(super) enum Pending {
     /// Not run yet; the modules of its trust domain as they were when it was deferred.
     Waiting(Arc<LazyFile>, ModuleView),
-    /// Ran and failed (or registered something else): every use gets this message.
-    Failed(String),
+    /// Ran and failed (or registered something else): every use gets this error.
+    Failed(DeferredFailed),
+}
+
+/// Why a deferred file's functions are not there; its `Display` is what every use of
+/// them reports.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum DeferredFailed {
+    /// The file failed when it ran at first use.
+    #[error("{0} (running the file at first use)")]
+    Load(LoadError),
+    /// The file (as shown) registered something other than the cache recorded.
+    #[error(
+        "{0} registered differently when it ran at first use than the registration cache \
+         recorded (its top-level code depends on something that changed, e.g. a shared \
+         module's state); reload toolhost to load it again"
+    )]
+    Differs(String),
 }
 
 impl LuaVm {
@@ -88,7 +106,7 @@ impl LuaVm {
 
     /// Runs file `file_index` now if it was deferred; the error says why its functions are
     /// not there.
-    pub(super) fn ensure_loaded(&self, file_index: u32) -> Result<(), String> {
+    pub(super) fn ensure_loaded(&self, file_index: u32) -> Result<(), DeferredFailed> {
         // Most files of a warm start stay deferred for good: the common case is one lookup,
         // without the run lock.
         if !self.pending.lock().contains_key(&file_index) {
@@ -99,7 +117,7 @@ impl LuaVm {
         let _running = self.running.lock();
         let (file, view) = match self.pending.lock().get(&file_index) {
             None => return Ok(()),
-            Some(Pending::Failed(message)) => return Err(message.clone()),
+            Some(Pending::Failed(failed)) => return Err(failed.clone()),
             Some(Pending::Waiting(file, view)) => (file.clone(), view.clone()),
         };
         let outcome = self.run_deferred(&file, &view);
@@ -109,14 +127,14 @@ impl LuaVm {
                 pending.remove(&file_index);
                 Ok(())
             }
-            Err(message) => {
-                pending.insert(file_index, Pending::Failed(message.clone()));
-                Err(message)
+            Err(failed) => {
+                pending.insert(file_index, Pending::Failed(failed.clone()));
+                Err(failed)
             }
         }
     }
 
-    fn run_deferred(&self, file: &LazyFile, view: &ModuleView) -> Result<(), String> {
+    fn run_deferred(&self, file: &LazyFile, view: &ModuleView) -> Result<(), DeferredFailed> {
         // A shared check_fn must be the very function the file that owns it registered:
         // that file runs first.
         for owner in file.shared_checks.iter().flatten() {
@@ -131,10 +149,10 @@ impl LuaVm {
             .seen_by(&self.lua, &file.domain, || {
                 self.load_file(&file.spec(), &file.source)
             })
-            .map_err(|e| crate::error::LoadError::new(&file.display, None, e.to_string()))
+            .map_err(|e| LoadError::new(&file.display, None, e.to_string()))
             .and_then(|loaded| loaded);
         clock::restore(&self.lua, saved);
-        let loaded = loaded.map_err(|error| format!("{error} (running the file at first use)"))?;
+        let loaded = loaded.map_err(DeferredFailed::Load)?;
         let mut unclaimed: Vec<Option<_>> = loaded.tools.into_iter().map(Some).collect();
         let mut adopted: Vec<(LuaFnId, Function)> = Vec::new();
         let mut matches = loaded.hooks.is_empty();
@@ -175,14 +193,31 @@ impl LuaVm {
                 // Best effort: the next start runs every file and writes it again.
                 let _ = std::fs::remove_file(cache);
             }
-            return Err(format!(
-                "{} registered differently when it ran at first use than the registration \
-                 cache recorded (its top-level code depends on something that changed, e.g. a \
-                 shared module's state); reload toolhost to load it again",
-                file.display
-            ));
+            return Err(DeferredFailed::Differs(file.display.clone()));
         }
         self.functions.lock().extend(adopted);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DeferredFailed;
+    use crate::error::LoadError;
+
+    /// What every use of a deferred file's functions reports, byte for byte.
+    #[test]
+    fn deferred_failures_read_as_before() {
+        let load = DeferredFailed::Load(LoadError::new("tools/a.lua", Some(3), "boom"));
+        assert_eq!(
+            load.to_string(),
+            "tools/a.lua:3: boom (running the file at first use)"
+        );
+        assert_eq!(
+            DeferredFailed::Differs("tools/a.lua".into()).to_string(),
+            "tools/a.lua registered differently when it ran at first use than the registration \
+             cache recorded (its top-level code depends on something that changed, e.g. a \
+             shared module's state); reload toolhost to load it again"
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! level may only name a module's function in a registration's function field
 //! (`check_fn = m.open`; `discovery::contained`), so this shallow view is all it observes.
 
-use super::super::require::{self, TableState};
+use crate::lua::sandbox::require::{self, TableState};
 use mlua::{Lua, Table};
 use std::sync::Arc;
 

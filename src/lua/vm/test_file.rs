@@ -19,11 +19,12 @@ impl LuaVm {
         limit: Duration,
     ) -> mlua::Result<Vec<(String, Function)>> {
         // The same pre-scan as tool files: Lua's compiler runs outside any deadline.
-        if let Some(refusal) = crate::lua::depth::prescan(source, crate::lua::depth::MAX_NESTING) {
-            return Err(mlua::Error::runtime(crate::lua::depth::refusal_message(
-                file.chunk_name,
-                refusal,
-            )));
+        if let Some(refusal) =
+            crate::lua::sandbox::depth::prescan(source, crate::lua::sandbox::depth::MAX_NESTING)
+        {
+            return Err(mlua::Error::runtime(
+                crate::lua::sandbox::depth::refusal_message(file.chunk_name, refusal),
+            ));
         }
         let env = self.file_env(file, Binding::Module(file.display.to_string()))?;
         let declared = self.lua.create_table()?;
@@ -39,7 +40,7 @@ impl LuaVm {
         env.raw_set("test", test)?;
         self.with_limit(limit, || {
             self.lua
-                .load(crate::lua::strip_bom(source))
+                .load(crate::lua::bom::strip_bom(source))
                 .set_name(format!("@{}", file.chunk_name))
                 .set_mode(ChunkMode::Text)
                 .set_environment(env)

@@ -1,7 +1,8 @@
 //! `fs`: file access confined to the configured roots (`[sandbox] fs_roots`, default the
 //! working directory). Relative paths resolve against the first root. Every access goes
-//! through a capability handle of its root ([`roots`]), so no symlink or race leads outside
-//! it; writes never follow a final-component symlink; non-regular files are refused.
+//! through a capability handle of its root ([`crate::fs_roots`]), so no symlink or race
+//! leads outside it; writes never follow a final-component symlink; non-regular files are
+//! refused.
 //! Walking functions ([`walk`]) stop at the call's deadline.
 
 mod walk;
@@ -11,8 +12,8 @@ use crate::fs_roots::FsRoots;
 use super::{ApiContext, ApiFunction, Calling, failure, function};
 pub(crate) use crate::fs_roots::describe;
 use crate::fs_roots::{Resolved, open_regular_read, open_regular_read_in, open_regular_write};
-use crate::lua::clock::current_deadline;
-use crate::lua::current;
+use crate::lua::call::clock::current_deadline;
+use crate::lua::call::current;
 use cap_std::fs::Dir;
 use mlua::{Lua, LuaSerdeExt, Value as LuaValue};
 use serde::Serialize;
@@ -73,12 +74,20 @@ fn open_dir(function: &str, at: &Resolved<'_>, shown: &str) -> mlua::Result<Dir>
 
 /// The call ran out of time inside `fs.FUNCTION`: it ends as a timeout.
 fn stop_at_deadline(lua: &Lua, function: &str) -> mlua::Error {
-    crate::lua::clock::trip(lua);
+    crate::lua::call::clock::trip(lua);
     refuse(function, deadline_message())
 }
 
+/// A glob pattern that does not make a regex (an unclosed or reversed class, …).
+#[derive(Debug, thiserror::Error)]
+#[error("bad pattern '{pattern}': {source}")]
+struct BadGlob {
+    pattern: String,
+    source: regex::Error,
+}
+
 /// A glob pattern (`*`, `**`, `?`, `[...]`) as an anchored regex over `/`-separated paths.
-fn glob_regex(pattern: &str) -> Result<regex::Regex, String> {
+fn glob_regex(pattern: &str) -> Result<regex::Regex, BadGlob> {
     let mut out = String::from("^");
     let chars: Vec<char> = pattern.chars().collect();
     let mut i = 0;
@@ -117,7 +126,10 @@ fn glob_regex(pattern: &str) -> Result<regex::Regex, String> {
         i += 1;
     }
     out.push('$');
-    regex::Regex::new(&out).map_err(|e| format!("bad pattern '{pattern}': {e}"))
+    regex::Regex::new(&out).map_err(|source| BadGlob {
+        pattern: pattern.to_string(),
+        source,
+    })
 }
 
 /// The `fs` entries of the host API.

@@ -20,11 +20,11 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// Instructions between two deadline checks.
-pub(super) const CHECK_INTERVAL: u32 = 4096;
+pub(crate) const CHECK_INTERVAL: u32 = 4096;
 
 /// The VM's current deadline and what the hook has done about it.
 #[derive(Debug, Default)]
-pub(super) struct Clock {
+pub(crate) struct Clock {
     /// The deadline of the code running now, if any.
     pub deadline: Option<Instant>,
     /// The budget behind the deadline, for the message.
@@ -41,7 +41,7 @@ pub(super) struct Clock {
 }
 
 /// Installs the hook; call once when the VM is created, before any thread exists.
-pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
+pub(crate) fn install(lua: &Lua) -> mlua::Result<()> {
     lua.set_app_data(Clock::default());
     lua.set_global_hook(
         HookTriggers::new().every_nth_instruction(CHECK_INTERVAL),
@@ -50,7 +50,7 @@ pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
 }
 
 /// The message of a deadline error.
-pub(super) fn timeout_message(budget: Duration) -> String {
+pub(crate) fn timeout_message(budget: Duration) -> String {
     format!(
         "did not finish within {} ms (runaway loop?)",
         budget.as_millis()
@@ -113,7 +113,7 @@ fn deadline_hook(lua: &Lua, _debug: &mlua::debug::Debug) -> mlua::Result<VmState
 
 /// Per-call deadline state, saved between polls (several calls may interleave on a VM).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct CallClock {
+pub(crate) struct CallClock {
     /// The call's deadline.
     pub deadline: Instant,
     /// Its budget.
@@ -126,7 +126,7 @@ pub(super) struct CallClock {
 
 impl CallClock {
     /// A clock for a call allowed `budget` from now.
-    pub(super) fn start(budget: Duration) -> Self {
+    pub(crate) fn start(budget: Duration) -> Self {
         Self {
             deadline: Instant::now() + budget,
             budget,
@@ -136,7 +136,7 @@ impl CallClock {
     }
 
     /// Makes this the VM's current deadline.
-    pub(super) fn enter(&self, lua: &Lua) {
+    pub(crate) fn enter(&self, lua: &Lua) {
         if let Some(mut clock) = lua.app_data_mut::<Clock>() {
             clock.deadline = Some(self.deadline);
             clock.budget = self.budget;
@@ -146,7 +146,7 @@ impl CallClock {
     }
 
     /// Takes the hook's findings back and clears the VM's deadline.
-    pub(super) fn leave(&mut self, lua: &Lua) {
+    pub(crate) fn leave(&mut self, lua: &Lua) {
         if let Some(mut clock) = lua.app_data_mut::<Clock>() {
             self.yielded = clock.yielded;
             self.tripped |= clock.tripped;
@@ -157,7 +157,7 @@ impl CallClock {
     }
 
     /// True once the deadline has passed.
-    pub(super) fn expired(&self) -> bool {
+    pub(crate) fn expired(&self) -> bool {
         Instant::now() >= self.deadline
     }
 }
@@ -165,7 +165,7 @@ impl CallClock {
 /// The VM's deadline state at one moment, to put back after running other code under its
 /// own deadline (a tool file loaded at its first use may run while a handler's deadline is
 /// current; leaving the load's deadline would otherwise clear the handler's).
-pub(super) struct SavedClock {
+pub(crate) struct SavedClock {
     deadline: Option<Instant>,
     budget: Duration,
     yielded: bool,
@@ -173,7 +173,7 @@ pub(super) struct SavedClock {
 }
 
 /// The current deadline state.
-pub(super) fn save(lua: &Lua) -> Option<SavedClock> {
+pub(crate) fn save(lua: &Lua) -> Option<SavedClock> {
     lua.app_data_ref::<Clock>().map(|clock| SavedClock {
         deadline: clock.deadline,
         budget: clock.budget,
@@ -183,7 +183,7 @@ pub(super) fn save(lua: &Lua) -> Option<SavedClock> {
 }
 
 /// Puts back a state taken with [`save`].
-pub(super) fn restore(lua: &Lua, saved: Option<SavedClock>) {
+pub(crate) fn restore(lua: &Lua, saved: Option<SavedClock>) {
     if let (Some(saved), Some(mut clock)) = (saved, lua.app_data_mut::<Clock>()) {
         clock.deadline = saved.deadline;
         clock.budget = saved.budget;
@@ -194,20 +194,20 @@ pub(super) fn restore(lua: &Lua, saved: Option<SavedClock>) {
 
 /// The deadline of the code running on this VM now (for host functions that loop: they
 /// stop when it passes instead of running on past the call).
-pub(super) fn current_deadline(lua: &Lua) -> Option<Instant> {
+pub(crate) fn current_deadline(lua: &Lua) -> Option<Instant> {
     lua.app_data_ref::<Clock>().and_then(|clock| clock.deadline)
 }
 
 /// The cancellation token of the call running on this VM now, if any (for host functions
 /// that wait: they stop when it is cancelled, as the hook stops Lua code).
-pub(super) fn current_cancel(lua: &Lua) -> Option<CancellationToken> {
+pub(crate) fn current_cancel(lua: &Lua) -> Option<CancellationToken> {
     lua.app_data_ref::<Clock>()
         .and_then(|clock| clock.cancel.clone())
 }
 
 /// Marks the running code as out of time (a host function found the deadline passed) and
 /// returns the timeout error to raise.
-pub(super) fn trip(lua: &Lua) -> mlua::Error {
+pub(crate) fn trip(lua: &Lua) -> mlua::Error {
     let budget = match lua.app_data_mut::<Clock>() {
         Some(mut clock) => {
             clock.tripped = true;

@@ -7,13 +7,13 @@
 
 mod matcher;
 
-use super::clock;
+use crate::lua::call::clock;
 use matcher::{CapLen, Failure, MatchState, find_plain, no_specials, start_position};
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 use std::time::Instant;
 
 /// The four functions, as a table `{find, match, gmatch, gsub}`.
-pub(super) fn install(lua: &Lua) -> mlua::Result<Table> {
+pub(crate) fn install(lua: &Lua) -> mlua::Result<Table> {
     let table = lua.create_table()?;
     table.set(
         "find",

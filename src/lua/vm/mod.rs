@@ -8,22 +8,23 @@
 pub(crate) mod bootstrap;
 mod lazy;
 mod module_view;
+pub(crate) mod pool;
 pub(crate) use module_view::ModuleView;
 #[cfg(feature = "cli")]
 mod test_file;
 
 pub(crate) use lazy::LazyFile;
 
-use super::api::env::EnvPolicy;
-use super::api::{self, ApiContext};
-use super::clock::{self, CallClock};
-use super::convert::{self, Mode};
-use super::error_text::lua_error_message;
-use super::register::{self, Binding, LoadSlot, LoadingFile};
-use super::require::{self, ModuleCache, RequireContext, SearchDir};
-use super::timer;
 use crate::error::LoadError;
-use crate::fs_roots::FsRoots;
+use crate::lua::api::env::EnvPolicy;
+use crate::lua::api::{self, ApiContext};
+use crate::lua::call::clock::{self, CallClock};
+use crate::lua::call::{current, timer};
+use crate::lua::convert::{self, Mode};
+use crate::lua::error_text::{self, lua_error_message};
+use crate::lua::register::{self, Binding, LoadSlot, LoadingFile};
+use crate::lua::sandbox::require::{self, ModuleCache, RequireContext, SearchDir};
+use crate::lua::sandbox::{depth, patterns};
 use crate::registry::{CallContext, CallerDomain, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
@@ -37,18 +38,10 @@ use std::time::Duration;
 /// How VMs are set up (from `[sandbox]` and `[runtime]`).
 #[derive(Debug, Clone)]
 pub(crate) struct VmSettings {
-    /// Roots for the `fs` API.
-    pub fs_roots: Arc<FsRoots>,
-    /// Programs `proc.run` may start.
-    pub commands: Arc<[String]>,
-    /// Variables `proc.run` children get besides PATH, HOME, LANG.
-    pub proc_env: Arc<[String]>,
-    /// The store shared by every VM.
-    pub store: Arc<crate::store::StoreInner>,
-    /// The environment tools see (the process's, under `toolhost test`'s overlay).
-    pub env: crate::env_vars::EnvVars,
-    /// Scripted `proc.run` answers instead of programs (`toolhost test`).
-    pub proc_script: Option<Arc<super::api::proc_script::ProcScript>>,
+    /// What the host API's functions are built with: the `fs` roots, the programs and
+    /// variables of `proc.run`, the store, the environment tools see, `toolhost test`'s
+    /// scripted `proc.run` answers.
+    pub api: ApiContext,
     /// Environment variables every tool may read.
     pub sandbox_env: Vec<String>,
     /// Per-VM memory limit in bytes; `None` for unlimited.
@@ -105,6 +98,30 @@ pub(crate) enum HandlerFailure {
     Timeout,
 }
 
+/// Why a probe (`dynamic_schema_overrides`) or a hook gave no usable answer; its `Display`
+/// is the message operators and models read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum FunctionFailed {
+    /// It raised, ran past its deadline or could not be called: the Lua error's message.
+    #[error("{0}")]
+    Raised(String),
+    /// Its value holds something JSON cannot (the path to it and why).
+    #[error("returned {0}")]
+    NotJson(convert::ConvertError),
+    /// It returned a list where a table of schema fields belongs.
+    #[error("returned a list, not a table of schema fields")]
+    List,
+    /// It returned this Lua type, not a table.
+    #[error("returned a {0}, not a table")]
+    NotATable(&'static str),
+}
+
+impl FunctionFailed {
+    fn raised(error: &mlua::Error) -> Self {
+        Self::Raised(lua_error_message(error))
+    }
+}
+
 /// A sandboxed Lua state plus the functions registered into it.
 pub(crate) struct LuaVm {
     lua: Lua,
@@ -144,7 +161,7 @@ impl LuaVm {
         }
         lua.set_app_data(LoadSlot::default());
         clock::install(&lua)?;
-        super::current::install(&lua);
+        current::install(&lua);
         lua.set_app_data(ModuleCache::default());
         lua.set_app_data(EnvPolicy {
             everyone: settings.sandbox_env.iter().cloned().collect(),
@@ -158,16 +175,8 @@ impl LuaVm {
         lua.load(r#"getmetatable("").__metatable = false"#).exec()?;
 
         convert::install_array_marker(&lua)?;
-        let context = ApiContext {
-            fs_roots: settings.fs_roots.clone(),
-            commands: settings.commands.clone(),
-            proc_env: settings.proc_env.clone(),
-            store: settings.store.clone(),
-            env: settings.env.clone(),
-            proc_script: settings.proc_script.clone(),
-        };
         let host = lua.create_table()?;
-        host.set("api", api::install(&lua, &context)?)?;
+        host.set("api", api::install(&lua, &settings.api)?)?;
         host.set(
             "print",
             api::log::logger(&lua, crate::registry::LogLevel::Info)?,
@@ -182,10 +191,7 @@ impl LuaVm {
                             "ctx.progress: done and total must be finite numbers",
                         ));
                     }
-                    super::current::progress(
-                        lua,
-                        crate::registry::Progress::new(done, total, message),
-                    );
+                    current::progress(lua, crate::registry::Progress::new(done, total, message));
                     Ok(())
                 },
             )?,
@@ -205,7 +211,7 @@ impl LuaVm {
                          the other tool may need it): call it before or after the update"
                     )));
                 }
-                let running = super::current::get(&lua).and_then(|call| {
+                let running = current::get(&lua).and_then(|call| {
                     let ctx = call.ctx.clone()?;
                     let caller = ctx.caller.clone()?;
                     Some((call, ctx, caller))
@@ -237,7 +243,7 @@ impl LuaVm {
                 convert::json_to_lua(&lua, &answer)
             })?,
         )?;
-        host.set("patterns", super::patterns::install(&lua)?)?;
+        host.set("patterns", patterns::install(&lua)?)?;
         // Called by the host-API glue when code outside a handler reads the world (see
         // `LoadingFile::impure`).
         host.set(
@@ -252,10 +258,8 @@ impl LuaVm {
             lua.create_function(|_, (chunk, name): (mlua::LuaString, Option<String>)| {
                 let shown = name.as_deref().unwrap_or("load");
                 let shown = shown.trim_start_matches(['=', '@']);
-                Ok(
-                    super::depth::prescan(&chunk.as_bytes(), super::depth::MAX_NESTING)
-                        .map(|refusal| super::depth::refusal_message(shown, refusal)),
-                )
+                Ok(depth::prescan(&chunk.as_bytes(), depth::MAX_NESTING)
+                    .map(|refusal| depth::refusal_message(shown, refusal)))
             })?,
         )?;
         // A host error caught in Lua, as the plain message (no mlua wrapping, no traceback).
@@ -366,7 +370,7 @@ impl LuaVm {
         };
         let env = self.file_env(file, registry)?;
         self.lua
-            .load(super::strip_bom(source))
+            .load(crate::lua::bom::strip_bom(source))
             .set_name(format!("@{}", file.chunk_name))
             .set_mode(ChunkMode::Text)
             .set_environment(env)
@@ -428,33 +432,33 @@ impl LuaVm {
     pub(crate) fn call_overrides(
         &self,
         id: LuaFnId,
-    ) -> Result<Option<serde_json::Map<String, Value>>, String> {
-        let function = self.function(id).map_err(|e| lua_error_message(&e))?;
+    ) -> Result<Option<serde_json::Map<String, Value>>, FunctionFailed> {
+        let function = self.function(id).map_err(|e| FunctionFailed::raised(&e))?;
         let value = self
             .with_watchdog(|| function.call::<LuaValue>(()))
-            .map_err(|e| lua_error_message(&e))?;
+            .map_err(|e| FunctionFailed::raised(&e))?;
         match value {
             LuaValue::Nil => Ok(None),
             LuaValue::Table(_) => match convert::lua_to_json(&self.lua, &value, Mode::Schema) {
                 Ok(Value::Object(map)) => Ok(Some(map)),
                 Ok(Value::Array(items)) if items.is_empty() => Ok(None),
-                Ok(_) => Err("returned a list, not a table of schema fields".to_string()),
-                Err(e) => Err(format!("returned {e}")),
+                Ok(_) => Err(FunctionFailed::List),
+                Err(e) => Err(FunctionFailed::NotJson(e)),
             },
-            other => Err(format!("returned a {}, not a table", other.type_name())),
+            other => Err(FunctionFailed::NotATable(other.type_name())),
         }
     }
 
     /// Calls a hook with one table argument (the JSON `payload`) under the probe deadline;
     /// its return value as JSON (nil is null).
-    pub(crate) fn call_hook(&self, id: LuaFnId, payload: &Value) -> Result<Value, String> {
-        let function = self.function(id).map_err(|e| lua_error_message(&e))?;
+    pub(crate) fn call_hook(&self, id: LuaFnId, payload: &Value) -> Result<Value, FunctionFailed> {
+        let function = self.function(id).map_err(|e| FunctionFailed::raised(&e))?;
         let argument =
-            convert::json_to_lua(&self.lua, payload).map_err(|e| lua_error_message(&e))?;
+            convert::json_to_lua(&self.lua, payload).map_err(|e| FunctionFailed::raised(&e))?;
         let value = self
             .with_watchdog(|| function.call::<LuaValue>(argument))
-            .map_err(|e| lua_error_message(&e))?;
-        convert::lua_to_json(&self.lua, &value, Mode::Data).map_err(|e| format!("returned {e}"))
+            .map_err(|e| FunctionFailed::raised(&e))?;
+        convert::lua_to_json(&self.lua, &value, Mode::Data).map_err(FunctionFailed::NotJson)
     }
 
     /// The function `id`, running its file first when it was deferred.
@@ -546,7 +550,7 @@ impl LuaVm {
         let guarded = Deadlined {
             vm: self,
             call,
-            current: super::current::CurrentCall::of(tool_name, domain, ctx),
+            current: current::CurrentCall::of(tool_name, domain, ctx),
             inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
         };
         // The timer covers a handler parked in a Rust future (no Lua runs, so the hook
@@ -635,7 +639,7 @@ struct Deadlined<'a> {
     vm: &'a LuaVm,
     call: CallClock,
     /// What host functions need of this call (observer, fs roots), installed per poll.
-    current: Option<std::sync::Arc<super::current::CurrentCall>>,
+    current: Option<std::sync::Arc<current::CurrentCall>>,
     inner: Option<LuaCall<'a>>,
 }
 
@@ -657,9 +661,9 @@ impl std::future::Future for Deadlined<'_> {
             return Poll::Ready(Err(DeadlineFailure::Timeout));
         };
         this.call.enter(&this.vm.lua);
-        let previous = super::current::enter(&this.vm.lua, &this.current);
+        let previous = current::enter(&this.vm.lua, &this.current);
         let polled = inner.as_mut().poll(cx);
-        super::current::leave(&this.vm.lua, &this.current, previous);
+        current::leave(&this.vm.lua, &this.current, previous);
         this.call.leave(&this.vm.lua);
         match polled {
             Poll::Pending => Poll::Pending,
@@ -698,8 +702,33 @@ impl Drop for Deadlined<'_> {
 /// A load error that names its file: Lua positions most errors (`file:line:`), but not a
 /// deadline, a memory or a C-stack error.
 fn is_memory_error(error: &mlua::Error) -> bool {
-    matches!(
-        super::error_text::root_cause(error),
-        mlua::Error::MemoryError(_)
-    )
+    matches!(error_text::root_cause(error), mlua::Error::MemoryError(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FunctionFailed;
+    use crate::lua::convert::ConvertError;
+
+    /// What operators (hook failures) and models (override failures) read, byte for byte.
+    #[test]
+    fn function_failures_read_as_before() {
+        let not_json = FunctionFailed::NotJson(ConvertError {
+            path: "x".to_string(),
+            reason: "a function".to_string(),
+        });
+        assert_eq!(not_json.to_string(), "returned x: a function");
+        assert_eq!(
+            FunctionFailed::List.to_string(),
+            "returned a list, not a table of schema fields"
+        );
+        assert_eq!(
+            FunctionFailed::NotATable("boolean").to_string(),
+            "returned a boolean, not a table"
+        );
+        assert_eq!(
+            FunctionFailed::Raised("f.lua:3: boom".into()).to_string(),
+            "f.lua:3: boom"
+        );
+    }
 }

@@ -7,8 +7,8 @@
 //! grants nor change what a built-in tool's module does.
 
 use super::depth;
-use super::error_text::lua_error_message;
-use super::register::{Binding, binding};
+use crate::lua::error_text::lua_error_message;
+use crate::lua::register::{Binding, binding};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use std::collections::HashMap;
@@ -43,7 +43,7 @@ impl SearchDir {
 }
 
 /// Everything a `require` function needs to load a module into a fresh environment.
-pub(super) struct RequireContext {
+pub(crate) struct RequireContext {
     /// Where modules may come from, in search order.
     pub dirs: Vec<SearchDir>,
     /// The bootstrap's environment factory.
@@ -67,21 +67,21 @@ const MAX_MODULE_BYTES: u64 = 16 * 1024 * 1024;
 /// Per-VM module cache, keyed by trust domain and canonical path; with each table
 /// module's fields as its chunk returned them (see `vm::module_view`).
 #[derive(Default)]
-pub(super) struct ModuleCache(
+pub(crate) struct ModuleCache(
     HashMap<(Arc<str>, PathBuf), Module>,
     HashMap<(Arc<str>, PathBuf), TableState>,
 );
 
 /// A table's fields (raw) and metatable at one moment.
 #[derive(Clone)]
-pub(super) struct TableState {
-    pub(super) fields: Vec<(LuaValue, LuaValue)>,
-    pub(super) metatable: Option<Table>,
+pub(crate) struct TableState {
+    pub(crate) fields: Vec<(LuaValue, LuaValue)>,
+    pub(crate) metatable: Option<Table>,
 }
 
 impl TableState {
     /// `table` as it is now.
-    pub(super) fn of(table: &Table) -> mlua::Result<Self> {
+    pub(crate) fn of(table: &Table) -> mlua::Result<Self> {
         let mut fields = Vec::new();
         for pair in table.pairs::<LuaValue, LuaValue>() {
             fields.push(pair?);
@@ -93,7 +93,7 @@ impl TableState {
     }
 
     /// Whether `table` holds exactly this state now.
-    pub(super) fn holds(&self, table: &Table) -> mlua::Result<bool> {
+    pub(crate) fn holds(&self, table: &Table) -> mlua::Result<bool> {
         if table.metatable() != self.metatable {
             return Ok(false);
         }
@@ -114,7 +114,7 @@ impl TableState {
     }
 
     /// Makes `table` hold exactly this state again.
-    pub(super) fn apply(&self, table: &Table) -> mlua::Result<()> {
+    pub(crate) fn apply(&self, table: &Table) -> mlua::Result<()> {
         let now = Self::of(table)?;
         for (key, _) in now.fields {
             table.raw_set(key, LuaValue::Nil)?;
@@ -128,7 +128,7 @@ impl TableState {
 
 /// Every table module instantiated in `domain` on this VM, with its state as its chunk
 /// returned it.
-pub(super) fn table_modules(lua: &Lua, domain: &str) -> Vec<(Table, Option<TableState>)> {
+pub(crate) fn table_modules(lua: &Lua, domain: &str) -> Vec<(Table, Option<TableState>)> {
     let Some(cache) = lua.app_data_ref::<ModuleCache>() else {
         return Vec::new();
     };
@@ -156,17 +156,61 @@ fn valid_module_name(name: &str) -> bool {
         })
 }
 
-fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), String> {
+/// Why `require(name)` has no file to load; its `Display` is the message the tool sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Unresolved {
+    /// The name is not a dotted module name (a path, `..`, an empty part).
+    #[error(
+        "module '{name}' is not a dotted name like 'util' or 'pkg.helpers'; modules load \
+         only from lib/ or the tool's package directory"
+    )]
+    BadName {
+        /// The name as required.
+        name: String,
+    },
+    /// The module's file is a symlink leading out of its search folder.
+    #[error("module '{name}' resolves outside {} (symlink)", dir.display())]
+    Outside {
+        /// The name as required.
+        name: String,
+        /// The search folder, as shown.
+        dir: PathBuf,
+    },
+    /// There is no folder to search at all.
+    #[error(
+        "module '{name}' not found: require loads Lua modules from lib/ beside the tool \
+         files, and there is no lib/ here (the sandbox has no C modules or network libraries)"
+    )]
+    NoFolders {
+        /// The name as required.
+        name: String,
+    },
+    /// No search folder holds the module.
+    #[error(
+        "module '{name}' not found; tried: {} (require loads Lua modules from lib/ beside the \
+         tool files; the sandbox has no C modules or network libraries)",
+        tried.join(", ")
+    )]
+    NotFound {
+        /// The name as required.
+        name: String,
+        /// The files looked for, as shown.
+        tried: Vec<String>,
+    },
+}
+
+fn resolve(ctx: &RequireContext, name: &str) -> Result<(PathBuf, String), Unresolved> {
     resolve_module(&ctx.dirs, name)
 }
 
 /// The file `require(name)` loads from `dirs` (canonical path, path as shown), or why none.
-pub(crate) fn resolve_module(dirs: &[SearchDir], name: &str) -> Result<(PathBuf, String), String> {
+pub(crate) fn resolve_module(
+    dirs: &[SearchDir],
+    name: &str,
+) -> Result<(PathBuf, String), Unresolved> {
+    let name_of = || name.to_string();
     if !valid_module_name(name) {
-        return Err(format!(
-            "module '{name}' is not a dotted name like 'util' or 'pkg.helpers'; modules load \
-             only from lib/ or the tool's package directory"
-        ));
+        return Err(Unresolved::BadName { name: name_of() });
     }
     let relative = name.replace('.', "/");
     let mut tried = Vec::new();
@@ -178,10 +222,10 @@ pub(crate) fn resolve_module(dirs: &[SearchDir], name: &str) -> Result<(PathBuf,
                 continue;
             };
             if !real.starts_with(&dir.canonical) {
-                return Err(format!(
-                    "module '{name}' resolves outside {} (symlink)",
-                    dir.shown.display()
-                ));
+                return Err(Unresolved::Outside {
+                    name: name_of(),
+                    dir: dir.shown.clone(),
+                });
             }
             if real.is_file() {
                 return Ok((real, dir.shown.join(&candidate).display().to_string()));
@@ -189,16 +233,12 @@ pub(crate) fn resolve_module(dirs: &[SearchDir], name: &str) -> Result<(PathBuf,
         }
     }
     if tried.is_empty() {
-        return Err(format!(
-            "module '{name}' not found: require loads Lua modules from lib/ beside the tool \
-             files, and there is no lib/ here (the sandbox has no C modules or network libraries)"
-        ));
+        return Err(Unresolved::NoFolders { name: name_of() });
     }
-    Err(format!(
-        "module '{name}' not found; tried: {} (require loads Lua modules from lib/ beside the \
-         tool files; the sandbox has no C modules or network libraries)",
-        tried.join(", ")
-    ))
+    Err(Unresolved::NotFound {
+        name: name_of(),
+        tried,
+    })
 }
 
 /// The symlink-resolved `path` (`dir.canonical` joined with `relative`), or `None` when it
@@ -216,9 +256,9 @@ fn real_path(path: &Path, relative: &str) -> Option<PathBuf> {
 }
 
 /// Creates the `require` function for one environment.
-pub(super) fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
+pub(crate) fn make_require(lua: &Lua, ctx: Arc<RequireContext>) -> mlua::Result<Function> {
     lua.create_function(move |lua, name: String| {
-        super::register::note_required(lua);
+        crate::lua::register::note_required(lua);
         let (path, shown) = resolve(&ctx, &name).map_err(mlua::Error::runtime)?;
         let key = (ctx.domain.clone(), path);
         {
@@ -293,7 +333,7 @@ fn load_module(
         &*ctx.domain,
     ))?;
     let value: LuaValue = lua
-        .load(super::strip_bom(&source))
+        .load(crate::lua::bom::strip_bom(&source))
         .set_name(format!("@{shown}"))
         .set_mode(ChunkMode::Text)
         .set_environment(env)
@@ -306,7 +346,7 @@ fn load_module(
 
 #[cfg(test)]
 mod tests {
-    use super::valid_module_name;
+    use super::{SearchDir, resolve_module, valid_module_name};
 
     #[test]
     fn module_names_are_dotted_identifiers() {
@@ -316,5 +356,41 @@ mod tests {
         assert!(!valid_module_name("/etc/passwd"));
         assert!(!valid_module_name("a..b"));
         assert!(!valid_module_name(""));
+    }
+
+    /// What `require` raises, byte for byte (tools and tests read it).
+    #[test]
+    fn unresolved_modules_read_as_tool_authors_expect() {
+        let message = |dirs: &[SearchDir], name: &str| {
+            resolve_module(dirs, name).err().map(|e| e.to_string())
+        };
+        assert_eq!(
+            message(&[], "../x").as_deref(),
+            Some(
+                "module '../x' is not a dotted name like 'util' or 'pkg.helpers'; modules \
+                 load only from lib/ or the tool's package directory"
+            )
+        );
+        assert_eq!(
+            message(&[], "util").as_deref(),
+            Some(
+                "module 'util' not found: require loads Lua modules from lib/ beside the tool \
+                 files, and there is no lib/ here (the sandbox has no C modules or network \
+                 libraries)"
+            )
+        );
+        let lib = tempfile::tempdir().expect("temp dir");
+        let dirs = [SearchDir {
+            shown: "tools/lib".into(),
+            canonical: lib.path().canonicalize().expect("canonical"),
+        }];
+        assert_eq!(
+            message(&dirs, "pkg.util").as_deref(),
+            Some(
+                "module 'pkg.util' not found; tried: tools/lib/pkg/util.lua, \
+                 tools/lib/pkg/util/init.lua (require loads Lua modules from lib/ beside the \
+                 tool files; the sandbox has no C modules or network libraries)"
+            )
+        );
     }
 }

@@ -11,7 +11,7 @@
 //! `Host::availability`) use [`VmPool::lease`] and run on the caller's thread; async
 //! callers run those on a blocking thread.
 
-use super::vm::LuaVm;
+use super::LuaVm;
 use crate::registry::LuaFnId;
 use std::future::Future;
 use std::ops::Deref;
