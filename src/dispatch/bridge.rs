@@ -1,4 +1,4 @@
-//! Stage 2: the tool-search bridge (SPEC §7.2). `tool_search` and `tool_describe` are
+//! Stage 2: the tool-search bridge (docs/tool-search.md). `tool_search` and `tool_describe` are
 //! answered here; `tool_call` names the real tool, which the call then reaches with its
 //! own name, so every later stage (hooks, approval, validation, limits) sees the real
 //! name.

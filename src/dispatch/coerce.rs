@@ -1,4 +1,4 @@
-//! Stage 1: argument coercion (SPEC §6). Models often send `"42"` for an integer or a JSON
+//! Stage 1: argument coercion (docs/calls.md). Models often send `"42"` for an integer or a JSON
 //! string for an array; each argument whose property schema is known is repaired toward
 //! the schema. Unknown keys are untouched, nothing here fails, and a value is left as it is
 //! whenever the repair would be a guess.

@@ -1,4 +1,4 @@
-//! The typed error results of SPEC §7.1: JSON objects with `error` and `error_type`, their
+//! The typed error results (docs/calls.md): JSON objects with `error` and `error_type`, their
 //! text sanitised (no framing tags, code fences or CDATA) and cut to 2,048 characters.
 
 use regex::Regex;

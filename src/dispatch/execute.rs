@@ -1,5 +1,5 @@
 //! Running a handler (Lua on the VM, or native Rust) and mapping its failures to the error
-//! results of SPEC §7.1.
+//! results of docs/calls.md.
 
 use super::errors::ErrorType;
 use super::result::{ToolError, ToolResult};

@@ -1,4 +1,4 @@
-//! Stage 4 and stage 8 hooks (SPEC §7): Rust hooks given to the builder and Lua hooks from
+//! Stage 4 and stage 8 hooks (docs/calls.md): Rust hooks given to the builder and Lua hooks from
 //! `registry.hook(event, fn)`.
 //!
 //! `pre_tool_call` hooks may modify arguments (shallow-merged, accumulated: each hook sees

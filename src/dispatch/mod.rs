@@ -1,4 +1,4 @@
-//! The dispatch pipeline (SPEC §7): every call goes through these stages, in order, and
+//! The dispatch pipeline (docs/calls.md): every call goes through these stages, in order, and
 //! every failure becomes a result object, never a panic or a lost call. One call is one
 //! value (`call.rs`): a [`Request`] until its VM is chosen, then a `Call` on the VM.
 //!

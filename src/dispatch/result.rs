@@ -1,5 +1,5 @@
 //! The typed outcome of a call: [`ToolResult`] and [`ToolError`]. The pipeline, MCP and the
-//! CLI match on these types; the SPEC §7.1/§8 JSON is produced only at the boundary, by
+//! CLI match on these types; the JSON a model sees is produced only at the boundary, by
 //! [`ToolResult::to_json`] (nothing reads `error_type` back out of JSON).
 
 use super::errors::{ErrorType, sanitise};
@@ -11,7 +11,7 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum ToolResult {
-    /// Text: a handler returned a string (or the result was spilled to a file, SPEC §7 stage 9).
+    /// Text: a handler returned a string (or the result was spilled to a file, docs/calls.md stage 9).
     Text(String),
     /// Structured data: a handler returned a table (Lua) or an object/array (Rust). A model
     /// sees its JSON text.
@@ -24,7 +24,7 @@ pub enum ToolResult {
 }
 
 impl ToolResult {
-    /// The SPEC §8 JSON: text and structured data as a JSON string, a multimodal envelope or
+    /// The JSON a model sees (docs/lua-api.md): text and structured data as a JSON string, a multimodal envelope or
     /// an error as an object.
     pub fn to_json(&self) -> Value {
         match self {
@@ -107,7 +107,7 @@ impl From<ToolError> for ToolResult {
     }
 }
 
-/// As the CLI prints it (SPEC §8): text raw, anything else as compact JSON.
+/// As the CLI prints it (docs/lua-api.md): text raw, anything else as compact JSON.
 impl fmt::Display for ToolResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -118,7 +118,7 @@ impl fmt::Display for ToolResult {
     }
 }
 
-/// A failed call (SPEC §7.1). The message is sanitised (no framing tags, code fences or
+/// A failed call (docs/calls.md). The message is sanitised (no framing tags, code fences or
 /// CDATA) and at most 2,048 characters.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -151,7 +151,7 @@ impl ToolError {
         }
     }
 
-    /// The `[TOOL_ERROR] Tool execution failed: {detail}` error of SPEC §7.1 (a handler
+    /// The `[TOOL_ERROR] Tool execution failed: {detail}` error of docs/calls.md (a handler
     /// that raised, timed out or ran out of memory, a cancelled call, a lost VM): the one
     /// place that writes the prefix.
     pub(crate) fn execution_failed(kind: ErrorType, detail: impl fmt::Display) -> Self {

@@ -8,7 +8,7 @@ use crate::registry::{ToolEntry, json_path};
 use serde_json::Value;
 
 /// `Ok` when `args` satisfy the schema; otherwise the `invalid_arguments` error object of
-/// SPEC §7 stage 6, naming the first failing location as a JSON path.
+/// docs/calls.md stage 6, naming the first failing location as a JSON path.
 pub(super) fn validate(tool: &ToolEntry, args: &Value) -> Result<(), Box<ToolError>> {
     // Registration rejects schemas that do not compile; for one that stopped compiling
     // there is nothing to validate against.

@@ -179,7 +179,7 @@ impl Host {
         self.inner.registry.snapshot().visible(scope)
     }
 
-    /// Why the tool `name` is unavailable to callers in `scope` (SPEC §3), or `None` when
+    /// Why the tool `name` is unavailable to callers in `scope` (docs/calls.md), or `None` when
     /// it is available. An unknown name is unavailable too. May run the tool's `check_fn`
     /// (answers are cached for `check_ttl_secs`); on a multi-threaded tokio runtime the probe
     /// runs under `block_in_place`, so other tasks are not held up.
@@ -215,7 +215,7 @@ impl Host {
         self.inner.registry.generation()
     }
 
-    /// The model-facing definitions for `selection` (SPEC §5): selected, available tools,
+    /// The model-facing definitions for `selection` (docs/calls.md): selected, available tools,
     /// sorted by name. Memoised: an unchanged selection returns the same shared list. A
     /// computation may run `check_fn` probes; on a multi-threaded tokio runtime it runs under
     /// `block_in_place`, so a slow probe does not hold up the caller's other tasks.
@@ -271,8 +271,8 @@ impl Host {
         }
     }
 
-    /// Runs one call through the dispatch pipeline (SPEC §7). Never panics: every failure
-    /// is an error object (SPEC §7.1). The call runs on the least busy VM; it finishes on
+    /// Runs one call through the dispatch pipeline (docs/calls.md). Never panics: every failure
+    /// is an error object (docs/calls.md). The call runs on the least busy VM; it finishes on
     /// the generation of tools it started on, even if a reload happens meanwhile.
     ///
     /// The whole pipeline of the call runs on the chosen VM's own thread; this future only

@@ -1,4 +1,4 @@
-//! Hot reload (SPEC §10): re-read the configuration, rediscover (the verdict cache keeps
+//! Hot reload (docs/discovery.md): re-read the configuration, rediscover (the verdict cache keeps
 //! unchanged files cheap), load fresh VMs, and swap the new world and registry contents in
 //! together. Calls in flight finish on the world they started on; a call started after the
 //! swap sees the new one. A file that now fails keeps serving its last good version, its

@@ -1,4 +1,4 @@
-//! The durable `store` (SPEC §11): JSON values under string keys, kept in SQLite (WAL mode)
+//! The durable `store` (docs/store.md): JSON values under string keys, kept in SQLite (WAL mode)
 //! so they survive restarts and are shared by every process using the same file, or in
 //! memory (`[store] backend = "memory"`). Each trust domain has its own namespace: built-in
 //! tools (and the embedder, [`Store`]) share `builtin`, each plugin has `plugin:<id>`.

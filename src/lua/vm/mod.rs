@@ -73,7 +73,7 @@ pub(crate) struct FileSpec<'a> {
     pub capability_hint: Option<&'a str>,
 }
 
-/// A handler's value, normalised by the return rules of SPEC §1.
+/// A handler's value, normalised by the return rules of docs/lua-api.md.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Returned {
     /// A string.
@@ -535,7 +535,7 @@ impl LuaVm {
     }
 
     /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield)
-    /// under a deadline of `budget`, and normalises its return value (SPEC §1): string →
+    /// under a deadline of `budget`, and normalises its return value (docs/lua-api.md): string →
     /// text, table → JSON text, multimodal envelope → object.
     pub(crate) async fn call_handler(
         &self,
