@@ -232,14 +232,19 @@ mod env_vars;
 mod error;
 mod fs_roots;
 mod host;
+mod json_type;
 mod lua;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp-client")]
+mod mcp_client;
 mod native;
 mod registry;
 #[cfg(feature = "rig")]
 mod rig;
 mod search;
+#[cfg(feature = "mcp")]
+mod shutdown;
 mod store;
 mod toolsets;
 
@@ -254,7 +259,7 @@ pub use error::{Error, LoadError, Result};
 pub use host::Watch;
 pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 #[cfg(feature = "http")]
-pub use mcp::http::HttpOptions;
+pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
     Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,

@@ -3,7 +3,7 @@
 //! listed, since it has no tool rows).
 
 use crate::Host;
-use crate::mcp::client::Status;
+use crate::mcp_client::Status;
 use serde_json::{Value, json};
 
 /// One server as `discover` shows it.

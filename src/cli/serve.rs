@@ -37,7 +37,7 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     // the server in order (and its servers' children with it).
     let stop = {
         let _context = runtime.enter();
-        let signal = crate::mcp::shutdown::listen();
+        let signal = crate::shutdown::listen();
         async move {
             signal.await;
         }
@@ -74,15 +74,15 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
                 if !quiet {
                     eprintln!("toolhost: serving MCP at http://{bound}/mcp");
                 }
-                crate::mcp::http::serve(shared, listener, options, stop)
+                crate::mcp::server::http::serve(shared, listener, options, stop)
                     .await
                     .map_err(|e| e.to_string())
             }
             None => {
-                let (input, output, written) = crate::mcp::stdio::open()
+                let (input, output, written) = crate::mcp::server::stdio::open()
                     .map_err(|e| format!("cannot open stdin/stdout: {e}"))?;
                 writer_done = written;
-                crate::mcp::guard::serve(shared, input, output, stop)
+                crate::mcp::server::guard::serve(shared, input, output, stop)
                     .await
                     .map_err(|e| e.to_string())
             }
@@ -107,7 +107,7 @@ fn http_options(
     addr: &str,
     args: &ServeArgs<'_>,
 ) -> Result<(std::net::SocketAddr, crate::HttpOptions), String> {
-    let addr = crate::mcp::http::parse_addr(addr)?;
+    let addr = crate::mcp::server::http::parse_addr(addr)?;
     let source = args
         .auth_token_env
         .map(str::to_string)
@@ -128,6 +128,6 @@ fn http_options(
             }
         }
     }
-    crate::mcp::http::check_exposure(addr, &options).map_err(|e| e.to_string())?;
+    crate::mcp::server::http::check_exposure(addr, &options).map_err(|e| e.to_string())?;
     Ok((addr, options))
 }

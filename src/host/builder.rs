@@ -233,7 +233,7 @@ impl HostBuilder {
             .map(std::time::Duration::from_secs)
             .unwrap_or(DEFAULT_CHECK_TTL);
         #[cfg(feature = "mcp-client")]
-        let mcp = crate::mcp::client::McpClients::start(
+        let mcp = crate::mcp_client::McpClients::start(
             &config.mcp_servers,
             cache_dir_of(&inputs, config),
             default_timeout_ms(config),

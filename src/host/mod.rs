@@ -86,7 +86,7 @@ struct HostInner {
     caller: std::sync::OnceLock<Arc<dyn crate::registry::ToolCaller>>,
     /// The links to `[mcp_servers.*]`.
     #[cfg(feature = "mcp-client")]
-    mcp: crate::mcp::client::McpClients,
+    mcp: crate::mcp_client::McpClients,
 }
 
 /// A running tool host.

@@ -232,7 +232,7 @@ impl McpClients {
             let runtime = self.runtime();
             let signal = {
                 let _context = runtime.enter();
-                crate::mcp::shutdown::listen()
+                crate::shutdown::listen()
             };
             runtime.spawn(async move {
                 let number = signal.await;

@@ -21,7 +21,7 @@ mod body;
 mod connections;
 mod sessions;
 
-use super::server::{McpServer, Shared};
+use super::{McpServer, Shared};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
