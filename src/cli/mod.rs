@@ -156,7 +156,7 @@ pub fn run() -> ExitCode {
     // A one-shot command interrupted ends its MCP servers before it goes.
     #[cfg(feature = "mcp-client")]
     if !serving {
-        crate::mcp_client::end_on_signal();
+        Host::end_mcp_servers_on_signal();
     }
     let outcome = match &cli.command {
         Command::List { json } => one_shot(&cli, None, |host| list::run(host, &cli, *json)),
@@ -198,7 +198,7 @@ pub fn run() -> ExitCode {
     };
     // No MCP server child outlives the command, whoever still holds a host.
     #[cfg(feature = "mcp-client")]
-    crate::mcp_client::end_all();
+    Host::end_all_mcp_servers();
     match outcome {
         Ok(code) => code,
         Err(message) => {
@@ -321,9 +321,8 @@ fn builder(
         builder = builder.vms(vms);
     }
     if interactive {
-        builder = builder.approver_from_config(|default| approve::TerminalApprover {
-            fallback: crate::dispatch::PolicyApprover(default),
-        });
+        builder =
+            builder.approver_from_config(|policy| approve::TerminalApprover { fallback: policy });
     }
     builder
 }
@@ -338,7 +337,7 @@ pub(crate) fn print_line(line: std::fmt::Arguments<'_>) {
     if let Err(error) = written {
         // Exiting here skips every destructor: end the MCP servers' children first.
         #[cfg(feature = "mcp-client")]
-        crate::mcp_client::end_all();
+        Host::end_all_mcp_servers();
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }

@@ -2,7 +2,7 @@
 //! and `NAME_test.lua` beside it that passes `toolhost test`.
 
 use super::Cli;
-use crate::registry::ToolName;
+use crate::Host;
 use std::process::ExitCode;
 
 /// The template; NAME and TOOLSET are replaced.
@@ -48,8 +48,8 @@ end)
 
 /// Writes `<first tool dir>/NAME.lua` and `NAME_test.lua`; refuses to overwrite.
 pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, String> {
-    ToolName::new(name).map_err(|e| format!("NAME {e}"))?;
-    ToolName::new(toolset).map_err(|e| format!("--toolset {e}"))?;
+    Host::check_tool_name(name).map_err(|e| format!("NAME {e}"))?;
+    Host::check_tool_name(toolset).map_err(|e| format!("--toolset {e}"))?;
     let dir = cli
         .tools_dir
         .first()

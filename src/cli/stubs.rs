@@ -14,7 +14,7 @@ pub(super) fn run(cli: &Cli) -> Result<ExitCode, String> {
         .join("types");
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let path = dir.join("toolhost.lua");
-    std::fs::write(&path, crate::lua::api::stubs::stubs())
+    std::fs::write(&path, crate::Host::lua_stubs())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     outln!("{}", path.display());
     Ok(ExitCode::SUCCESS)

@@ -161,14 +161,16 @@ impl HostBuilder {
         self
     }
 
-    /// Sets an approver built from the configured `[approval] default` (known only once
-    /// the configuration is read), e.g. a prompt that falls back to the policy.
+    /// Sets an approver built from the configured `[approval] default`'s approver (known
+    /// only once the configuration is read), e.g. a prompt that falls back to the policy.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn approver_from_config<A: Approver + 'static>(
         mut self,
-        make: impl FnOnce(ApprovalDefault) -> A + 'static,
+        make: impl FnOnce(Box<dyn Approver>) -> A + 'static,
     ) -> Self {
-        self.approver_factory = Some(Box::new(move |default| Arc::new(make(default))));
+        self.approver_factory = Some(Box::new(move |default| {
+            Arc::new(make(Box::new(PolicyApprover(default))))
+        }));
         self
     }
 

@@ -8,12 +8,16 @@
 
 mod batch;
 mod builder;
+#[cfg(feature = "cli")]
+mod front_end;
 mod generation;
 mod info;
 #[cfg(feature = "mcp-client")]
 mod mcp_servers;
 mod nested;
 mod reload;
+#[cfg(feature = "cli")]
+mod test_run;
 #[cfg(feature = "cli")]
 mod test_sandbox;
 #[cfg(feature = "watch")]

@@ -8,7 +8,7 @@
 // today negotiate earlier versions, where they are part of the protocol.
 #![allow(deprecated)]
 
-use crate::registry::{CallObserver, LogLevel, LogLine, Progress};
+use crate::{CallObserver, LogLevel, LogLine, Progress};
 use parking_lot::Mutex;
 use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
