@@ -23,6 +23,7 @@
 //! per test, with a time limit per test.
 
 use super::Cli;
+use super::error::{CliError, io};
 use crate::Host;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -43,7 +44,7 @@ struct Outcome {
 
 /// Runs the test files under `paths` (default: every tool directory's `*_test.lua` and
 /// `./tests-lua/`); exit 1 when a test fails.
-pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCode, CliError> {
     // A first host tells which tool directories and config the tests run against.
     let base = super::build(cli, None, Some(1))?;
     let tool_dirs: Vec<PathBuf> = base.tool_dirs().into_iter().map(|d| d.path).collect();
@@ -54,7 +55,7 @@ pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCod
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(io("cannot start the async runtime"))?;
     let mut outcomes = Vec::new();
     for file in &files {
         outcomes.extend(run_file(cli, &base, file, &runtime)?);
@@ -144,9 +145,9 @@ fn run_file(
     base: &Host,
     file: &Path,
     runtime: &tokio::runtime::Runtime,
-) -> Result<Vec<Outcome>, String> {
+) -> Result<Vec<Outcome>, CliError> {
     let shown = file.display().to_string();
-    let source = std::fs::read(file).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let source = std::fs::read(file).map_err(io(format!("cannot read {shown}")))?;
     let loading_failed = |message: String| Outcome {
         file: shown.clone(),
         name: format!("{shown} (loading)"),
@@ -204,11 +205,11 @@ struct TestRoot {
 }
 
 impl TestRoot {
-    fn new() -> Result<Self, String> {
+    fn new() -> Result<Self, CliError> {
         let dir = tempfile::Builder::new()
             .prefix("toolhost-test-")
             .tempdir()
-            .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+            .map_err(io("cannot make a temp dir"))?;
         let path = dir
             .path()
             .canonicalize()

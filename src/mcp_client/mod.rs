@@ -10,6 +10,7 @@
 //! start still has its tools registered (unavailable, with the reason).
 
 mod connect;
+mod error;
 mod http;
 mod link;
 mod listener;

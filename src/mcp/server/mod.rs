@@ -356,7 +356,7 @@ impl ServerHandler for McpServer {
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
             .map(Into::into)
-            .map_err(|message| McpError::internal_error(message, None))
+            .map_err(|refused| McpError::internal_error(refused.to_string(), None))
     }
 }
 
@@ -382,7 +382,7 @@ impl McpServer {
         call: Call,
         sink: Sink,
         cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, gate::Refused> {
         let _admitted = self.shared.gate.admit(&self.session.slots).await?;
         let args = call.arguments.map(Value::Object).unwrap_or_default();
         let mut ctx = self.context();
