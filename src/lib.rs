@@ -213,8 +213,10 @@
 //! [`handle_function_call`]: Host::handle_function_call
 //! [`handle_function_calls`]: Host::handle_function_calls
 //!
-//! Layering (each layer imports only those before it): `registry` ← `lua` ← `discovery`
-//! ← `toolsets` ← `search` ← `definitions` ← `dispatch` ← `host` ← CLI / `mcp`.
+//! Layering (each layer imports only those before it; the full order is in CONTRIBUTING.md
+//! and checked by `tests/layers.rs`): `registry` ← `lua` ← `discovery` ← the tool sources
+//! (native tools, other MCP servers) ← `toolsets` ← `search` ← `definitions` ← `dispatch`
+//! ← `host` ← this facade ← CLI / `mcp`.
 
 #![deny(unreachable_pub)]
 #![deny(missing_docs)]

@@ -161,8 +161,9 @@ impl HostBuilder {
         self
     }
 
-    /// Sets an approver built from the configured `[approval] default`'s approver (known
-    /// only once the configuration is read), e.g. a prompt that falls back to the policy.
+    /// Sets an approver built around the configured `[approval] default` (known only once
+    /// the configuration is read; `make` gets it as an approver), e.g. a prompt that falls
+    /// back to the policy.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn approver_from_config<A: Approver + 'static>(
         mut self,

@@ -26,7 +26,7 @@ const MAX_QUEUED_LOG_LINES: usize = 256;
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Where a call's notifications go: through rmcp to its peer, or (a call the stdio guard
-/// answers itself, see `mcp::direct_call`) as lines straight to the client's output.
+/// answers itself, see `guard::direct_call`) as lines straight to the client's output.
 #[derive(Clone)]
 pub(crate) enum Sink {
     /// rmcp's handle on the client.
