@@ -213,8 +213,10 @@
 //! [`handle_function_call`]: Host::handle_function_call
 //! [`handle_function_calls`]: Host::handle_function_calls
 //!
-//! Layering (each layer imports only those before it): `registry` ← `lua` ← `discovery`
-//! ← `toolsets` ← `search` ← `definitions` ← `dispatch` ← `host` ← CLI / `mcp`.
+//! Layering (each layer imports only those before it; the full order is in CONTRIBUTING.md
+//! and checked by `tests/layers.rs`): `registry` ← `lua` ← `discovery` ← the tool sources
+//! (native tools, other MCP servers) ← `toolsets` ← `search` ← `definitions` ← `dispatch`
+//! ← `host` ← this facade ← CLI / `mcp`.
 
 #![deny(unreachable_pub)]
 #![deny(missing_docs)]
@@ -232,14 +234,19 @@ mod env_vars;
 mod error;
 mod fs_roots;
 mod host;
+mod json_type;
 mod lua;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "mcp-client")]
+mod mcp_client;
 mod native;
 mod registry;
 #[cfg(feature = "rig")]
 mod rig;
 mod search;
+#[cfg(feature = "mcp")]
+mod shutdown;
 mod store;
 mod toolsets;
 
@@ -254,7 +261,7 @@ pub use error::{Error, LoadError, Result};
 pub use host::Watch;
 pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 #[cfg(feature = "http")]
-pub use mcp::http::HttpOptions;
+pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
     Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,

@@ -2,7 +2,8 @@
 //! imports only modules on its layer's left, and no two files import each other, directly
 //! or through others. Today's exceptions are listed below with the issue that removes them;
 //! the list may only shrink: a new upward import or cycle fails, and so does a listed one
-//! that is gone (remove it from the list).
+//! that is gone (remove it from the list). The front ends (`mcp`, `rig`, `cli`) reach the
+//! rest of the crate only through the facade: the names `lib.rs` re-exports with `pub use`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,13 +18,16 @@ const LAYERS: &[&[&str]] = &[
         "env_vars",
         "blocking",
         "fs_roots",
+        "json_type",
+        "shutdown",
     ],
     &["store"],
     &["registry"],
     &["lua"],
     &["discovery"],
     &["config"],
-    &["native"],
+    // The tool sources besides Lua files: native tools, other MCP servers' tools.
+    &["native", "mcp_client"],
     &["toolsets"],
     &["search"],
     &["definitions"],
@@ -36,9 +40,9 @@ const LAYERS: &[&[&str]] = &[
     &["main"],
 ];
 
-/// Upward imports that exist today (importer → imported module), each to be removed by
-/// issue 33 ("The house"): the MCP client becomes a tool source below `host/`.
-const KNOWN_UPWARD: &[(&str, &str)] = &[("host", "mcp")];
+/// Upward imports that exist today (importer → imported module), each with the change that
+/// removes it. None: keep it so.
+const KNOWN_UPWARD: &[(&str, &str)] = &[];
 
 /// Import cycles between files that exist today (issue 33), as the sorted files of each.
 const KNOWN_CYCLES: &[&[&str]] = &[];
@@ -361,6 +365,144 @@ fn grouped_and_nested_paths_are_read() {
             "{expected} in {found:?}"
         );
     }
+}
+
+/// The front ends: they use `Host` and the public types (DESIGN), not the layers between.
+const FRONT_ENDS: &[&str] = &["mcp", "rig", "cli"];
+
+/// The names `lib.rs` re-exports with `pub use` (a renamed item under its new name).
+fn facade_names(lib: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let code = code_of(lib);
+    let mut rest = code.as_str();
+    while let Some(at) = rest.find("pub use ") {
+        let statement = &rest[at + "pub use ".len()..];
+        let end = statement.find(';').unwrap_or(statement.len());
+        // Tokens: identifiers and the punctuation that ends a leaf of the use tree.
+        let mut tokens = Vec::new();
+        let mut word = String::new();
+        for c in statement[..end].chars().chain([';']) {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                word.push(c);
+                continue;
+            }
+            if !word.is_empty() {
+                tokens.push(std::mem::take(&mut word));
+            }
+            if matches!(c, ',' | '}' | ';' | '{') {
+                tokens.push(c.to_string());
+            }
+        }
+        for (i, token) in tokens.iter().enumerate() {
+            let next = tokens.get(i + 1).map(String::as_str);
+            let is_leaf = matches!(next, Some(",") | Some("}") | Some(";"));
+            let is_word = token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if is_leaf && is_word && token != "self" {
+                names.insert(token.clone());
+            }
+        }
+        rest = &statement[end..];
+    }
+    names
+}
+
+/// The first segment of every `crate::` path in `code`: `crate::{a::B, C}` → `a`, `C`.
+fn crate_roots(code: &str) -> Vec<String> {
+    let bytes = code.as_bytes();
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let ident_at = |mut j: usize| {
+        while j < code.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        let start = j;
+        while j < code.len() && is_ident(bytes[j]) {
+            j += 1;
+        }
+        (code[start..j].to_string(), j)
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(found) = code[i..].find("crate::") {
+        let at = i + found;
+        i = at + "crate::".len();
+        if at > 0 && is_ident(bytes[at - 1]) {
+            continue;
+        }
+        let mut j = i;
+        while j < code.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if bytes.get(j) != Some(&b'{') {
+            out.push(ident_at(j).0);
+            continue;
+        }
+        // A group: the first identifier of each item at its top level.
+        let mut depth = 0;
+        let mut item_start = true;
+        j += 1;
+        while j < code.len() {
+            match bytes[j] {
+                b'{' => depth += 1,
+                b'}' if depth == 0 => break,
+                b'}' => depth -= 1,
+                b',' if depth == 0 => item_start = true,
+                b if is_ident(b) && item_start => {
+                    let (word, end) = ident_at(j);
+                    out.push(word);
+                    item_start = false;
+                    j = end;
+                    continue;
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn front_ends_use_only_the_facade() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs readable");
+    let facade = facade_names(&lib);
+    let mut outside = BTreeSet::new();
+    for path in sources(&src) {
+        let own = module_path(&path);
+        let front_end = top(&own).to_string();
+        if !FRONT_ENDS.contains(&front_end.as_str()) {
+            continue;
+        }
+        let text = std::fs::read_to_string(src.join(&path)).expect("readable");
+        for root in crate_roots(&code_of(&text)) {
+            // Allowed: a facade name, the front end's own module, a front end it sits
+            // above (`cli` starts the MCP server) and the base layer (plain helpers that
+            // hold none of the host's state: errors, roots, signals, `json_type`).
+            let allowed = facade.contains(&root)
+                || root == front_end
+                || (FRONT_ENDS.contains(&root.as_str()) && layer_of(&root) < layer_of(&front_end))
+                || layer_of(&root) == Some(0);
+            if !allowed {
+                outside.insert(format!("{} → crate::{root}", path.display()));
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "front ends reaching past the facade (give `Host` or a public type a method, or \
+         re-export a deliberately public type): {outside:#?}"
+    );
+}
+
+#[test]
+fn facade_names_and_crate_roots_are_read() {
+    let names = facade_names(
+        "mod a;\npub use a::{B, c::{D, E as F}};\n#[cfg(x)]\npub use g::H;\nuse i::J;",
+    );
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(names, ["B", "D", "F", "H"]);
+    let roots = crate_roots("use crate::{a::B, C, d::{e, F}};\nlet x = crate::g::h();");
+    assert_eq!(roots, ["a", "C", "d", "g"]);
 }
 
 /// Where a file of `lua/` sits in [`LUA_ROOMS`]: 0 for the shared files at its root, the

@@ -1,13 +1,13 @@
 //! The CLI's approver: asks y/N on the terminal when there is one, otherwise answers with
 //! the config's `[approval] default`.
 
-use crate::dispatch::{ApprovalRequest, Approver, PolicyApprover};
+use crate::{ApprovalRequest, Approver};
 use std::io::{BufRead, IsTerminal, Write};
 
 /// Prompts on a TTY; falls back to the configured policy.
 pub(super) struct TerminalApprover {
-    /// The answer without a terminal.
-    pub fallback: PolicyApprover,
+    /// The answer without a terminal: the configured policy's (`[approval] default`).
+    pub fallback: Box<dyn Approver>,
 }
 
 impl Approver for TerminalApprover {

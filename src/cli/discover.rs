@@ -1,7 +1,7 @@
 //! `toolhost discover [--json]`.
 
 use crate::Host;
-use crate::discovery::Verdict;
+use crate::Verdict;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 

@@ -3,13 +3,13 @@
 //! listed, since it has no tool rows).
 
 use crate::Host;
-use crate::mcp::client::Status;
 use serde_json::{Value, json};
 
 /// One server as `discover` shows it.
 pub(super) struct Row {
     name: String,
-    status: Status,
+    /// Why its tools are unavailable (starting, or down); `None` when it is up.
+    reason: Option<String>,
     tools: Vec<String>,
 }
 
@@ -30,8 +30,8 @@ pub(super) fn rows(host: &Host) -> Vec<Row> {
                     .filter(|tool| tool.source.to_string() == source)
                     .map(|tool| tool.name.to_string())
                     .collect(),
+                reason: server.status.reason(&server.name),
                 name: server.name,
-                status: server.status,
             }
         })
         .collect();
@@ -40,26 +40,22 @@ pub(super) fn rows(host: &Host) -> Vec<Row> {
 }
 
 impl Row {
-    fn reason(&self) -> Option<String> {
-        self.status.reason(&self.name)
-    }
-
     /// The `discover --json` object: the verdict keys of SPEC §12, `path` = `mcp:NAME`,
     /// `reason` = `mcp_server`, `registers` = connected, `error` = why not.
     pub(super) fn to_json(&self) -> Value {
         json!({
             "path": format!("mcp:{}", self.name),
-            "registers": self.status == Status::Up,
+            "registers": self.reason.is_none(),
             "reason": "mcp_server",
             "cached": false,
-            "error": self.reason(),
+            "error": self.reason,
             "tools": self.tools,
         })
     }
 
     /// The `discover` table row.
     pub(super) fn to_cells(&self) -> [String; 4] {
-        let detail = match self.reason() {
+        let detail = match &self.reason {
             Some(reason) => format!("error: {reason}"),
             None => self.tools.join(", "),
         };
@@ -73,7 +69,7 @@ impl Row {
 
     /// What `list` says of a server that is down with no tools registered.
     pub(super) fn note_without_tools(&self) -> Option<String> {
-        match (self.tools.is_empty(), self.reason()) {
+        match (self.tools.is_empty(), &self.reason) {
             (true, Some(reason)) => Some(format!("{reason} (no tools known yet)")),
             _ => None,
         }

@@ -13,6 +13,7 @@ mod approve;
 mod call;
 mod check;
 mod discover;
+mod error;
 mod list;
 mod mcp_servers;
 mod new;
@@ -24,6 +25,7 @@ mod watch;
 
 use crate::{Format, Host, HostBuilder};
 use clap::{ArgAction, Parser, Subcommand};
+use error::CliError;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -156,7 +158,7 @@ pub fn run() -> ExitCode {
     // A one-shot command interrupted ends its MCP servers before it goes.
     #[cfg(feature = "mcp-client")]
     if !serving {
-        crate::mcp::client::end_on_signal();
+        Host::end_mcp_servers_on_signal();
     }
     let outcome = match &cli.command {
         Command::List { json } => one_shot(&cli, None, |host| list::run(host, &cli, *json)),
@@ -198,7 +200,7 @@ pub fn run() -> ExitCode {
     };
     // No MCP server child outlives the command, whoever still holds a host.
     #[cfg(feature = "mcp-client")]
-    crate::mcp::client::end_all();
+    Host::end_all_mcp_servers();
     match outcome {
         Ok(code) => code,
         Err(message) => {
@@ -208,8 +210,8 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn parse_format(text: &str) -> Result<Format, String> {
-    text.parse()
+fn parse_format(text: &str) -> Result<Format, CliError> {
+    text.parse().map_err(CliError::Usage)
 }
 
 fn init_logging(verbose: u8, quiet: bool, serving: bool, reports_problems: bool) {
@@ -249,7 +251,7 @@ fn one_shot<T>(
     cli: &Cli,
     only_files: Option<Vec<PathBuf>>,
     command: impl FnOnce(&Host) -> T,
-) -> Result<T, String> {
+) -> Result<T, CliError> {
     one_shot_with(cli, only_files, false, command)
 }
 
@@ -259,12 +261,12 @@ fn one_shot_with<T>(
     only_files: Option<Vec<PathBuf>>,
     run_every_file: bool,
     command: impl FnOnce(&Host) -> T,
-) -> Result<T, String> {
+) -> Result<T, CliError> {
     let mut builder = builder(cli, only_files, ONE_SHOT_VMS, /*interactive*/ true);
     if run_every_file {
         builder = builder.run_every_file();
     }
-    let host = builder.build().map_err(|e| e.to_string())?;
+    let host = builder.build()?;
     let outcome = command(&host);
     leave_for_exit(host);
     Ok(outcome)
@@ -282,7 +284,11 @@ pub(crate) fn leave_for_exit(host: Host) {
 /// Builds the host from the global flags; `vms` overrides the pool size. One-shot commands
 /// may ask for approval on the terminal; the MCP server never reads the terminal (stdin is
 /// the protocol), so it uses the configured `[approval] default`.
-fn build(cli: &Cli, only_files: Option<Vec<PathBuf>>, vms: Option<usize>) -> Result<Host, String> {
+fn build(
+    cli: &Cli,
+    only_files: Option<Vec<PathBuf>>,
+    vms: Option<usize>,
+) -> Result<Host, CliError> {
     build_with(cli, only_files, vms, /*interactive*/ true)
 }
 
@@ -291,10 +297,8 @@ fn build_with(
     only_files: Option<Vec<PathBuf>>,
     vms: Option<usize>,
     interactive: bool,
-) -> Result<Host, String> {
-    builder(cli, only_files, vms, interactive)
-        .build()
-        .map_err(|e| e.to_string())
+) -> Result<Host, CliError> {
+    Ok(builder(cli, only_files, vms, interactive).build()?)
 }
 
 /// The host builder for the global flags.
@@ -321,9 +325,8 @@ fn builder(
         builder = builder.vms(vms);
     }
     if interactive {
-        builder = builder.approver_from_config(|default| approve::TerminalApprover {
-            fallback: crate::dispatch::PolicyApprover(default),
-        });
+        builder =
+            builder.approver_from_config(|policy| approve::TerminalApprover { fallback: policy });
     }
     builder
 }
@@ -338,7 +341,7 @@ pub(crate) fn print_line(line: std::fmt::Arguments<'_>) {
     if let Err(error) = written {
         // Exiting here skips every destructor: end the MCP servers' children first.
         #[cfg(feature = "mcp-client")]
-        crate::mcp::client::end_all();
+        Host::end_all_mcp_servers();
         if error.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }

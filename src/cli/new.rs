@@ -2,7 +2,8 @@
 //! and `NAME_test.lua` beside it that passes `toolhost test`.
 
 use super::Cli;
-use crate::registry::ToolName;
+use super::error::{CliError, io};
+use crate::Host;
 use std::process::ExitCode;
 
 /// The template; NAME and TOOLSET are replaced.
@@ -47,29 +48,26 @@ end)
 "#;
 
 /// Writes `<first tool dir>/NAME.lua` and `NAME_test.lua`; refuses to overwrite.
-pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, String> {
-    ToolName::new(name).map_err(|e| format!("NAME {e}"))?;
-    ToolName::new(toolset).map_err(|e| format!("--toolset {e}"))?;
+pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, CliError> {
+    Host::check_tool_name(name).map_err(|e| CliError::Usage(format!("NAME {e}")))?;
+    Host::check_tool_name(toolset).map_err(|e| CliError::Usage(format!("--toolset {e}")))?;
     let dir = cli
         .tools_dir
         .first()
         .cloned()
         .unwrap_or_else(|| std::path::PathBuf::from("tools-lua"));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(io(format!("cannot create {}", dir.display())))?;
     let path = dir.join(format!("{name}.lua"));
     let test_path = dir.join(format!("{name}_test.lua"));
     for existing in [&path, &test_path] {
         if existing.exists() {
-            return Err(format!(
-                "{} already exists; pick another name",
-                existing.display()
-            ));
+            return Err(CliError::Exists(existing.to_path_buf()));
         }
     }
     let text = TEMPLATE.replace("NAME", name).replace("TOOLSET", toolset);
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(&path, text).map_err(io(format!("cannot write {}", path.display())))?;
     std::fs::write(&test_path, TEST_TEMPLATE.replace("NAME", name))
-        .map_err(|e| format!("cannot write {}: {e}", test_path.display()))?;
+        .map_err(io(format!("cannot write {}", test_path.display())))?;
     outln!("{}", path.display());
     outln!("{}", test_path.display());
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,7 @@
 //! SIGTERM shut it down gracefully (running calls get `[serve] drain_ms`), exit 0.
 
 use super::Cli;
+use super::error::{CliError, io};
 use crate::Selection;
 use crate::mcp::server::Shared;
 use std::process::ExitCode;
@@ -19,7 +20,7 @@ pub(super) struct ServeArgs<'a> {
 }
 
 /// Serves until the client closes stdin (stdio) or a signal arrives.
-pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
     // Over stdio one client sends one message at a time: a single-threaded runtime keeps
     // the reader, rmcp and the writer on one thread, where each message used to wake two
     // workers (thread switches were most of a call's CPU). Lua runs on the VMs' own threads
@@ -32,12 +33,12 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
             .enable_all()
             .build(),
     }
-    .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    .map_err(io("cannot start the async runtime"))?;
     // Listening from here on: a signal while the host starts its MCP servers still ends
     // the server in order (and its servers' children with it).
     let stop = {
         let _context = runtime.enter();
-        let signal = crate::mcp::shutdown::listen();
+        let signal = crate::shutdown::listen();
         async move {
             signal.await;
         }
@@ -55,7 +56,7 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
         None => None,
     };
     let watcher = match args.watch {
-        true => Some(host.watch().map_err(|e| e.to_string())?),
+        true => Some(host.watch()?),
         false => None,
     };
     let shared = Shared::new(host, selection);
@@ -63,28 +64,24 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     // The watcher reloads the host; every session hears of reloads that change its tools.
     let mut writer_done = None;
     let served = runtime.block_on(async {
-        let served = match http {
+        let served: Result<(), CliError> = match http {
             Some((addr, options)) => {
                 let listener = tokio::net::TcpListener::bind(addr)
                     .await
-                    .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                    .map_err(io(format!("cannot listen on {addr}")))?;
                 let bound = listener
                     .local_addr()
-                    .map_err(|e| format!("cannot read the bound address: {e}"))?;
+                    .map_err(io("cannot read the bound address"))?;
                 if !quiet {
                     eprintln!("toolhost: serving MCP at http://{bound}/mcp");
                 }
-                crate::mcp::http::serve(shared, listener, options, stop)
-                    .await
-                    .map_err(|e| e.to_string())
+                Ok(crate::mcp::server::http::serve(shared, listener, options, stop).await?)
             }
             None => {
-                let (input, output, written) = crate::mcp::stdio::open()
-                    .map_err(|e| format!("cannot open stdin/stdout: {e}"))?;
+                let (input, output, written) =
+                    crate::mcp::server::stdio::open().map_err(io("cannot open stdin/stdout"))?;
                 writer_done = written;
-                crate::mcp::guard::serve(shared, input, output, stop)
-                    .await
-                    .map_err(|e| e.to_string())
+                Ok(crate::mcp::server::guard::serve(shared, input, output, stop).await?)
             }
         };
         drop(watcher);
@@ -106,8 +103,8 @@ fn http_options(
     host: &crate::Host,
     addr: &str,
     args: &ServeArgs<'_>,
-) -> Result<(std::net::SocketAddr, crate::HttpOptions), String> {
-    let addr = crate::mcp::http::parse_addr(addr)?;
+) -> Result<(std::net::SocketAddr, crate::HttpOptions), CliError> {
+    let addr = crate::mcp::server::http::parse_addr(addr)?;
     let source = args
         .auth_token_env
         .map(str::to_string)
@@ -121,13 +118,10 @@ fn http_options(
                     .with_token_source(name);
             }
             _ => {
-                return Err(format!(
-                    "the auth token variable ${name} is not set or empty \
-                     ([serve] auth_token_env / --auth-token-env)"
-                ));
+                return Err(CliError::NoToken(name));
             }
         }
     }
-    crate::mcp::http::check_exposure(addr, &options).map_err(|e| e.to_string())?;
+    crate::mcp::server::http::check_exposure(addr, &options)?;
     Ok((addr, options))
 }

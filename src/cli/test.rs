@@ -23,26 +23,15 @@
 //! per test, with a time limit per test.
 
 use super::Cli;
-use crate::lua::LuaVm;
-use crate::lua::api::proc_script::{ProcScript, ScriptedRun};
-use crate::lua::convert::{self, Mode};
-use crate::{CallContext, Host, ToolResult};
-use cap_std::ambient_authority;
-use cap_std::fs::Dir;
-use mlua::{Function, LuaSerdeExt, Table, Value as LuaValue};
-use parking_lot::Mutex;
+use super::error::{CliError, io};
+use crate::Host;
 use serde_json::{Value, json};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long one test's own Lua may run (its tool calls have their own deadlines).
 const TEST_TIME_LIMIT: Duration = Duration::from_secs(60);
-
-/// The assertion helpers, in Lua so that a failure points at the test's own line.
-const PRELUDE: &str = include_str!("test_prelude.lua");
 
 /// One test's outcome.
 struct Outcome {
@@ -55,7 +44,7 @@ struct Outcome {
 
 /// Runs the test files under `paths` (default: every tool directory's `*_test.lua` and
 /// `./tests-lua/`); exit 1 when a test fails.
-pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCode, CliError> {
     // A first host tells which tool directories and config the tests run against.
     let base = super::build(cli, None, Some(1))?;
     let tool_dirs: Vec<PathBuf> = base.tool_dirs().into_iter().map(|d| d.path).collect();
@@ -66,7 +55,7 @@ pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCod
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .map_err(io("cannot start the async runtime"))?;
     let mut outcomes = Vec::new();
     for file in &files {
         outcomes.extend(run_file(cli, &base, file, &runtime)?);
@@ -156,9 +145,9 @@ fn run_file(
     base: &Host,
     file: &Path,
     runtime: &tokio::runtime::Runtime,
-) -> Result<Vec<Outcome>, String> {
+) -> Result<Vec<Outcome>, CliError> {
     let shown = file.display().to_string();
-    let source = std::fs::read(file).map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let source = std::fs::read(file).map_err(io(format!("cannot read {shown}")))?;
     let loading_failed = |message: String| Outcome {
         file: shown.clone(),
         name: format!("{shown} (loading)"),
@@ -171,10 +160,11 @@ fn run_file(
     let mut index = 0;
     loop {
         let root = TestRoot::new()?;
-        let sandbox = match base.test_sandbox(file, &shown, &source, &root.path, TEST_TIME_LIMIT) {
+        let sandbox = match base.load_test_file(file, &shown, &source, &root.path, TEST_TIME_LIMIT)
+        {
             Ok(sandbox) => sandbox,
             Err(e) => {
-                outcomes.push(loading_failed(crate::lua::lua_error_message(&e)));
+                outcomes.push(loading_failed(e.to_string()));
                 return Ok(outcomes);
             }
         };
@@ -192,13 +182,14 @@ fn run_file(
             return Ok(outcomes);
         };
         let started = Instant::now();
-        let result = run_one(cli, &sandbox.vm, body, &root, runtime);
+        let flags = (cli.tools_dir.as_slice(), cli.config.as_deref());
+        let result = sandbox.run_test(body, &root.path, flags, runtime, TEST_TIME_LIMIT);
         outcomes.push(Outcome {
             file: shown.clone(),
             name: name.clone(),
             passed: result.is_ok(),
             millis: started.elapsed().as_millis(),
-            message: result.err(),
+            message: result.err().map(|e| e.to_string()),
         });
         index += 1;
         if index == names.len() {
@@ -214,173 +205,15 @@ struct TestRoot {
 }
 
 impl TestRoot {
-    fn new() -> Result<Self, String> {
+    fn new() -> Result<Self, CliError> {
         let dir = tempfile::Builder::new()
             .prefix("toolhost-test-")
             .tempdir()
-            .map_err(|e| format!("cannot make a temp dir: {e}"))?;
+            .map_err(io("cannot make a temp dir"))?;
         let path = dir
             .path()
             .canonicalize()
             .unwrap_or_else(|_| dir.path().to_path_buf());
         Ok(Self { _dir: dir, path })
     }
-}
-
-/// One test's host, built by its first `t.call` from what `t.env`/`t.proc` set up.
-struct Setup {
-    env: HashMap<String, String>,
-    script: Vec<ScriptedRun>,
-    host: Option<Arc<Host>>,
-    root: PathBuf,
-    /// `--tools-dir` flags and `--config`, as the command got them.
-    tools_dirs: Vec<PathBuf>,
-    config: Option<PathBuf>,
-}
-
-impl Setup {
-    /// Why set-up is refused: the host exists already.
-    fn too_late(&self, what: &str) -> Option<String> {
-        self.host.as_ref().map(|_| {
-            format!("{what} must come before the test's first t.call (it sets up the test's host)")
-        })
-    }
-
-    /// The test's host, built on first use: the same tool directories and plugins as
-    /// production (a plugin's tools load as `plugin:<id>`, with its capabilities), its `fs`
-    /// in the test's root, an in-memory store, and `proc.run` answering only from `t.proc`
-    /// (without it, every run is refused: no test starts a real program).
-    fn host(&mut self) -> Result<Arc<Host>, String> {
-        if let Some(host) = &self.host {
-            return Ok(host.clone());
-        }
-        let script = ProcScript::new(self.script.clone()).map_err(|e| format!("t.proc: {e}"))?;
-        let mut builder = Host::builder();
-        for dir in &self.tools_dirs {
-            builder = builder.tools_dir(dir);
-        }
-        if let Some(config) = &self.config {
-            builder = builder.config_file(config);
-        }
-        let builder = builder
-            .vms(1)
-            .cache_dir(self.root.join(".cache"))
-            .memory_store()
-            .fs_roots(vec![self.root.clone()])
-            .env_overlay(self.env.clone())
-            .proc_script(script);
-        let host = Arc::new(builder.build().map_err(|e| e.to_string())?);
-        self.host = Some(host.clone());
-        Ok(host)
-    }
-}
-
-/// One test: `t` bound to a fresh host and the test's root, the body run on its sandbox
-/// VM under the time limit.
-fn run_one(
-    cli: &Cli,
-    vm: &LuaVm,
-    body: &Function,
-    root: &TestRoot,
-    runtime: &tokio::runtime::Runtime,
-) -> Result<(), String> {
-    let lua = vm.lua();
-    let setup = Arc::new(Mutex::new(Setup {
-        env: HashMap::new(),
-        script: Vec::new(),
-        host: None,
-        root: root.path.clone(),
-        tools_dirs: cli.tools_dir.clone(),
-        config: cli.config.clone(),
-    }));
-    let handle = runtime.handle().clone();
-    let call_setup = setup.clone();
-    let call = lua
-        .create_function(move |lua, (name, args): (String, Option<LuaValue>)| {
-            let call_host = call_setup.lock().host().map_err(mlua::Error::runtime)?;
-            let args = match args {
-                Some(args @ LuaValue::Table(_)) => convert::lua_to_json(lua, &args, Mode::Data)
-                    .map_err(|e| {
-                        mlua::Error::runtime(format!(
-                            "t.call: arguments hold {} at args.{}",
-                            e.reason, e.path
-                        ))
-                    })?,
-                _ => json!({}),
-            };
-            let result = handle.block_on(call_host.handle_function_call(
-                &name,
-                args,
-                &CallContext::default(),
-            ));
-            // Text as a string; a table result, a multimodal envelope or an error object
-            // as a table (what the model reads is their JSON), converted as handlers get
-            // their arguments (arrays keep their marker, depth is bounded).
-            match result {
-                ToolResult::Text(text) => Ok(LuaValue::String(lua.create_string(text)?)),
-                ToolResult::Json(value) | ToolResult::Multimodal(value) => {
-                    convert::json_to_lua(lua, &value)
-                }
-                ToolResult::Error(error) => convert::json_to_lua(lua, &error.to_json()),
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    let dir = Dir::open_ambient_dir(&root.path, ambient_authority())
-        .map_err(|e| format!("cannot open the test's root: {e}"))?;
-    let write = lua
-        // Inside the test's root only: `..`, absolute paths and symlinks out are refused.
-        .create_function(move |_, (path, text): (String, mlua::LuaString)| {
-            // Answers nil, or what is wrong (the prelude raises it at the test's line).
-            let relative = Path::new(&path);
-            let written = match relative.parent() {
-                Some(folder) if !folder.as_os_str().is_empty() => dir.create_dir_all(folder),
-                _ => Ok(()),
-            }
-            .and_then(|()| dir.write(relative, &*text.as_bytes()));
-            Ok(written
-                .err()
-                .map(|e| format!("t.write: '{path}' (inside the test's root only): {e}")))
-        })
-        .map_err(|e| e.to_string())?;
-    let env_setup = setup.clone();
-    let env = lua
-        // Answers nil, or what is wrong (the prelude raises it at the test's line).
-        .create_function(move |_, vars: Table| {
-            let mut setup = env_setup.lock();
-            if let Some(problem) = setup.too_late("t.env") {
-                return Ok(Some(problem));
-            }
-            for pair in vars.pairs::<String, mlua::LuaString>() {
-                let Ok((name, value)) = pair else {
-                    return Ok(Some("t.env: names and values must be strings".to_string()));
-                };
-                setup.env.insert(name, value.to_string_lossy());
-            }
-            Ok(None)
-        })
-        .map_err(|e| e.to_string())?;
-    let proc_setup = setup.clone();
-    let proc = lua
-        .create_function(move |lua, runs: LuaValue| {
-            let mut setup = proc_setup.lock();
-            if let Some(problem) = setup.too_late("t.proc") {
-                return Ok(Some(problem));
-            }
-            match lua.from_value::<Vec<ScriptedRun>>(runs) {
-                Ok(runs) => {
-                    setup.script.extend(runs);
-                    Ok(None)
-                }
-                Err(e) => Ok(Some(format!("t.proc: {e}"))),
-            }
-        })
-        .map_err(|e| e.to_string())?;
-    let make_t = vm
-        .eval_trusted(PRELUDE, "toolhost-test")
-        .map_err(|e| format!("test prelude: {e}"))?;
-    let t: Table = make_t
-        .call((call, root.path.display().to_string(), write, env, proc))
-        .map_err(|e| e.to_string())?;
-    vm.call_limited(body, t, TEST_TIME_LIMIT)
-        .map_err(|e| crate::lua::lua_error_message(&e))
 }

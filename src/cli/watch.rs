@@ -1,12 +1,13 @@
 //! `toolhost watch`: reload on every change and print one line per reload.
 
 use super::Cli;
+use super::error::CliError;
 use std::process::ExitCode;
 
 /// Watches until interrupted; errors of each reload follow its line, indented.
-pub(super) fn run(cli: &Cli) -> Result<ExitCode, String> {
+pub(super) fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let host = super::build(cli, None, None)?;
-    let mut watch = host.watch().map_err(|e| e.to_string())?;
+    let mut watch = host.watch()?;
     let dirs: Vec<String> = host
         .tool_dirs()
         .iter()

@@ -161,14 +161,17 @@ impl HostBuilder {
         self
     }
 
-    /// Sets an approver built from the configured `[approval] default` (known only once
-    /// the configuration is read), e.g. a prompt that falls back to the policy.
+    /// Sets an approver built around the configured `[approval] default` (known only once
+    /// the configuration is read; `make` gets it as an approver), e.g. a prompt that falls
+    /// back to the policy.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn approver_from_config<A: Approver + 'static>(
         mut self,
-        make: impl FnOnce(ApprovalDefault) -> A + 'static,
+        make: impl FnOnce(Box<dyn Approver>) -> A + 'static,
     ) -> Self {
-        self.approver_factory = Some(Box::new(move |default| Arc::new(make(default))));
+        self.approver_factory = Some(Box::new(move |default| {
+            Arc::new(make(Box::new(PolicyApprover(default))))
+        }));
         self
     }
 
@@ -233,7 +236,7 @@ impl HostBuilder {
             .map(std::time::Duration::from_secs)
             .unwrap_or(DEFAULT_CHECK_TTL);
         #[cfg(feature = "mcp-client")]
-        let mcp = crate::mcp::client::McpClients::start(
+        let mcp = crate::mcp_client::McpClients::start(
             &config.mcp_servers,
             cache_dir_of(&inputs, config),
             default_timeout_ms(config),

@@ -5,7 +5,7 @@
 
 use super::reload::{ReloadEvent, fingerprint};
 use super::{Host, HostInner};
-use crate::mcp::client::ServerStatus;
+use crate::mcp_client::ServerStatus;
 use crate::registry::Source;
 use std::sync::{Arc, Weak};
 use std::time::Instant;

@@ -10,12 +10,16 @@ mod batch;
 mod builder;
 #[cfg(test)]
 mod call_tests;
+#[cfg(feature = "cli")]
+mod front_end;
 mod generation;
 mod info;
 #[cfg(feature = "mcp-client")]
 mod mcp_servers;
 mod nested;
 mod reload;
+#[cfg(feature = "cli")]
+mod test_run;
 #[cfg(feature = "cli")]
 mod test_sandbox;
 #[cfg(feature = "watch")]
@@ -89,7 +93,7 @@ struct HostInner {
     caller: std::sync::OnceLock<Arc<dyn crate::registry::ToolCaller>>,
     /// The links to `[mcp_servers.*]`.
     #[cfg(feature = "mcp-client")]
-    mcp: crate::mcp::client::McpClients,
+    mcp: crate::mcp_client::McpClients,
 }
 
 /// A running tool host.

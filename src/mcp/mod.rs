@@ -1,14 +1,6 @@
 //! MCP: `toolhost serve` speaks the Model Context Protocol (rmcp) over stdio — through the
-//! JSON-RPC [`guard`] — or streamable HTTP ([`http`], feature `http`), so any MCP client
-//! can list and call the tools; and, as a [`client`] (feature `mcp-client`), it brings
-//! other MCP servers' tools into the registry.
+//! JSON-RPC guard — or streamable HTTP (feature `http`), so any MCP client can list and call
+//! the tools. Everything lives in [`server`]; the client side (other MCP servers' tools) is a
+//! tool source below the host, `crate::mcp_client`.
 
-#[cfg(feature = "mcp-client")]
-pub(crate) mod client;
-pub(crate) mod guard;
-#[cfg(feature = "http")]
-pub(crate) mod http;
 pub(crate) mod server;
-pub(crate) mod shutdown;
-#[cfg(feature = "cli")]
-pub(crate) mod stdio;

@@ -4,17 +4,9 @@
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-/// The JSON type name of a value, for messages.
-pub(crate) fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
+/// The JSON type name of a value, for messages (it lives in the base layer: the MCP guard
+/// uses it too).
+pub(crate) use crate::json_type::json_type;
 
 /// The registry description a tool gets when it sets none: `schema.description`.
 pub(crate) fn default_description(schema: &Map<String, Value>) -> String {

@@ -3,7 +3,7 @@
 //! `isError: true` with the error JSON (SPEC §7.1) as text, and a multimodal envelope as
 //! content blocks, one per part, in order.
 
-use crate::dispatch::ToolResult;
+use crate::ToolResult;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Map, Value};
 

@@ -40,6 +40,28 @@ pub(crate) struct Admitted {
     _running: TaskTrackerToken,
 }
 
+/// Why the gate did not let a call through (the client reads it as an internal error).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refused {
+    /// Shutdown has begun: no call starts any more.
+    #[error("the server is shutting down; the call was not started")]
+    ShuttingDown,
+    /// The queue of calls waiting for a place is full (`[serve] max_queued_calls`).
+    #[error(
+        "the server is busy: {waiting} calls are waiting ([serve] max_queued_calls); retry later"
+    )]
+    Busy {
+        /// How many calls were waiting.
+        waiting: usize,
+    },
+    /// The session ended while the call waited.
+    #[error("the session is closing")]
+    SessionClosing,
+    /// The server ended while the call waited.
+    #[error("the server is closing")]
+    ServerClosing,
+}
+
 impl CallGate {
     /// A gate with these limits (each at least 1).
     pub(crate) fn new(max_calls: usize, per_session: usize, max_queued: usize) -> Self {
@@ -71,9 +93,9 @@ impl CallGate {
 
     /// Lets a call through once a place is free in its session and overall; refuses it
     /// when the server is shutting down or the queue is full.
-    pub(crate) async fn admit(&self, session: &Arc<Semaphore>) -> Result<Admitted, String> {
+    pub(crate) async fn admit(&self, session: &Arc<Semaphore>) -> Result<Admitted, Refused> {
         if self.closing.is_cancelled() {
-            return Err("the server is shutting down; the call was not started".into());
+            return Err(Refused::ShuttingDown);
         }
         let running = self.tracker.token();
         let immediate = (
@@ -90,22 +112,19 @@ impl CallGate {
         let waiting = self.queued.fetch_add(1, Ordering::SeqCst);
         let _leave_queue = QueueSlot(&self.queued);
         if waiting >= self.max_queued {
-            return Err(format!(
-                "the server is busy: {} calls are waiting ([serve] max_queued_calls); retry later",
-                waiting
-            ));
+            return Err(Refused::Busy { waiting });
         }
         let session = session
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| "the session is closing".to_string())?;
+            .map_err(|_| Refused::SessionClosing)?;
         let overall = self
             .overall
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| "the server is closing".to_string())?;
+            .map_err(|_| Refused::ServerClosing)?;
         Ok(Admitted {
             _overall: overall,
             _session: session,
@@ -152,7 +171,10 @@ mod tests {
         let session = gate.session_slots();
         let _first = gate.admit(&session).await.unwrap();
         let refused = gate.admit(&session).await.err().unwrap();
-        assert!(refused.contains("max_queued_calls"), "{refused}");
+        assert!(
+            refused.to_string().contains("max_queued_calls"),
+            "{refused}"
+        );
     }
 
     #[tokio::test]

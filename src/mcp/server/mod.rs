@@ -19,13 +19,15 @@
 
 mod content;
 pub(crate) mod gate;
+pub(crate) mod guard;
+#[cfg(feature = "http")]
+pub(crate) mod http;
 mod observer;
 mod roots;
+#[cfg(feature = "cli")]
+pub(crate) mod stdio;
 
-use crate::config::ServeConfig;
-use crate::definitions::{Definitions, Format, Selection};
-use crate::host::Host;
-use crate::registry::{CallContext, LogLevel};
+use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;
 use gate::CallGate;
 use observer::CallReports;
@@ -71,7 +73,7 @@ impl Shared {
     /// The shared state of a server offering `selection` of `host`'s tools.
     pub(crate) fn new(host: Host, selection: Selection) -> Arc<Self> {
         let config = host.config();
-        let serve: &ServeConfig = &config.config.serve;
+        let serve = &config.config.serve;
         let gate = CallGate::new(
             serve.max_calls.unwrap_or(gate::DEFAULT_MAX_CALLS),
             serve
@@ -354,7 +356,7 @@ impl ServerHandler for McpServer {
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
             .map(Into::into)
-            .map_err(|message| McpError::internal_error(message, None))
+            .map_err(|refused| McpError::internal_error(refused.to_string(), None))
     }
 }
 
@@ -380,7 +382,7 @@ impl McpServer {
         call: Call,
         sink: Sink,
         cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, gate::Refused> {
         let _admitted = self.shared.gate.admit(&self.session.slots).await?;
         let args = call.arguments.map(Value::Object).unwrap_or_default();
         let mut ctx = self.context();

@@ -8,7 +8,7 @@
 // today negotiate earlier versions, where they are part of the protocol.
 #![allow(deprecated)]
 
-use crate::registry::{CallObserver, LogLevel, LogLine, Progress};
+use crate::{CallObserver, LogLevel, LogLine, Progress};
 use parking_lot::Mutex;
 use rmcp::model::{
     LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
@@ -26,7 +26,7 @@ const MAX_QUEUED_LOG_LINES: usize = 256;
 pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Where a call's notifications go: through rmcp to its peer, or (a call the stdio guard
-/// answers itself, see `mcp::direct_call`) as lines straight to the client's output.
+/// answers itself, see `guard::direct_call`) as lines straight to the client's output.
 #[derive(Clone)]
 pub(crate) enum Sink {
     /// rmcp's handle on the client.
@@ -36,9 +36,9 @@ pub(crate) enum Sink {
 }
 
 impl Sink {
-    async fn notify_progress(&self, param: ProgressNotificationParam) -> Result<(), String> {
+    async fn notify_progress(&self, param: ProgressNotificationParam) -> Result<(), Unsent> {
         match self {
-            Self::Peer(peer) => peer.notify_progress(param).await.map_err(|e| e.to_string()),
+            Self::Peer(peer) => Ok(peer.notify_progress(param).await?),
             Self::Lines(lines) => send_line(lines, "notifications/progress", param).await,
         }
     }
@@ -46,12 +46,9 @@ impl Sink {
     async fn notify_logging_message(
         &self,
         param: LoggingMessageNotificationParam,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unsent> {
         match self {
-            Self::Peer(peer) => peer
-                .notify_logging_message(param)
-                .await
-                .map_err(|e| e.to_string()),
+            Self::Peer(peer) => Ok(peer.notify_logging_message(param).await?),
             Self::Lines(lines) => send_line(lines, "notifications/message", param).await,
         }
     }
@@ -62,12 +59,23 @@ async fn send_line(
     lines: &mpsc::Sender<String>,
     method: &str,
     params: impl Serialize,
-) -> Result<(), String> {
+) -> Result<(), Unsent> {
     let line = serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params});
     lines
         .send(line.to_string())
         .await
-        .map_err(|_| "the client's output is closed".to_string())
+        .map_err(|_| Unsent::Closed)
+}
+
+/// Why a notification did not go out (logged at debug: the call goes on without it).
+#[derive(Debug, thiserror::Error)]
+enum Unsent {
+    /// rmcp could not send it to the peer.
+    #[error(transparent)]
+    Peer(#[from] rmcp::service::ServiceError),
+    /// The guard's output queue is gone.
+    #[error("the client's output is closed")]
+    Closed,
 }
 
 /// The observer handed to the pipeline for one MCP call. The forwarding task starts with

@@ -5,7 +5,7 @@
 //!
 //! A body over `[serve] max_request_bytes` is refused by rmcp (413, plain text); its answer
 //! is replaced here by a JSON-RPC error with the request's id, read from the body's first
-//! bytes as the stdio guard does ([`crate::mcp::guard::prefix_id`]).
+//! bytes as the stdio guard does ([`crate::mcp::server::guard::prefix_id`]).
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{Request, State};
@@ -162,7 +162,7 @@ pub(crate) async fn read_limited(
 
 /// 413 for a body over `max`: a JSON-RPC error, with the id its `prefix` shows (else null).
 pub(crate) fn too_large(prefix: &[u8], max: usize) -> Response {
-    let id = crate::mcp::guard::prefix_id(prefix);
+    let id = crate::mcp::server::guard::prefix_id(prefix);
     let message = format!(
         "Invalid Request: a message of more than {max} bytes is over the limit \
          ([serve] max_request_bytes)"

@@ -2,6 +2,7 @@
 //! with the host, never orphaned) or a streamable-HTTP endpoint. Everything protocol-level
 //! is rmcp's.
 
+use super::error::Unreachable;
 use super::listener::Listener;
 use super::stdio::{ChildTransport, Notes};
 use crate::config::McpServerConfig;
@@ -40,11 +41,11 @@ pub(super) async fn connect(
     server: &McpServerConfig,
     listener: Listener,
     wiring: Wiring<'_>,
-) -> Result<Session, String> {
+) -> Result<Session, Unreachable> {
     match (&server.command, &server.url) {
         (Some(command), _) => connect_child(name, server, command, listener, wiring).await,
         (None, Some(url)) => connect_http(server, url, listener, wiring).await,
-        (None, None) => Err("neither 'command' nor 'url' is set".to_string()),
+        (None, None) => Err(Unreachable::NoTransport),
     }
 }
 
@@ -54,9 +55,9 @@ async fn connect_child(
     command: &[String],
     listener: Listener,
     wiring: Wiring<'_>,
-) -> Result<Session, String> {
+) -> Result<Session, Unreachable> {
     let Some((program, args)) = command.split_first() else {
-        return Err("'command' is empty".to_string());
+        return Err(Unreachable::EmptyCommand);
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args).env_clear();
@@ -75,19 +76,21 @@ async fn connect_child(
     die_with_parent(&mut cmd);
     let mut wrapped = CommandWrap::from(cmd);
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
-    let mut child = wrapped
-        .spawn()
-        .map_err(|e| format!("cannot run {program:?}: {e}"))?;
+    let spawn_failed = |source| Unreachable::Spawn {
+        program: program.clone(),
+        source,
+    };
+    let mut child = wrapped.spawn().map_err(spawn_failed)?;
     *wiring.pgid.lock() = child.id();
     if let Some(stderr) = child.stderr().take() {
         tokio::spawn(log_stderr(name.to_string(), stderr));
     }
-    let transport = ChildTransport::new(name, child, wiring.max_message, wiring.notes)
-        .map_err(|e| format!("cannot run {program:?}: {e}"))?;
+    let transport =
+        ChildTransport::new(name, child, wiring.max_message, wiring.notes).map_err(spawn_failed)?;
     listener
         .serve(transport)
         .await
-        .map_err(|e| format!("the MCP handshake failed: {e}"))
+        .map_err(|e| Unreachable::Handshake(Box::new(e)))
 }
 
 async fn connect_http(
@@ -95,7 +98,7 @@ async fn connect_http(
     url: &str,
     listener: Listener,
     wiring: Wiring<'_>,
-) -> Result<Session, String> {
+) -> Result<Session, Unreachable> {
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     // rmcp reads at most this much of one answer (checked while reading).
@@ -105,9 +108,7 @@ async fn connect_http(
         match std::env::var(var) {
             Ok(token) if !token.is_empty() => config = config.auth_header(token),
             _ => {
-                return Err(format!(
-                    "environment variable {var} (bearer_token_env) is not set"
-                ));
+                return Err(Unreachable::NoBearerToken(var.clone()));
             }
         }
     }
@@ -116,7 +117,7 @@ async fn connect_http(
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = super::http::ScreeningClient::new(wiring.notes)?;
     let transport = StreamableHttpClientTransport::with_client(client, config);
-    listener.serve(transport).await.map_err(|e| match &e {
+    let detail = |e: rmcp::service::ClientInitializeError| match &e {
         // Its `error` is not marked as the source: follow it by hand to the cause
         // (a refused connection, an untrusted certificate).
         rmcp::service::ClientInitializeError::TransportError { error, .. } => {
@@ -126,14 +127,19 @@ async fn connect_http(
                 .downcast_ref::<StreamableHttpError<reqwest::Error>>()
             {
                 // Nor is the HTTP client's error inside it.
-                Some(StreamableHttpError::Client(client)) => {
-                    format!("cannot connect to {url}: {}", with_causes(client))
-                }
-                _ => format!("cannot connect to {url}: {}", with_causes(error)),
+                Some(StreamableHttpError::Client(client)) => with_causes(client),
+                _ => with_causes(error),
             }
         }
-        other => format!("cannot connect to {url}: {}", with_causes(other)),
-    })
+        other => with_causes(other),
+    };
+    listener
+        .serve(transport)
+        .await
+        .map_err(|e| Unreachable::Connect {
+            url: url.to_string(),
+            detail: detail(e),
+        })
 }
 
 /// An error and its causes, innermost last (`…: invalid peer certificate: UnknownIssuer`):

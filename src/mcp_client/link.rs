@@ -5,6 +5,7 @@
 //! into a registry update.
 
 use super::connect::{Session, Wiring, connect};
+use super::error::Unreachable;
 use super::listener::Listener;
 use super::listing::{self, Limits, ListError};
 use super::result::from_call_result;
@@ -160,32 +161,34 @@ impl Link {
         tool: &str,
         args: Value,
         structured: bool,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, Unreachable> {
         let (peer, status) = {
             let known = self.known.lock();
             (known.peer.clone(), known.status.clone())
         };
         let Some(peer) = peer else {
             return Err(match status {
-                Status::Down(reason) => reason,
-                _ => format!("MCP server '{}' is not connected yet", self.name),
+                Status::Down(reason) => Unreachable::Down(reason),
+                _ => Unreachable::NotConnected(self.name.clone()),
             });
         };
         let arguments = match args {
             Value::Object(arguments) => arguments,
             Value::Null => serde_json::Map::new(),
             other => {
-                return Err(format!(
-                    "arguments for an MCP tool must be an object, got {}",
-                    crate::registry::json_type(&other)
-                ));
+                return Err(Unreachable::NotAnObject(crate::json_type::json_type(
+                    &other,
+                )));
             }
         };
         let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
         let result = peer
             .call_tool(request)
             .await
-            .map_err(|e| format!("MCP server '{}': {e}", self.name))?;
+            .map_err(|source| Unreachable::Call {
+                server: self.name.clone(),
+                source: Box::new(source),
+            })?;
         from_call_result(result, structured)
     }
 
@@ -231,10 +234,7 @@ impl Link {
                 }
                 Ok(Err(error)) => self.failed(error, &on_change),
                 Err(_) => self.failed(
-                    format!(
-                        "no answer within {} ms (connect_timeout_ms)",
-                        self.connect_timeout().as_millis()
-                    ),
+                    Unreachable::Timeout(self.connect_timeout().as_millis()),
                     &on_change,
                 ),
             }
@@ -247,7 +247,7 @@ impl Link {
         }
     }
 
-    fn failed(&self, error: String, on_change: &Arc<dyn Fn(&Link) + Send + Sync>) {
+    fn failed(&self, error: Unreachable, on_change: &Arc<dyn Fn(&Link) + Send + Sync>) {
         let reason = format!("MCP server '{}' failed to start: {error}", self.name);
         let changed = self.status() != Status::Down(reason.clone());
         // Said once; the same failure on every retry only at debug.
@@ -297,7 +297,7 @@ impl Link {
         &self,
         listener: Listener,
         notes: &Arc<Notes>,
-    ) -> Result<(Session, Listing), String> {
+    ) -> Result<(Session, Listing), Unreachable> {
         let wiring = Wiring {
             pgid: &self.pgid,
             notes: notes.clone(),
@@ -310,9 +310,11 @@ impl Link {
         // A message over the size limit ends the session: that is the reason then.
         let session = connect(&self.name, &self.config, listener, wiring)
             .await
-            .map_err(|e| notes.fatal().unwrap_or(e))?;
+            .map_err(|e| notes.fatal().map_or(e, Unreachable::Down))?;
         let listed = listing::list(session.peer(), self.limits()).await;
-        let listing = self.listed(listed, notes).map_err(ListError::into_reason)?;
+        let listing = self
+            .listed(listed, notes)
+            .map_err(|e| Unreachable::Down(e.into_reason()))?;
         Ok((session, listing))
     }
 

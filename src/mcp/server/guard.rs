@@ -17,9 +17,9 @@
 //! Messages that are not requests (notifications, responses) get no answer, as JSON-RPC
 //! requires; a broken one is logged and dropped.
 
-use super::server::Shared;
-use crate::definitions::Selection;
-use crate::host::Host;
+use super::Shared;
+use crate::json_type::json_type;
+use crate::{Host, Selection};
 use parking_lot::Mutex;
 use rmcp::model::ClientJsonRpcMessage;
 use serde::Deserialize;
@@ -156,23 +156,12 @@ fn raw_id(line: &str) -> Option<String> {
     parsed.id.map(|raw| raw.get().to_string())
 }
 
-fn type_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// The `-32602` message for a `tools/call` whose params rmcp would misread, if any.
 fn tools_call_params_problem(params: Option<&Value>) -> Option<String> {
     let Some(Value::Object(params)) = params else {
         return Some(format!(
             "Invalid params: 'params' must be an object with 'name', got {}",
-            params.map_or("nothing", type_of)
+            params.map_or("nothing", json_type)
         ));
     };
     match params.get("name") {
@@ -180,7 +169,7 @@ fn tools_call_params_problem(params: Option<&Value>) -> Option<String> {
         Some(other) => {
             return Some(format!(
                 "Invalid params: 'name' must be a string, got {}",
-                type_of(other)
+                json_type(other)
             ));
         }
         None => return Some("Invalid params: 'name' is required".to_string()),
@@ -189,7 +178,7 @@ fn tools_call_params_problem(params: Option<&Value>) -> Option<String> {
         None | Some(Value::Null) | Some(Value::Object(_)) => None,
         Some(other) => Some(format!(
             "Invalid params: 'arguments' must be an object, got {}",
-            type_of(other)
+            json_type(other)
         )),
     }
 }
@@ -211,7 +200,7 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
             Value::Array(_) => "Invalid Request: batches are not supported".to_string(),
             other => format!(
                 "Invalid Request: a message must be an object, got {}",
-                type_of(&other)
+                json_type(&other)
             ),
         };
         return Verdict::Answer(error_line(None, INVALID_REQUEST, &why));
@@ -220,23 +209,27 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
     let envelope_problem = match (message.get("jsonrpc"), message.get("method")) {
         (Some(Value::String(v)), _) if v != "2.0" => Some("'jsonrpc' must be \"2.0\"".to_string()),
         (Some(Value::String(_)), Some(Value::String(_))) => None,
-        (Some(Value::String(_)), Some(other)) => {
-            Some(format!("'method' must be a string, got {}", type_of(other)))
-        }
+        (Some(Value::String(_)), Some(other)) => Some(format!(
+            "'method' must be a string, got {}",
+            json_type(other)
+        )),
         (Some(Value::String(_)), None)
             if message.contains_key("result") || message.contains_key("error") =>
         {
             None // a response to one of the server's requests
         }
         (Some(Value::String(_)), None) => Some("'method' is missing".to_string()),
-        (Some(other), _) => Some(format!("'jsonrpc' must be \"2.0\", got {}", type_of(other))),
+        (Some(other), _) => Some(format!(
+            "'jsonrpc' must be \"2.0\", got {}",
+            json_type(other)
+        )),
         (None, _) => Some("'jsonrpc' is missing (must be \"2.0\")".to_string()),
     };
     let id_problem = match message.get("id") {
         None | Some(Value::String(_) | Value::Number(_) | Value::Null) => None,
         Some(other) => Some(format!(
             "'id' must be a string, number or null, got {}",
-            type_of(other)
+            json_type(other)
         )),
     };
     if let Some(problem) = envelope_problem.or(id_problem) {
@@ -443,8 +436,8 @@ where
         .unwrap_or(DEFAULT_MAX_LINE_BYTES);
     let id_map = IdMap::default();
     let ids = id_map.0.clone();
-    let original: super::server::OriginalIds = Arc::new(move |internal| id_map.original(internal));
-    let server = super::server::McpServer::new(shared.clone(), Some(original));
+    let original: super::OriginalIds = Arc::new(move |internal| id_map.original(internal));
+    let server = super::McpServer::new(shared.clone(), Some(original));
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 16);
     let (from_rmcp, rmcp_out) = tokio::io::duplex(1 << 16);
     let (lines, mut outgoing) = mpsc::channel::<String>(256);

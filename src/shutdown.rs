@@ -6,7 +6,7 @@ use std::future::Future;
 /// returns what resolves (to the signal's number) when one arrives. Listening before the host is built matters: a
 /// signal that arrived while the host started its MCP servers used to kill the process
 /// outright (the default action), leaving the servers to die on their own some time later.
-#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "cli", feature = "mcp-client")), allow(dead_code))]
 pub(crate) fn listen() -> impl Future<Output = i32> + Send + 'static {
     #[cfg(unix)]
     {

@@ -4,11 +4,15 @@
 //! object itself when the tool declares an output schema (the pipeline checks it, and our
 //! own MCP clients get it as `structuredContent` again).
 
+use super::error::Unreachable;
 use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 
 /// Maps one result; `structured` says whether the tool declared an output schema.
-pub(super) fn from_call_result(result: CallToolResult, structured: bool) -> Result<Value, String> {
+pub(super) fn from_call_result(
+    result: CallToolResult,
+    structured: bool,
+) -> Result<Value, Unreachable> {
     let parts: Vec<Value> = result
         .content
         .iter()
@@ -17,10 +21,10 @@ pub(super) fn from_call_result(result: CallToolResult, structured: bool) -> Resu
         .collect();
     let text = texts(&parts);
     if result.is_error == Some(true) {
-        return Err(match text.is_empty() {
+        return Err(Unreachable::ToolFailed(match text.is_empty() {
             true => "the MCP server reported an error without a message".to_string(),
             false => text,
-        });
+        }));
     }
     if structured && let Some(Value::Object(object)) = result.structured_content {
         return Ok(Value::Object(object));
@@ -99,7 +103,10 @@ mod tests {
     fn text_blocks_become_one_string() {
         let result =
             CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
-        assert_eq!(from_call_result(result, false), Ok(json!("a\nb")));
+        assert_eq!(
+            from_call_result(result, false).map_err(|e| e.to_string()),
+            Ok(json!("a\nb"))
+        );
     }
 
     #[test]
@@ -120,7 +127,7 @@ mod tests {
     fn is_error_carries_the_servers_text() {
         let result = CallToolResult::error(vec![ContentBlock::text("disk full")]);
         assert_eq!(
-            from_call_result(result, false),
+            from_call_result(result, false).map_err(|e| e.to_string()),
             Err("disk full".to_string())
         );
     }
@@ -128,8 +135,14 @@ mod tests {
     #[test]
     fn structured_content_is_kept_for_tools_with_an_output_schema() {
         let result = CallToolResult::structured(json!({"n": 1}));
-        assert_eq!(from_call_result(result.clone(), true), Ok(json!({"n": 1})));
+        assert_eq!(
+            from_call_result(result.clone(), true).map_err(|e| e.to_string()),
+            Ok(json!({"n": 1}))
+        );
         // Without an output schema the text form (the JSON text) is what the model gets.
-        assert_eq!(from_call_result(result, false), Ok(json!("{\"n\":1}")));
+        assert_eq!(
+            from_call_result(result, false).map_err(|e| e.to_string()),
+            Ok(json!("{\"n\":1}"))
+        );
     }
 }

@@ -10,6 +10,7 @@
 //!
 //! Writing is rmcp's (its codec over the child's stdin).
 
+use super::error::Unreadable;
 use super::screen;
 use parking_lot::Mutex;
 use process_wrap::tokio::ChildWrapper;
@@ -172,7 +173,7 @@ impl ChildTransport {
                 Some(error) => Err(error),
                 None => serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(text),
             }
-            .map_err(|e| format!("the answer cannot be read: {e}")),
+            .map_err(Unreadable::Answer),
         };
         match (parsed, answer_to) {
             (Ok(message), _) => Some(message),
@@ -180,7 +181,7 @@ impl ChildTransport {
             (Err(reason), Some(id)) => {
                 tracing::warn!(target: "toolhost::mcp_client", server = %self.server, "{reason}");
                 Some(JsonRpcMessage::error(
-                    ErrorData::internal_error(reason, None),
+                    ErrorData::internal_error(reason.to_string(), None),
                     Some(id),
                 ))
             }
@@ -196,10 +197,9 @@ impl ChildTransport {
         &self,
         id: &RequestId,
         result: &str,
-    ) -> Result<RxJsonRpcMessage<RoleClient>, String> {
+    ) -> Result<RxJsonRpcMessage<RoleClient>, Unreadable> {
         let (message, left_out) = screen::listing_answer(id, result)?;
-        let parsed = serde_json::from_str(&message)
-            .map_err(|e| format!("the tool list cannot be read: {e}"))?;
+        let parsed = serde_json::from_str(&message).map_err(Unreadable::List)?;
         self.notes.add_left_out(left_out);
         Ok(parsed)
     }

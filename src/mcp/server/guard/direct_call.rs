@@ -142,13 +142,16 @@ pub(super) fn start(
         let outcome = server
             .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
             .await;
-        let answer = outcome.and_then(|result| {
-            // As rmcp answers a session of a protocol older than 2026-07-28.
-            let mut result = ServerResult::CallToolResult(result);
-            result.strip_result_type_for_legacy_peer();
-            result.strip_non_object_output_for_legacy_peer();
-            serde_json::to_string(&result).map_err(|e| format!("cannot write the result: {e}"))
-        });
+        let answer = match outcome {
+            Ok(result) => {
+                // As rmcp answers a session of a protocol older than 2026-07-28.
+                let mut result = ServerResult::CallToolResult(result);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                serde_json::to_string(&result).map_err(Unanswered::Unwritable)
+            }
+            Err(refused) => Err(Unanswered::Refused(refused)),
+        };
         let line = match answer {
             // The id first, as on every answer the guard writes.
             Ok(result) => {
@@ -160,13 +163,24 @@ pub(super) fn start(
                 line.push('}');
                 line
             }
-            Err(message) => error_line(Some(&raw_id), INTERNAL_ERROR, &message),
+            Err(why) => error_line(Some(&raw_id), INTERNAL_ERROR, &why.to_string()),
         };
         // A client that closed its output has nobody to answer.
         let _ = lines.send(line).await;
         ids.lock().end_direct(serial);
         drop(place);
     });
+}
+
+/// Why a call the guard took gets an error answer instead of its result.
+#[derive(Debug, thiserror::Error)]
+enum Unanswered {
+    /// The gate refused it (shutdown, a full queue).
+    #[error(transparent)]
+    Refused(#[from] crate::mcp::server::gate::Refused),
+    /// Its result could not be written as JSON.
+    #[error("cannot write the result: {0}")]
+    Unwritable(serde_json::Error),
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ mod body;
 mod connections;
 mod sessions;
 
-use super::server::{McpServer, Shared};
+use super::{McpServer, Shared};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -88,7 +88,7 @@ impl HttpOptions {
 
 /// `ADDR` of `--http`: `HOST:PORT`, or a bare port (then loopback).
 #[cfg_attr(not(feature = "cli"), allow(dead_code))]
-pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, BadAddr> {
     if let Ok(port) = text.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
@@ -97,9 +97,31 @@ pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
         .map_or(text.to_string(), |port| format!("127.0.0.1:{port}"));
     use std::net::ToSocketAddrs;
     text.to_socket_addrs()
-        .map_err(|e| format!("--http {text}: not an address ({e}); use HOST:PORT or PORT"))?
+        .map_err(|source| BadAddr::NotAnAddress {
+            text: text.clone(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| format!("--http {text}: the name resolves to no address"))
+        .ok_or(BadAddr::NoAddress { text })
+}
+
+/// Why `--http ADDR` names no address.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BadAddr {
+    /// Not `HOST:PORT` or `PORT`, or the host name does not resolve.
+    #[error("--http {text}: not an address ({source}); use HOST:PORT or PORT")]
+    NotAnAddress {
+        /// The address as given (a bare `:PORT` completed with loopback).
+        text: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+    /// The name resolves, but to no address.
+    #[error("--http {text}: the name resolves to no address")]
+    NoAddress {
+        /// The address as given.
+        text: String,
+    },
 }
 
 /// Refuses a setup that would expose the tools unauthenticated beyond this machine.

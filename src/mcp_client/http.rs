@@ -6,6 +6,7 @@
 //!
 //! (A plain JSON answer rmcp cannot parse is already an error of its own.)
 
+use super::error::{Unreachable, Unreadable};
 use super::screen;
 use super::stdio::Notes;
 use futures::StreamExt;
@@ -49,12 +50,12 @@ struct Screen {
 impl ScreeningClient {
     /// A client like rmcp's default one (no idle pooling), without redirects (rmcp's
     /// same-origin policy is its own; a redirect is returned as the answer instead).
-    pub(super) fn new(notes: Arc<Notes>) -> Result<Self, String> {
+    pub(super) fn new(notes: Arc<Notes>) -> Result<Self, Unreachable> {
         let inner = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+            .map_err(Unreachable::HttpClient)?;
         Ok(Self {
             inner,
             screen: Arc::new(Screen {
@@ -114,13 +115,13 @@ impl Screen {
                     self.notes.add_left_out(left_out);
                     text
                 }
-                Err(reason) => screen::error_answer(id, &reason),
+                Err(reason) => screen::error_answer(id, &reason.to_string()),
             };
         }
         match (readable(&data), answer_to) {
             (Err(reason), Some(id)) => {
                 tracing::warn!(target: "toolhost::mcp_client", "{reason}");
-                screen::error_answer(&id, &reason)
+                screen::error_answer(&id, &reason.to_string())
             }
             _ => data,
         }
@@ -128,10 +129,10 @@ impl Screen {
 }
 
 /// Whether rmcp can parse `text`; otherwise why not.
-fn readable(text: &str) -> Result<(), String> {
+fn readable(text: &str) -> Result<(), Unreadable> {
     serde_json::from_str::<ServerJsonRpcMessage>(text)
         .map(|_| ())
-        .map_err(|e| format!("the answer cannot be read: {e}"))
+        .map_err(Unreadable::Answer)
 }
 
 type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;

@@ -10,6 +10,7 @@
 //! start still has its tools registered (unavailable, with the reason).
 
 mod connect;
+mod error;
 mod http;
 mod link;
 mod listener;
@@ -232,7 +233,7 @@ impl McpClients {
             let runtime = self.runtime();
             let signal = {
                 let _context = runtime.enter();
-                crate::mcp::shutdown::listen()
+                crate::shutdown::listen()
             };
             runtime.spawn(async move {
                 let number = signal.await;

@@ -76,7 +76,7 @@ fn entry(
     tool: &Tool,
     name: &str,
     default_timeout_ms: u64,
-) -> Result<ToolEntry, String> {
+) -> Result<ToolEntry, Rejected> {
     let description = tool.description.as_deref().unwrap_or_default();
     let schema = json!({
         "description": description,
@@ -92,7 +92,12 @@ fn entry(
         move |args, _ctx| {
             let link = handler_link.clone();
             let remote = remote.clone();
-            async move { link.call(&remote, args, structured).await }
+            // The native handler's error is its message.
+            async move {
+                link.call(&remote, args, structured)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
         },
     )
     .timeout_ms(link.config.timeout_ms.unwrap_or(default_timeout_ms))
@@ -105,8 +110,13 @@ fn entry(
     if let Some(output) = &tool.output_schema {
         native = native.output_schema(Value::Object((**output).clone()));
     }
-    native.into_entry()
+    native.into_entry().map_err(Rejected)
 }
+
+/// Why a server's tool cannot become a registry entry: the registry's message.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct Rejected(String);
 
 fn annotations(tool: &Tool) -> Annotations {
     let hints = tool.annotations.as_ref();

@@ -7,6 +7,7 @@
 //! (skipping a value is iterative in serde_json, so no depth breaks the split), and one
 //! that cannot be read or is nested too deeply is left out with a reason naming it.
 
+use super::error::Unreadable;
 use rmcp::model::Tool;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -37,7 +38,7 @@ pub(super) fn listing(result: &str) -> Result<(String, Vec<String>), serde_json:
                     .filter(|tool| match check_tool(tool) {
                         Ok(()) => true,
                         Err(reason) => {
-                            left_out.push(reason);
+                            left_out.push(reason.to_string());
                             false
                         }
                     })
@@ -90,10 +91,9 @@ impl Head<'_> {
 pub(super) fn listing_answer(
     id: &rmcp::model::RequestId,
     result: &str,
-) -> Result<(String, Vec<String>), String> {
-    let unreadable = |e: serde_json::Error| format!("the tool list cannot be read: {e}");
-    let (result, left_out) = listing(result).map_err(unreadable)?;
-    let id = serde_json::to_string(id).map_err(unreadable)?;
+) -> Result<(String, Vec<String>), Unreadable> {
+    let (result, left_out) = listing(result).map_err(Unreadable::List)?;
+    let id = serde_json::to_string(id).map_err(Unreadable::List)?;
     Ok((
         format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
         left_out,
@@ -110,7 +110,7 @@ pub(super) fn error_answer(id: &rmcp::model::RequestId, reason: &str) -> String 
 }
 
 /// Whether one tool's JSON can be taken; otherwise the reason naming it.
-fn check_tool(raw: &str) -> Result<(), String> {
+fn check_tool(raw: &str) -> Result<(), Unreadable> {
     #[derive(Deserialize)]
     struct Named {
         name: String,
@@ -121,13 +121,15 @@ fn check_tool(raw: &str) -> Result<(), String> {
     };
     let depth = depth(raw);
     if depth > MAX_TOOL_DEPTH {
-        return Err(format!(
-            "{label} left out: nested {depth} levels deep (at most {MAX_TOOL_DEPTH})"
-        ));
+        return Err(Unreadable::TooDeep {
+            label,
+            depth,
+            max: MAX_TOOL_DEPTH,
+        });
     }
     serde_json::from_str::<Tool>(raw)
         .map(|_| ())
-        .map_err(|e| format!("{label} left out: it cannot be read: {e}"))
+        .map_err(|source| Unreadable::Tool { label, source })
 }
 
 /// Why a parsed `tool` is left out for its depth, if it is.

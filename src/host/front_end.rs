@@ -1,0 +1,45 @@
+//! What the command line needs from the layers below the facade, as `Host`'s associated
+//! functions: the front ends name nothing past `lib.rs`'s re-exports (tests/layers.rs), so
+//! each thing they need from inside the crate has one deliberate door here.
+
+use super::Host;
+
+/// What is wrong with a tool or toolset name (without where it came from).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct InvalidName(String);
+
+impl Host {
+    /// The LuaLS definitions of the host API (`toolhost stubs`).
+    pub(crate) fn lua_stubs() -> String {
+        crate::lua::api::stubs::stubs()
+    }
+
+    /// The name in `known` that `given` is a plausible typo of (the same "did you mean"
+    /// rule as registration fields).
+    pub(crate) fn closest_name<'a>(given: &str, known: &[&'a str]) -> Option<&'a str> {
+        crate::lua::fields::closest(given, known)
+    }
+
+    /// Checks a tool or toolset name as registration does; the error says what is wrong
+    /// (to be prefixed with where the name came from).
+    pub(crate) fn check_tool_name(name: &str) -> Result<(), InvalidName> {
+        crate::registry::ToolName::new(name)
+            .map(drop)
+            .map_err(InvalidName)
+    }
+
+    /// Stops every MCP server of every host in this process and waits (bounded) for their
+    /// children: the CLI calls it before it exits, however it exits.
+    #[cfg(feature = "mcp-client")]
+    pub(crate) fn end_all_mcp_servers() {
+        crate::mcp_client::end_all();
+    }
+
+    /// Asks that SIGINT/SIGTERM end the process only after its MCP servers are gone (the
+    /// one-shot commands, which listen for no signal themselves).
+    #[cfg(feature = "mcp-client")]
+    pub(crate) fn end_mcp_servers_on_signal() {
+        crate::mcp_client::end_on_signal();
+    }
+}
