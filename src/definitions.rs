@@ -8,6 +8,7 @@
 
 use crate::config::Config;
 use crate::lua::{LuaVm, VmPool};
+use crate::mru::Mru;
 use crate::registry::{
     AvailabilityCache, Freshness, LuaFnId, Probe, ProbeOutcome, RegistryState, ToolEntry,
 };
@@ -15,7 +16,7 @@ use crate::search::{SearchPlan, SearchPlans};
 use crate::toolsets::{EffectiveSelection, Toolsets, sorted_unique};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -436,16 +437,18 @@ struct MemoKey {
     tool_search: bool,
 }
 
-struct MemoEntry {
-    key: MemoKey,
-    list: Definitions,
-    freshness: Freshness,
+/// The definitions memo: at most [`MEMO_CAPACITY`] lists, most recently used first, each
+/// with how long the availability answers behind it stay fresh.
+pub(crate) struct DefinitionsMemo {
+    entries: Mru<MemoKey, (Definitions, Freshness)>,
 }
 
-/// The definitions memo: at most [`MEMO_CAPACITY`] lists, most recently used first.
-#[derive(Default)]
-pub(crate) struct DefinitionsMemo {
-    entries: Mutex<VecDeque<MemoEntry>>,
+impl Default for DefinitionsMemo {
+    fn default() -> Self {
+        Self {
+            entries: Mru::new(MEMO_CAPACITY),
+        }
+    }
 }
 
 impl DefinitionsMemo {
@@ -463,17 +466,11 @@ impl DefinitionsMemo {
             format: selection.format,
         };
         let now = Instant::now();
+        if let Some((list, _)) = self
+            .entries
+            .get_if(&key, |(_, freshness)| freshness.is_fresh(now))
         {
-            let mut entries = self.entries.lock();
-            if let Some(pos) = entries.iter().position(|e| e.key == key) {
-                if entries[pos].freshness.is_fresh(now) {
-                    let entry = entries.remove(pos).expect("position is in range");
-                    let list = entry.list.clone();
-                    entries.push_front(entry);
-                    return list;
-                }
-                entries.remove(pos);
-            }
+            return list;
         }
         // Computed without the lock: probes may be slow (and must not stall the caller's
         // async runtime).
@@ -484,14 +481,7 @@ impl DefinitionsMemo {
             ..key
         };
         if freshness != Freshness::Never {
-            let mut entries = self.entries.lock();
-            entries.retain(|e| e.key != key);
-            entries.push_front(MemoEntry {
-                key,
-                list: list.clone(),
-                freshness,
-            });
-            entries.truncate(MEMO_CAPACITY);
+            self.entries.insert(key, (list.clone(), freshness));
         }
         list
     }

@@ -235,6 +235,7 @@ mod host;
 mod lua;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod mru;
 mod native;
 mod registry;
 #[cfg(feature = "rig")]

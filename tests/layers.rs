@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
         "env_vars",
         "blocking",
         "fs_roots",
+        "mru",
     ],
     &["store"],
     &["registry"],

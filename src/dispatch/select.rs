@@ -3,10 +3,10 @@
 //! generation (at most 8); callers without a selection skip all of it.
 
 use crate::config::Config;
+use crate::mru::Mru;
 use crate::registry::{CallContext, RegistryState};
 use crate::toolsets::{EffectiveSelection, Toolsets};
-use parking_lot::Mutex;
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 const CAPACITY: usize = 8;
@@ -19,9 +19,16 @@ struct Key {
 }
 
 /// Resolved selections, most recently used first.
-#[derive(Default)]
 pub(super) struct SelectionCache {
-    entries: Mutex<VecDeque<(Key, Arc<HashSet<String>>)>>,
+    entries: Mru<Key, Arc<HashSet<String>>>,
+}
+
+impl Default for SelectionCache {
+    fn default() -> Self {
+        Self {
+            entries: Mru::new(CAPACITY),
+        }
+    }
 }
 
 impl SelectionCache {
@@ -43,7 +50,7 @@ impl SelectionCache {
             scope: ctx.scope.clone(),
             selection,
         };
-        if let Some(selected) = self.lookup(&key) {
+        if let Some(selected) = self.entries.get(&key) {
             return selected.contains(name);
         }
         let visible = state.visible(ctx.scope.as_deref());
@@ -54,18 +61,7 @@ impl SelectionCache {
             .map(str::to_string)
             .collect();
         let found = selected.contains(name);
-        let mut entries = self.entries.lock();
-        entries.push_front((key, Arc::new(selected)));
-        entries.truncate(CAPACITY);
+        self.entries.insert(key, Arc::new(selected));
         found
-    }
-
-    fn lookup(&self, key: &Key) -> Option<Arc<HashSet<String>>> {
-        let mut entries = self.entries.lock();
-        let position = entries.iter().position(|(k, _)| k == key)?;
-        let entry = entries.remove(position)?;
-        let selected = entry.1.clone();
-        entries.push_front(entry);
-        Some(selected)
     }
 }

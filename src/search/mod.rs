@@ -8,11 +8,11 @@ mod index;
 pub(crate) use index::Index;
 
 use crate::config::{Config, ToolSearchMode};
+use crate::mru::Mru;
 use crate::registry::{RegistryState, ToolEntry};
 use crate::toolsets::{EffectiveSelection, Toolsets};
-use parking_lot::Mutex;
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// The bridge tools, in the order they are appended to the definitions.
@@ -27,6 +27,7 @@ pub(crate) const MAX_DESCRIBE: usize = 10;
 pub(crate) const DEFAULT_LIMIT: usize = 5;
 /// Largest `limit` of `tool_search`.
 pub(crate) const MAX_LIMIT: usize = 20;
+/// Most plans kept (one per selection in use).
 const CAPACITY: usize = 8;
 
 /// Which tools a selection defers, and how to find them.
@@ -115,9 +116,16 @@ struct Key {
 }
 
 /// Plans per selection, most recently used first.
-#[derive(Default)]
 pub(crate) struct SearchPlans {
-    entries: Mutex<VecDeque<(Key, Arc<SearchPlan>)>>,
+    entries: Mru<Key, Arc<SearchPlan>>,
+}
+
+impl Default for SearchPlans {
+    fn default() -> Self {
+        Self {
+            entries: Mru::new(CAPACITY),
+        }
+    }
 }
 
 impl SearchPlans {
@@ -138,20 +146,11 @@ impl SearchPlans {
             selection: EffectiveSelection::new(config, enabled, disabled),
             config: config_fingerprint,
         };
-        {
-            let mut entries = self.entries.lock();
-            if let Some(position) = entries.iter().position(|(k, _)| *k == key)
-                && let Some(entry) = entries.remove(position)
-            {
-                let plan = entry.1.clone();
-                entries.push_front(entry);
-                return plan;
-            }
+        if let Some(plan) = self.entries.get(&key) {
+            return plan;
         }
         let plan = Arc::new(build(state, config, &key));
-        let mut entries = self.entries.lock();
-        entries.push_front((key, plan.clone()));
-        entries.truncate(CAPACITY);
+        self.entries.insert(key, plan.clone());
         plan
     }
 }
