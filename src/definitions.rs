@@ -11,9 +11,10 @@ use crate::lua::{LuaVm, VmPool};
 use crate::mru::Mru;
 use crate::registry::{
     AvailabilityCache, Freshness, LuaFnId, Probe, ProbeOutcome, RegistryState, ToolEntry,
+    ToolsetSelection,
 };
 use crate::search::{SearchPlan, SearchPlans};
-use crate::toolsets::{EffectiveSelection, Toolsets, sorted_unique};
+use crate::toolsets::{Toolsets, effective};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
@@ -63,10 +64,9 @@ impl FromStr for Format {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Selection {
-    /// Toolsets to enable; `None` uses the config's `enabled_toolsets`, else all.
-    pub enabled: Option<Vec<String>>,
-    /// Toolsets to subtract (added to the config's `disabled_toolsets`).
-    pub disabled: Vec<String>,
+    /// The toolsets selected: enabled ones (`None` uses the config's `enabled_toolsets`,
+    /// else all) minus disabled ones (added to the config's `disabled_toolsets`).
+    pub toolsets: ToolsetSelection,
     /// The caller's scope overlay.
     pub scope: Option<String>,
     /// Output format.
@@ -80,7 +80,7 @@ impl Selection {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.enabled = Some(toolsets.into_iter().map(Into::into).collect());
+        self.toolsets = self.toolsets.with_enabled(toolsets);
         self
     }
 
@@ -90,7 +90,7 @@ impl Selection {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.disabled = toolsets.into_iter().map(Into::into).collect();
+        self.toolsets = self.toolsets.with_disabled(toolsets);
         self
     }
 
@@ -182,12 +182,7 @@ fn selected(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Arc<ToolEntry>> {
     let scope = selection.scope.as_deref();
     let visible = inputs.state.visible(scope);
     let toolsets = Toolsets::new(&visible, &inputs.config.toolsets);
-    let effective = EffectiveSelection::new(
-        inputs.config,
-        selection.enabled.as_deref(),
-        &selection.disabled,
-    );
-    let selected = toolsets.select(effective.enabled.as_deref(), &effective.disabled);
+    let selected = toolsets.select(&effective(inputs.config, &selection.toolsets));
     visible
         .iter()
         .filter(|t| selected.contains(t.name.as_str()))
@@ -331,8 +326,7 @@ fn search_plan(inputs: &Inputs<'_>, selection: &Selection) -> Arc<SearchPlan> {
         inputs.config,
         inputs.config_fingerprint,
         selection.scope.as_deref(),
-        selection.enabled.as_deref(),
-        &selection.disabled,
+        &selection.toolsets,
     )
 }
 
@@ -428,8 +422,7 @@ fn render_named(name: &str, schema: Map<String, Value>, format: Format) -> Value
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MemoKey {
     scope: Option<String>,
-    enabled: Option<Vec<String>>,
-    disabled: Vec<String>,
+    toolsets: ToolsetSelection,
     generation: u64,
     config_fingerprint: Option<(u128, u64)>,
     availability_epoch: u64,
@@ -458,8 +451,7 @@ impl DefinitionsMemo {
         let key = MemoKey {
             tool_search: search_plan(inputs, selection).active,
             scope: selection.scope.clone(),
-            enabled: selection.enabled.as_deref().map(sorted_unique),
-            disabled: sorted_unique(&selection.disabled),
+            toolsets: selection.toolsets.canonical(),
             generation: inputs.state.generation(),
             config_fingerprint: inputs.config_fingerprint,
             availability_epoch: inputs.availability.epoch(),

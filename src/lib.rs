@@ -259,5 +259,6 @@ pub use mcp::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
     Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,
+    ToolsetSelection,
 };
 pub use store::{Store, StoreError};

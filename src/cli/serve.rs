@@ -3,8 +3,8 @@
 //! SIGTERM shut it down gracefully (running calls get `[serve] drain_ms`), exit 0.
 
 use super::Cli;
-use crate::Selection;
 use crate::mcp::server::Shared;
+use crate::{Selection, ToolsetSelection};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -45,8 +45,10 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, String> {
     // Serving takes many calls: the pool size comes from the config (default: cores).
     let host = super::build_with(cli, None, None, /*interactive*/ false)?;
     let selection = Selection {
-        enabled: args.toolsets.map(<[String]>::to_vec),
-        disabled: args.disable.to_vec(),
+        toolsets: ToolsetSelection {
+            enabled: args.toolsets.map(<[String]>::to_vec),
+            disabled: args.disable.to_vec(),
+        },
         scope: cli.scope.clone(),
         ..Selection::default()
     };

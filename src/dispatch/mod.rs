@@ -203,8 +203,7 @@ impl Pipeline {
                 env.config,
                 env.config_fingerprint,
                 scope,
-                ctx.toolsets.as_deref(),
-                &ctx.disabled_toolsets,
+                &ctx.toolsets,
             );
             if plan.active {
                 let available = |tool: &ToolEntry| {

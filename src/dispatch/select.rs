@@ -4,8 +4,8 @@
 
 use crate::config::Config;
 use crate::mru::Mru;
-use crate::registry::{CallContext, RegistryState};
-use crate::toolsets::{EffectiveSelection, Toolsets};
+use crate::registry::{CallContext, RegistryState, ToolsetSelection};
+use crate::toolsets::{Toolsets, effective};
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ const CAPACITY: usize = 8;
 struct Key {
     generation: u64,
     scope: Option<String>,
-    selection: EffectiveSelection,
+    selection: ToolsetSelection,
 }
 
 /// Resolved selections, most recently used first.
@@ -40,8 +40,7 @@ impl SelectionCache {
         ctx: &CallContext,
         name: &str,
     ) -> bool {
-        let selection =
-            EffectiveSelection::new(config, ctx.toolsets.as_deref(), &ctx.disabled_toolsets);
+        let selection = effective(config, &ctx.toolsets);
         if selection.is_everything() {
             return true;
         }
@@ -56,7 +55,7 @@ impl SelectionCache {
         let visible = state.visible(ctx.scope.as_deref());
         let toolsets = Toolsets::new(&visible, &config.toolsets);
         let selected: HashSet<String> = toolsets
-            .select(key.selection.enabled.as_deref(), &key.selection.disabled)
+            .select(&key.selection)
             .into_iter()
             .map(str::to_string)
             .collect();

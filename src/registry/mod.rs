@@ -12,6 +12,7 @@ mod name;
 mod observe;
 mod output;
 mod schema;
+mod selection;
 mod state;
 mod validator;
 
@@ -31,6 +32,7 @@ pub(crate) use schema::{
     check_function_schema, compile_parameters, compile_parameters_at, default_description,
     json_path, json_type, parameters_hash,
 };
+pub use selection::ToolsetSelection;
 pub(crate) use state::RegistryState;
 pub(crate) use validator::ParametersValidator;
 

@@ -9,8 +9,8 @@ pub(crate) use index::Index;
 
 use crate::config::{Config, ToolSearchMode};
 use crate::mru::Mru;
-use crate::registry::{RegistryState, ToolEntry};
-use crate::toolsets::{EffectiveSelection, Toolsets};
+use crate::registry::{RegistryState, ToolEntry, ToolsetSelection};
+use crate::toolsets::{Toolsets, effective};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -111,7 +111,7 @@ impl SearchPlan {
 struct Key {
     generation: u64,
     scope: Option<String>,
-    selection: EffectiveSelection,
+    selection: ToolsetSelection,
     config: Option<(u128, u64)>,
 }
 
@@ -129,21 +129,20 @@ impl Default for SearchPlans {
 }
 
 impl SearchPlans {
-    /// The plan for a selection (`enabled`/`disabled` as the caller gave them; the config's
-    /// defaults are applied here).
+    /// The plan for a selection (`toolsets` as the caller gave them; the config's defaults
+    /// are applied here).
     pub(crate) fn plan(
         &self,
         state: &RegistryState,
         config: &Config,
         config_fingerprint: Option<(u128, u64)>,
         scope: Option<&str>,
-        enabled: Option<&[String]>,
-        disabled: &[String],
+        toolsets: &ToolsetSelection,
     ) -> Arc<SearchPlan> {
         let key = Key {
             generation: state.generation(),
             scope: scope.map(str::to_string),
-            selection: EffectiveSelection::new(config, enabled, disabled),
+            selection: effective(config, toolsets),
             config: config_fingerprint,
         };
         if let Some(plan) = self.entries.get(&key) {
@@ -158,7 +157,7 @@ impl SearchPlans {
 fn build(state: &RegistryState, config: &Config, key: &Key) -> SearchPlan {
     let visible = state.visible(key.scope.as_deref());
     let toolsets = Toolsets::new(&visible, &config.toolsets);
-    let selected = toolsets.select(key.selection.enabled.as_deref(), &key.selection.disabled);
+    let selected = toolsets.select(&key.selection);
     let settings = &config.tool_search;
     let threshold = settings.auto_threshold.unwrap_or(DEFAULT_AUTO_THRESHOLD);
     let active = match settings.enabled.unwrap_or_default() {
