@@ -258,7 +258,7 @@ pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 pub use mcp::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
-    Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,
+    Annotations, CallContext, CallObserver, HandlerError, LogLevel, LogLine, Progress, ResultLimit,
     ToolsetSelection,
 };
 pub use store::{Store, StoreError};

@@ -69,7 +69,7 @@ fn near_miss(text: &str) -> Option<(usize, String)> {
             ));
         }
         if !known.contains(&name) {
-            if let Some(near) = crate::lua::fields::closest(name, &known) {
+            if let Some(near) = crate::lua::register::fields::closest(name, &known) {
                 return Some((
                     line,
                     format!("`registry.{name}` — did you mean `registry.{near}`? ({RULE})"),

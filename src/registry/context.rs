@@ -1,5 +1,6 @@
 //! What a handler learns about the call it serves, and the shape of native handlers.
 
+use super::handler_error::HandlerError;
 use super::observe::CallObserver;
 use super::selection::ToolsetSelection;
 // The one Lua type the registry names: a call may carry its MCP client's roots, which only
@@ -186,8 +187,9 @@ impl CallContext {
 }
 
 /// The future a native handler returns (by default): the tool's result (a JSON string for
-/// text, an object for structured or multimodal results) or an error message.
-pub(crate) type NativeFuture<T = Result<Value, String>> = Pin<Box<dyn Future<Output = T> + Send>>;
+/// text, an object for structured or multimodal results) or its failure.
+pub(crate) type NativeFuture<T = Result<Value, HandlerError>> =
+    Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// A Rust async tool handler: `(args, ctx) -> result`.
 pub(crate) type NativeHandler = Arc<dyn Fn(Value, CallContext) -> NativeFuture + Send + Sync>;

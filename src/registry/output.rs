@@ -56,19 +56,25 @@ impl OutputSchema {
 }
 
 /// MCP tool annotations (`annotations = {...}` in `registry.register`): hints for clients,
-/// never enforced. `None` means "not said".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// never enforced. `None` means "not said". (Serialised as the registration cache keeps
+/// it: hints not said are left out.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Annotations {
     /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The tool does not modify its environment (`readOnlyHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
     /// The tool may destroy or overwrite data (`destructiveHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive: Option<bool>,
     /// Calling it again with the same arguments has no further effect (`idempotentHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent: Option<bool>,
     /// The tool reaches outside the host (network, processes: `openWorldHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
 }
 

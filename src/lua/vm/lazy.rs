@@ -8,7 +8,7 @@
 
 use super::module_view::ModuleView;
 use super::{LuaVm, clock};
-use crate::lua::record::Expected;
+use crate::lua::register::record::Expected;
 use crate::lua::{FileSpec, SearchDir};
 use crate::registry::{FnRole, LuaFnId};
 use mlua::Function;

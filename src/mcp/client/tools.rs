@@ -6,8 +6,8 @@
 
 use super::link::Link;
 use crate::config::ToolFilterConfig;
-use crate::native::NativeTool;
-use crate::registry::{Annotations, Source, ToolEntry};
+use crate::native::{InvalidNativeTool, NativeTool};
+use crate::registry::{Annotations, HandlerError, Source, ToolEntry};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
@@ -76,7 +76,7 @@ fn entry(
     tool: &Tool,
     name: &str,
     default_timeout_ms: u64,
-) -> Result<ToolEntry, String> {
+) -> Result<ToolEntry, InvalidNativeTool> {
     let description = tool.description.as_deref().unwrap_or_default();
     let schema = json!({
         "description": description,
@@ -92,7 +92,11 @@ fn entry(
         move |args, _ctx| {
             let link = handler_link.clone();
             let remote = remote.clone();
-            async move { link.call(&remote, args, structured).await }
+            async move {
+                link.call(&remote, args, structured)
+                    .await
+                    .map_err(HandlerError::from)
+            }
         },
     )
     .timeout_ms(link.config.timeout_ms.unwrap_or(default_timeout_ms))
