@@ -173,3 +173,20 @@ impl ToolRecord {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ToolRecord;
+
+    #[test]
+    fn a_record_without_its_registration_object_is_not_read() {
+        // Written before the options had their own object: reading it with every option
+        // at its default would serve the tool without its deadline, approval or scope.
+        let old = r#"{"name":"a","toolset":"t","requires_approval":true,"line":1}"#;
+        assert!(serde_json::from_str::<ToolRecord>(old).is_err());
+        let new =
+            r#"{"name":"a","toolset":"t","registration":{"requires_approval":true},"line":1}"#;
+        let record: ToolRecord = serde_json::from_str(new).expect("parses");
+        assert!(record.registration.requires_approval);
+    }
+}
