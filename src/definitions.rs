@@ -43,16 +43,28 @@ pub enum Format {
 }
 
 impl FromStr for Format {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = UnknownFormat;
+    fn from_str(text: &str) -> Result<Self, UnknownFormat> {
         match text {
             "openai" => Ok(Self::OpenAi),
             "anthropic" => Ok(Self::Anthropic),
             "mcp" => Ok(Self::Mcp),
-            other => Err(format!("unknown format '{other}' (openai, anthropic, mcp)")),
+            other => Err(UnknownFormat(other.to_string())),
         }
     }
 }
+
+/// A [`Format`] name that is not one (`openai`, `anthropic`, `mcp`); it holds the name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat(pub String);
+
+impl std::fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown format '{}' (openai, anthropic, mcp)", self.0)
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
 
 /// Which tools a caller wants offered, and how.
 ///

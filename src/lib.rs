@@ -244,7 +244,7 @@ mod search;
 mod store;
 mod toolsets;
 
-pub use definitions::{Definitions, Format, Selection};
+pub use definitions::{Definitions, Format, Selection, UnknownFormat};
 pub use discovery::{Reason, Verdict};
 pub use dispatch::{
     ApprovalRequest, Approver, BoxFuture, CallStatus, ErrorType, Hook, HookCall, Middleware, Next,

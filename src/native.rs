@@ -1,5 +1,6 @@
 //! Rust tools registered by the embedding program (`HostBuilder::native_tool`).
 
+use crate::error::Error;
 use crate::registry::{
     Annotations, CallContext, Handler, HandlerError, NativeHandler, OutputSchema, Registration,
     ResultLimit, Source, ToolEntry, ToolName, check_function_schema, compile_parameters,
@@ -34,9 +35,9 @@ impl std::fmt::Display for InvalidNativeTool {
 
 impl std::error::Error for InvalidNativeTool {}
 
-impl From<InvalidNativeTool> for crate::Error {
+impl From<InvalidNativeTool> for Error {
     fn from(invalid: InvalidNativeTool) -> Self {
-        crate::Error::NativeTool(invalid.0)
+        Error::NativeTool(invalid.0)
     }
 }
 

@@ -208,7 +208,7 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn parse_format(text: &str) -> Result<Format, String> {
+fn parse_format(text: &str) -> Result<Format, crate::UnknownFormat> {
     text.parse()
 }
 

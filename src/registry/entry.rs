@@ -105,15 +105,6 @@ impl<T> fmt::Debug for Probe<T> {
     }
 }
 
-/// A tool's result size limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum ResultLimit {
-    /// Text results longer than this many characters are spilled to a file.
-    Chars(u64),
-    /// Never spilled (`math.huge` in Lua).
-    Unlimited,
-}
-
 /// One registered tool: every field of `registry.register{...}` plus where it came from.
 /// The plain options of the registration (deadline, approval, annotations, …) are its
 /// [`Registration`], read through the entry (`entry.timeout_ms`) as if they were its own.

@@ -4,7 +4,6 @@
 //! once and moved between the forms a tool takes (the Lua registration being checked, the
 //! cached record, the registry entry), never copied field by field.
 
-use super::entry::ResultLimit;
 use super::output::Annotations;
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +42,15 @@ pub struct Registration {
     /// MCP annotations (hints for clients).
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
+}
+
+/// A tool's result size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ResultLimit {
+    /// Text results longer than this many characters are spilled to a file.
+    Chars(u64),
+    /// Never spilled (`math.huge` in Lua).
+    Unlimited,
 }
 
 fn is_false(value: &bool) -> bool {

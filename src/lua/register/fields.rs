@@ -5,7 +5,7 @@
 
 use crate::lua::convert::{self, Mode};
 use crate::registry::{
-    Annotations, OutputSchema, Registration, ResultLimit, ToolName, check_function_schema,
+    Annotations, Invalid, OutputSchema, Registration, ResultLimit, ToolName, check_function_schema,
     json_type,
 };
 use mlua::{Function, Lua, Table, Value as LuaValue};
@@ -390,6 +390,12 @@ impl From<String> for FieldError {
     }
 }
 
+impl From<Invalid> for FieldError {
+    fn from(invalid: Invalid) -> Self {
+        invalid.into_message().into()
+    }
+}
+
 /// A problem with `field`; `message` names it.
 pub(crate) fn bad(field: &str, message: String) -> FieldError {
     FieldError {
@@ -562,7 +568,7 @@ fn output_schema_field(
             ),
         ));
     };
-    OutputSchema::compile(schema).map_err(|message| bad(field, message))
+    OutputSchema::compile(schema).map_err(|invalid| bad(field, invalid.into_message()))
 }
 
 fn annotations_field(field: &str, value: LuaValue) -> Result<Annotations, FieldError> {
