@@ -28,7 +28,7 @@ pub(crate) fn effective(
             .or_else(|| config.enabled_toolsets.clone()),
         disabled,
     }
-    .canonical()
+    .into_canonical()
 }
 
 /// Names that mean "every toolset".

@@ -45,10 +45,17 @@ impl ToolsetSelection {
     /// The same selection in a canonical form (names sorted, without duplicates), so that
     /// it can key caches.
     pub(crate) fn canonical(&self) -> Self {
-        Self {
-            enabled: self.enabled.as_deref().map(sorted_unique),
-            disabled: sorted_unique(&self.disabled),
+        self.clone().into_canonical()
+    }
+
+    /// [`canonical`](Self::canonical), sorting in place (a call's selection is put in this
+    /// form on every call: no second copy).
+    pub(crate) fn into_canonical(mut self) -> Self {
+        if let Some(enabled) = &mut self.enabled {
+            sort_unique(enabled);
         }
+        sort_unique(&mut self.disabled);
+        self
     }
 
     /// True when every tool is selected (nothing enabled explicitly, nothing disabled).
@@ -57,12 +64,10 @@ impl ToolsetSelection {
     }
 }
 
-/// `names` sorted and without duplicates.
-fn sorted_unique(names: &[String]) -> Vec<String> {
-    let mut names = names.to_vec();
+/// Sorts `names` and drops duplicates.
+fn sort_unique(names: &mut Vec<String>) {
     names.sort();
     names.dedup();
-    names
 }
 
 #[cfg(test)]
