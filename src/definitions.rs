@@ -8,15 +8,16 @@
 
 use crate::config::Config;
 use crate::lua::{LuaVm, VmPool};
+use crate::mru::Mru;
 use crate::registry::{
     AvailabilityCache, CheckRunner, Freshness, LuaFnId, Probe, ProbeFailed, ProbeOutcome,
-    RegistryState, ToolEntry,
+    RegistryState, ToolEntry, ToolsetSelection,
 };
 use crate::search::{SearchPlan, SearchPlans};
-use crate::toolsets::{EffectiveSelection, Toolsets, sorted_unique};
+use crate::toolsets::{Toolsets, effective};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,16 +43,28 @@ pub enum Format {
 }
 
 impl FromStr for Format {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = UnknownFormat;
+    fn from_str(text: &str) -> Result<Self, UnknownFormat> {
         match text {
             "openai" => Ok(Self::OpenAi),
             "anthropic" => Ok(Self::Anthropic),
             "mcp" => Ok(Self::Mcp),
-            other => Err(format!("unknown format '{other}' (openai, anthropic, mcp)")),
+            other => Err(UnknownFormat(other.to_string())),
         }
     }
 }
+
+/// A [`Format`] name that is not one (`openai`, `anthropic`, `mcp`); it holds the name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat(pub String);
+
+impl std::fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown format '{}' (openai, anthropic, mcp)", self.0)
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
 
 /// Which tools a caller wants offered, and how.
 ///
@@ -63,10 +76,9 @@ impl FromStr for Format {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Selection {
-    /// Toolsets to enable; `None` uses the config's `enabled_toolsets`, else all.
-    pub enabled: Option<Vec<String>>,
-    /// Toolsets to subtract (added to the config's `disabled_toolsets`).
-    pub disabled: Vec<String>,
+    /// The toolsets selected: enabled ones (`None` uses the config's `enabled_toolsets`,
+    /// else all) minus disabled ones (added to the config's `disabled_toolsets`).
+    pub toolsets: ToolsetSelection,
     /// The caller's scope overlay.
     pub scope: Option<String>,
     /// Output format.
@@ -80,7 +92,7 @@ impl Selection {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.enabled = Some(toolsets.into_iter().map(Into::into).collect());
+        self.toolsets = self.toolsets.with_enabled(toolsets);
         self
     }
 
@@ -90,7 +102,7 @@ impl Selection {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.disabled = toolsets.into_iter().map(Into::into).collect();
+        self.toolsets = self.toolsets.with_disabled(toolsets);
         self
     }
 
@@ -188,12 +200,7 @@ fn selected(inputs: &Inputs<'_>, selection: &Selection) -> Vec<Arc<ToolEntry>> {
     let scope = selection.scope.as_deref();
     let visible = inputs.state.visible(scope);
     let toolsets = Toolsets::new(&visible, &inputs.config.toolsets);
-    let effective = EffectiveSelection::new(
-        inputs.config,
-        selection.enabled.as_deref(),
-        &selection.disabled,
-    );
-    let selected = toolsets.select(effective.enabled.as_deref(), &effective.disabled);
+    let selected = toolsets.select(&effective(inputs.config, &selection.toolsets));
     visible
         .iter()
         .filter(|t| selected.contains(t.name.as_str()))
@@ -333,8 +340,7 @@ fn search_plan(inputs: &Inputs<'_>, selection: &Selection) -> Arc<SearchPlan> {
         inputs.config,
         inputs.config_fingerprint,
         selection.scope.as_deref(),
-        selection.enabled.as_deref(),
-        &selection.disabled,
+        &selection.toolsets,
     )
 }
 
@@ -430,8 +436,7 @@ fn render_named(name: &str, schema: Map<String, Value>, format: Format) -> Value
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MemoKey {
     scope: Option<String>,
-    enabled: Option<Vec<String>>,
-    disabled: Vec<String>,
+    toolsets: ToolsetSelection,
     generation: u64,
     config_fingerprint: Option<(u128, u64)>,
     availability_epoch: u64,
@@ -439,16 +444,18 @@ struct MemoKey {
     tool_search: bool,
 }
 
-struct MemoEntry {
-    key: MemoKey,
-    list: Definitions,
-    freshness: Freshness,
+/// The definitions memo: at most [`MEMO_CAPACITY`] lists, most recently used first, each
+/// with how long the availability answers behind it stay fresh.
+pub(crate) struct DefinitionsMemo {
+    entries: Mru<MemoKey, (Definitions, Freshness)>,
 }
 
-/// The definitions memo: at most [`MEMO_CAPACITY`] lists, most recently used first.
-#[derive(Default)]
-pub(crate) struct DefinitionsMemo {
-    entries: Mutex<VecDeque<MemoEntry>>,
+impl Default for DefinitionsMemo {
+    fn default() -> Self {
+        Self {
+            entries: Mru::new(MEMO_CAPACITY),
+        }
+    }
 }
 
 impl DefinitionsMemo {
@@ -458,25 +465,18 @@ impl DefinitionsMemo {
         let key = MemoKey {
             tool_search: search_plan(inputs, selection).active,
             scope: selection.scope.clone(),
-            enabled: selection.enabled.as_deref().map(sorted_unique),
-            disabled: sorted_unique(&selection.disabled),
+            toolsets: selection.toolsets.canonical(),
             generation: inputs.state.generation(),
             config_fingerprint: inputs.config_fingerprint,
             availability_epoch: inputs.availability.epoch(),
             format: selection.format,
         };
         let now = Instant::now();
+        if let Some((list, _)) = self
+            .entries
+            .get_if(&key, |(_, freshness)| freshness.is_fresh(now))
         {
-            let mut entries = self.entries.lock();
-            if let Some(pos) = entries.iter().position(|e| e.key == key) {
-                if entries[pos].freshness.is_fresh(now) {
-                    let entry = entries.remove(pos).expect("position is in range");
-                    let list = entry.list.clone();
-                    entries.push_front(entry);
-                    return list;
-                }
-                entries.remove(pos);
-            }
+            return list;
         }
         // Computed without the lock: probes may be slow (and must not stall the caller's
         // async runtime).
@@ -487,14 +487,7 @@ impl DefinitionsMemo {
             ..key
         };
         if freshness != Freshness::Never {
-            let mut entries = self.entries.lock();
-            entries.retain(|e| e.key != key);
-            entries.push_front(MemoEntry {
-                key,
-                list: list.clone(),
-                freshness,
-            });
-            entries.truncate(MEMO_CAPACITY);
+            self.entries.insert(key, (list.clone(), freshness));
         }
         list
     }

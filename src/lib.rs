@@ -240,6 +240,7 @@ mod lua;
 mod mcp;
 #[cfg(feature = "mcp-client")]
 mod mcp_client;
+mod mru;
 mod native;
 mod registry;
 #[cfg(feature = "rig")]
@@ -250,7 +251,7 @@ mod shutdown;
 mod store;
 mod toolsets;
 
-pub use definitions::{Definitions, Format, Selection};
+pub use definitions::{Definitions, Format, Selection, UnknownFormat};
 pub use discovery::{Reason, Verdict};
 pub use dispatch::{
     ApprovalRequest, Approver, BoxFuture, CallStatus, ErrorType, Hook, HookCall, Middleware, Next,
@@ -264,6 +265,7 @@ pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
-    Annotations, CallContext, CallObserver, LogLevel, LogLine, Progress, ResultLimit,
+    Annotations, CallContext, CallObserver, HandlerError, LogLevel, LogLine, Progress, ResultLimit,
+    ToolsetSelection,
 };
 pub use store::{Store, StoreError};

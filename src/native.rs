@@ -1,8 +1,10 @@
 //! Rust tools registered by the embedding program (`HostBuilder::native_tool`).
 
+use crate::error::Error;
 use crate::registry::{
-    Annotations, CallContext, Handler, NativeHandler, OutputSchema, ResultLimit, Source, ToolEntry,
-    ToolName, check_function_schema, compile_parameters, default_description, json_type,
+    Annotations, CallContext, Handler, HandlerError, NativeHandler, OutputSchema, Registration,
+    ResultLimit, Source, ToolEntry, ToolName, check_function_schema, compile_parameters,
+    default_description, json_type,
 };
 use serde_json::Value;
 use std::future::Future;
@@ -16,26 +18,37 @@ pub struct NativeTool {
     schema: Value,
     handler: NativeHandler,
     description: Option<String>,
-    emoji: String,
-    requires_env: Vec<String>,
-    override_existing: bool,
-    scope: Option<String>,
-    timeout_ms: Option<u64>,
-    parallel_safe: bool,
-    requires_approval: bool,
-    max_result_size_chars: Option<ResultLimit>,
     output_schema: Option<Value>,
-    annotations: Annotations,
+    /// The options every registration has (a native handler always may await).
+    registration: Registration,
+}
+
+/// Why a [`NativeTool`] cannot be registered: the message names the tool and the field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct InvalidNativeTool(String);
+
+impl std::fmt::Display for InvalidNativeTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidNativeTool {}
+
+impl From<InvalidNativeTool> for Error {
+    fn from(invalid: InvalidNativeTool) -> Self {
+        Error::NativeTool(invalid.0)
+    }
 }
 
 impl NativeTool {
     /// A tool named `name` in `toolset` with the function `schema` (`{description,
-    /// parameters}`) and an async handler returning text (a JSON string), an object, or an
-    /// error message.
+    /// parameters}`) and an async handler returning text (a JSON string), an object, or a
+    /// [`HandlerError`] (the call then fails with its message, as a Lua `error(...)` does).
     pub fn new<F, Fut>(name: &str, toolset: &str, schema: Value, handler: F) -> Self
     where
         F: Fn(Value, CallContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, String>> + Send + 'static,
+        Fut: Future<Output = Result<Value, HandlerError>> + Send + 'static,
     {
         Self {
             name: name.to_string(),
@@ -43,16 +56,11 @@ impl NativeTool {
             schema,
             handler: Arc::new(move |args, ctx| Box::pin(handler(args, ctx))),
             description: None,
-            emoji: String::new(),
-            requires_env: Vec::new(),
-            override_existing: false,
-            scope: None,
-            timeout_ms: None,
-            parallel_safe: false,
-            requires_approval: false,
-            max_result_size_chars: None,
             output_schema: None,
-            annotations: Annotations::default(),
+            registration: Registration {
+                is_async: true,
+                ..Registration::default()
+            },
         }
     }
 
@@ -65,7 +73,7 @@ impl NativeTool {
 
     /// MCP annotations (hints for clients).
     pub fn annotations(mut self, annotations: Annotations) -> Self {
-        self.annotations = annotations;
+        self.registration.annotations = annotations;
         self
     }
 
@@ -77,83 +85,81 @@ impl NativeTool {
 
     /// Display emoji.
     pub fn emoji(mut self, emoji: &str) -> Self {
-        self.emoji = emoji.to_string();
+        self.registration.emoji = emoji.to_string();
         self
     }
 
     /// Environment variables that must be set for the tool to be available.
     pub fn requires_env(mut self, names: &[&str]) -> Self {
-        self.requires_env = names.iter().map(|n| n.to_string()).collect();
+        self.registration.requires_env = names.iter().map(|n| n.to_string()).collect();
         self
     }
 
     /// Allow shadowing a tool of another toolset.
     pub fn override_existing(mut self, allow: bool) -> Self {
-        self.override_existing = allow;
+        self.registration.override_existing = allow;
         self
     }
 
     /// Put the tool in a scope overlay.
     pub fn scope(mut self, scope: &str) -> Self {
-        self.scope = Some(scope.to_string());
+        self.registration.scope = Some(scope.to_string());
         self
     }
 
     /// Per-call deadline.
     pub fn timeout_ms(mut self, ms: u64) -> Self {
-        self.timeout_ms = Some(ms);
+        self.registration.timeout_ms = Some(ms);
         self
     }
 
     /// May run beside other calls.
     pub fn parallel_safe(mut self, safe: bool) -> Self {
-        self.parallel_safe = safe;
+        self.registration.parallel_safe = safe;
         self
     }
 
     /// Ask the approver before every call.
     pub fn requires_approval(mut self, required: bool) -> Self {
-        self.requires_approval = required;
+        self.registration.requires_approval = required;
         self
     }
 
     /// Result size limit.
     pub fn max_result_size_chars(mut self, limit: ResultLimit) -> Self {
-        self.max_result_size_chars = Some(limit);
+        self.registration.max_result_size_chars = Some(limit);
         self
     }
 
     /// Validates the fields and builds the registry entry.
-    pub(crate) fn into_entry(self) -> Result<ToolEntry, String> {
-        let name = ToolName::new(&self.name).map_err(|e| format!("'name' {e}"))?;
-        let toolset =
-            ToolName::new(&self.toolset).map_err(|e| format!("tool '{name}': 'toolset' {e}"))?;
+    pub(crate) fn into_entry(self) -> Result<ToolEntry, InvalidNativeTool> {
+        let invalid = |message: String| InvalidNativeTool(message);
+        let name = ToolName::new(&self.name).map_err(|e| invalid(format!("'name' {e}")))?;
+        let toolset = ToolName::new(&self.toolset)
+            .map_err(|e| invalid(format!("tool '{name}': 'toolset' {e}")))?;
         let Value::Object(schema) = self.schema else {
-            return Err(format!(
+            return Err(invalid(format!(
                 "tool '{name}': 'schema' must be an object, got {}",
                 json_type(&self.schema)
-            ));
+            )));
         };
-        check_function_schema(&schema).map_err(|e| format!("tool '{name}': {e}"))?;
-        let validator = compile_parameters(&schema).map_err(|e| format!("tool '{name}': {e}"))?;
-        let scope = match self.scope {
-            Some(scope) => Some(
-                ToolName::new(&scope)
-                    .map_err(|e| format!("tool '{name}': 'scope' {e}"))?
-                    .to_string(),
-            ),
-            None => None,
-        };
+        check_function_schema(&schema).map_err(|e| invalid(format!("tool '{name}': {e}")))?;
+        let validator =
+            compile_parameters(&schema).map_err(|e| invalid(format!("tool '{name}': {e}")))?;
+        if let Some(scope) = &self.registration.scope {
+            ToolName::new(scope).map_err(|e| invalid(format!("tool '{name}': 'scope' {e}")))?;
+        }
         let output_schema = match self.output_schema {
             None => None,
-            Some(Value::Object(schema)) => {
-                Some(OutputSchema::compile(schema).map_err(|e| format!("tool '{name}': {e}"))?)
-            }
+            Some(Value::Object(schema)) => Some(
+                OutputSchema::compile(schema)
+                    .map_err(|e| invalid(format!("tool '{name}': {e}")))?,
+            ),
             Some(other) => {
-                return Err(format!(
+                return Err(invalid(format!(
                     "tool '{name}': 'output_schema' must be an object, got {}",
                     json_type(&other)
-                ));
+                )));
             }
         };
         let description = self
@@ -166,19 +172,10 @@ impl NativeTool {
             validator: crate::registry::ParametersValidator::compiled(validator),
             handler: Handler::Native(self.handler),
             check_fn: None,
-            requires_env: self.requires_env,
-            is_async: true,
             description,
-            emoji: self.emoji,
-            max_result_size_chars: self.max_result_size_chars,
             dynamic_schema_overrides: None,
-            override_existing: self.override_existing,
-            scope,
-            timeout_ms: self.timeout_ms,
-            parallel_safe: self.parallel_safe,
-            requires_approval: self.requires_approval,
             output_schema,
-            annotations: self.annotations,
+            registration: self.registration,
             source: Source::Native,
             file: None,
             line: None,

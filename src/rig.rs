@@ -60,12 +60,12 @@ impl Host {
 
 /// The context of calls made for `selection`'s caller.
 fn context_of(selection: &Selection) -> CallContext {
-    let mut ctx = CallContext::default().with_disabled_toolsets(selection.disabled.clone());
+    let mut ctx = CallContext {
+        toolsets: selection.toolsets.clone(),
+        ..CallContext::default()
+    };
     if let Some(scope) = &selection.scope {
         ctx = ctx.with_scope(scope.clone());
-    }
-    if let Some(enabled) = &selection.enabled {
-        ctx = ctx.with_toolsets(enabled.clone());
     }
     ctx
 }

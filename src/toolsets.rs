@@ -8,51 +8,27 @@
 //! subtracted last whatever included them.
 
 use crate::config::ToolsetConfig;
-use crate::registry::ToolEntry;
+use crate::registry::{ToolEntry, ToolsetSelection};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-/// A caller's selection with the config's defaults applied, in a canonical form (sorted,
-/// deduplicated) so it can key caches: enabled toolsets (`None`: all) and disabled ones.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct EffectiveSelection {
-    /// Enabled toolsets, or `None` for all.
-    pub enabled: Option<Vec<String>>,
-    /// Disabled toolsets (the config's and the caller's).
-    pub disabled: Vec<String>,
-}
-
-impl EffectiveSelection {
-    /// The caller's `enabled` (else the config's `enabled_toolsets`) and the config's
-    /// `disabled_toolsets` plus the caller's `disabled`.
-    pub(crate) fn new(
-        config: &crate::config::Config,
-        enabled: Option<&[String]>,
-        disabled: &[String],
-    ) -> Self {
-        let enabled = enabled
-            .or(config.enabled_toolsets.as_deref())
-            .map(sorted_unique);
-        let mut all = config.disabled_toolsets.clone().unwrap_or_default();
-        all.extend(disabled.iter().cloned());
-        Self {
-            enabled,
-            disabled: sorted_unique(&all),
-        }
+/// A caller's `selection` with the config's defaults applied, in canonical form (it keys
+/// caches): its enabled toolsets, else the config's `enabled_toolsets` (`None`: all), and
+/// the config's `disabled_toolsets` plus its own disabled ones.
+pub(crate) fn effective(
+    config: &crate::config::Config,
+    selection: &ToolsetSelection,
+) -> ToolsetSelection {
+    let mut disabled = config.disabled_toolsets.clone().unwrap_or_default();
+    disabled.extend(selection.disabled.iter().cloned());
+    ToolsetSelection {
+        enabled: selection
+            .enabled
+            .clone()
+            .or_else(|| config.enabled_toolsets.clone()),
+        disabled,
     }
-
-    /// True when every tool is selected (nothing enabled explicitly, nothing disabled).
-    pub(crate) fn is_everything(&self) -> bool {
-        self.enabled.is_none() && self.disabled.is_empty()
-    }
-}
-
-/// `names` sorted and without duplicates.
-pub(crate) fn sorted_unique(names: &[String]) -> Vec<String> {
-    let mut names = names.to_vec();
-    names.sort();
-    names.dedup();
-    names
+    .into_canonical()
 }
 
 /// Names that mean "every toolset".
@@ -92,18 +68,15 @@ impl<'a> Toolsets<'a> {
         }
     }
 
-    /// The names of the selected tools: enabled toolsets (`None`: all) minus disabled ones.
-    pub(crate) fn select(
-        &self,
-        enabled: Option<&[String]>,
-        disabled: &[String],
-    ) -> BTreeSet<&'a str> {
-        let mut selected = match enabled {
+    /// The names of the selected tools: enabled toolsets (`None`: all) minus disabled ones
+    /// (the selection as given: apply the config's defaults first, with [`effective`]).
+    pub(crate) fn select(&self, selection: &ToolsetSelection) -> BTreeSet<&'a str> {
+        let mut selected = match &selection.enabled {
             None => self.every_tool.clone(),
             Some(names) => self.resolve(names),
         };
-        if !disabled.is_empty() {
-            let removed = self.resolve(disabled);
+        if !selection.disabled.is_empty() {
+            let removed = self.resolve(&selection.disabled);
             selected.retain(|name| !removed.contains(name));
         }
         selected
@@ -194,8 +167,11 @@ mod tests {
     fn pick(enabled: Option<&[&str]>, disabled: &[&str]) -> Vec<String> {
         let (tools, composites) = fixture();
         let sets = Toolsets::new(&tools, &composites);
-        let enabled = enabled.map(names);
-        sets.select(enabled.as_deref(), &names(disabled))
+        let selection = ToolsetSelection {
+            enabled: enabled.map(names),
+            disabled: names(disabled),
+        };
+        sets.select(&selection)
             .into_iter()
             .map(str::to_string)
             .collect()

@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
         "fs_roots",
         "json_type",
         "shutdown",
+        "mru",
     ],
     &["store"],
     &["registry"],

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Fixture, call, call_in, error_of, names, simple_tool};
 use serde_json::json;
-use toolhost::{CallContext, Host, NativeTool};
+use toolhost::{CallContext, HandlerError, Host, NativeTool};
 
 fn with_override(name: &str, toolset: &str, result: &str) -> String {
     simple_tool(name, toolset, result)
@@ -195,6 +195,29 @@ fn native_tools_are_called_and_collide_like_lua_tools() {
         .expect("invalid native tool is a setup error")
         .to_string();
     assert!(error.contains("'name' must match"), "{error}");
+}
+
+#[test]
+fn a_native_handler_error_fails_the_call_as_a_lua_raise_does() {
+    let fx = Fixture::new();
+    let host = Host::builder()
+        .tools_dir(fx.tools())
+        .cache_dir(fx.cache())
+        .default_config()
+        .native_tool(NativeTool::new(
+            "fails",
+            "native",
+            json!({"parameters": {"type": "object"}}),
+            |_, _| async { Err(HandlerError::from("disk on fire")) },
+        ))
+        .build()
+        .unwrap();
+    let result = call(&host, "fails", json!({}));
+    assert_eq!(result["error_type"], "handler_error", "{result}");
+    assert_eq!(
+        result["error"], "[TOOL_ERROR] Tool execution failed: disk on fire",
+        "{result}"
+    );
 }
 
 #[test]

@@ -210,8 +210,8 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn parse_format(text: &str) -> Result<Format, CliError> {
-    text.parse().map_err(CliError::Usage)
+fn parse_format(text: &str) -> Result<Format, crate::UnknownFormat> {
+    text.parse()
 }
 
 fn init_logging(verbose: u8, quiet: bool, serving: bool, reports_problems: bool) {

@@ -1,7 +1,7 @@
 //! `toolhost schema [--toolsets a,b] [--disable c] [--format openai|anthropic|mcp]`.
 
 use super::Cli;
-use crate::{Format, Host, Selection};
+use crate::{Format, Host, Selection, ToolsetSelection};
 use std::process::ExitCode;
 
 /// Prints the definitions of the selected, available tools as one JSON array.
@@ -13,8 +13,10 @@ pub(super) fn run(
     format: Format,
 ) -> ExitCode {
     let selection = Selection {
-        enabled: toolsets.map(<[String]>::to_vec),
-        disabled: disable.to_vec(),
+        toolsets: ToolsetSelection {
+            enabled: toolsets.map(<[String]>::to_vec),
+            disabled: disable.to_vec(),
+        },
         scope: cli.scope.clone(),
         format,
     };

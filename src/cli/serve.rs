@@ -4,8 +4,8 @@
 
 use super::Cli;
 use super::error::{CliError, io};
-use crate::Selection;
 use crate::mcp::server::Shared;
+use crate::{Selection, ToolsetSelection};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -46,8 +46,10 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError>
     // Serving takes many calls: the pool size comes from the config (default: cores).
     let host = super::build_with(cli, None, None, /*interactive*/ false)?;
     let selection = Selection {
-        enabled: args.toolsets.map(<[String]>::to_vec),
-        disabled: args.disable.to_vec(),
+        toolsets: ToolsetSelection {
+            enabled: args.toolsets.map(<[String]>::to_vec),
+            disabled: args.disable.to_vec(),
+        },
         scope: cli.scope.clone(),
         ..Selection::default()
     };

@@ -2,6 +2,7 @@
 //! Parsed and checked here whatever features are built, so a config file means the same to
 //! every build; the client itself is the `mcp-client` feature.
 
+use crate::error::Error;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,42 +62,47 @@ impl McpServerConfig {
     }
 }
 
-/// Checks every server section; the error names the key. Relative `cwd`s are resolved
-/// against `base` (the config file's directory).
+/// Checks every server section of the config file `path`; the error names the key.
+/// Relative `cwd`s are resolved against `base` (the config file's directory).
 pub(crate) fn check(
     servers: &mut BTreeMap<String, McpServerConfig>,
     base: &Path,
-) -> Result<(), String> {
+    path: &Path,
+) -> Result<(), Error> {
+    let invalid = |message: String| Error::ConfigInvalid {
+        path: path.to_path_buf(),
+        message,
+    };
     for (name, server) in servers.iter_mut() {
         let key = format!("mcp_servers.{name}");
         // The name becomes part of tool names (`mcp__NAME__TOOL`) and the toolset `mcp-NAME`.
         crate::registry::ToolName::new(&format!("mcp-{name}"))
-            .map_err(|e| format!("{key}: the server name {e}"))?;
+            .map_err(|e| invalid(format!("{key}: the server name {e}")))?;
         if name.contains("__") {
-            return Err(format!(
+            return Err(invalid(format!(
                 "{key}: the server name may not contain '__' (it separates server and tool in \
                  mcp__SERVER__TOOL)"
-            ));
+            )));
         }
         match (&server.command, &server.url) {
             (Some(_), Some(_)) => {
-                return Err(format!(
+                return Err(invalid(format!(
                     "{key}: give either 'command' (a stdio server) or 'url' (streamable HTTP), \
                      not both"
-                ));
+                )));
             }
             (None, None) => {
-                return Err(format!(
+                return Err(invalid(format!(
                     "{key}: missing 'command' (a stdio server) or 'url' (streamable HTTP)"
-                ));
+                )));
             }
             (Some(command), None) if command.first().is_none_or(|p| p.is_empty()) => {
-                return Err(format!("{key}.command: must name a program"));
+                return Err(invalid(format!("{key}.command: must name a program")));
             }
             (None, Some(url)) if !(url.starts_with("http://") || url.starts_with("https://")) => {
-                return Err(format!(
+                return Err(invalid(format!(
                     "{key}.url: must start with http:// or https://, got {url:?}"
-                ));
+                )));
             }
             _ => {}
         }
@@ -106,15 +112,15 @@ pub(crate) fn check(
                 ("cwd", server.cwd.is_some()),
             ] {
                 if set {
-                    return Err(format!(
+                    return Err(invalid(format!(
                         "{key}.{field}: only applies to a stdio server ('command')"
-                    ));
+                    )));
                 }
             }
         } else if server.bearer_token_env.is_some() {
-            return Err(format!(
+            return Err(invalid(format!(
                 "{key}.bearer_token_env: only applies to an HTTP server ('url')"
-            ));
+            )));
         }
         for (field, value) in [
             ("timeout_ms", server.timeout_ms),
@@ -124,7 +130,7 @@ pub(crate) fn check(
             ("list_timeout_ms", server.list_timeout_ms),
         ] {
             if value == Some(0) {
-                return Err(format!("{key}.{field}: must be at least 1"));
+                return Err(invalid(format!("{key}.{field}: must be at least 1")));
             }
         }
         for (field, globs) in [
@@ -132,7 +138,9 @@ pub(crate) fn check(
             ("exclude", &server.tools.exclude),
         ] {
             for glob in globs {
-                check_glob(glob).map_err(|e| format!("{key}.tools.{field}: {glob:?}: {e}"))?;
+                if let Some(problem) = glob_problem(glob) {
+                    return Err(invalid(format!("{key}.tools.{field}: {glob:?}: {problem}")));
+                }
             }
         }
         if let Some(cwd) = server.cwd.as_mut()
@@ -144,14 +152,14 @@ pub(crate) fn check(
     Ok(())
 }
 
+/// What is wrong with `glob`, if anything (unchecked without the MCP client, which is
+/// what reads the globs).
 #[cfg(feature = "mcp-client")]
-fn check_glob(glob: &str) -> Result<(), String> {
-    globset::Glob::new(glob)
-        .map(|_| ())
-        .map_err(|e| e.kind().to_string())
+fn glob_problem(glob: &str) -> Option<String> {
+    globset::Glob::new(glob).err().map(|e| e.kind().to_string())
 }
 
 #[cfg(not(feature = "mcp-client"))]
-fn check_glob(_glob: &str) -> Result<(), String> {
-    Ok(())
+fn glob_problem(_glob: &str) -> Option<String> {
+    None
 }

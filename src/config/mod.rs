@@ -341,12 +341,7 @@ impl LoadedConfig {
                 plugin.dir = base.join(&plugin.dir);
             }
         }
-        mcp_servers::check(&mut config.mcp_servers, base).map_err(|message| {
-            Error::ConfigInvalid {
-                path: path.to_path_buf(),
-                message,
-            }
-        })?;
+        mcp_servers::check(&mut config.mcp_servers, base, path)?;
         if let Some(store) = config.store.path.as_mut()
             && store.is_relative()
         {

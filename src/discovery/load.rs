@@ -12,7 +12,7 @@ use super::model_facing::model_facing;
 use super::registrations::{Registrations, lazy_file};
 use super::{ToolDir, Verdict};
 use crate::error::LoadError;
-use crate::lua::record::{Expected, SharedCheck, ToolRecord};
+use crate::lua::register::record::{Expected, SharedCheck, ToolRecord};
 use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, ModuleView, SearchDir};
 use crate::registry::{
     FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, ParametersValidator, Probe, RegistryState,
@@ -550,10 +550,12 @@ fn stage(
             Some(records)
         });
         let handler = vm.adopt(id(FnRole::Handler), tool.handler);
-        env_grants.extend(tool.requires_env.iter().cloned());
+        env_grants.extend(tool.registration.requires_env.iter().cloned());
         let description = tool
             .description
             .unwrap_or_else(|| default_description(&tool.schema));
+        let mut registration = tool.registration;
+        registration.scope = registration.scope.or_else(|| dir.scope.clone());
         entries.push(ToolEntry {
             name: tool.name,
             toolset: tool.toolset,
@@ -568,21 +570,12 @@ fn stage(
                 }
                 Probe::Lua(adopted)
             }),
-            requires_env: tool.requires_env,
-            is_async: tool.is_async,
             description,
-            emoji: tool.emoji,
-            max_result_size_chars: tool.max_result_size_chars,
             dynamic_schema_overrides: tool
                 .dynamic_schema_overrides
                 .map(|f| Probe::Lua(vm.adopt(id(FnRole::Overrides), f))),
-            override_existing: tool.override_existing,
-            scope: tool.scope.or_else(|| dir.scope.clone()),
-            timeout_ms: tool.timeout_ms,
-            parallel_safe: tool.parallel_safe,
-            requires_approval: tool.requires_approval,
             output_schema: tool.output_schema,
-            annotations: tool.annotations,
+            registration,
             source: dir.source.clone(),
             file: Some(verdict.path.clone()),
             line: Some(tool.line),
@@ -666,10 +659,14 @@ fn staged_from_cache(
             Some(given) => given,
             None => std::mem::take(&mut record.schema_description),
         };
-        env_grants.extend(record.requires_env.iter().cloned());
+        env_grants.extend(record.registration.requires_env.iter().cloned());
+        let (name, toolset) = (record.tool_name()?, record.toolset_name()?);
+        let output_schema = record.compiled_output_schema()?;
+        let mut registration = record.registration;
+        registration.scope = registration.scope.or_else(|| dir.scope.clone());
         entries.push(ToolEntry {
-            name: record.tool_name()?,
-            toolset: record.toolset_name()?,
+            name,
+            toolset,
             schema,
             validator: ParametersValidator::lazy(),
             handler: Handler::Lua(id(FnRole::Handler)),
@@ -677,19 +674,10 @@ fn staged_from_cache(
                 let shared = lazy.shared_checks.get(ordinal).copied().flatten();
                 Probe::Lua(shared.unwrap_or_else(|| id(FnRole::Check)))
             }),
-            requires_env: record.requires_env.clone(),
-            is_async: record.is_async,
             description,
-            emoji: record.emoji.clone(),
-            max_result_size_chars: record.result_limit(),
             dynamic_schema_overrides: record.overrides.then(|| Probe::Lua(id(FnRole::Overrides))),
-            override_existing: record.override_existing,
-            scope: record.scope.clone().or_else(|| dir.scope.clone()),
-            timeout_ms: record.timeout_ms,
-            parallel_safe: record.parallel_safe,
-            requires_approval: record.requires_approval,
-            output_schema: record.compiled_output_schema()?,
-            annotations: record.annotations(),
+            output_schema,
+            registration,
             source: dir.source.clone(),
             file: Some(verdict.path.clone()),
             line: Some(record.line),

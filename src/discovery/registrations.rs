@@ -27,7 +27,7 @@
 
 use super::cache::write_atomically;
 use super::{ToolDir, Verdict};
-use crate::lua::record::{Expected, ToolRecord};
+use crate::lua::register::record::{Expected, ToolRecord};
 use crate::lua::{LazyFile, SearchDir};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;

@@ -47,7 +47,7 @@ pub(super) async fn execute(
             match crate::lua::timer::until(deadline, handler(args.clone(), ctx.clone())).await {
                 None => Err(HandlerFailure::Timeout),
                 Some(Ok(value)) => normalise_native(value),
-                Some(Err(message)) => Err(HandlerFailure::Raised(message)),
+                Some(Err(error)) => Err(HandlerFailure::Raised(error.into_message())),
             }
         }
     };

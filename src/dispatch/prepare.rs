@@ -43,8 +43,7 @@ pub(super) fn prepare(env: &CallEnv<'_>, name: &str, args: Value, ctx: &CallCont
             env.config,
             env.config_fingerprint,
             scope,
-            ctx.toolsets.as_deref(),
-            &ctx.disabled_toolsets,
+            &ctx.toolsets,
         );
         if plan.active {
             route = match name {

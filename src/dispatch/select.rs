@@ -3,10 +3,10 @@
 //! generation (at most 8); callers without a selection skip all of it.
 
 use crate::config::Config;
-use crate::registry::{CallContext, RegistryState};
-use crate::toolsets::{EffectiveSelection, Toolsets};
-use parking_lot::Mutex;
-use std::collections::{HashSet, VecDeque};
+use crate::mru::Mru;
+use crate::registry::{CallContext, RegistryState, ToolsetSelection};
+use crate::toolsets::{Toolsets, effective};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 const CAPACITY: usize = 8;
@@ -15,13 +15,20 @@ const CAPACITY: usize = 8;
 struct Key {
     generation: u64,
     scope: Option<String>,
-    selection: EffectiveSelection,
+    selection: ToolsetSelection,
 }
 
 /// Resolved selections, most recently used first.
-#[derive(Default)]
 pub(super) struct SelectionCache {
-    entries: Mutex<VecDeque<(Key, Arc<HashSet<String>>)>>,
+    entries: Mru<Key, Arc<HashSet<String>>>,
+}
+
+impl Default for SelectionCache {
+    fn default() -> Self {
+        Self {
+            entries: Mru::new(CAPACITY),
+        }
+    }
 }
 
 impl SelectionCache {
@@ -33,8 +40,7 @@ impl SelectionCache {
         ctx: &CallContext,
         name: &str,
     ) -> bool {
-        let selection =
-            EffectiveSelection::new(config, ctx.toolsets.as_deref(), &ctx.disabled_toolsets);
+        let selection = effective(config, &ctx.toolsets);
         if selection.is_everything() {
             return true;
         }
@@ -43,29 +49,18 @@ impl SelectionCache {
             scope: ctx.scope.clone(),
             selection,
         };
-        if let Some(selected) = self.lookup(&key) {
+        if let Some(selected) = self.entries.get(&key) {
             return selected.contains(name);
         }
         let visible = state.visible(ctx.scope.as_deref());
         let toolsets = Toolsets::new(&visible, &config.toolsets);
         let selected: HashSet<String> = toolsets
-            .select(key.selection.enabled.as_deref(), &key.selection.disabled)
+            .select(&key.selection)
             .into_iter()
             .map(str::to_string)
             .collect();
         let found = selected.contains(name);
-        let mut entries = self.entries.lock();
-        entries.push_front((key, Arc::new(selected)));
-        entries.truncate(CAPACITY);
+        self.entries.insert(key, Arc::new(selected));
         found
-    }
-
-    fn lookup(&self, key: &Key) -> Option<Arc<HashSet<String>>> {
-        let mut entries = self.entries.lock();
-        let position = entries.iter().position(|(k, _)| k == key)?;
-        let entry = entries.remove(position)?;
-        let selected = entry.1.clone();
-        entries.push_front(entry);
-        Some(selected)
     }
 }

@@ -209,7 +209,7 @@ impl HostBuilder {
         let natives = self
             .natives
             .into_iter()
-            .map(|native| native.into_entry().map_err(Error::NativeTool))
+            .map(|native| native.into_entry().map_err(Error::from))
             .collect::<Result<Vec<_>>>()?;
         let store = Arc::new(make_store(self.store, &loaded_config, &self.tools_dirs));
         let inputs = BuildInputs {

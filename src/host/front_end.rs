@@ -4,11 +4,6 @@
 
 use super::Host;
 
-/// What is wrong with a tool or toolset name (without where it came from).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct InvalidName(String);
-
 impl Host {
     /// The LuaLS definitions of the host API (`toolhost stubs`).
     pub(crate) fn lua_stubs() -> String {
@@ -18,15 +13,13 @@ impl Host {
     /// The name in `known` that `given` is a plausible typo of (the same "did you mean"
     /// rule as registration fields).
     pub(crate) fn closest_name<'a>(given: &str, known: &[&'a str]) -> Option<&'a str> {
-        crate::lua::fields::closest(given, known)
+        crate::lua::register::fields::closest(given, known)
     }
 
     /// Checks a tool or toolset name as registration does; the error says what is wrong
     /// (to be prefixed with where the name came from).
-    pub(crate) fn check_tool_name(name: &str) -> Result<(), InvalidName> {
-        crate::registry::ToolName::new(name)
-            .map(drop)
-            .map_err(InvalidName)
+    pub(crate) fn check_tool_name(name: &str) -> Result<(), crate::registry::Invalid> {
+        crate::registry::ToolName::new(name).map(drop)
     }
 
     /// Stops every MCP server of every host in this process and waits (bounded) for their

@@ -4,9 +4,9 @@
 //!
 //! | room | what lives there |
 //! |---|---|
-//! | the files right here | pieces every room uses: JSON ↔ Lua conversion (`convert`), the one-line message of an `mlua::Error` (`error_text`), the byte-order mark (`bom`); for now also the registration data (`fields`, `record`) |
+//! | the files right here | pieces every room uses: JSON ↔ Lua conversion (`convert`), the one-line message of an `mlua::Error` (`error_text`), the byte-order mark (`bom`); |
 //! | `call/` | the running call: deadlines (`clock`), timers (`timer`), the current call (`current`) |
-//! | `register` | the `registry.register` binding a tool file calls |
+//! | `register/` | the `registry.register` binding a tool file calls, its fields (`fields`) and the records a warm start reads (`record`) |
 //! | `sandbox/` | sandboxed `require`, the nesting pre-scan (`depth`), bounded Lua patterns |
 //! | `api/` | the host API modules (`json`, `fs`, `env`, `proc`, `time`, `store`, `log`) and their stubs |
 //! | `vm/` | one VM (`LuaVm`: the state, its bootstrap, loading files, calling handlers) and the pool of VMs; it assembles every room above |
@@ -19,9 +19,7 @@ mod bom;
 pub(crate) mod call;
 pub(crate) mod convert;
 mod error_text;
-pub(crate) mod fields;
-pub(crate) mod record;
-mod register;
+pub(crate) mod register;
 pub(crate) mod sandbox;
 pub(crate) mod vm;
 

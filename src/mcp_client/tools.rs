@@ -6,8 +6,8 @@
 
 use super::link::Link;
 use crate::config::ToolFilterConfig;
-use crate::native::NativeTool;
-use crate::registry::{Annotations, Source, ToolEntry};
+use crate::native::{InvalidNativeTool, NativeTool};
+use crate::registry::{Annotations, HandlerError, Source, ToolEntry};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
@@ -76,7 +76,7 @@ fn entry(
     tool: &Tool,
     name: &str,
     default_timeout_ms: u64,
-) -> Result<ToolEntry, Rejected> {
+) -> Result<ToolEntry, InvalidNativeTool> {
     let description = tool.description.as_deref().unwrap_or_default();
     let schema = json!({
         "description": description,
@@ -92,11 +92,10 @@ fn entry(
         move |args, _ctx| {
             let link = handler_link.clone();
             let remote = remote.clone();
-            // The native handler's error is its message.
             async move {
                 link.call(&remote, args, structured)
                     .await
-                    .map_err(|e| e.to_string())
+                    .map_err(|unreachable| HandlerError::from(unreachable.to_string()))
             }
         },
     )
@@ -110,13 +109,8 @@ fn entry(
     if let Some(output) = &tool.output_schema {
         native = native.output_schema(Value::Object((**output).clone()));
     }
-    native.into_entry().map_err(Rejected)
+    native.into_entry()
 }
-
-/// Why a server's tool cannot become a registry entry: the registry's message.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct Rejected(String);
 
 fn annotations(tool: &Tool) -> Annotations {
     let hints = tool.annotations.as_ref();

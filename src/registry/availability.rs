@@ -491,11 +491,12 @@ mod tests {
     }
 
     fn probe_tool(name: &str, env: &[&str], probe: u64) -> ToolEntry {
-        ToolEntry {
+        let mut entry = ToolEntry {
             check_fn: Some(Probe::Lua(LuaFnId(probe))),
-            requires_env: env.iter().map(|s| s.to_string()).collect(),
             ..test_entry(name, "t")
-        }
+        };
+        entry.registration.requires_env = env.iter().map(|s| s.to_string()).collect();
+        entry
     }
 
     const TTL: Duration = Duration::from_secs(30);

@@ -1,6 +1,8 @@
 //! What a handler learns about the call it serves, and the shape of native handlers.
 
+use super::handler_error::HandlerError;
 use super::observe::CallObserver;
+use super::selection::ToolsetSelection;
 // The one Lua type the registry names: a call may carry its MCP client's roots, which only
 // the `fs` API reads (to narrow the allowed roots).
 use crate::fs_roots::ClientRoots;
@@ -29,11 +31,9 @@ pub struct CallContext {
     pub task_id: Option<String>,
     /// The caller's scope overlay (§3); `None` sees only global tools.
     pub scope: Option<String>,
-    /// The caller's enabled toolsets (`None`: the config's `enabled_toolsets`, else all);
-    /// a tool outside the selection is `unavailable` to this caller.
-    pub toolsets: Option<Vec<String>>,
-    /// Toolsets subtracted from the caller's selection (besides `disabled_toolsets`).
-    pub disabled_toolsets: Vec<String>,
+    /// The caller's toolset selection (enabled, else the config's `enabled_toolsets`, else
+    /// all; minus disabled ones): a tool outside it is `unavailable` to this caller.
+    pub toolsets: ToolsetSelection,
     /// Cancelling this token stops the call: it ends at once with a `cancelled` error, a
     /// Lua handler, probe or hook is stopped at its next instruction check, a running
     /// `proc.run` child is killed. Clones share the token: one token can cancel a batch.
@@ -94,7 +94,6 @@ impl std::fmt::Debug for CallContext {
             .field("task_id", &self.task_id)
             .field("scope", &self.scope)
             .field("toolsets", &self.toolsets)
-            .field("disabled_toolsets", &self.disabled_toolsets)
             .field("cancelled", &self.cancel.is_cancelled())
             .field("observed", &self.observer.is_some())
             .field("fs_roots", &self.fs_roots)
@@ -134,7 +133,7 @@ impl CallContext {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.toolsets = Some(toolsets.into_iter().map(Into::into).collect());
+        self.toolsets.enabled = Some(toolsets.into_iter().map(Into::into).collect());
         self
     }
 
@@ -144,7 +143,7 @@ impl CallContext {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.disabled_toolsets = toolsets.into_iter().map(Into::into).collect();
+        self.toolsets.disabled = toolsets.into_iter().map(Into::into).collect();
         self
     }
 
@@ -188,8 +187,9 @@ impl CallContext {
 }
 
 /// The future a native handler returns (by default): the tool's result (a JSON string for
-/// text, an object for structured or multimodal results) or an error message.
-pub(crate) type NativeFuture<T = Result<Value, String>> = Pin<Box<dyn Future<Output = T> + Send>>;
+/// text, an object for structured or multimodal results) or its failure.
+pub(crate) type NativeFuture<T = Result<Value, HandlerError>> =
+    Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// A Rust async tool handler: `(args, ctx) -> result`.
 pub(crate) type NativeHandler = Arc<dyn Fn(Value, CallContext) -> NativeFuture + Send + Sync>;

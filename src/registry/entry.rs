@@ -2,6 +2,7 @@
 
 use super::context::{NativeHandler, NativeProbe};
 use super::name::ToolName;
+use super::registration::Registration;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
@@ -104,16 +105,9 @@ impl<T> fmt::Debug for Probe<T> {
     }
 }
 
-/// A tool's result size limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultLimit {
-    /// Text results longer than this many characters are spilled to a file.
-    Chars(u64),
-    /// Never spilled (`math.huge` in Lua).
-    Unlimited,
-}
-
 /// One registered tool: every field of `registry.register{...}` plus where it came from.
+/// The plain options of the registration (deadline, approval, annotations, …) are its
+/// [`Registration`], read through the entry (`entry.timeout_ms`) as if they were its own.
 #[derive(Debug, Clone)]
 pub struct ToolEntry {
     /// The validated tool name.
@@ -129,33 +123,14 @@ pub struct ToolEntry {
     pub handler: Handler,
     /// Optional availability probe.
     pub check_fn: Option<Probe<bool>>,
-    /// Environment variables that must be set and non-empty for the tool to be available;
-    /// also the names the tool may read with `env.get`.
-    pub requires_env: Vec<String>,
-    /// The handler may await host async APIs.
-    pub is_async: bool,
     /// Registry metadata (defaults to `schema.description`).
     pub description: String,
-    /// Display emoji; empty means unset.
-    pub emoji: String,
-    /// Result size limit; `None` uses the configured default.
-    pub max_result_size_chars: Option<ResultLimit>,
     /// Optional function whose result is shallow-merged over the schema.
     pub dynamic_schema_overrides: Option<Probe<Option<Map<String, Value>>>>,
-    /// Allowed to shadow a tool from another toolset.
-    pub override_existing: bool,
-    /// The scope overlay, if any.
-    pub scope: Option<String>,
-    /// Per-call deadline in milliseconds; `None` uses the configured default.
-    pub timeout_ms: Option<u64>,
-    /// May run concurrently with other calls.
-    pub parallel_safe: bool,
-    /// Every call asks the approver first.
-    pub requires_approval: bool,
     /// Table results are checked against it and sent to MCP clients as `structuredContent`.
     pub(crate) output_schema: Option<super::OutputSchema>,
-    /// MCP annotations (hints for clients).
-    pub annotations: super::Annotations,
+    /// The registration's plain options, as registered (a tool directory's scope applied).
+    pub registration: Registration,
     /// Where the tool came from.
     pub source: Source,
     /// The file that registered it (absolute), for Lua tools.
@@ -165,6 +140,16 @@ pub struct ToolEntry {
     /// Registered but unavailable for this reason, whatever `check_fn` says (the tool of an
     /// MCP server that is down).
     pub offline: Option<String>,
+}
+
+/// An entry reads its registration's options as its own fields (`tool.timeout_ms`): every
+/// stage of a call reads them, and they are the entry's data, only written down once.
+impl std::ops::Deref for ToolEntry {
+    type Target = Registration;
+
+    fn deref(&self) -> &Registration {
+        &self.registration
+    }
 }
 
 impl ToolEntry {
@@ -239,19 +224,10 @@ pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
         validator: Default::default(),
         handler: Handler::Lua(LuaFnId(0)),
         check_fn: None,
-        requires_env: Vec::new(),
-        is_async: false,
         description: String::new(),
-        emoji: String::new(),
-        max_result_size_chars: None,
         dynamic_schema_overrides: None,
-        override_existing: false,
-        scope: None,
-        timeout_ms: None,
-        parallel_safe: false,
-        requires_approval: false,
         output_schema: None,
-        annotations: Default::default(),
+        registration: Registration::default(),
         source: Source::Builtin,
         file: None,
         line: None,

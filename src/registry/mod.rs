@@ -6,12 +6,16 @@ mod availability;
 mod context;
 mod entry;
 mod function_schema;
+mod handler_error;
+mod invalid;
 #[cfg(test)]
 pub(crate) use entry::test_entry;
 mod name;
 mod observe;
 mod output;
+mod registration;
 mod schema;
+mod selection;
 mod state;
 mod validator;
 
@@ -21,17 +25,21 @@ pub(crate) use availability::{
 };
 pub use context::CallContext;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
-pub use entry::ResultLimit;
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;
+pub use handler_error::HandlerError;
+pub(crate) use invalid::Invalid;
 pub(crate) use name::ToolName;
 pub use observe::{CallObserver, LogLevel, LogLine, Progress};
 pub use output::Annotations;
 pub(crate) use output::OutputSchema;
+pub(crate) use registration::Registration;
+pub use registration::ResultLimit;
 pub(crate) use schema::{
     check_function_schema, compile_parameters, compile_parameters_at, default_description,
     json_path, json_type, parameters_hash,
 };
+pub use selection::ToolsetSelection;
 pub(crate) use state::RegistryState;
 pub(crate) use validator::ParametersValidator;
 

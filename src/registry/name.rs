@@ -1,5 +1,6 @@
 //! Validated identifiers: tool names and toolset names share one charset.
 
+use super::invalid::Invalid;
 use std::fmt;
 
 /// A name matching `^[A-Za-z0-9_-]{1,64}$`, checked once when it is created.
@@ -8,20 +9,20 @@ pub struct ToolName(Box<str>);
 
 impl ToolName {
     /// Validates `name`; the error says what is wrong (to be prefixed with the field).
-    pub fn new(name: &str) -> Result<Self, String> {
+    pub fn new(name: &str) -> Result<Self, Invalid> {
         if name.is_empty() || name.len() > 64 {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "must be 1 to 64 characters of [A-Za-z0-9_-], got {} characters",
                 name.chars().count()
-            ));
+            )));
         }
         if let Some(bad) = name
             .chars()
             .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
         {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "must match ^[A-Za-z0-9_-]{{1,64}}$, got {name:?} (bad character {bad:?})"
-            ));
+            )));
         }
         Ok(Self(name.into()))
     }
@@ -56,7 +57,7 @@ mod tests {
         assert!(ToolName::new(&"a".repeat(65)).is_err());
         assert!(ToolName::new("").is_err());
         let err = ToolName::new("read file").unwrap_err();
-        assert!(err.contains("bad character ' '"), "{err}");
+        assert!(err.to_string().contains("bad character ' '"), "{err}");
         assert!(ToolName::new("tool.x").is_err());
     }
 }

@@ -2,6 +2,7 @@
 //! (table results are checked against it and sent as `structuredContent`) and annotations
 //! (`readOnlyHint`, …).
 
+use super::invalid::Invalid;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -17,14 +18,14 @@ pub(crate) struct OutputSchema {
 impl OutputSchema {
     /// Checks that `schema` is an object schema (`type = "object"`, as MCP requires of an
     /// `outputSchema`) that compiles; the message names the field.
-    pub(crate) fn compile(schema: Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn compile(schema: Map<String, Value>) -> Result<Self, Invalid> {
         match schema.get("type") {
             Some(Value::String(t)) if t == "object" => {}
             other => {
                 let got = other.map_or("no type".to_string(), |t| format!("type = {t}"));
-                return Err(format!(
+                return Err(Invalid::new(format!(
                     "'output_schema' must be a JSON-Schema object (type = \"object\"), got {got}"
-                ));
+                )));
             }
         }
         let validator = jsonschema::validator_for(&Value::Object(schema.clone())).map_err(|e| {
@@ -34,7 +35,9 @@ impl OutputSchema {
             } else {
                 format!(" at {at}")
             };
-            format!("'output_schema' is not a valid JSON Schema{at}: {e}")
+            Invalid::new(format!(
+                "'output_schema' is not a valid JSON Schema{at}: {e}"
+            ))
         })?;
         Ok(Self {
             schema: Arc::new(schema),
@@ -56,19 +59,25 @@ impl OutputSchema {
 }
 
 /// MCP tool annotations (`annotations = {...}` in `registry.register`): hints for clients,
-/// never enforced. `None` means "not said".
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// never enforced. `None` means "not said". (Serialised as the registration cache keeps
+/// it: hints not said are left out.)
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Annotations {
     /// A human-readable title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// The tool does not modify its environment (`readOnlyHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
     /// The tool may destroy or overwrite data (`destructiveHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive: Option<bool>,
     /// Calling it again with the same arguments has no further effect (`idempotentHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent: Option<bool>,
     /// The tool reaches outside the host (network, processes: `openWorldHint`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world: Option<bool>,
 }
 
@@ -147,7 +156,9 @@ mod tests {
         let not_object = json!({"type": "string"});
         let error = OutputSchema::compile(not_object.as_object().unwrap().clone()).unwrap_err();
         assert!(
-            error.contains("'output_schema' must be a JSON-Schema object"),
+            error
+                .to_string()
+                .contains("'output_schema' must be a JSON-Schema object"),
             "{error}"
         );
     }

@@ -1,6 +1,7 @@
 //! Checks on a tool's function schema shared by Lua and native registrations (SPEC §1):
 //! a JSON object whose `parameters` is an object schema that compiles as JSON Schema.
 
+use super::invalid::Invalid;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
@@ -20,37 +21,40 @@ pub(crate) fn default_description(schema: &Map<String, Value>) -> String {
 /// Checks a function schema's shape (a `description` string, an object-typed `parameters`);
 /// the error names the field (`'schema.parameters' ...`). Compiling the parameters is
 /// [`compile_parameters`].
-pub(crate) fn check_function_schema(schema: &Map<String, Value>) -> Result<(), String> {
+pub(crate) fn check_function_schema(schema: &Map<String, Value>) -> Result<(), Invalid> {
     if let Some(description) = schema.get("description")
         && !description.is_string()
     {
-        return Err(format!(
+        return Err(Invalid::new(format!(
             "'schema.description' must be a string, got {}",
             json_type(description)
-        ));
+        )));
     }
     let parameters = match schema.get("parameters") {
-        None => return Err("'schema.parameters' is required (a JSON-Schema object)".to_string()),
+        None => {
+            return Err(Invalid::new(
+                "'schema.parameters' is required (a JSON-Schema object)",
+            ));
+        }
         Some(Value::Object(parameters)) => parameters,
         Some(other) => {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "'schema.parameters' must be a JSON-Schema object, got {}",
                 json_type(other)
-            ));
+            )));
         }
     };
     match parameters.get("type") {
         Some(Value::String(t)) if t == "object" => {}
         Some(other) => {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "'schema.parameters' must be a JSON-Schema object (type = \"object\"), got type = {other}"
-            ));
+            )));
         }
         None => {
-            return Err(
-                "'schema.parameters' must be a JSON-Schema object (type = \"object\"), got no type"
-                    .to_string(),
-            );
+            return Err(Invalid::new(
+                "'schema.parameters' must be a JSON-Schema object (type = \"object\"), got no type",
+            ));
         }
     }
     Ok(())
@@ -60,8 +64,9 @@ pub(crate) fn check_function_schema(schema: &Map<String, Value>) -> Result<(), S
 /// validator is kept with the tool so that arguments are validated without recompiling.
 pub(crate) fn compile_parameters(
     schema: &Map<String, Value>,
-) -> Result<Arc<jsonschema::Validator>, String> {
-    compile_parameters_at(schema).map_err(|(field, message)| format!("'{field}' {message}"))
+) -> Result<Arc<jsonschema::Validator>, Invalid> {
+    compile_parameters_at(schema)
+        .map_err(|(field, message)| Invalid::new(format!("'{field}' {message}")))
 }
 
 /// Like [`compile_parameters`], the error as the field at fault
@@ -246,8 +251,10 @@ mod tests {
 
     fn check(v: Value) -> Result<(), String> {
         let schema = v.as_object().unwrap();
-        check_function_schema(schema)?;
-        compile_parameters(schema).map(|_| ())
+        check_function_schema(schema).map_err(|e| e.to_string())?;
+        compile_parameters(schema)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! earlier entries before anything is inserted.
 
 use super::entry::{HookEntry, Source, ToolEntry};
+use super::invalid::Invalid;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -75,7 +76,12 @@ impl RegistryState {
                 match self.judge(&tool, &existing) {
                     Ok(Some(warning)) => applied.warnings.push(warning),
                     Ok(None) => {}
-                    Err(message) => return Err(Rejection { index, message }),
+                    Err(refused) => {
+                        return Err(Rejection {
+                            index,
+                            message: refused.into_message(),
+                        });
+                    }
                 }
             }
             if !staged.contains_key(&key) {
@@ -185,16 +191,16 @@ impl RegistryState {
     }
 
     /// SPEC §3: `Ok(Some(warning))` for a same-toolset replacement, `Err` for a rejection.
-    fn judge(&self, tool: &ToolEntry, existing: &ToolEntry) -> Result<Option<String>, String> {
+    fn judge(&self, tool: &ToolEntry, existing: &ToolEntry) -> Result<Option<String>, Invalid> {
         let name = tool.name.as_str();
         if let Source::Plugin(id) = &tool.source
             && existing.source != tool.source
             && !(tool.override_existing && self.plugins_allowing_override.contains(id))
         {
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "plugin '{id}' cannot override tool '{name}' without operator opt-in \
                  (allow_tool_override)"
-            ));
+            )));
         }
         // A scoped entry over a global one shadows it: that always needs `override`.
         let shadows_global = tool.scope.is_some() && existing.scope.is_none();
@@ -211,11 +217,11 @@ impl RegistryState {
                     tool.origin()
                 )));
             }
-            return Err(format!(
+            return Err(Invalid::new(format!(
                 "tool '{name}' (toolset '{}') would shadow existing tool from toolset '{}'; \
                  pass override = true or remove the existing tool",
                 tool.toolset, existing.toolset
-            ));
+            )));
         }
         Ok(Some(format!(
             "tool '{name}' from {} replaces the one from {} (same toolset '{}')",

@@ -8,11 +8,11 @@ mod index;
 pub(crate) use index::Index;
 
 use crate::config::{Config, ToolSearchMode};
-use crate::registry::{RegistryState, ToolEntry};
-use crate::toolsets::{EffectiveSelection, Toolsets};
-use parking_lot::Mutex;
+use crate::mru::Mru;
+use crate::registry::{RegistryState, ToolEntry, ToolsetSelection};
+use crate::toolsets::{Toolsets, effective};
 use serde_json::{Value, json};
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 /// The bridge tools, in the order they are appended to the definitions.
@@ -27,6 +27,7 @@ pub(crate) const MAX_DESCRIBE: usize = 10;
 pub(crate) const DEFAULT_LIMIT: usize = 5;
 /// Largest `limit` of `tool_search`.
 pub(crate) const MAX_LIMIT: usize = 20;
+/// Most plans kept (one per selection in use).
 const CAPACITY: usize = 8;
 
 /// Which tools a selection defers, and how to find them.
@@ -110,48 +111,45 @@ impl SearchPlan {
 struct Key {
     generation: u64,
     scope: Option<String>,
-    selection: EffectiveSelection,
+    selection: ToolsetSelection,
     config: Option<(u128, u64)>,
 }
 
 /// Plans per selection, most recently used first.
-#[derive(Default)]
 pub(crate) struct SearchPlans {
-    entries: Mutex<VecDeque<(Key, Arc<SearchPlan>)>>,
+    entries: Mru<Key, Arc<SearchPlan>>,
+}
+
+impl Default for SearchPlans {
+    fn default() -> Self {
+        Self {
+            entries: Mru::new(CAPACITY),
+        }
+    }
 }
 
 impl SearchPlans {
-    /// The plan for a selection (`enabled`/`disabled` as the caller gave them; the config's
-    /// defaults are applied here).
+    /// The plan for a selection (`toolsets` as the caller gave them; the config's defaults
+    /// are applied here).
     pub(crate) fn plan(
         &self,
         state: &RegistryState,
         config: &Config,
         config_fingerprint: Option<(u128, u64)>,
         scope: Option<&str>,
-        enabled: Option<&[String]>,
-        disabled: &[String],
+        toolsets: &ToolsetSelection,
     ) -> Arc<SearchPlan> {
         let key = Key {
             generation: state.generation(),
             scope: scope.map(str::to_string),
-            selection: EffectiveSelection::new(config, enabled, disabled),
+            selection: effective(config, toolsets),
             config: config_fingerprint,
         };
-        {
-            let mut entries = self.entries.lock();
-            if let Some(position) = entries.iter().position(|(k, _)| *k == key)
-                && let Some(entry) = entries.remove(position)
-            {
-                let plan = entry.1.clone();
-                entries.push_front(entry);
-                return plan;
-            }
+        if let Some(plan) = self.entries.get(&key) {
+            return plan;
         }
         let plan = Arc::new(build(state, config, &key));
-        let mut entries = self.entries.lock();
-        entries.push_front((key, plan.clone()));
-        entries.truncate(CAPACITY);
+        self.entries.insert(key, plan.clone());
         plan
     }
 }
@@ -159,7 +157,7 @@ impl SearchPlans {
 fn build(state: &RegistryState, config: &Config, key: &Key) -> SearchPlan {
     let visible = state.visible(key.scope.as_deref());
     let toolsets = Toolsets::new(&visible, &config.toolsets);
-    let selected = toolsets.select(key.selection.enabled.as_deref(), &key.selection.disabled);
+    let selected = toolsets.select(&key.selection);
     let settings = &config.tool_search;
     let threshold = settings.auto_threshold.unwrap_or(DEFAULT_AUTO_THRESHOLD);
     let active = match settings.enabled.unwrap_or_default() {

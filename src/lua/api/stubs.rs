@@ -2,7 +2,7 @@
 //! ([`super::catalogue`]), plus the `registry.register` fields and the handler's `ctx`.
 
 use super::{MODULES, catalogue};
-use crate::lua::fields::REGISTER_FIELDS;
+use crate::lua::register::fields::REGISTER_FIELDS;
 use std::fmt::Write;
 
 /// The context fields a handler receives.

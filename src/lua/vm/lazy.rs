@@ -10,7 +10,7 @@ use super::module_view::ModuleView;
 use super::{FileSpec, LuaVm};
 use crate::error::LoadError;
 use crate::lua::call::clock;
-use crate::lua::record::Expected;
+use crate::lua::register::record::Expected;
 use crate::lua::sandbox::require::SearchDir;
 use crate::registry::{FnRole, LuaFnId};
 use mlua::Function;

@@ -182,8 +182,7 @@ impl McpServer {
         let selection = &self.shared.selection;
         let mut ctx = CallContext {
             scope: selection.scope.clone(),
-            toolsets: selection.enabled.clone(),
-            disabled_toolsets: selection.disabled.clone(),
+            toolsets: selection.toolsets.clone(),
             ..CallContext::default()
         };
         ctx.cancel = self.shared.gate.call_token();

@@ -3,9 +3,10 @@
 //! required fields, each field's validation), the LuaLS stubs (`toolhost stubs`) and the
 //! field table of docs/lua-api.md (a test keeps that in step), so the three cannot drift.
 
-use super::convert::{self, Mode};
+use crate::lua::convert::{self, Mode};
 use crate::registry::{
-    Annotations, OutputSchema, ResultLimit, ToolName, check_function_schema, json_type,
+    Annotations, Invalid, OutputSchema, Registration, ResultLimit, ToolName, check_function_schema,
+    json_type,
 };
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::{Map, Value};
@@ -23,32 +24,14 @@ pub(crate) struct PendingTool {
     pub handler: Function,
     /// Optional availability probe.
     pub check_fn: Option<Function>,
-    /// Required environment variables.
-    pub requires_env: Vec<String>,
-    /// May await async host APIs.
-    pub is_async: bool,
     /// Registry metadata; `None` means `schema.description`.
     pub description: Option<String>,
-    /// Emoji ("" = unset).
-    pub emoji: String,
-    /// Result size limit.
-    pub max_result_size_chars: Option<ResultLimit>,
     /// Optional schema-override function.
     pub dynamic_schema_overrides: Option<Function>,
-    /// `override = true`.
-    pub override_existing: bool,
-    /// Scope overlay.
-    pub scope: Option<String>,
-    /// Per-call deadline.
-    pub timeout_ms: Option<u64>,
-    /// May run beside other calls.
-    pub parallel_safe: bool,
-    /// Needs approval.
-    pub requires_approval: bool,
     /// Output schema, compiled.
     pub output_schema: Option<OutputSchema>,
-    /// MCP annotations.
-    pub annotations: Annotations,
+    /// The plain options (`requires_env`, `timeout_ms`, `annotations`, …).
+    pub registration: Registration,
     /// Line of the call.
     pub line: u32,
 }
@@ -78,19 +61,10 @@ pub(crate) struct Draft {
     schema: Option<Map<String, Value>>,
     handler: Option<Function>,
     check_fn: Option<Function>,
-    requires_env: Vec<String>,
-    is_async: bool,
     description: Option<String>,
-    emoji: String,
-    max_result_size_chars: Option<ResultLimit>,
     dynamic_schema_overrides: Option<Function>,
-    override_existing: bool,
-    scope: Option<String>,
-    timeout_ms: Option<u64>,
-    parallel_safe: bool,
-    requires_approval: bool,
     output_schema: Option<OutputSchema>,
-    annotations: Annotations,
+    registration: Registration,
 }
 
 /// Every field, in the order they are checked and documented.
@@ -157,7 +131,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "Variables that must be set; also what env.get may read",
         expects: "a list of strings",
         parse: |_, field, value, draft| {
-            draft.requires_env = string_list(field, value)?;
+            draft.registration.requires_env = string_list(field, value)?;
             Ok(())
         },
     },
@@ -168,7 +142,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "Declares that the handler awaits host APIs (time.sleep, proc.run); shown by list --json",
         expects: "a boolean",
         parse: |_, field, value, draft| {
-            draft.is_async = optional_bool(field, value)?.unwrap_or(false);
+            draft.registration.is_async = optional_bool(field, value)?.unwrap_or(false);
             Ok(())
         },
     },
@@ -190,7 +164,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "Shown in listings",
         expects: "a string",
         parse: |_, field, value, draft| {
-            draft.emoji = optional_string(field, value)?.unwrap_or_default();
+            draft.registration.emoji = optional_string(field, value)?.unwrap_or_default();
             Ok(())
         },
     },
@@ -201,7 +175,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "Longer text results are spilled to a file (math.huge: never)",
         expects: "a number",
         parse: |_, _, value, draft| {
-            draft.max_result_size_chars = result_limit(value)?;
+            draft.registration.max_result_size_chars = result_limit(value)?;
             Ok(())
         },
     },
@@ -223,7 +197,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "May shadow a tool of another toolset",
         expects: "a boolean",
         parse: |_, field, value, draft| {
-            draft.override_existing = optional_bool(field, value)?.unwrap_or(false);
+            draft.registration.override_existing = optional_bool(field, value)?.unwrap_or(false);
             Ok(())
         },
     },
@@ -234,7 +208,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "Scope overlay the tool lives in",
         expects: "a string",
         parse: |_, field, value, draft| {
-            draft.scope = match optional_string(field, value)? {
+            draft.registration.scope = match optional_string(field, value)? {
                 Some(scope) => Some(
                     ToolName::new(&scope)
                         .map_err(|e| bad(field, format!("'{field}' {e}")))?
@@ -252,7 +226,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "Per-call deadline (default [runtime] timeout_ms)",
         expects: "a positive integer",
         parse: |_, field, value, draft| {
-            draft.timeout_ms = positive_integer(field, value)?;
+            draft.registration.timeout_ms = positive_integer(field, value)?;
             Ok(())
         },
     },
@@ -263,7 +237,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "May run beside other calls of a batch",
         expects: "a boolean",
         parse: |_, field, value, draft| {
-            draft.parallel_safe = optional_bool(field, value)?.unwrap_or(false);
+            draft.registration.parallel_safe = optional_bool(field, value)?.unwrap_or(false);
             Ok(())
         },
     },
@@ -274,7 +248,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "Every call asks the approver first",
         expects: "a boolean",
         parse: |_, field, value, draft| {
-            draft.requires_approval = optional_bool(field, value)?.unwrap_or(false);
+            draft.registration.requires_approval = optional_bool(field, value)?.unwrap_or(false);
             Ok(())
         },
     },
@@ -296,7 +270,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         doc: "MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)",
         expects: "a table",
         parse: |_, field, value, draft| {
-            draft.annotations = annotations_field(field, value)?;
+            draft.registration.annotations = annotations_field(field, value)?;
             Ok(())
         },
     },
@@ -366,19 +340,10 @@ pub(crate) fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTo
         schema: draft.schema.ok_or_else(|| missing("schema"))?,
         handler: draft.handler.ok_or_else(|| missing("handler"))?,
         check_fn: draft.check_fn,
-        requires_env: draft.requires_env,
-        is_async: draft.is_async,
         description: draft.description,
-        emoji: draft.emoji,
-        max_result_size_chars: draft.max_result_size_chars,
         dynamic_schema_overrides: draft.dynamic_schema_overrides,
-        override_existing: draft.override_existing,
-        scope: draft.scope,
-        timeout_ms: draft.timeout_ms,
-        parallel_safe: draft.parallel_safe,
-        requires_approval: draft.requires_approval,
         output_schema: draft.output_schema,
-        annotations: draft.annotations,
+        registration: draft.registration,
         line,
     })
 }
@@ -422,6 +387,12 @@ impl From<String> for FieldError {
             field: None,
             message,
         }
+    }
+}
+
+impl From<Invalid> for FieldError {
+    fn from(invalid: Invalid) -> Self {
+        invalid.into_message().into()
     }
 }
 
@@ -597,7 +568,7 @@ fn output_schema_field(
             ),
         ));
     };
-    OutputSchema::compile(schema).map_err(|message| bad(field, message))
+    OutputSchema::compile(schema).map_err(|invalid| bad(field, invalid.into_message()))
 }
 
 fn annotations_field(field: &str, value: LuaValue) -> Result<Annotations, FieldError> {

@@ -2,10 +2,17 @@
 //! `registry.hook(event, fn)`. Each call is validated on the spot (SPEC §1) and recorded
 //! in the file's [`LoadingFile`]; nothing reaches the Rust registry until the whole file
 //! has run without error.
+//!
+//! This room holds a registration's life in the runtime: the binding (here), the fields'
+//! table and checks ([`fields`]), and the registration as plain, cacheable data
+//! ([`record`]).
 
-use super::fields::{FieldError, PendingTool, bad, parse_tool, type_error};
+pub(crate) mod fields;
+pub(crate) mod record;
+
 use crate::error::LoadError;
 use crate::registry::HookEvent;
+use fields::{FieldError, PendingTool, bad, parse_tool, type_error};
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 
 /// A validated `registry.hook` call.

@@ -4,7 +4,7 @@
 //! later (at the first use of one of its functions) must register the same records.
 
 use super::fields::PendingTool;
-use crate::registry::{Annotations, OutputSchema, ResultLimit, ToolName};
+use crate::registry::{OutputSchema, Registration, ToolName};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -31,57 +31,16 @@ pub(crate) struct ToolRecord {
     /// Has a `dynamic_schema_overrides` function.
     #[serde(default, skip_serializing_if = "is_false")]
     pub overrides: bool,
-    /// `requires_env`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub requires_env: Vec<String>,
-    /// `is_async`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub is_async: bool,
     /// `description` as given (None: from the schema).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// `emoji`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub emoji: String,
-    /// `max_result_size_chars` as a number of characters.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_result_chars: Option<u64>,
-    /// `max_result_size_chars = math.huge`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub unlimited_result: bool,
-    /// `override`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub override_existing: bool,
-    /// `scope`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<String>,
-    /// `timeout_ms`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// `parallel_safe`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub parallel_safe: bool,
-    /// `requires_approval`.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub requires_approval: bool,
     /// `output_schema` as registered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Map<String, Value>>,
-    /// `annotations`: title, read_only, destructive, idempotent, open_world.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// `annotations.read_only`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub read_only: Option<bool>,
-    /// `annotations.destructive`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub destructive: Option<bool>,
-    /// `annotations.idempotent`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotent: Option<bool>,
-    /// `annotations.open_world`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub open_world: Option<bool>,
+    /// The plain options, as registered. Required in the cached text: a record written
+    /// before the options had their own object does not parse (its file then runs), rather
+    /// than parse with every option lost.
+    pub registration: Registration,
     /// Line of the `registry.register` call.
     pub line: u32,
     /// Digest of `schema.parameters` (what `schemas.json` knows compiled schemas by).
@@ -119,7 +78,7 @@ impl Expected {
             digest: digest(text, schema),
             check_fn: record.check_fn,
             check_fn_of: record.check_fn_of.clone(),
-            requires_env: record.requires_env.clone(),
+            requires_env: record.registration.requires_env.clone(),
         }
     }
 
@@ -171,12 +130,6 @@ impl ToolRecord {
     /// The record of a validated registration (`None` if its schema does not serialise,
     /// which a schema converted from Lua always does).
     pub(crate) fn of(tool: &PendingTool) -> Option<Self> {
-        let (max_result_chars, unlimited_result) = match tool.max_result_size_chars {
-            Some(ResultLimit::Chars(n)) => (Some(n), false),
-            Some(ResultLimit::Unlimited) => (None, true),
-            None => (None, false),
-        };
-        let a = &tool.annotations;
         Some(Self {
             name: tool.name.to_string(),
             toolset: tool.toolset.to_string(),
@@ -184,23 +137,9 @@ impl ToolRecord {
             schema_description: crate::registry::default_description(&tool.schema),
             check_fn: tool.check_fn.is_some(),
             overrides: tool.dynamic_schema_overrides.is_some(),
-            requires_env: tool.requires_env.clone(),
-            is_async: tool.is_async,
             description: tool.description.clone(),
-            emoji: tool.emoji.clone(),
-            max_result_chars,
-            unlimited_result,
-            override_existing: tool.override_existing,
-            scope: tool.scope.clone(),
-            timeout_ms: tool.timeout_ms,
-            parallel_safe: tool.parallel_safe,
-            requires_approval: tool.requires_approval,
             output_schema: tool.output_schema.as_ref().map(|o| (*o.schema).clone()),
-            title: a.title.clone(),
-            read_only: a.read_only,
-            destructive: a.destructive,
-            idempotent: a.idempotent,
-            open_world: a.open_world,
+            registration: tool.registration.clone(),
             line: tool.line,
             parameters_digest: crate::registry::parameters_hash(&tool.schema),
             check_fn_of: None,
@@ -226,15 +165,6 @@ impl ToolRecord {
         ToolName::new(&self.toolset).ok()
     }
 
-    /// The result size limit.
-    pub(crate) fn result_limit(&self) -> Option<ResultLimit> {
-        match (self.unlimited_result, self.max_result_chars) {
-            (true, _) => Some(ResultLimit::Unlimited),
-            (false, Some(n)) => Some(ResultLimit::Chars(n)),
-            (false, None) => None,
-        }
-    }
-
     /// The output schema, compiled (None inside when it no longer compiles).
     pub(crate) fn compiled_output_schema(&self) -> Option<Option<OutputSchema>> {
         match &self.output_schema {
@@ -242,15 +172,21 @@ impl ToolRecord {
             Some(schema) => OutputSchema::compile(schema.clone()).ok().map(Some),
         }
     }
+}
 
-    /// The annotations.
-    pub(crate) fn annotations(&self) -> Annotations {
-        Annotations {
-            title: self.title.clone(),
-            read_only: self.read_only,
-            destructive: self.destructive,
-            idempotent: self.idempotent,
-            open_world: self.open_world,
-        }
+#[cfg(test)]
+mod tests {
+    use super::ToolRecord;
+
+    #[test]
+    fn a_record_without_its_registration_object_is_not_read() {
+        // Written before the options had their own object: reading it with every option
+        // at its default would serve the tool without its deadline, approval or scope.
+        let old = r#"{"name":"a","toolset":"t","requires_approval":true,"line":1}"#;
+        assert!(serde_json::from_str::<ToolRecord>(old).is_err());
+        let new =
+            r#"{"name":"a","toolset":"t","registration":{"requires_approval":true},"line":1}"#;
+        let record: ToolRecord = serde_json::from_str(new).expect("parses");
+        assert!(record.registration.requires_approval);
     }
 }
