@@ -1,4 +1,4 @@
-//! Tool definitions (SPEC §5): the model-facing list for a selection, in three formats,
+//! Tool definitions (docs/calls.md): the model-facing list for a selection, in three formats,
 //! memoised.
 //!
 //! Only selected and available tools appear, sorted by name. `dynamic_schema_overrides()`

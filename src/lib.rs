@@ -41,7 +41,7 @@
 //! // Every failure is a typed result, never a panic: here validation refused the call.
 //! let refused = runtime.block_on(host.handle_function_call("greet", json!({}), &ctx));
 //! assert_eq!(refused.error_type(), Some(toolhost::ErrorType::InvalidArguments));
-//! // What a model reads: SPEC §7.1 JSON.
+//! // What a model reads: the error JSON of docs/calls.md.
 //! assert_eq!(refused.to_json()["error_type"], "invalid_arguments");
 //! # Ok(()) }
 //! ```

@@ -12,7 +12,7 @@
 //!
 //! Results map to rig's: text → text output, structured data → JSON output, a multimodal
 //! envelope → its JSON text, an error → a failed result of the matching kind whose
-//! model-visible output is the SPEC §7.1 error JSON (what every other client's model reads).
+//! model-visible output is the docs/calls.md error JSON (what every other client's model reads).
 
 use crate::{CallContext, ErrorType, Format, Host, Selection, ToolResult};
 use rig_agent::tool::ToolSet;

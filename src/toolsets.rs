@@ -1,4 +1,4 @@
-//! Toolset composition and resolution (SPEC §4).
+//! Toolset composition and resolution (docs/calls.md).
 //!
 //! A toolset is the set of tools registered with that `toolset` name, plus config-defined
 //! composites (`[toolsets.NAME] tools = [...], includes = [...]`). Resolution is recursive

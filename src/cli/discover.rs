@@ -5,7 +5,7 @@ use crate::Verdict;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
-/// The JSON object of SPEC §12 for one verdict.
+/// The JSON object of docs/cli.md for one verdict.
 pub(super) fn verdict_json(verdict: &Verdict) -> Value {
     json!({
         "path": verdict.path.display().to_string(),

@@ -1,4 +1,4 @@
-//! Why a command could not run: printed as `toolhost: <message>`, exit 2 (SPEC §12).
+//! Why a command could not run: printed as `toolhost: <message>`, exit 2 (docs/cli.md).
 
 use std::path::PathBuf;
 

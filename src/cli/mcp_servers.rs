@@ -40,7 +40,7 @@ pub(super) fn rows(host: &Host) -> Vec<Row> {
 }
 
 impl Row {
-    /// The `discover --json` object: the verdict keys of SPEC §12, `path` = `mcp:NAME`,
+    /// The `discover --json` object: the verdict keys of docs/cli.md, `path` = `mcp:NAME`,
     /// `reason` = `mcp_server`, `registers` = connected, `error` = why not.
     pub(super) fn to_json(&self) -> Value {
         json!({

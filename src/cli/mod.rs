@@ -1,4 +1,4 @@
-//! The clap front end: global flags, one file per subcommand, exit codes of SPEC §12
+//! The clap front end: global flags, one file per subcommand, exit codes of docs/cli.md
 //! (0 ok, 1 the result is an error object or `check` found a problem, 2 usage or setup).
 
 /// Prints a line to stdout like `println!`, but a closed stdout (`toolhost list | head`)

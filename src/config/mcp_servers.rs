@@ -1,4 +1,4 @@
-//! `[mcp_servers.NAME]`: external MCP servers whose tools join the registry (SPEC §11).
+//! `[mcp_servers.NAME]`: external MCP servers whose tools join the registry (docs/configuration.md).
 //! Parsed and checked here whatever features are built, so a config file means the same to
 //! every build; the client itself is the `mcp-client` feature.
 

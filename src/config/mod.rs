@@ -379,7 +379,7 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
     }
 }
 
-/// The project's own store file when `[store] path` is not set (SPEC §15):
+/// The project's own store file when `[store] path` is not set (docs/configuration.md):
 /// `.toolhost/store.sqlite3` in the directory of the config file, or — without a config
 /// file — in the directory that contains the first tool directory, so two projects on one
 /// machine never share keys by accident. Made absolute (lexically: `.` and `..` are

@@ -1,4 +1,4 @@
-//! The verdict cache `<cache_dir>/discovery.json` (SPEC §2.6): absolute path →
+//! The verdict cache `<cache_dir>/discovery.json` (docs/discovery.md): absolute path →
 //! `[mtime_ns, size, registers]`. Any problem with the file (missing, unreadable, corrupt,
 //! wrong shape) means "no cache"; writing is best effort, atomic (temp file + rename) and
 //! only happens when something changed.

@@ -1,4 +1,4 @@
-//! Which files are candidates (SPEC §1, §2.1): `DIR/NAME.lua` and `DIR/PKG/tool.lua`,
+//! Which files are candidates (docs/lua-api.md, docs/discovery.md): `DIR/NAME.lua` and `DIR/PKG/tool.lua`,
 //! never `_`-prefixed names, never anything under `DIR/lib/` or `DIR/tests-lua/`, never a
 //! test file `*_test.lua` (those are `toolhost test`'s).
 

@@ -1,4 +1,4 @@
-//! Discovery (SPEC §2): which files are candidates, which of them register (prefilter,
+//! Discovery (docs/discovery.md): which files are candidates, which of them register (prefilter,
 //! then the `full_moon` top-level rule, with a verdict cache on disk), and loading the
 //! registering ones into a VM and the registry, atomically per file.
 

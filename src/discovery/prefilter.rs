@@ -1,4 +1,4 @@
-//! The byte prefilter (SPEC §2.2): a file can only register if it mentions `registry` and
+//! The byte prefilter (docs/discovery.md): a file can only register if it mentions `registry` and
 //! `register` or `hook`. Cheap enough to skip parsing most helper files.
 
 use memchr::memmem;

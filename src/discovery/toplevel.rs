@@ -1,4 +1,4 @@
-//! The top-level registration rule (SPEC §2.3), decided on the `full_moon` AST.
+//! The top-level registration rule (docs/discovery.md), decided on the `full_moon` AST.
 //!
 //! A file registers iff a call *statement* `registry.register(...)`, `registry.register{...}`,
 //! `registry.register "..."` or `registry.hook(...)` stands at top level, directly in a

@@ -1,6 +1,6 @@
-//! Whether a tool is in the caller's selection (its enabled and disabled toolsets, SPEC
-//! §4). Resolving toolsets walks every tool, so resolved selections are kept per registry
-//! generation (at most 8); callers without a selection skip all of it.
+//! Whether a tool is in the caller's selection (its enabled and disabled toolsets,
+//! docs/calls.md). Resolving toolsets walks every tool, so resolved selections are kept per
+//! registry generation (at most 8); callers without a selection skip all of it.
 
 use crate::config::Config;
 use crate::mru::Mru;

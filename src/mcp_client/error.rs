@@ -1,5 +1,5 @@
 //! Why a server cannot be reached or used, and why an answer of it cannot be read: the
-//! reasons its tools are unavailable and a call's errors (SPEC §11 wording).
+//! reasons its tools are unavailable and a call's errors (docs/configuration.md wording).
 
 /// Why connecting, listing or calling failed.
 #[derive(Debug, thiserror::Error)]

@@ -1,4 +1,4 @@
-//! The MCP client side (`[mcp_servers.NAME]`, SPEC §11): other MCP servers' tools in the
+//! The MCP client side (`[mcp_servers.NAME]`, docs/configuration.md): other MCP servers' tools in the
 //! same registry and pipeline as Lua tools.
 //!
 //! [`McpClients`] owns one small tokio runtime of its own (created only when a server is

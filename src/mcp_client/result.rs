@@ -1,6 +1,6 @@
 //! A server's `tools/call` result as a native handler's answer: `isError` → the server's
 //! text as the error message; text blocks only → one string; any image, audio or resource
-//! → the multimodal envelope (SPEC §1) with the parts in order; `structuredContent` → the
+//! → the multimodal envelope (docs/lua-api.md) with the parts in order; `structuredContent` → the
 //! object itself when the tool declares an output schema (the pipeline checks it, and our
 //! own MCP clients get it as `structuredContent` again).
 

@@ -1,4 +1,4 @@
-//! Availability (SPEC §3): a tool is available iff every `requires_env` variable is set and
+//! Availability (docs/calls.md): a tool is available iff every `requires_env` variable is set and
 //! non-empty and its `check_fn` (if any) says yes.
 //!
 //! `check_fn` answers are cached per (check_fn, scope) for a TTL (default 30 s): tools that

@@ -29,7 +29,7 @@ pub struct CallContext {
     pub session_id: Option<String>,
     /// The task within the session.
     pub task_id: Option<String>,
-    /// The caller's scope overlay (§3); `None` sees only global tools.
+    /// The caller's scope overlay (docs/calls.md); `None` sees only global tools.
     pub scope: Option<String>,
     /// The caller's toolset selection (enabled, else the config's `enabled_toolsets`, else
     /// all; minus disabled ones): a tool outside it is `unavailable` to this caller.
@@ -121,7 +121,7 @@ impl CallContext {
         self
     }
 
-    /// The caller's scope overlay (SPEC §3).
+    /// The caller's scope overlay (docs/calls.md).
     pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
         self.scope = Some(scope.into());
         self

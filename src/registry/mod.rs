@@ -1,5 +1,5 @@
 //! The tool registry: entries, the shadowing and override policy, scopes and the
-//! generation counter (SPEC §3). It knows nothing about Lua: Lua functions are referred to
+//! generation counter (docs/calls.md). It knows nothing about Lua: Lua functions are referred to
 //! by [`LuaFnId`], resolved by each VM.
 
 mod availability;

@@ -1,4 +1,4 @@
-//! Checks on a tool's function schema shared by Lua and native registrations (SPEC §1):
+//! Checks on a tool's function schema shared by Lua and native registrations (docs/lua-api.md):
 //! a JSON object whose `parameters` is an object schema that compiles as JSON Schema.
 
 use super::invalid::Invalid;

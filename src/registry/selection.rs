@@ -1,4 +1,4 @@
-//! Which toolsets a caller selects (SPEC §4): the one type that carries a selection, held
+//! Which toolsets a caller selects (docs/calls.md): the one type that carries a selection, held
 //! by a call's [`CallContext`](super::CallContext), by a definitions
 //! [`Selection`](crate::Selection) and, with the config's defaults applied, by the caches
 //! keyed on it.

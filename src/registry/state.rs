@@ -1,4 +1,4 @@
-//! The registry's contents and the collision policy of SPEC §3.
+//! The registry's contents and the collision policy of docs/calls.md.
 //!
 //! A [`RegistryState`] is a plain value: loading builds one, [`super::Registry`] publishes it
 //! as an immutable snapshot. Registrations arrive one file at a time and are applied
@@ -25,7 +25,7 @@ pub(crate) struct RegistryState {
 pub(crate) struct Rejection {
     /// Position of the rejected entry in the batch.
     pub index: usize,
-    /// The message of SPEC §3.
+    /// The message of docs/calls.md.
     pub message: String,
 }
 
@@ -190,7 +190,7 @@ impl RegistryState {
         self.global.get(tool.name.as_str()).cloned()
     }
 
-    /// SPEC §3: `Ok(Some(warning))` for a same-toolset replacement, `Err` for a rejection.
+    /// docs/calls.md: `Ok(Some(warning))` for a same-toolset replacement, `Err` for a rejection.
     fn judge(&self, tool: &ToolEntry, existing: &ToolEntry) -> Result<Option<String>, Invalid> {
         let name = tool.name.as_str();
         if let Source::Plugin(id) = &tool.source

@@ -7,7 +7,7 @@ use super::schema::compile_parameters;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 
-/// The compiled `parameters` schema of one tool, compiled at most once (SPEC §7 stage 6:
+/// The compiled `parameters` schema of one tool, compiled at most once (docs/calls.md stage 6:
 /// "once per tool and generation"). Clones share the compiled validator.
 #[derive(Clone, Default)]
 pub(crate) struct ParametersValidator(Arc<OnceLock<Option<Arc<jsonschema::Validator>>>>);

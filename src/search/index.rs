@@ -1,4 +1,4 @@
-//! A BM25 index over tool documents (SPEC §7.2). Terms are lowercased words — names split
+//! A BM25 index over tool documents (docs/tool-search.md). Terms are lowercased words — names split
 //! on `_ . : -` and camelCase — without stop words, reduced by the Snowball English stemmer.
 //! A tool's name counts three times, its toolset, description, parameter names and
 //! parameter descriptions once. Query terms are widened with a small table of tool

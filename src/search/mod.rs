@@ -1,4 +1,4 @@
-//! Tool search (SPEC §7.2): with many tools, the non-core ones are *deferred* — left out
+//! Tool search (docs/tool-search.md): with many tools, the non-core ones are *deferred* — left out
 //! of the definitions — and three bridge tools let the model find, inspect and call them.
 //! A plan (which tools are deferred, and their BM25 index) is built once per selection and
 //! registry generation and reused.

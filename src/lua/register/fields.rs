@@ -1,4 +1,4 @@
-//! The fields of `registry.register{...}` (SPEC §1): one table with each field's name, LuaLS
+//! The fields of `registry.register{...}` (docs/lua-api.md): one table with each field's name, LuaLS
 //! type, documentation and parser. It drives the registration check (unknown fields,
 //! required fields, each field's validation), the LuaLS stubs (`toolhost stubs`) and the
 //! field table of docs/lua-api.md (a test keeps that in step), so the three cannot drift.

@@ -1,5 +1,5 @@
 //! The `registry` table tool files call: `registry.register{...}` (or positional) and
-//! `registry.hook(event, fn)`. Each call is validated on the spot (SPEC §1) and recorded
+//! `registry.hook(event, fn)`. Each call is validated on the spot (docs/lua-api.md) and recorded
 //! in the file's [`LoadingFile`]; nothing reaches the Rust registry until the whole file
 //! has run without error.
 //!

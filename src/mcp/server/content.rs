@@ -1,6 +1,6 @@
 //! Pipeline results as MCP tool results: text as a text block, a structured result (a
 //! tool with an `output_schema`) as `structuredContent` plus its JSON text, an error as
-//! `isError: true` with the error JSON (SPEC §7.1) as text, and a multimodal envelope as
+//! `isError: true` with the error JSON (docs/calls.md) as text, and a multimodal envelope as
 //! content blocks, one per part, in order.
 
 use crate::ToolResult;

@@ -1,6 +1,6 @@
 //! The MCP server handler, the same for both transports:
 //!
-//! - `tools/list` returns exactly the `mcp`-format definitions of the selection (SPEC §5),
+//! - `tools/list` returns exactly the `mcp`-format definitions of the selection (docs/calls.md),
 //!   with `outputSchema` and `annotations` where tools declare them;
 //! - `tools/call` runs the whole pipeline (see [`content`] for how results map);
 //!   `notifications/cancelled` stops the call, which answers `cancelled`;
