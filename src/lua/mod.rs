@@ -26,6 +26,7 @@ pub(crate) mod vm;
 pub(crate) use api::ApiContext;
 pub(crate) use bom::strip_bom_str;
 pub(crate) use call::timer;
+#[cfg(feature = "cli")] // `toolhost test` reports Lua errors as the host does.
 pub(crate) use error_text::lua_error_message;
 pub(crate) use register::LoadingFile;
 pub(crate) use sandbox::depth;
