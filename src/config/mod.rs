@@ -122,6 +122,9 @@ pub(crate) struct ServeConfig {
     /// milliseconds (default 10,000); also how long a keep-alive connection may sit idle
     /// between requests. Past it the connection is closed.
     pub header_timeout_ms: Option<u64>,
+    /// How long a 2026-07-28 client may reuse a `tools/list` answer, in milliseconds (the
+    /// `ttlMs` caching hint; default 0: ask again each time, as a reload may change it).
+    pub list_ttl_ms: Option<u64>,
 }
 
 /// `[toolsets.NAME]`: a composite toolset.

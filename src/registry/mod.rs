@@ -8,6 +8,7 @@ mod entry;
 mod function_schema;
 mod handler_error;
 mod invalid;
+mod mcp_header;
 #[cfg(test)]
 pub(crate) use entry::test_entry;
 mod name;

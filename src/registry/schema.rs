@@ -57,7 +57,7 @@ pub(crate) fn check_function_schema(schema: &Map<String, Value>) -> Result<(), I
             ));
         }
     }
-    Ok(())
+    super::mcp_header::check_header_annotations(parameters)
 }
 
 /// Compiles a function schema's `parameters` (checked against the meta-schema first); the

@@ -86,6 +86,11 @@ impl CallGate {
         Arc::new(Semaphore::new(self.per_session))
     }
 
+    /// Cancelled when shutdown begins (long-lived requests such as subscriptions end then).
+    pub(crate) fn closing(&self) -> CancellationToken {
+        self.closing.clone()
+    }
+
     /// A token for one call: cancelled when the drain period ends.
     pub(crate) fn call_token(&self) -> CancellationToken {
         self.drain.child_token()

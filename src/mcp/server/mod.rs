@@ -10,7 +10,13 @@
 //! - a client declaring `roots` narrows the session's `fs` roots to them, never widening
 //!   what the server allows ([`roots`]);
 //! - every reload that changes the session's tool list sends
-//!   `notifications/tools/list_changed`;
+//!   `notifications/tools/list_changed` (2025-11-25), or reaches every open
+//!   `subscriptions/listen` (2026-07-28, [`subscriptions`]);
+//! - each request's declared client (protocol, capabilities, log level) is one
+//!   [`RequestPeer`], from the session (2025-11-25) or the request's `_meta` (2026-07-28);
+//! - on 2026-07-28, `tools/list` carries the caching hints `ttlMs` (`[serve] list_ttl_ms`)
+//!   and `cacheScope`, and `server/discover`, `resultType` and the `_meta` checks are
+//!   rmcp's;
 //! - calls are admitted through the shared [`gate::CallGate`] (limits, drain at shutdown).
 
 // Logging and roots are deprecated by SEP-2577 from protocol 2026-07-28 on; the clients of
@@ -20,31 +26,38 @@
 mod content;
 pub(crate) mod gate;
 pub(crate) mod guard;
+mod header_schemas;
 #[cfg(feature = "http")]
 pub(crate) mod http;
+mod listing;
 mod observer;
+pub(crate) mod request_peer;
 mod roots;
+mod subscriptions;
 #[cfg(feature = "cli")]
 pub(crate) mod stdio;
 
 use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;
 use gate::CallGate;
+use listing::ListingChanges;
 use observer::CallReports;
 pub(crate) use observer::Sink;
 use parking_lot::Mutex;
+pub(crate) use request_peer::RequestPeer;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProtocolVersion, RequestId, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{Peer, RoleServer as Role};
 use serde_json::Value;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
@@ -53,6 +66,12 @@ pub(crate) const DEFAULT_DRAIN_MS: u64 = 10_000;
 
 /// The log level of a session that never sent `logging/setLevel`.
 const DEFAULT_LOG_LEVEL: LogLevel = LogLevel::Warning;
+
+/// Default `[serve] list_ttl_ms`: how long a 2026-07-28 client may reuse a `tools/list`
+/// answer. Zero: a listing may change at any reload, and a subscription's
+/// `tools/list_changed` cannot reach a client that does not listen, so only an answer
+/// checked again each time is never stale (docs/mcp-server.md, caching hints).
+pub(crate) const DEFAULT_LIST_TTL_MS: u64 = 0;
 
 /// What every session of one server shares.
 pub(crate) struct Shared {
@@ -67,6 +86,14 @@ pub(crate) struct Shared {
     /// The last definitions listed and their MCP form: the memoised definitions come back
     /// as the same `Arc` while nothing changed, so `tools/list` converts them only once.
     listed: Mutex<Option<(Definitions, Vec<Tool>)>>,
+    /// The count of reloads that changed the listing (its watcher starts with the first
+    /// session or subscription that needs it).
+    listing: OnceLock<ListingChanges>,
+    /// The input schemas of the tools whose parameters carry `x-mcp-header`, for rmcp's
+    /// check of `Mcp-Param-*` headers.
+    header_schemas: header_schemas::HeaderSchemas,
+    /// `[serve] list_ttl_ms`.
+    list_ttl_ms: u64,
 }
 
 impl Shared {
@@ -84,6 +111,7 @@ impl Shared {
                 .unwrap_or(gate::DEFAULT_MAX_QUEUED_CALLS),
         );
         let drain_period = Duration::from_millis(serve.drain_ms.unwrap_or(DEFAULT_DRAIN_MS));
+        let list_ttl_ms = serve.list_ttl_ms.unwrap_or(DEFAULT_LIST_TTL_MS);
         drop(config);
         Arc::new(Self {
             host,
@@ -94,7 +122,16 @@ impl Shared {
             gate,
             drain_period,
             listed: Mutex::new(None),
+            listing: OnceLock::new(),
+            header_schemas: header_schemas::HeaderSchemas::default(),
+            list_ttl_ms,
         })
+    }
+
+    /// The count of listing changes, to wait for the next (starts the watcher the first
+    /// time; call it inside the runtime).
+    fn listing_changes(self: &Arc<Self>) -> ListingChanges {
+        self.listing.get_or_init(|| listing::watch(self)).clone()
     }
 
     /// The definitions this server lists (they may run `check_fn` probes: call it off the
@@ -117,7 +154,9 @@ pub(crate) type OriginalIds = Arc<dyn Fn(i64) -> Option<String> + Send + Sync>;
 /// One client's session.
 struct Session {
     /// `logging/setLevel`'s level (`None`: never set).
-    log_level: Mutex<Option<LogLevel>>,
+    log_level: Mutex<Option<LoggingLevel>>,
+    /// What `initialize` declared (`None`: no `initialize`, a 2026-07-28 connection).
+    declared: Mutex<Option<RequestPeer>>,
     roots: roots::SessionRoots,
     slots: Arc<Semaphore>,
     /// Sends `tools/list_changed`; stopped with the session.
@@ -157,6 +196,7 @@ impl McpServer {
             shared,
             session: Arc::new(Session {
                 log_level: Mutex::new(None),
+                declared: Mutex::new(None),
                 roots: roots::SessionRoots::default(),
                 slots,
                 notifier: Mutex::new(None),
@@ -215,32 +255,11 @@ impl McpServer {
     /// Starts sending `tools/list_changed` to `peer` whenever a reload changes the tools
     /// this session lists.
     fn start_notifier(&self, peer: Peer<Role>) {
-        let shared = self.shared.clone();
-        let mut reloads = shared.host.reload_events();
+        let mut changes = self.shared.listing_changes();
+        // Only changes from now on are news to this session.
+        changes.mark_unchanged();
         let task = tokio::spawn(async move {
-            // Compared as registered, not as available: a reload must never queue behind
-            // a `check_fn` (clients list again, and probe then).
-            let listed = {
-                let shared = shared.clone();
-                tokio::task::spawn_blocking(move || shared.static_listing()).await
-            };
-            let Ok(mut listed) = listed else { return };
-            loop {
-                match reloads.recv().await {
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                }
-                let now = {
-                    let shared = shared.clone();
-                    tokio::task::spawn_blocking(move || shared.static_listing()).await
-                };
-                let Ok(now) = now else { break };
-                // A reload that only reported an error, or touched files without changing
-                // what this session lists, is not news to the client.
-                if now[..] == listed[..] {
-                    continue;
-                }
-                listed = now;
+            while changes.changed().await.is_ok() {
                 if let Err(e) = peer.notify_tool_list_changed().await {
                     tracing::debug!("cannot send tools/list_changed: {e}");
                     break;
@@ -250,6 +269,31 @@ impl McpServer {
         if let Some(previous) = self.session.notifier.lock().replace(task) {
             previous.abort();
         }
+    }
+
+    /// The declared client of a call the stdio guard answers itself (a session past
+    /// `initialize`).
+    pub(crate) fn session_peer(&self) -> RequestPeer {
+        let level = *self.session.log_level.lock();
+        let declared = self.session.declared.lock().clone();
+        let mut peer = declared.unwrap_or_else(|| RequestPeer {
+            protocol: ProtocolVersion::V_2025_11_25,
+            capabilities: Default::default(),
+            log_level: None,
+        });
+        peer.log_level = level;
+        peer
+    }
+
+    /// The declared client of the request behind `context`.
+    fn request_peer(&self, context: &RequestContext<RoleServer>) -> RequestPeer {
+        if let Some(peer) = RequestPeer::from_meta(&context.meta) {
+            return peer;
+        }
+        if self.session.declared.lock().is_some() {
+            return self.session_peer();
+        }
+        RequestPeer::of_request(context, *self.session.log_level.lock())
     }
 }
 
@@ -294,6 +338,9 @@ impl ServerHandler for McpServer {
         }
         context.peer.set_peer_info(request.clone());
         let negotiated = self.negotiate_initialize(&request)?;
+        let mut declared = RequestPeer::from_session(&request, None);
+        declared.protocol = negotiated.protocol_version.clone();
+        *self.session.declared.lock() = Some(declared);
         // ISO dates compare as text, as rmcp compares them.
         let legacy = negotiated.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
         self.session
@@ -322,21 +369,47 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        *self.session.log_level.lock() = Some(observer::minimum_level(request.level));
+        *self.session.log_level.lock() = Some(request.level);
         Ok(())
     }
 
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         // Definitions may run `check_fn` probes (Lua): never on an async worker.
         let server = self.clone();
         let tools = tokio::task::spawn_blocking(move || server.tools())
             .await
             .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
-        Ok(ListToolsResult::with_all_items(tools))
+        // Sorted by name already (the definitions are): the same answer for the same tools.
+        let mut result = ListToolsResult::with_all_items(tools);
+        if self.request_peer(&context).is_stateless_revision() {
+            // A listing depends on the caller's own token and scopes once those exist; it
+            // is never shared between users.
+            result.ttl_ms = Some(self.shared.list_ttl_ms);
+            result.cache_scope = Some(CacheScope::Private);
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        // Read by rmcp's HTTP transport to check a call's `Mcp-Param-*` headers.
+        self.shared.header_schemas.get(&self.shared, name)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(subscriptions::accepted(requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let changes = self.shared.listing_changes();
+        let stopping = self.shared.gate.closing();
+        subscriptions::listen(context, changes, stopping.cancelled_owned()).await
     }
 
     async fn call_tool(
@@ -345,6 +418,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let call = Call {
+            peer: self.request_peer(&context),
             tool_call_id: self.call_id(&context.id),
             progress_token: context.meta.get_progress_token(),
             name: request.name.into_owned(),
@@ -370,6 +444,8 @@ pub(crate) struct Call {
     pub(crate) tool_call_id: String,
     /// The request's `_meta.progressToken`, when it asked for progress.
     pub(crate) progress_token: Option<rmcp::model::ProgressToken>,
+    /// Who asked, as the request (or its session) declares it.
+    pub(crate) peer: RequestPeer,
 }
 
 impl McpServer {
@@ -389,8 +465,13 @@ impl McpServer {
         if let Some(roots) = self.session.roots.current().await {
             ctx = ctx.with_fs_roots(roots);
         }
-        let log_level = self.session.log_level.lock().unwrap_or(DEFAULT_LOG_LEVEL);
-        let reports = CallReports::start(sink, call.progress_token, Some(log_level));
+        let log_level = match call.peer.log_level {
+            Some(level) => Some(observer::minimum_level(level)),
+            // 2026-07-28: log lines are an opt-in of each request.
+            None if call.peer.is_stateless_revision() => None,
+            None => Some(DEFAULT_LOG_LEVEL),
+        };
+        let reports = CallReports::start(sink, call.progress_token, log_level);
         if let Some(reports) = &reports {
             ctx = ctx.with_observer(reports.observer());
         }

@@ -17,7 +17,7 @@
 //! or a number — takes the ordinary way through rmcp, which answers it as before.
 
 use super::{Ids, error_line};
-use crate::mcp::server::{Call, McpServer, Sink};
+use crate::mcp::server::{Call, McpServer, RequestPeer, Sink};
 use parking_lot::Mutex;
 use rmcp::model::ServerResult;
 use serde::Deserialize;
@@ -87,14 +87,15 @@ struct Meta {
 /// `line` as a call the guard answers itself for `server`'s session, if it is one.
 pub(super) fn take(server: &McpServer, line: &str) -> Option<DirectCall> {
     if server.takes_direct_calls() {
-        parse(line)
+        parse(line, || server.session_peer())
     } else {
         None
     }
 }
 
-/// `line` as a plain `tools/call` request, or `None` when it is anything else.
-fn parse(line: &str) -> Option<DirectCall> {
+/// `line` as a plain `tools/call` request of the client `peer` gives, or `None` when it
+/// is anything else.
+fn parse(line: &str, peer: impl FnOnce() -> RequestPeer) -> Option<DirectCall> {
     let envelope: Envelope<'_> = serde_json::from_str(line).ok()?;
     if envelope.jsonrpc != "2.0" || envelope.method != "tools/call" {
         return None;
@@ -117,6 +118,7 @@ fn parse(line: &str) -> Option<DirectCall> {
             arguments: envelope.params.arguments,
             tool_call_id: raw_id.to_string(),
             progress_token,
+            peer: peer(),
         },
     })
 }
@@ -187,10 +189,19 @@ enum Unanswered {
 mod tests {
     use super::*;
 
+    fn peer() -> RequestPeer {
+        RequestPeer {
+            protocol: rmcp::model::ProtocolVersion::V_2025_11_25,
+            capabilities: Default::default(),
+            log_level: None,
+        }
+    }
+
     #[test]
     fn a_plain_call_is_read_with_its_progress_token() {
         let call = parse(
             r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/call","params":{"name":"echo","arguments":{"a":1},"_meta":{"progressToken":"p"}}}"#,
+            peer,
         )
         .expect("a plain call");
         assert_eq!(call.raw_id, "18446744073709551616");
@@ -216,7 +227,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":5}}"#,
         ] {
-            assert!(parse(line).is_none(), "{line}");
+            assert!(parse(line, peer).is_none(), "{line}");
         }
     }
 
@@ -224,6 +235,7 @@ mod tests {
     fn an_invalid_progress_token_is_no_token() {
         let call = parse(
             r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","_meta":{"progressToken":1.5}}}"#,
+            peer,
         )
         .expect("a plain call");
         assert!(call.call.progress_token.is_none());
