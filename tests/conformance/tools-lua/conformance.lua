@@ -66,11 +66,47 @@ end, {
   ["$schema"] = "https://json-schema.org/draft/2020-12/schema",
   type = "object",
   ["$defs"] = {
-    address = { type = "object", properties = { street = { type = "string" }, city = { type = "string" } } },
+    address = { ["$anchor"] = "addressDef", type = "object",
+                properties = { street = { type = "string" }, city = { type = "string" } } },
   },
-  properties = { name = { type = "string" }, address = { ["$ref"] = "#/$defs/address" } },
+  properties = {
+    name = { type = "string" },
+    address = { ["$ref"] = "#/$defs/address" },
+    contactMethod = { type = "string", enum = { "phone", "email" } },
+    phone = { type = "string" },
+    email = { type = "string" },
+  },
+  -- The 2026-07-28 vocabulary (SEP-2106): composition and conditionals survive the listing.
+  allOf = { { anyOf = { { required = { "phone" } }, { required = { "email" } } } } },
+  ["if"] = { properties = { contactMethod = { const = "phone" } }, required = { "contactMethod" } },
+  ["then"] = { required = { "phone" } },
+  ["else"] = { required = { "email" } },
   additionalProperties = false,
 })
+
+-- http-custom-header-server-validation (2026-07-28): a parameter HTTP clients mirror into
+-- the `Mcp-Param-Region` header, which the server checks against the argument.
+tool("test_custom_header", "Echoes the region it was routed by", function(args)
+  return "region: " .. args.region
+end, {
+  type = "object",
+  properties = { region = { type = "string", ["x-mcp-header"] = "Region" } },
+  required = { "region" },
+})
+
+-- server-stateless (2026-07-28) opens `subscriptions/listen` and calls this to change the
+-- tool list: it writes a new tool file into tools-lua/ under the working directory, which
+-- scripts/conformance.sh serves too, with --watch. Each call adds a tool of its own.
+tool("test_trigger_tool_change", "Adds a tool (the server reloads and tells subscribers)",
+  function()
+    -- Request ids repeat (the suite sends id 1 each time): number the tools instead.
+    local name = "triggered_" .. (#fs.list("tools-lua") + 1)
+    fs.write("tools-lua/" .. name .. ".lua", string.format(
+      "registry.register{ name = %q, toolset = \"live\",\n" ..
+      "  schema = { description = \"Added by test_trigger_tool_change\", parameters = { type = \"object\" } },\n" ..
+      "  handler = function() return \"added\" end }\n", name))
+    return "added " .. name
+  end)
 
 for _, t in ipairs(tools) do
   registry.register{
