@@ -292,8 +292,21 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
     Verdict::Forward(message.to_string())
 }
 
-/// Puts the client's id back on one of rmcp's lines (answers to requests it forwarded).
+/// Where a 2026-07-28 subscription's id rides: in `_meta` of its acknowledgment, of every
+/// notification it carries and of its final result.
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// Puts the client's id back on one of rmcp's lines (answers to requests it forwarded, and
+/// the subscription id in `_meta`, which names the `subscriptions/listen` request).
 fn restore(line: &str, ids: &Mutex<Ids>) -> String {
+    let remapped;
+    let line = match restore_subscription_id(line, ids) {
+        Some(text) => {
+            remapped = text;
+            remapped.as_str()
+        }
+        None => line,
+    };
     // Only the envelope is parsed: the members stay raw text, so a large answer (a
     // `tools/list` of 1,000 tools) is neither built as a JSON tree nor printed again.
     let Ok(members) = serde_json::from_str::<BTreeMap<String, &RawValue>>(line) else {
@@ -322,6 +335,32 @@ fn restore(line: &str, ids: &Mutex<Ids>) -> String {
     }
     out.push('}');
     out
+}
+
+/// `line` with the subscription id in its `params._meta` or `result._meta` put back as the
+/// client wrote the `subscriptions/listen` request's id; `None` when it has none to change.
+fn restore_subscription_id(line: &str, ids: &Mutex<Ids>) -> Option<String> {
+    // Cheap test first: only subscription traffic names the key.
+    if !line.contains(SUBSCRIPTION_ID) {
+        return None;
+    }
+    let mut message: Value = serde_json::from_str(line).ok()?;
+    let meta = ["params", "result"]
+        .into_iter()
+        .find_map(|member| message.get(member)?.get("_meta"))?;
+    let internal = meta.get(SUBSCRIPTION_ID)?.as_i64()?;
+    let original = ids.lock().original.get(&internal).cloned()?;
+    let original: Value = serde_json::from_str(&original).ok()?;
+    for member in ["params", "result"] {
+        if let Some(Value::Object(meta)) = message
+            .get_mut(member)
+            .and_then(|value| value.get_mut("_meta"))
+            && meta.contains_key(SUBSCRIPTION_ID)
+        {
+            meta.insert(SUBSCRIPTION_ID.into(), original.clone());
+        }
+    }
+    Some(message.to_string())
 }
 
 /// Waits (at most 2 s) until every request has been answered (by rmcp or by the guard), so
@@ -615,6 +654,24 @@ mod tests {
         // A notification from the server passes unchanged.
         let note = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
         assert_eq!(restore(note, &ids), note);
+    }
+
+    #[test]
+    fn a_subscription_id_in_meta_is_the_listen_requests_client_id() {
+        let ids = Mutex::new(Ids::default());
+        let internal = ids.lock().assign(r#""listen-1""#);
+        let note = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{{"_meta":{{"{SUBSCRIPTION_ID}":{internal}}}}}}}"#
+        );
+        let restored: Value = serde_json::from_str(&restore(&note, &ids)).unwrap();
+        assert_eq!(restored["params"]["_meta"][SUBSCRIPTION_ID], "listen-1");
+        // The subscription stays open: its final result is mapped too.
+        let done = format!(
+            r#"{{"jsonrpc":"2.0","id":{internal},"result":{{"resultType":"complete","_meta":{{"{SUBSCRIPTION_ID}":{internal}}}}}}}"#
+        );
+        let restored: Value = serde_json::from_str(&restore(&done, &ids)).unwrap();
+        assert_eq!(restored["id"], "listen-1");
+        assert_eq!(restored["result"]["_meta"][SUBSCRIPTION_ID], "listen-1");
     }
 
     #[test]

@@ -33,9 +33,9 @@ mod listing;
 mod observer;
 pub(crate) mod request_peer;
 mod roots;
-mod subscriptions;
 #[cfg(feature = "cli")]
 pub(crate) mod stdio;
+mod subscriptions;
 
 use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;

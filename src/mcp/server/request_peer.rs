@@ -106,7 +106,10 @@ mod tests {
 
     #[test]
     fn a_request_without_a_declared_version_has_no_meta_peer() {
-        assert_eq!(RequestPeer::from_meta(&meta(json!({"progressToken": 1}))), None);
+        assert_eq!(
+            RequestPeer::from_meta(&meta(json!({"progressToken": 1}))),
+            None
+        );
     }
 
     #[test]
