@@ -11,9 +11,12 @@ use rmcp::model::Tool;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Annotated tools by name.
+type Annotated = Arc<HashMap<String, Tool>>;
+
 /// The annotated tools by name, as of one registry generation.
 #[derive(Default)]
-pub(crate) struct HeaderSchemas(Mutex<Option<(u64, Arc<HashMap<String, Tool>>)>>);
+pub(crate) struct HeaderSchemas(Mutex<Option<(u64, Annotated)>>);
 
 impl HeaderSchemas {
     /// The tool `name` when its parameters carry `x-mcp-header` annotations.
