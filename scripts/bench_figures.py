@@ -80,6 +80,7 @@ def main():
     if mcp.exists():
         stdio = {}
         http = {}
+        modern = []
         for line in mcp.read_text().splitlines():
             try:
                 step = json.loads(line)
@@ -89,6 +90,8 @@ def main():
                 stdio.setdefault(step["server"], []).append(step)
             if step.get("step") == "serve_rss":
                 figures["serve_rss_mb_1000"] = step["serve_rss_mb_1000"]
+            if step.get("step") == "http_2026":
+                modern.append(step)
             if step.get("step") in ("http", "http_raw"):
                 key = (step["step"], step["server"], step["mode"], step["sessions"])
                 http.setdefault(key, []).append(step)
@@ -118,6 +121,13 @@ def main():
             else:
                 figures["mcp_http_calls_per_s" + suffix] = median("calls_per_s")
                 figures["mcp_http_p99_ms" + suffix] = median("p99_ms")
+        # Protocol 2026-07-28 over stateless HTTP (no session, per-request `_meta`), 8
+        # concurrent callers with the same client forcing that revision.
+        if modern:
+            figures["mcp_2026_calls_per_s"] = round(
+                statistics.median(r["calls_per_s"] for r in modern), 1)
+            figures["mcp_2026_p99_ms"] = round(
+                statistics.median(r["p99_ms"] for r in modern), 3)
     width = max(len(k) for k in figures) if figures else 10
     print(f"{'figure':<{width}}  median")
     for key, value in figures.items():

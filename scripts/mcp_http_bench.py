@@ -7,9 +7,14 @@ Rounds alternate between the servers so both see the same machine state.
 Also the per-call latency with a plain keep-alive client (no MCP library), the server's
 own cost.
 
+And protocol 2026-07-28 (no session, every request carries its `_meta`) against the
+`--stateless` toolhost server, with the same client forcing that revision and SESSIONS
+concurrent callers.
+
 Prints one JSON line per measurement:
   {"step": "http", "server": "toolhost"|"fastmcp", "mode": "stateful"|"stateless",
    "sessions": N, "calls_per_s": ..., "p50_ms": ..., "p99_ms": ...}
+  {"step": "http_2026", "server": "toolhost", "mode": "stateless", "sessions": N, ...}
   {"step": "http_raw", "server": ..., "mode": ..., "sessions": 1, "p50_ms": ..., "p99_ms": ...}
 (calls_per_s: all calls / wall time; p50/p99: per-call latency as the client sees it).
 
@@ -26,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "mcp"))
 
-from mcp import ClientSession  # noqa: E402
+from mcp import Client, ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from server import http_server  # noqa: E402
 
@@ -48,10 +53,22 @@ async def one_client(url, calls, latencies):
                 latencies.append((time.perf_counter() - started) * 1000)
 
 
-async def measure(url, clients, calls):
+async def one_modern_client(url, calls, latencies):
+    """A caller on protocol 2026-07-28: no initialize, no session."""
+    async with Client(url, mode="2026-07-28") as client:
+        await client.list_tools()
+        for _ in range(20):
+            await client.call_tool("echo", ARGS)
+        for _ in range(calls):
+            started = time.perf_counter()
+            await client.call_tool("echo", ARGS)
+            latencies.append((time.perf_counter() - started) * 1000)
+
+
+async def measure(url, clients, calls, one=one_client):
     latencies = []
     started = time.perf_counter()
-    await asyncio.gather(*(one_client(url, calls, latencies) for _ in range(clients)))
+    await asyncio.gather(*(one(url, calls, latencies) for _ in range(clients)))
     wall = time.perf_counter() - started
     latencies.sort()
 
@@ -142,6 +159,9 @@ async def main(binary, workdir, sessions, calls, fastmcp):
             extra = ["--stateless"] if mode == "stateless" else []
             async with http_server(binary, workdir, extra) as (url, _process):
                 await measure_all("toolhost", mode, url, sessions, calls)
+                if mode == "stateless":
+                    modern = await measure(url, sessions, calls, one=one_modern_client)
+                    report("toolhost", mode, sessions, modern, step="http_2026")
             if fastmcp:
                 url, process = start_fastmcp(*fastmcp, mode == "stateless")
                 try:
