@@ -12,6 +12,7 @@
 //!   `integer` or `boolean`.
 
 use super::invalid::Invalid;
+use crate::json_type::json_type;
 use serde_json::{Map, Value};
 use std::collections::HashSet;
 
@@ -90,7 +91,7 @@ fn check_annotation(
     let Value::String(name) = header else {
         return Err(Invalid::new(format!(
             "'{field}' must be a header name (a string), got {}",
-            super::schema::json_type(header)
+            json_type(header)
         )));
     };
     if name.is_empty() {
