@@ -14,16 +14,17 @@ use tokio::sync::watch;
 pub(crate) type ListingChanges = watch::Receiver<u64>;
 
 /// Starts the watcher of `shared`'s listing; it ends once the server is gone (at the next
-/// reload after that) or the host stops reloading.
+/// reload after that) or the host stops reloading. Call it inside the runtime.
 pub(crate) fn watch(shared: &Arc<Shared>) -> ListingChanges {
     let (changes, receiver) = watch::channel(0);
     // Subscribed before the first listing is taken, so a reload in between is compared.
     let mut reloads = shared.host.reload_events();
+    // The first listing is taken here, once per server (registered definitions, no probe):
+    // whoever starts the watcher (a subscription about to be acknowledged) must not miss a
+    // reload that lands before an asynchronous first look.
+    let mut listed = shared.static_listing();
     let server = Arc::downgrade(shared);
     tokio::spawn(async move {
-        let Some(mut listed) = listing(&server).await else {
-            return;
-        };
         loop {
             match reloads.recv().await {
                 Ok(_) | Err(RecvError::Lagged(_)) => {}

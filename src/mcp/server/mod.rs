@@ -157,6 +157,9 @@ struct Session {
     log_level: Mutex<Option<LoggingLevel>>,
     /// What `initialize` declared (`None`: no `initialize`, a 2026-07-28 connection).
     declared: Mutex<Option<RequestPeer>>,
+    /// The listing's change count when each subscription of this connection was accepted,
+    /// oldest first, until its `listen` starts (rmcp acknowledges in between).
+    listen_baselines: Mutex<std::collections::VecDeque<u64>>,
     roots: roots::SessionRoots,
     slots: Arc<Semaphore>,
     /// Sends `tools/list_changed`; stopped with the session.
@@ -197,6 +200,7 @@ impl McpServer {
             session: Arc::new(Session {
                 log_level: Mutex::new(None),
                 declared: Mutex::new(None),
+                listen_baselines: Mutex::default(),
                 roots: roots::SessionRoots::default(),
                 slots,
                 notifier: Mutex::new(None),
@@ -403,13 +407,21 @@ impl ServerHandler for McpServer {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        // Counted before rmcp acknowledges the subscription: a change right after the
+        // acknowledgment is news to it, one before is not.
+        let changes = self.shared.listing_changes();
+        let baseline = *changes.borrow();
+        self.session.listen_baselines.lock().push_back(baseline);
         Some(subscriptions::accepted(requested))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let changes = self.shared.listing_changes();
+        // No baseline (not expected): the count now.
+        let baseline = self.session.listen_baselines.lock().pop_front();
+        let baseline = baseline.unwrap_or_else(|| *changes.borrow());
         let stopping = self.shared.gate.closing();
-        subscriptions::listen(context, changes, stopping.cancelled_owned()).await
+        subscriptions::listen(context, changes, baseline, stopping.cancelled_owned()).await
     }
 
     async fn call_tool(

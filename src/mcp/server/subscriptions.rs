@@ -25,18 +25,27 @@ pub(crate) fn accepted(requested: &SubscriptionFilter) -> SubscriptionFilter {
 }
 
 /// Serves the subscription `context` until it is cancelled or the server stops: each
-/// listing change seen on `changes` becomes `notifications/tools/list_changed`, when the
-/// subscription accepted it.
+/// listing change seen on `changes` after `baseline` (the count of changes when the
+/// subscription was accepted, before its acknowledgment went out) becomes
+/// `notifications/tools/list_changed`, when the subscription accepted it.
 pub(crate) async fn listen(
     context: SubscriptionContext,
     mut changes: ListingChanges,
+    baseline: u64,
     stopping: impl std::future::Future<Output = ()>,
 ) -> Result<(), McpError> {
-    // Only changes after the acknowledgment are news to this subscription.
-    changes.mark_unchanged();
     let wants_tools = context.accepted().tools_list_changed == Some(true);
+    let mut seen = baseline;
     tokio::pin!(stopping);
     loop {
+        let now = *changes.borrow_and_update();
+        if now != seen {
+            seen = now;
+            if wants_tools && let Err(e) = context.sink().notify_tool_list_changed().await {
+                tracing::debug!("cannot send tools/list_changed to a subscription: {e}");
+                return Ok(());
+            }
+        }
         tokio::select! {
             () = context.cancelled() => return Ok(()),
             () = &mut stopping => return Ok(()),
@@ -48,13 +57,6 @@ pub(crate) async fn listen(
                         () = context.cancelled() => {}
                         () = &mut stopping => {}
                     }
-                    return Ok(());
-                }
-                if !wants_tools {
-                    continue;
-                }
-                if let Err(e) = context.sink().notify_tool_list_changed().await {
-                    tracing::debug!("cannot send tools/list_changed to a subscription: {e}");
                     return Ok(());
                 }
             }
