@@ -203,3 +203,27 @@ fn only_a_subscription_that_asked_for_tool_changes_hears_of_them() {
         wire.serving.abort();
     });
 }
+
+#[test]
+fn closing_the_input_ends_open_subscriptions_with_their_final_result() {
+    let fx = fixture();
+    let host = fx.host();
+    common::two_worker_runtime().block_on(async {
+        let mut wire = Wire::start(&host);
+        wire.send(
+            json!({"jsonrpc": "2.0", "id": "sub", "method": "subscriptions/listen",
+            "params": {"_meta": meta(), "notifications": {"toolsListChanged": true}}}),
+        )
+        .await;
+        let ack = wire.next_message().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        wire.out.shutdown().await.unwrap();
+        let (done, _) = wire.answer(&json!("sub")).await;
+        assert_eq!(done["result"]["resultType"], "complete", "{done}");
+        assert_eq!(
+            done["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            "sub"
+        );
+        wire.serving.await.unwrap().unwrap();
+    });
+}

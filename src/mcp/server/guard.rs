@@ -571,6 +571,8 @@ where
                     break;
                 }
             }
+            // Open subscriptions would hold the session (rmcp waits for every handler).
+            server.end_subscriptions();
             // Dropping `to_rmcp` closes rmcp's input: the session ends.
         })
     };

@@ -160,6 +160,9 @@ struct Session {
     /// The listing's change count when each subscription of this connection was accepted,
     /// oldest first, until its `listen` starts (rmcp acknowledges in between).
     listen_baselines: Mutex<std::collections::VecDeque<u64>>,
+    /// Cancelled when the client's input ends (stdio): its subscriptions end with it
+    /// instead of holding the session open.
+    input_ended: tokio_util::sync::CancellationToken,
     roots: roots::SessionRoots,
     slots: Arc<Semaphore>,
     /// Sends `tools/list_changed`; stopped with the session.
@@ -201,6 +204,7 @@ impl McpServer {
                 log_level: Mutex::new(None),
                 declared: Mutex::new(None),
                 listen_baselines: Mutex::default(),
+                input_ended: tokio_util::sync::CancellationToken::new(),
                 roots: roots::SessionRoots::default(),
                 slots,
                 notifier: Mutex::new(None),
@@ -273,6 +277,12 @@ impl McpServer {
         if let Some(previous) = self.session.notifier.lock().replace(task) {
             previous.abort();
         }
+    }
+
+    /// Ends this session's subscriptions: the client's input has ended (stdio), so nothing
+    /// can cancel them any more and the session must not wait for them.
+    pub(crate) fn end_subscriptions(&self) {
+        self.session.input_ended.cancel();
     }
 
     /// The declared client of a call the stdio guard answers itself (a session past
@@ -420,8 +430,15 @@ impl ServerHandler for McpServer {
         // No baseline (not expected): the count now.
         let baseline = self.session.listen_baselines.lock().pop_front();
         let baseline = baseline.unwrap_or_else(|| *changes.borrow());
-        let stopping = self.shared.gate.closing();
-        subscriptions::listen(context, changes, baseline, stopping.cancelled_owned()).await
+        let closing = self.shared.gate.closing();
+        let input_ended = self.session.input_ended.clone();
+        let stopping = async move {
+            tokio::select! {
+                () = closing.cancelled() => {}
+                () = input_ended.cancelled() => {}
+            }
+        };
+        subscriptions::listen(context, changes, baseline, stopping).await
     }
 
     async fn call_tool(
