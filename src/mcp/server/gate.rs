@@ -60,6 +60,27 @@ pub(crate) enum Refused {
     /// The server ended while the call waited.
     #[error("the server is closing")]
     ServerClosing,
+    /// The tool `needs` a client capability the client did not declare (the message names
+    /// it); answered with [`MISSING_CAPABILITY`].
+    #[error("{0}")]
+    MissingCapability(String),
+}
+
+/// The JSON-RPC error of a call whose tool needs a client capability the client did not
+/// declare (the 2026-07-28 revision's code; 2025-11-25 sessions get the same).
+pub(crate) const MISSING_CAPABILITY: i32 = -32021;
+
+/// JSON-RPC's internal error: how a refused call is answered otherwise (as rmcp does).
+const INTERNAL_ERROR: i32 = -32603;
+
+impl Refused {
+    /// The JSON-RPC error code the refusal is answered with.
+    pub(crate) fn code(&self) -> i32 {
+        match self {
+            Self::MissingCapability(_) => MISSING_CAPABILITY,
+            _ => INTERNAL_ERROR,
+        }
+    }
 }
 
 impl CallGate {

@@ -17,6 +17,7 @@
 // today negotiate earlier versions, where they are part of the protocol.
 #![allow(deprecated)]
 
+mod asker;
 mod content;
 pub(crate) mod gate;
 pub(crate) mod guard;
@@ -131,6 +132,9 @@ struct Session {
     /// Whether plain calls may be answered by the stdio guard itself: a legacy session
     /// after rmcp has seen its `notifications/initialized`.
     direct_calls: AtomicBool,
+    /// rmcp's handle on the client (from `initialize`): a legacy session's calls ask their
+    /// input requests through it ([`asker::PeerAsker`]).
+    peer: Mutex<Option<Peer<Role>>>,
 }
 
 impl Drop for Session {
@@ -163,6 +167,7 @@ impl McpServer {
                 ids,
                 legacy_protocol: AtomicBool::new(false),
                 direct_calls: AtomicBool::new(false),
+                peer: Mutex::new(None),
             }),
         }
     }
@@ -293,6 +298,7 @@ impl ServerHandler for McpServer {
             self.session.roots.expect_client_roots();
         }
         context.peer.set_peer_info(request.clone());
+        *self.session.peer.lock() = Some(context.peer.clone());
         let negotiated = self.negotiate_initialize(&request)?;
         // ISO dates compare as text, as rmcp compares them.
         let legacy = negotiated.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str();
@@ -355,7 +361,13 @@ impl ServerHandler for McpServer {
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
             .map(Into::into)
-            .map_err(|refused| McpError::internal_error(refused.to_string(), None))
+            .map_err(|refused| {
+                McpError::new(
+                    rmcp::model::ErrorCode(refused.code()),
+                    refused.to_string(),
+                    None,
+                )
+            })
     }
 }
 
@@ -394,6 +406,15 @@ impl McpServer {
         if let Some(reports) = &reports {
             ctx = ctx.with_observer(reports.observer());
         }
+        // Approvals follow `[approval] mcp`; a session of the session model (2025-11-25)
+        // asks its input requests as server→client requests.
+        ctx = ctx.from_mcp_client();
+        let peer = self.session.peer.lock().clone();
+        if let Some(peer) = peer
+            && self.session.legacy_protocol.load(Ordering::Acquire)
+        {
+            ctx = ctx.with_asker(Arc::new(asker::PeerAsker::new(peer)));
+        }
         // Cancelling the request cancels the call's own token: the host stops the call and
         // answers `cancelled`.
         let cancel = ctx.cancel.clone();
@@ -414,6 +435,14 @@ impl McpServer {
         drop(ctx);
         if let Some(reports) = reports {
             reports.finish().await;
+        }
+        if outcome.result.error_type() == Some(crate::ErrorType::MissingCapability) {
+            let message = outcome
+                .result
+                .error()
+                .map(|e| e.message.clone())
+                .unwrap_or_default();
+            return Err(gate::Refused::MissingCapability(message));
         }
         Ok(to_call_result(outcome.result, outcome.structured))
     }

@@ -163,13 +163,23 @@ pub(super) fn start(
                 line.push('}');
                 line
             }
-            Err(why) => error_line(Some(&raw_id), INTERNAL_ERROR, &why.to_string()),
+            Err(why) => error_line(Some(&raw_id), why.code(), &why.to_string()),
         };
         // A client that closed its output has nobody to answer.
         let _ = lines.send(line).await;
         ids.lock().end_direct(serial);
         drop(place);
     });
+}
+
+impl Unanswered {
+    /// The JSON-RPC error code of the answer.
+    fn code(&self) -> i64 {
+        match self {
+            Self::Refused(refused) => i64::from(refused.code()),
+            Self::Unwritable(_) => INTERNAL_ERROR,
+        }
+    }
 }
 
 /// Why a call the guard took gets an error answer instead of its result.

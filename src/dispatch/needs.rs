@@ -1,0 +1,37 @@
+//! Stage 3's last check: a tool whose `needs` name a client capability the call's asker
+//! does not support (an MCP client that did not declare `elicitation`, `sampling` or
+//! `roots`) is refused with `missing_capability` before anything of it runs; the MCP
+//! server answers that with JSON-RPC error -32021. A call without an asker (the command
+//! line, the Rust API by default) is not checked: its requests are answered as documented
+//! (`cancel`, no roots, a sampling error).
+
+use super::call::Call;
+use super::errors::ErrorType;
+use super::result::ToolError;
+
+/// The refusal when the call's asker lacks a capability the tool needs.
+pub(super) fn check(call: &Call<'_>) -> Option<ToolError> {
+    let asker = call.ctx.asker()?;
+    let missing: Vec<&str> = call
+        .tool
+        .needs
+        .iter()
+        .filter(|need| !asker.supports(**need))
+        .map(|need| need.as_str())
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(ToolError::new(
+        ErrorType::MissingCapability,
+        format!(
+            "{} needs the client capability {} (declared in its `needs`), which this client did not declare",
+            call.name,
+            missing
+                .iter()
+                .map(|m| format!("'{m}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    ))
+}
