@@ -8,30 +8,31 @@
 use super::call::Call;
 use super::errors::ErrorType;
 use super::result::ToolError;
+use crate::registry::Capability;
 
 /// The refusal when the call's asker lacks a capability the tool needs.
 pub(super) fn check(call: &Call<'_>) -> Option<ToolError> {
     let asker = call.ctx.asker()?;
-    let missing: Vec<&str> = call
+    let missing: Vec<Capability> = call
         .tool
         .needs
         .iter()
-        .filter(|need| !asker.supports(**need))
-        .map(|need| need.as_str())
+        .copied()
+        .filter(|need| !asker.supports(*need))
         .collect();
     if missing.is_empty() {
         return None;
     }
-    Some(ToolError::new(
-        ErrorType::MissingCapability,
-        format!(
-            "{} needs the client capability {} (declared in its `needs`), which this client did not declare",
-            call.name,
-            missing
-                .iter()
-                .map(|m| format!("'{m}'"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    ))
+    let named: Vec<String> = missing.iter().map(|m| format!("'{m}'")).collect();
+    Some(
+        ToolError::new(
+            ErrorType::MissingCapability,
+            format!(
+                "{} needs the client capability {} (declared in its `needs`), which this client did not declare",
+                call.name,
+                named.join(", ")
+            ),
+        )
+        .with_needs(missing),
+    )
 }

@@ -143,6 +143,7 @@ pub enum InputAnswer {
     /// The client's roots.
     Roots {
         /// The roots, in the client's order.
+        #[serde(deserialize_with = "roots_list")]
         roots: Vec<Root>,
     },
     /// The client's model answered.
@@ -178,6 +179,15 @@ impl InputAnswer {
                 | (Self::Sampled(_), InputKind::Sampling { .. })
                 | (Self::Failed { .. }, _)
         )
+    }
+}
+
+/// A list of roots; an empty object counts as an empty list (an empty Lua table, as
+/// `t.answer` converts it, is an object).
+fn roots_list<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<Root>, D::Error> {
+    match Value::deserialize(deserializer)? {
+        Value::Object(map) if map.is_empty() => Ok(Vec::new()),
+        other => serde_json::from_value(other).map_err(serde::de::Error::custom),
     }
 }
 

@@ -26,7 +26,7 @@ const CTX_FIELDS: &[(&str, &str)] = &[
     ),
     (
         "roots",
-        "fun(): {uri: string, name?: string}[] # the MCP client's roots; empty when nobody can be asked",
+        "fun(request?: {key?: string}): {uri: string, name?: string}[] # the MCP client's roots; empty when nobody can be asked",
     ),
     (
         "sample",
@@ -34,7 +34,7 @@ const CTX_FIELDS: &[(&str, &str)] = &[
     ),
     (
         "all",
-        "fun(...: fun(): any): ... # runs the functions so their input requests go out together (one round); their first results, in order",
+        "fun(...: fun(): any): ... # runs the functions concurrently (a coroutine each) so the input requests they make go out together (one round); their first results, in order; the first error ends them all",
     ),
 ];
 
@@ -79,7 +79,7 @@ const TEST_FIELDS: &[(&str, &str)] = &[
     ),
     (
         "answer",
-        "fun(answers: table[]) # scripted answers for ctx.ask/roots/sample of the test's calls, in order: {action = \"accept\", content = {...}}, {action = \"decline\"}, {action = \"cancel\"}, {action = \"roots\", roots = {...}}, {action = \"sampled\", role =, content =, model =}",
+        "fun(answers: table) # scripted answers for ctx.ask/roots/sample of the test's later calls: a list (taken in order) or a table by request key; each {action = \"accept\", content = {...}}, {action = \"decline\"}, {action = \"cancel\"}, {action = \"roots\", roots = {{uri =, name =}}}, {action = \"sampled\", role =, content =, model =} or {action = \"failed\", message =}",
     ),
 ];
 

@@ -185,10 +185,16 @@ fn flat_schema(label: &str, mut schema: Map<String, Value>) -> Result<Value, Str
     };
     for (name, property) in properties {
         let kind = property.get("type").and_then(Value::as_str);
-        if !matches!(kind, Some("string" | "number" | "integer" | "boolean")) {
+        let primitive = matches!(kind, Some("string" | "number" | "integer" | "boolean"));
+        // A multi-select: an array of enumerated strings.
+        let multi_select = kind == Some("array")
+            && property
+                .get("items")
+                .is_some_and(|items| items.get("enum").is_some() || items.get("anyOf").is_some());
+        if !(primitive || multi_select) {
             return Err(format!(
                 "{label}: 'schema.properties.{name}' must have type string, number, integer or \
-                 boolean (elicitation forms are flat)"
+                 boolean, or be an array of enum items (elicitation forms are flat)"
             ));
         }
     }

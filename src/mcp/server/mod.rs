@@ -11,24 +11,28 @@
 //!   what the server allows ([`roots`]);
 //! - every reload that changes the session's tool list sends
 //!   `notifications/tools/list_changed`;
-//! - calls are admitted through the shared [`gate::CallGate`] (limits, drain at shutdown).
+//! - calls are admitted through the shared [`gate::CallGate`] (limits, drain at shutdown);
+//! - a tool's input requests (`ctx.ask`, `ctx.roots`, `ctx.sample`) and the approval
+//!   gate's question go to the client: awaited server→client requests on a 2025-11-25
+//!   session, multi-round `input_required` results on 2026-07-28 ([`input`]); a tool whose
+//!   `needs` the client did not declare answers -32021.
 
 // Logging and roots are deprecated by SEP-2577 from protocol 2026-07-28 on; the clients of
 // today negotiate earlier versions, where they are part of the protocol.
 #![allow(deprecated)]
 
-mod asker;
 mod content;
 pub(crate) mod gate;
 pub(crate) mod guard;
 #[cfg(feature = "http")]
 pub(crate) mod http;
+pub(crate) mod input;
 mod observer;
 mod roots;
 #[cfg(feature = "cli")]
 pub(crate) mod stdio;
 
-use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
+use crate::{Asker as _, CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;
 use gate::CallGate;
 use observer::CallReports;
@@ -37,9 +41,9 @@ use parking_lot::Mutex;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{Peer, RoleServer as Role};
@@ -68,6 +72,8 @@ pub(crate) struct Shared {
     /// The last definitions listed and their MCP form: the memoised definitions come back
     /// as the same `Arc` while nothing changed, so `tools/list` converts them only once.
     listed: Mutex<Option<(Definitions, Vec<Tool>)>>,
+    /// Seals and opens the state of multi-round calls (`[serve] state_key_env`).
+    sealer: input::seal::Sealer,
 }
 
 impl Shared {
@@ -85,6 +91,21 @@ impl Shared {
                 .unwrap_or(gate::DEFAULT_MAX_QUEUED_CALLS),
         );
         let drain_period = Duration::from_millis(serve.drain_ms.unwrap_or(DEFAULT_DRAIN_MS));
+        let sealer = input::seal::Sealer::from_config(
+            serve.state_key_env.as_deref(),
+            serve.input_request_ttl_ms,
+        )
+        .unwrap_or_else(|problem| {
+            // `toolhost serve` refuses to start on this; an embedder gets a working server
+            // whose multi-round calls only this process can continue.
+            tracing::error!("{problem}; using a random key of this process");
+            input::seal::Sealer::random(Duration::from_millis(
+                serve
+                    .input_request_ttl_ms
+                    .unwrap_or(input::seal::DEFAULT_TTL_MS),
+            ))
+            .unwrap_or_else(|e| panic!("no random key for request states: {e}"))
+        });
         drop(config);
         Arc::new(Self {
             host,
@@ -95,6 +116,7 @@ impl Shared {
             gate,
             drain_period,
             listed: Mutex::new(None),
+            sealer,
         })
     }
 
@@ -133,7 +155,7 @@ struct Session {
     /// after rmcp has seen its `notifications/initialized`.
     direct_calls: AtomicBool,
     /// rmcp's handle on the client (from `initialize`): a legacy session's calls ask their
-    /// input requests through it ([`asker::PeerAsker`]).
+    /// input requests through it ([`input::session::PeerAsker`]).
     peer: Mutex<Option<Peer<Role>>>,
 }
 
@@ -350,24 +372,27 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // 2026-07-28 and later: stateless, multi-round input requests; earlier: a session.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let continuation = modern.then(|| input::Continuation {
+            declared: context.client_capabilities(),
+            request_state: request.request_state,
+            responses: request.input_responses,
+        });
         let call = Call {
             tool_call_id: self.call_id(&context.id),
             progress_token: context.meta.get_progress_token(),
             name: request.name.into_owned(),
             arguments: request.arguments,
+            continuation,
         };
         // `notifications/cancelled` cancels rmcp's token for this request.
         let cancelled = context.ct.cancelled_owned();
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
-            .map(Into::into)
-            .map_err(|refused| {
-                McpError::new(
-                    rmcp::model::ErrorCode(refused.code()),
-                    refused.to_string(),
-                    None,
-                )
-            })
+            .map_err(|refused| refused.to_error())
     }
 }
 
@@ -382,45 +407,88 @@ pub(crate) struct Call {
     pub(crate) tool_call_id: String,
     /// The request's `_meta.progressToken`, when it asked for progress.
     pub(crate) progress_token: Option<rmcp::model::ProgressToken>,
+    /// A 2026-07-28 call's capabilities, state and answers (multi-round); `None` for a call
+    /// of a 2025-11-25 session, which asks its client directly.
+    pub(crate) continuation: Option<input::Continuation>,
 }
 
 impl McpServer {
     /// Runs `call` through the whole pipeline once the gate admits it; its progress and
     /// log lines go to `sink`, and `cancelled` resolving stops it (it then answers
-    /// `cancelled`). `Err` is the gate's refusal.
+    /// `cancelled`). A 2026-07-28 call that stops for input answers `input_required`.
+    /// `Err` is the gate's refusal, a refused multi-round state, or a missing capability.
     pub(crate) async fn run_call(
         &self,
         call: Call,
         sink: Sink,
         cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<CallToolResult, gate::Refused> {
+    ) -> Result<CallToolResponse, gate::Refused> {
         let _admitted = self.shared.gate.admit(&self.session.slots).await?;
         let args = call.arguments.map(Value::Object).unwrap_or_default();
         let mut ctx = self.context();
         ctx.tool_call_id = Some(call.tool_call_id);
-        if let Some(roots) = self.session.roots.current().await {
-            ctx = ctx.with_fs_roots(roots);
-        }
+        // Approvals follow `[approval] mcp`.
+        ctx = ctx.from_mcp_client();
+        let replay = match &call.continuation {
+            // A session of the session model (2025-11-25) asks its input requests as
+            // server→client requests, and has its roots from the session.
+            None => {
+                if let Some(roots) = self.session.roots.current().await {
+                    ctx = ctx.with_fs_roots(roots);
+                }
+                let peer = self.session.peer.lock().clone();
+                if let Some(peer) = peer
+                    && self.session.legacy_protocol.load(Ordering::Acquire)
+                {
+                    ctx = ctx.with_asker(Arc::new(input::session::PeerAsker::new(peer)));
+                }
+                None
+            }
+            // 2026-07-28: the answers so far come with the request; a missing one ends the
+            // call for input (cancelling its token).
+            Some(continuation) => {
+                let recorded =
+                    input::recorded_answers(&self.shared.sealer, &call.name, &args, continuation)
+                        .map_err(gate::Refused::InputState)?;
+                if let Some(roots) = input::recorded_roots(&recorded) {
+                    ctx = ctx.with_fs_roots(roots);
+                }
+                let asker = input::replay_asker(recorded, continuation, ctx.cancel.clone());
+                // A tool that needs the client's roots gets them in a first round.
+                let scope = ctx.scope.clone();
+                if !asker.recorded().contains_key(input::ROOTS_KEY)
+                    && asker.supports(crate::Capability::Roots)
+                    && self
+                        .shared
+                        .host
+                        .tool_needs(&call.name, scope.as_deref())
+                        .contains(&crate::Capability::Roots)
+                {
+                    let pending = [(input::ROOTS_KEY.to_string(), crate::InputKind::Roots)];
+                    return Ok(input::input_required(
+                        &self.shared.sealer,
+                        &call.name,
+                        &args,
+                        asker.recorded(),
+                        pending.into_iter().collect(),
+                    )
+                    .into());
+                }
+                ctx = ctx.with_asker(asker.clone());
+                Some(asker)
+            }
+        };
         let log_level = self.session.log_level.lock().unwrap_or(DEFAULT_LOG_LEVEL);
         let reports = CallReports::start(sink, call.progress_token, Some(log_level));
         if let Some(reports) = &reports {
             ctx = ctx.with_observer(reports.observer());
-        }
-        // Approvals follow `[approval] mcp`; a session of the session model (2025-11-25)
-        // asks its input requests as server→client requests.
-        ctx = ctx.from_mcp_client();
-        let peer = self.session.peer.lock().clone();
-        if let Some(peer) = peer
-            && self.session.legacy_protocol.load(Ordering::Acquire)
-        {
-            ctx = ctx.with_asker(Arc::new(asker::PeerAsker::new(peer)));
         }
         // Cancelling the request cancels the call's own token: the host stops the call and
         // answers `cancelled`.
         let cancel = ctx.cancel.clone();
         let host = &self.shared.host;
         let outcome = {
-            let running = host.handle_call(&call.name, args, &ctx);
+            let running = host.handle_call(&call.name, args.clone(), &ctx);
             tokio::pin!(running);
             tokio::pin!(cancelled);
             tokio::select! {
@@ -436,14 +504,28 @@ impl McpServer {
         if let Some(reports) = reports {
             reports.finish().await;
         }
-        if outcome.result.error_type() == Some(crate::ErrorType::MissingCapability) {
-            let message = outcome
-                .result
-                .error()
-                .map(|e| e.message.clone())
-                .unwrap_or_default();
-            return Err(gate::Refused::MissingCapability(message));
+        // Stopped for input: the pending requests and the state to continue with.
+        if let Some(asker) = replay {
+            let pending = asker.take_pending();
+            if !pending.is_empty() {
+                return Ok(input::input_required(
+                    &self.shared.sealer,
+                    &call.name,
+                    &args,
+                    asker.recorded(),
+                    pending,
+                )
+                .into());
+            }
         }
-        Ok(to_call_result(outcome.result, outcome.structured))
+        if let Some(error) = outcome.result.error()
+            && error.kind == crate::ErrorType::MissingCapability
+        {
+            return Err(gate::Refused::MissingCapability {
+                message: error.message.clone(),
+                needs: error.needs.clone(),
+            });
+        }
+        Ok(to_call_result(outcome.result, outcome.structured).into())
     }
 }

@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use rmcp::model::ServerResult;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -117,6 +117,7 @@ fn parse(line: &str) -> Option<DirectCall> {
             arguments: envelope.params.arguments,
             tool_call_id: raw_id.to_string(),
             progress_token,
+            continuation: None,
         },
     })
 }
@@ -143,9 +144,10 @@ pub(super) fn start(
             .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
             .await;
         let answer = match outcome {
-            Ok(result) => {
-                // As rmcp answers a session of a protocol older than 2026-07-28.
-                let mut result = ServerResult::CallToolResult(result);
+            Ok(response) => {
+                // As rmcp answers a session of a protocol older than 2026-07-28 (where a
+                // call never ends for input: its requests go to the client as requests).
+                let mut result = ServerResult::from(response);
                 result.strip_result_type_for_legacy_peer();
                 result.strip_non_object_output_for_legacy_peer();
                 serde_json::to_string(&result).map_err(Unanswered::Unwritable)
@@ -163,7 +165,7 @@ pub(super) fn start(
                 line.push('}');
                 line
             }
-            Err(why) => error_line(Some(&raw_id), why.code(), &why.to_string()),
+            Err(why) => why.error_line(&raw_id),
         };
         // A client that closed its output has nobody to answer.
         let _ = lines.send(line).await;
@@ -173,11 +175,14 @@ pub(super) fn start(
 }
 
 impl Unanswered {
-    /// The JSON-RPC error code of the answer.
-    fn code(&self) -> i64 {
+    /// The JSON-RPC error line of the answer to request `raw_id`.
+    fn error_line(&self, raw_id: &str) -> String {
         match self {
-            Self::Refused(refused) => i64::from(refused.code()),
-            Self::Unwritable(_) => INTERNAL_ERROR,
+            Self::Refused(refused) => {
+                let body = json!({"jsonrpc": "2.0", "error": refused.to_error()});
+                super::splice_id(raw_id, &body)
+            }
+            Self::Unwritable(_) => error_line(Some(raw_id), INTERNAL_ERROR, &self.to_string()),
         }
     }
 }
