@@ -72,7 +72,10 @@ fn accept(content: Value) -> InputAnswer {
 fn without_an_asker_ask_answers_cancel() {
     let fx = Fixture::new();
     fx.tool("greet.lua", GREET);
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("no name: cancel"));
+    assert_eq!(
+        call(&fx.host(), "greet", json!({})),
+        json!("no name: cancel")
+    );
 }
 
 #[test]
@@ -101,7 +104,10 @@ fn without_an_asker_sample_raises_saying_why() {
     let result = call(&fx.host(), "complete", json!({}));
     assert_eq!(result["error_type"], "handler_error", "{result}");
     let message = result["error"].as_str().unwrap();
-    assert!(message.contains("ctx.sample: nobody can answer it here"), "{message}");
+    assert!(
+        message.contains("ctx.sample: nobody can answer it here"),
+        "{message}"
+    );
     assert!(message.contains("sample.lua:4"), "{message}");
 }
 
@@ -111,7 +117,10 @@ fn an_embedders_asker_gets_the_request_and_its_answer_reaches_the_handler() {
     fx.tool("greet.lua", GREET);
     let asker = Recorder::new(accept(json!({"name": "Ada"})));
     let ctx = CallContext::default().with_asker(asker.clone());
-    assert_eq!(call_in(&fx.host(), "greet", json!({}), &ctx), json!("Hello, Ada"));
+    assert_eq!(
+        call_in(&fx.host(), "greet", json!({}), &ctx),
+        json!("Hello, Ada")
+    );
     let rounds = asker.rounds.lock();
     let request = &rounds[0][0];
     assert_eq!(request.key, "q1");
@@ -145,7 +154,10 @@ fn ctx_all_asks_its_functions_requests_together_and_returns_results_in_order() {
     );
     let asker = Recorder::new(accept(json!({"v": "x"})));
     let ctx = CallContext::default().with_asker(asker.clone());
-    assert_eq!(call_in(&fx.host(), "pair", json!({}), &ctx), json!("x1,plain,xx"));
+    assert_eq!(
+        call_in(&fx.host(), "pair", json!({}), &ctx),
+        json!("x1,plain,xx")
+    );
     // Round one: both first questions at once; round two: the third function's second.
     assert_eq!(
         asker.keys(),
@@ -210,7 +222,10 @@ fn a_nested_calls_requests_have_prefixed_keys() {
     );
     let asker = Recorder::new(accept(json!({"name": "Ada"})));
     let ctx = CallContext::default().with_asker(asker.clone());
-    assert_eq!(call_in(&fx.host(), "outer", json!({}), &ctx), json!("Hello, Ada"));
+    assert_eq!(
+        call_in(&fx.host(), "outer", json!({}), &ctx),
+        json!("Hello, Ada")
+    );
     assert_eq!(asker.keys(), vec![vec!["q1"], vec!["c1.q1"]]);
 }
 
@@ -247,7 +262,10 @@ fn a_form_that_is_not_flat_is_refused_naming_the_field() {
     );
     let result = call(&fx.host(), "nested", json!({}));
     let message = result["error"].as_str().unwrap_or_default();
-    assert!(message.contains("ctx.ask: 'schema.properties.address'"), "{result}");
+    assert!(
+        message.contains("ctx.ask: 'schema.properties.address'"),
+        "{result}"
+    );
     assert!(message.contains("nested.lua:4"), "{result}");
 }
 
@@ -267,7 +285,8 @@ fn ask_outside_the_handler_thread_is_refused() {
     let result = call(&fx.host(), "inside", json!({}));
     let text = result.as_str().unwrap_or_default();
     assert!(
-        text.starts_with("false:") && text.contains("ctx.ask can only be called from the tool handler"),
+        text.starts_with("false:")
+            && text.contains("ctx.ask can only be called from the tool handler"),
         "{result}"
     );
 }
@@ -307,7 +326,11 @@ fn a_tool_needing_what_the_asker_lacks_is_refused_before_it_runs() {
     let ctx = CallContext::default().with_asker(asker);
     let result = call_in(&fx.host(), "needy", json!({}), &ctx);
     assert_eq!(result["error_type"], "missing_capability", "{result}");
-    assert_eq!(result["needs"], json!(["elicitation", "sampling"]), "{result}");
+    assert_eq!(
+        result["needs"],
+        json!(["elicitation", "sampling"]),
+        "{result}"
+    );
     assert!(!marker.exists(), "the handler ran");
 }
 
@@ -315,7 +338,10 @@ fn a_tool_needing_what_the_asker_lacks_is_refused_before_it_runs() {
 fn call_answers_a_file_in_order_and_by_key() {
     let fx = Fixture::new();
     fx.tool("greet.lua", GREET);
-    fx.write("in-order.json", r#"[{"action": "accept", "content": {"name": "Ada"}}]"#);
+    fx.write(
+        "in-order.json",
+        r#"[{"action": "accept", "content": {"name": "Ada"}}]"#,
+    );
     fx.write("by-key.json", r#"{"q1": {"action": "decline"}}"#);
     let run = |file: &str| {
         let out = fx
