@@ -185,7 +185,7 @@ impl CallContext {
 
     /// Marks the call as coming from an MCP client (`[approval] mcp` applies).
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn from_mcp_client(mut self) -> Self {
+    pub(crate) fn over_mcp_client(mut self) -> Self {
         self.over_mcp = true;
         self
     }

@@ -428,7 +428,7 @@ impl McpServer {
         let mut ctx = self.context();
         ctx.tool_call_id = Some(call.tool_call_id);
         // Approvals follow `[approval] mcp`.
-        ctx = ctx.from_mcp_client();
+        ctx = ctx.over_mcp_client();
         let replay = match &call.continuation {
             // A session of the session model (2025-11-25) asks its input requests as
             // server→client requests, and has its roots from the session.
