@@ -400,3 +400,18 @@ end)
     );
     fx.toolhost().arg("test").assert().success();
 }
+
+#[test]
+fn an_answer_that_does_not_match_the_form_raises() {
+    let fx = Fixture::new();
+    fx.tool("greet.lua", GREET);
+    let hostile = Recorder::new(accept(json!({"name": {"nested": ["not", "a", "string"]}})));
+    let ctx = CallContext::default().with_asker(hostile);
+    let result = call_in(&fx.host(), "greet", json!({}), &ctx);
+    let message = result["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("ctx.ask: the client's answer does not match the form: content.name"),
+        "{result}"
+    );
+    assert!(message.contains("greet.lua:4"), "{result}");
+}

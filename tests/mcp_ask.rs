@@ -36,9 +36,15 @@ registry.register{ name = "pair", toolset = "t",
       function() return ctx.ask{ key = "bee", message = "B?", schema = form } end)
     return a.action .. "/" .. b.action
   end }
+registry.register{ name = "impatient", toolset = "t", needs = { "elicitation" }, timeout_ms = 500,
+  schema = { description = "Asks with a short deadline", parameters = { type = "object" } },
+  handler = function(args, ctx) return ctx.ask{ message = "Quick?", schema = {} }.action end }
 registry.register{ name = "guarded", toolset = "t", requires_approval = true,
   schema = { description = "Writes a marker", parameters = { type = "object", properties = { path = { type = "string" } } } },
   handler = function(args) fs.write(args.path, "done") return "wrote" end }
+registry.register{ name = "delegating", toolset = "t", requires_approval = true,
+  schema = { description = "Calls guarded", parameters = { type = "object", properties = { path = { type = "string" } } } },
+  handler = function(args, ctx) local r = ctx.call("guarded", { path = args.path }) return type(r) == "table" and r.error_type or r end }
 registry.register{ name = "peek", toolset = "t", needs = { "roots" },
   schema = { description = "Reads a file", parameters = { type = "object", properties = { path = { type = "string" } } } },
   handler = function(args, ctx) return #ctx.roots() .. " root(s): " .. fs.read(args.path) end }
@@ -448,4 +454,51 @@ fn roots_on_2026_come_as_a_first_round_and_narrow_fs() {
             .contains("outside the allowed roots"),
         "{outside}"
     );
+}
+
+#[test]
+fn a_client_that_never_answers_meets_the_calls_deadline() {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        "stdio",
+        LEGACY,
+        json!({
+            "elicitation": [{"action": "hang"}],
+            "steps": [{"name": "call", "call": "impatient"}]
+        }),
+    );
+    let call = step(&steps, "call");
+    assert_eq!(call["ok"], false, "{call}");
+    assert!(
+        call["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"error_type\":\"timeout\""),
+        "{call}"
+    );
+}
+
+#[test]
+fn approving_a_tool_on_2026_does_not_approve_the_tool_it_calls() {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        "http",
+        MODERN,
+        json!({
+            "elicitation": [{"action": "accept", "content": {}}, {"action": "decline"}],
+            "steps": [{"name": "call", "call": "delegating", "args": {"path": "m.txt"}}]
+        }),
+    );
+    let call = step(&steps, "call");
+    assert_eq!(call["text"], "approval_denied", "{call}");
+    assert_eq!(
+        call["asked"],
+        json!([
+            "Allow delegating with {\"path\":\"m.txt\"}?",
+            "Allow guarded with {\"path\":\"m.txt\"}?"
+        ])
+    );
+    assert!(!fx.root().join("m.txt").exists(), "the declined child ran");
 }

@@ -16,8 +16,10 @@ use std::time::{Duration, Instant};
 /// Longest rendering of the arguments in the approval question.
 const MAX_SHOWN_ARGS: usize = 500;
 
-/// The key of the approval question among a call's input requests.
-pub(crate) const APPROVAL_KEY: &str = "approval";
+/// The key of the approval question among a call's input requests (after the call's key
+/// prefix: a tool called by `ctx.call` is asked under its own key, never answered by its
+/// parent's approval).
+const APPROVAL_KEY: &str = "toolhost/approval";
 
 /// What the approver is asked.
 #[derive(Debug, Clone, Copy)]
@@ -119,7 +121,7 @@ async fn ask_user(
         message.push_str(&format!(" ({reason})"));
     }
     let request = InputRequest::new(
-        APPROVAL_KEY,
+        format!("{}{APPROVAL_KEY}", call.ctx.ask_prefix),
         InputKind::Elicitation {
             message,
             schema: json!({"type": "object", "properties": {}}),

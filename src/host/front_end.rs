@@ -25,7 +25,11 @@ impl Host {
     /// The client capabilities tool `name` declares it needs (`needs`), as callers in
     /// `scope` see it; none for an unknown name.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn tool_needs(&self, name: &str, scope: Option<&str>) -> Vec<crate::registry::Capability> {
+    pub(crate) fn tool_needs(
+        &self,
+        name: &str,
+        scope: Option<&str>,
+    ) -> Vec<crate::registry::Capability> {
         self.inner
             .registry
             .snapshot()

@@ -6,8 +6,9 @@ tests/mcp_ask.rs.
 usage: ask.py TRANSPORT(stdio|http) MODE(legacy|2026-07-28) TOOLHOST_BINARY WORKDIR SPEC_JSON
 
 SPEC_JSON: {
-  "elicitation": [answer, ...] | null   (scripted form answers, in order: {"action", "content"?};
-                                          null: the client does not declare elicitation)
+  "elicitation": [answer, ...] | null   (scripted form answers, in order: {"action", "content"?},
+                                          {"action": "hang"} never answers; null: the client
+                                          does not declare elicitation)
   "roots": [uri, ...] | null            (null: the client does not declare roots)
   "servers": N (HTTP: N servers on the same workdir, default 1), "env": {NAME: VALUE} (theirs),
   "serve_args": [...],
@@ -51,6 +52,11 @@ class Script:
         return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
     async def on_elicit(self, _context, params):
+        if self.answers and self.answers[0]["action"] == "hang":
+            # A client that never answers: the server's deadline must end the call.
+            self.asked.append(params.message)
+            self.answers.pop(0)
+            await asyncio.sleep(3600)
         return self.form(params)
 
     async def on_roots(self, _context):

@@ -191,6 +191,12 @@ fn to_lua(
             serde_json::to_string(&answer).unwrap_or_default()
         ));
     }
+    if let (InputAnswer::Accept { content }, InputKind::Elicitation { schema, .. }) =
+        (&answer, kind)
+    {
+        ask_spec::check_content(schema, content)
+            .map_err(|e| format!("{}: {e}", function.label()))?;
+    }
     let value = match answer {
         InputAnswer::Accept { content } => json!({"action": "accept", "content": content}),
         InputAnswer::Decline => json!({"action": "decline"}),

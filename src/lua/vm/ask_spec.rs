@@ -208,7 +208,33 @@ fn flat_schema(label: &str, mut schema: Map<String, Value>) -> Result<Value, Str
             "{label}: 'schema.required' must list names of schema.properties"
         ));
     }
-    Ok(Value::Object(schema))
+    let schema = Value::Object(schema);
+    if let Err(e) = jsonschema::validator_for(&schema) {
+        return Err(format!("{label}: 'schema' is not a valid JSON Schema: {e}"));
+    }
+    Ok(schema)
+}
+
+/// Checks an accepted form's `content` against the form's `schema`: the client's answer is
+/// untrusted input, and the handler reads it as the schema promises.
+pub(crate) fn check_content(schema: &Value, content: &Map<String, Value>) -> Result<(), String> {
+    let validator = jsonschema::validator_for(schema)
+        .map_err(|e| format!("the form's schema does not compile: {e}"))?;
+    let content = Value::Object(content.clone());
+    match validator.iter_errors(&content).next() {
+        None => Ok(()),
+        Some(error) => {
+            let at = error.instance_path().to_string();
+            let at = if at.is_empty() {
+                "content".to_string()
+            } else {
+                format!("content{}", at.replace('/', "."))
+            };
+            Err(format!(
+                "the client's answer does not match the form: {at}: {error}"
+            ))
+        }
+    }
 }
 
 fn message(label: &str, index: usize, value: Value) -> Result<Value, String> {
@@ -292,6 +318,19 @@ mod tests {
             assert!(error.contains(expected), "{spec}: {error}");
             assert!(error.starts_with(function.label()), "{error}");
         }
+    }
+
+    #[test]
+    fn an_answer_must_match_the_form() {
+        let schema =
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        let good = json!({"n": 3});
+        assert!(check_content(&schema, good.as_object().unwrap()).is_ok());
+        let bad = json!({"n": "three"});
+        let error = check_content(&schema, bad.as_object().unwrap()).unwrap_err();
+        assert!(error.contains("content.n"), "{error}");
+        let missing = json!({});
+        assert!(check_content(&schema, missing.as_object().unwrap()).is_err());
     }
 
     #[test]
