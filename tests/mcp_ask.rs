@@ -39,6 +39,12 @@ registry.register{ name = "pair", toolset = "t",
 registry.register{ name = "impatient", toolset = "t", needs = { "elicitation" }, timeout_ms = 500,
   schema = { description = "Asks with a short deadline", parameters = { type = "object" } },
   handler = function(args, ctx) return ctx.ask{ message = "Quick?", schema = {} }.action end }
+registry.register{ name = "capital", toolset = "t", needs = { "sampling" },
+  schema = { description = "Asks the client's model", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    local r = ctx.sample{ messages = { { role = "user", content = "Capital of France?" } }, max_tokens = 20, system = "Be brief" }
+    return r.role .. " (" .. r.model .. "): " .. r.content
+  end }
 registry.register{ name = "guarded", toolset = "t", requires_approval = true,
   schema = { description = "Writes a marker", parameters = { type = "object", properties = { path = { type = "string" } } } },
   handler = function(args) fs.write(args.path, "done") return "wrote" end }
@@ -501,4 +507,50 @@ fn approving_a_tool_on_2026_does_not_approve_the_tool_it_calls() {
         ])
     );
     assert!(!fx.root().join("m.txt").exists(), "the declined child ran");
+}
+
+/// `capital` answered by the client's (scripted) model.
+fn sampling_reaches_the_handler(transport: &str, mode: &str) {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        transport,
+        mode,
+        json!({"sampling": "Paris", "steps": [{"name": "call", "call": "capital"}]}),
+    );
+    let call = step(&steps, "call");
+    assert_eq!(call["text"], "assistant (scripted-model): Paris", "{call}");
+    assert_eq!(call["asked"], json!(["sampling: user: Capital of France?"]));
+}
+
+#[test]
+fn sampling_reaches_the_handler_on_a_2025_session() {
+    sampling_reaches_the_handler("stdio", LEGACY);
+}
+
+#[test]
+fn sampling_reaches_the_handler_on_2026() {
+    sampling_reaches_the_handler("http", MODERN);
+}
+
+#[test]
+fn ctx_roots_lists_the_clients_roots_on_a_2025_session() {
+    let fx = fixture();
+    fx.write("inside/a.txt", "inside");
+    let root = fx.root().canonicalize().unwrap();
+    let inside = root.join("inside/a.txt").display().to_string();
+    let steps = run(
+        &fx,
+        "stdio",
+        LEGACY,
+        json!({
+            "roots": [format!("file://{}", root.join("inside").display())],
+            "steps": [{"name": "call", "call": "peek", "args": {"path": inside}}]
+        }),
+    );
+    assert_eq!(
+        step(&steps, "call")["text"],
+        "1 root(s): inside",
+        "{steps:#?}"
+    );
 }

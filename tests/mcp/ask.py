@@ -10,6 +10,7 @@ SPEC_JSON: {
                                           {"action": "hang"} never answers; null: the client
                                           does not declare elicitation)
   "roots": [uri, ...] | null            (null: the client does not declare roots)
+  "sampling": TEXT | null               (the model's answer to every sampling request)
   "servers": N (HTTP: N servers on the same workdir, default 1), "env": {NAME: VALUE} (theirs),
   "serve_args": [...],
   "steps": [
@@ -44,6 +45,7 @@ class Script:
     def __init__(self, spec):
         self.answers = list(spec.get("elicitation") or [])
         self.roots = spec.get("roots")
+        self.sampled = spec.get("sampling")
         self.asked = []
 
     def form(self, params):
@@ -63,8 +65,20 @@ class Script:
         roots = [types.Root(uri=uri, name=f"root{i}") for i, uri in enumerate(self.roots)]
         return types.ListRootsResult(roots=roots)
 
+    def sample(self, params):
+        self.asked.append("sampling: " + " | ".join(
+            f"{m.role}: {m.content.text}" for m in params.messages))
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text=self.sampled),
+            model="scripted-model")
+
+    async def on_sample(self, _context, params):
+        return self.sample(params)
+
     def callbacks(self, spec):
         out = {}
+        if self.sampled is not None:
+            out["sampling_callback"] = self.on_sample
         if spec.get("elicitation") is not None:
             out["elicitation_callback"] = self.on_elicit
         if self.roots is not None:
@@ -78,6 +92,8 @@ def respond(script, requests):
     for key, request in requests.items():
         if request.method == "elicitation/create":
             out[key] = script.form(request.params)
+        elif request.method == "sampling/createMessage":
+            out[key] = script.sample(request.params)
         elif request.method == "roots/list":
             out[key] = types.ListRootsResult(
                 roots=[types.Root(uri=uri, name=f"root{i}") for i, uri in enumerate(script.roots or [])]
