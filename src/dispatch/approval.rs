@@ -9,7 +9,10 @@ use super::call::Call;
 use super::errors::ErrorType;
 use super::result::ToolError;
 use crate::config::{ApprovalDefault, ApprovalMcp, Config};
-use crate::registry::{CallContext, Capability, InputAnswer, InputKind, InputRequest};
+use crate::registry::{
+    CallContext, Capability, InputAnswer, InputKind, InputRequest, ask_round_guarded,
+    supports_guarded,
+};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -113,7 +116,7 @@ async fn ask_user(
     budget: Duration,
 ) -> Option<Option<ToolError>> {
     let asker = call.ctx.asker()?;
-    if !asker.supports(Capability::Elicitation) {
+    if !supports_guarded(&**asker, Capability::Elicitation) {
         return None;
     }
     let mut message = format!("Allow {} with {}?", call.name, shown_args(&call.args));
@@ -127,7 +130,12 @@ async fn ask_user(
             schema: json!({"type": "object", "properties": {}}),
         },
     );
-    let answer = crate::lua::timer::until(Instant::now() + budget, asker.ask(request)).await;
+    let answer = crate::lua::timer::until(
+        Instant::now() + budget,
+        ask_round_guarded(&**asker, vec![request]),
+    )
+    .await
+    .map(|mut answers| answers.pop().unwrap_or(InputAnswer::Cancel));
     Some(match answer {
         Some(InputAnswer::Accept { .. }) => None,
         Some(InputAnswer::Decline) => Some(denied(call.name, "the user declined")),

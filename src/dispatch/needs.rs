@@ -8,7 +8,7 @@
 use super::call::Call;
 use super::errors::ErrorType;
 use super::result::ToolError;
-use crate::registry::Capability;
+use crate::registry::{Capability, supports_guarded};
 
 /// The refusal when the call's asker lacks a capability the tool needs.
 pub(super) fn check(call: &Call<'_>) -> Option<ToolError> {
@@ -18,7 +18,7 @@ pub(super) fn check(call: &Call<'_>) -> Option<ToolError> {
         .needs
         .iter()
         .copied()
-        .filter(|need| !asker.supports(*need))
+        .filter(|need| !supports_guarded(&**asker, *need))
         .collect();
     if missing.is_empty() {
         return None;

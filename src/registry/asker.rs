@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 
 /// A client capability an input request needs (`needs = { ... }` at registration).
@@ -227,6 +228,53 @@ pub trait Asker: Send + Sync {
         let _ = capability;
         true
     }
+}
+
+/// `asker.ask_round(requests)`, its panics caught: an embedder's asker never panics a
+/// call. A panic answers every request `Failed` (and is logged).
+pub(crate) async fn ask_round_guarded(
+    asker: &dyn Asker,
+    requests: Vec<InputRequest>,
+) -> Vec<InputAnswer> {
+    let count = requests.len();
+    let failed = || {
+        tracing::error!("an input-request asker panicked; its requests fail");
+        vec![
+            InputAnswer::Failed {
+                message: "the asker answering input requests failed".into(),
+            };
+            count
+        ]
+    };
+    let future = match std::panic::catch_unwind(AssertUnwindSafe(|| asker.ask_round(requests))) {
+        Ok(future) => future,
+        Err(_) => return failed(),
+    };
+    let mut future = future;
+    let answers = std::future::poll_fn(|cx| {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Ready(answers)) => std::task::Poll::Ready(Some(answers)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(_) => std::task::Poll::Ready(None),
+        }
+    })
+    .await;
+    match answers {
+        // One answer per request, whatever the asker returned.
+        Some(mut answers) => {
+            answers.resize(count, InputAnswer::Cancel);
+            answers
+        }
+        None => failed(),
+    }
+}
+
+/// `asker.supports(capability)`, a panic counting as "no".
+pub(crate) fn supports_guarded(asker: &dyn Asker, capability: Capability) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(|| asker.supports(capability))).unwrap_or_else(|_| {
+        tracing::error!("an input-request asker panicked deciding on '{capability}'");
+        false
+    })
 }
 
 /// Awaits every future, answers in order (a tiny `join_all`: the crate does not need the
@@ -458,5 +506,38 @@ mod scripted_tests {
         assert!(error.starts_with("answer 'k':"), "{error}");
         let error = ScriptedAsker::from_json(&json!("yes")).unwrap_err();
         assert!(error.contains("a list (in order) or an object"), "{error}");
+    }
+}
+
+#[cfg(test)]
+mod guarded_tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Panics;
+    impl Asker for Panics {
+        fn ask(&self, _request: InputRequest) -> AskFuture<'_> {
+            Box::pin(async { panic!("asker bug") })
+        }
+        fn supports(&self, _capability: Capability) -> bool {
+            panic!("asker bug")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_asker_fails_its_requests_instead_of_the_call() {
+        let request = InputRequest::new(
+            "q1",
+            InputKind::Elicitation {
+                message: "?".into(),
+                schema: json!({"type": "object"}),
+            },
+        );
+        let answers = ask_round_guarded(&Panics, vec![request]).await;
+        assert!(
+            matches!(answers[..], [InputAnswer::Failed { .. }]),
+            "{answers:?}"
+        );
+        assert!(!supports_guarded(&Panics, Capability::Roots));
     }
 }

@@ -24,6 +24,7 @@ pub use asker::{
     AskFuture, Asker, Capability, InputAnswer, InputKind, InputRequest, Root, Sampled,
     ScriptedAsker,
 };
+pub(crate) use asker::{ask_round_guarded, supports_guarded};
 pub(crate) use availability::{
     Availability, AvailabilityCache, CheckRunner, DEFAULT_CHECK_TTL, Freshness, ProbeFailed,
     ProbeOutcome, Probed,

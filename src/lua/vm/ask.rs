@@ -8,7 +8,7 @@
 use super::ask_spec::{self, InputFn};
 use crate::lua::call::current::{self, CurrentCall};
 use crate::lua::convert::{self, Mode};
-use crate::registry::{InputAnswer, InputKind, InputRequest};
+use crate::registry::{InputAnswer, InputKind, InputRequest, ask_round_guarded, supports_guarded};
 use mlua::{Lua, Table, Value as LuaValue};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -147,7 +147,7 @@ async fn ask(call: Option<&Arc<CurrentCall>>, requests: Vec<InputRequest>) -> Ve
     let mut asked = Vec::new();
     for request in requests {
         let capability = request.kind.capability();
-        if asker.supports(capability) {
+        if supports_guarded(&*asker, capability) {
             answers.push(None);
             asked.push(request);
         } else {
@@ -160,7 +160,7 @@ async fn ask(call: Option<&Arc<CurrentCall>>, requests: Vec<InputRequest>) -> Ve
     let mut given = if asked.is_empty() {
         Vec::new()
     } else {
-        asker.ask_round(asked).await
+        ask_round_guarded(&*asker, asked).await
     }
     .into_iter();
     answers
