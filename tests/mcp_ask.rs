@@ -554,3 +554,27 @@ fn ctx_roots_lists_the_clients_roots_on_a_2025_session() {
         "{steps:#?}"
     );
 }
+
+#[test]
+fn serve_refuses_to_start_with_a_short_state_key() {
+    let fx = fixture();
+    fx.write(
+        "toolhost.toml",
+        "[serve]\nstate_key_env = \"TOOLHOST_TEST_STATE_KEY\"\n",
+    );
+    let out = fx
+        .toolhost()
+        .env("TOOLHOST_TEST_STATE_KEY", "too short")
+        .arg("serve")
+        .write_stdin("")
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("[serve] state_key_env: the key in $TOOLHOST_TEST_STATE_KEY is unusable"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("at least 32 bytes"), "{stderr}");
+}
