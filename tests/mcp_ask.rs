@@ -578,3 +578,21 @@ fn serve_refuses_to_start_with_a_short_state_key() {
     );
     assert!(stderr.contains("at least 32 bytes"), "{stderr}");
 }
+
+#[test]
+fn responses_that_answer_nothing_asked_are_asked_again() {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        "http",
+        MODERN,
+        json!({
+            "elicitation": [],
+            "steps": [{"name": "stray", "round": "greet",
+                       "responses": {"wrong_key": {"action": "accept", "content": {"name": "x"}}}}]
+        }),
+    );
+    let stray = step(&steps, "stray");
+    assert_eq!(stray["result_type"], "input_required", "{stray}");
+    assert_eq!(stray["keys"], json!(["q1"]));
+}

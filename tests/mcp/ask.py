@@ -17,7 +17,8 @@ SPEC_JSON: {
     {"name", "call": TOOL, "args"?, "server"?}   the client drives every round itself
     {"name", "round": TOOL, "args"?, "server"?,  one tools/call, input_required allowed
      "state": "last" | "tampered" | null,        the last round's requestState, changed or not
-     "answer": true}                              answers the last round's requests (scripted)
+     "answer": true,                              answers the last round's requests (scripted)
+     "responses": {KEY: form answer}}             or sends these
   ]}
 A step prints {"step", "ok", "text"} for a result, {"step", "result_type": "input_required",
 "keys", "methods", "state"} for a round, {"step", "error": {"code", "message", "data"}} for
@@ -144,6 +145,8 @@ async def main():
                         state = tamper(last.request_state)
                     if step.get("answer"):
                         responses = respond(script, last.input_requests or {})
+                    if "responses" in step:
+                        responses = {k: types.ElicitResult(**v) for k, v in step["responses"].items()}
                     result = await client.session.call_tool(
                         step["round"], step.get("args", {}), input_responses=responses,
                         request_state=state, allow_input_required=True)

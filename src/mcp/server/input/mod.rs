@@ -43,9 +43,10 @@ pub(crate) struct Continuation {
 }
 
 /// The answers recorded for a call of `tool` with `args`: those its state carries plus the
-/// client's responses to the last round. `Err` is the client's mistake (a refused state, a
-/// response to something not asked, a response of the wrong shape), answered as invalid
-/// params.
+/// client's responses to the last round. `Err` is a refused state (changed, stale, another
+/// call's), answered as invalid params. Responses that answer nothing the last round asked,
+/// have the wrong shape, or come without a state are left out: the handler asks those
+/// requests again (as SEP-2322 recommends: re-request, do not fail).
 pub(crate) fn recorded_answers(
     sealer: &Sealer,
     tool: &str,
@@ -54,14 +55,10 @@ pub(crate) fn recorded_answers(
 ) -> Result<BTreeMap<String, InputAnswer>, String> {
     let responses = continuation.responses.as_ref().filter(|r| !r.is_empty());
     let Some(sealed) = &continuation.request_state else {
-        return match responses {
-            Some(_) => Err(
-                "inputResponses without requestState: send back the requestState of the \
-                 input_required result they answer"
-                    .into(),
-            ),
-            None => Ok(BTreeMap::new()),
-        };
+        if responses.is_some() {
+            tracing::debug!("{tool}: inputResponses without requestState; asking again");
+        }
+        return Ok(BTreeMap::new());
     };
     let state = sealer
         .open(sealed, tool, args)
@@ -69,14 +66,15 @@ pub(crate) fn recorded_answers(
     let mut answers = state.answers;
     for (key, response) in responses.into_iter().flatten() {
         let Some(kind) = state.pending.get(key) else {
-            return Err(format!(
-                "inputResponses['{key}'] answers nothing the last round asked (asked: {})",
-                state.pending.keys().cloned().collect::<Vec<_>>().join(", ")
-            ));
+            tracing::debug!("{tool}: inputResponses['{key}'] answers nothing asked; ignored");
+            continue;
         };
-        let answer = wire::answer(kind, response.clone())
-            .map_err(|e| format!("inputResponses['{key}'] is {e}"))?;
-        answers.insert(key.clone(), answer);
+        match wire::answer(kind, response.clone()) {
+            Ok(answer) => {
+                answers.insert(key.clone(), answer);
+            }
+            Err(e) => tracing::debug!("{tool}: inputResponses['{key}'] is {e}; asking again"),
+        }
     }
     Ok(answers)
 }
