@@ -53,7 +53,10 @@ registry.register{ name = "delegating", toolset = "t", requires_approval = true,
   handler = function(args, ctx) local r = ctx.call("guarded", { path = args.path }) return type(r) == "table" and r.error_type or r end }
 registry.register{ name = "peek", toolset = "t", needs = { "roots" },
   schema = { description = "Reads a file", parameters = { type = "object", properties = { path = { type = "string" } } } },
-  handler = function(args, ctx) return #ctx.roots() .. " root(s): " .. fs.read(args.path) end }
+  handler = function(args, ctx)
+    local roots = ctx.roots() -- first: on 2026-07-28 the answer narrows fs from the next run on
+    return #roots .. " root(s): " .. fs.read(args.path)
+  end }
 "#;
 
 fn fixture() -> Fixture {
@@ -424,7 +427,7 @@ fn a_client_without_elicitation_falls_back_to_approval_default() {
 }
 
 #[test]
-fn roots_on_2026_come_as_a_first_round_and_narrow_fs() {
+fn roots_asked_on_2026_narrow_fs_for_the_rest_of_the_call() {
     let fx = fixture();
     fx.write("inside/a.txt", "inside");
     fx.write("outside.txt", "outside");
@@ -445,7 +448,7 @@ fn roots_on_2026_come_as_a_first_round_and_narrow_fs() {
         }),
     );
     let first = step(&steps, "first");
-    assert_eq!(first["keys"], json!(["toolhost/roots"]), "{steps:#?}");
+    assert_eq!(first["keys"], json!(["q1"]), "{steps:#?}");
     assert_eq!(first["methods"], json!(["roots/list"]));
     assert_eq!(
         step(&steps, "inside")["text"],
@@ -595,4 +598,42 @@ fn responses_that_answer_nothing_asked_are_asked_again() {
     let stray = step(&steps, "stray");
     assert_eq!(stray["result_type"], "input_required", "{stray}");
     assert_eq!(stray["keys"], json!(["q1"]));
+}
+
+#[test]
+fn an_answer_offered_before_it_is_asked_answers_that_request() {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        "http",
+        MODERN,
+        json!({
+            "elicitation": [],
+            "steps": [{"name": "offered", "round": "greet",
+                       "responses": {"q1": {"action": "accept", "content": {"name": "Ada"}},
+                                     "extra": {"action": "accept", "content": {}}}}]
+        }),
+    );
+    assert_eq!(step(&steps, "offered")["text"], "Hello, Ada", "{steps:#?}");
+}
+
+#[test]
+fn an_approval_offered_before_it_is_asked_is_not_taken() {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        "http",
+        MODERN,
+        json!({
+            "elicitation": [],
+            "steps": [{"name": "offered", "round": "guarded", "args": {"path": "m.txt"},
+                       "responses": {"toolhost/approval": {"action": "accept", "content": {}}}}]
+        }),
+    );
+    let offered = step(&steps, "offered");
+    assert_eq!(offered["keys"], json!(["toolhost/approval"]), "{offered}");
+    assert!(
+        !fx.root().join("m.txt").exists(),
+        "an unasked approval ran the tool"
+    );
 }

@@ -22,22 +22,6 @@ impl Host {
         crate::registry::ToolName::new(name).map(drop)
     }
 
-    /// The client capabilities tool `name` declares it needs (`needs`), as callers in
-    /// `scope` see it; none for an unknown name.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn tool_needs(
-        &self,
-        name: &str,
-        scope: Option<&str>,
-    ) -> Vec<crate::registry::Capability> {
-        self.inner
-            .registry
-            .snapshot()
-            .lookup(name, scope)
-            .map(|tool| tool.needs.clone())
-            .unwrap_or_default()
-    }
-
     /// Stops every MCP server of every host in this process and waits (bounded) for their
     /// children: the CLI calls it before it exits, however it exits.
     #[cfg(feature = "mcp-client")]

@@ -32,7 +32,7 @@ mod roots;
 #[cfg(feature = "cli")]
 pub(crate) mod stdio;
 
-use crate::{Asker as _, CallContext, Definitions, Format, Host, LogLevel, Selection};
+use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;
 use gate::CallGate;
 use observer::CallReports;
@@ -447,33 +447,13 @@ impl McpServer {
             // 2026-07-28: the answers so far come with the request; a missing one ends the
             // call for input (cancelling its token).
             Some(continuation) => {
-                let recorded =
+                let answers =
                     input::recorded_answers(&self.shared.sealer, &call.name, &args, continuation)
                         .map_err(gate::Refused::InputState)?;
-                if let Some(roots) = input::recorded_roots(&recorded) {
+                if let Some(roots) = input::recorded_roots(&answers.recorded) {
                     ctx = ctx.with_fs_roots(roots);
                 }
-                let asker = input::replay_asker(recorded, continuation, ctx.cancel.clone());
-                // A tool that needs the client's roots gets them in a first round.
-                let scope = ctx.scope.clone();
-                if !asker.recorded().contains_key(input::ROOTS_KEY)
-                    && asker.supports(crate::Capability::Roots)
-                    && self
-                        .shared
-                        .host
-                        .tool_needs(&call.name, scope.as_deref())
-                        .contains(&crate::Capability::Roots)
-                {
-                    let pending = [(input::ROOTS_KEY.to_string(), crate::InputKind::Roots)];
-                    return Ok(input::input_required(
-                        &self.shared.sealer,
-                        &call.name,
-                        &args,
-                        asker.recorded(),
-                        pending.into_iter().collect(),
-                    )
-                    .into());
-                }
+                let asker = input::replay_asker(answers, continuation, ctx.cancel.clone());
                 ctx = ctx.with_asker(asker.clone());
                 Some(asker)
             }
@@ -512,7 +492,7 @@ impl McpServer {
                     &self.shared.sealer,
                     &call.name,
                     &args,
-                    asker.recorded(),
+                    &asker.recorded(),
                     pending,
                 )
                 .into());

@@ -10,9 +10,9 @@
 //!   far ([`replay::ReplayAsker`]). Nothing of a call is kept on the server between
 //!   rounds: any process holding the same key continues it.
 //!
-//! On 2026-07-28 the client's roots reach the server only as answers: a tool that declares
-//! `needs = { "roots" }` gets a first round asking them (key [`ROOTS_KEY`]) before it runs,
-//! and a call whose recorded answers hold the client's roots has `fs` narrowed to them.
+//! On 2026-07-28 the client's roots reach the server only as answers: a call whose recorded
+//! answers hold the client's roots (it called `ctx.roots()` in an earlier round) runs with
+//! `fs` narrowed to them from its start.
 
 pub(crate) mod replay;
 pub(crate) mod seal;
@@ -28,9 +28,6 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-/// The key of the roots request a tool declaring `needs = { "roots" }` gets first.
-pub(crate) const ROOTS_KEY: &str = "toolhost/roots";
-
 /// What a 2026-07-28 `tools/call` brings for its rounds.
 #[derive(Debug, Default)]
 pub(crate) struct Continuation {
@@ -42,36 +39,49 @@ pub(crate) struct Continuation {
     pub(crate) responses: Option<InputResponses>,
 }
 
-/// The answers recorded for a call of `tool` with `args`: those its state carries plus the
-/// client's responses to the last round. `Err` is a refused state (changed, stale, another
-/// call's), answered as invalid params. Responses that answer nothing the last round asked,
-/// have the wrong shape, or come without a state are left out: the handler asks those
-/// requests again (as SEP-2322 recommends: re-request, do not fail).
+/// What a retry brings: the answers recorded for the call (those its sealed state carries
+/// plus the responses to the requests of the last round) and the responses it *offers*
+/// for requests not asked yet (no state, or keys the last round did not ask).
+#[derive(Debug, Default)]
+pub(crate) struct Answers {
+    /// Recorded answers, by key (they go into the next state).
+    pub(crate) recorded: BTreeMap<String, InputAnswer>,
+    /// Unasked-for responses, by key, checked only when the handler makes that request.
+    pub(crate) offered: BTreeMap<String, Value>,
+}
+
+/// The answers of a call of `tool` with `args` (see [`Answers`]). `Err` is a refused state
+/// (changed, stale, another call's), answered as invalid params. A response to a request of
+/// the last round that has the wrong shape is left out: the handler asks it again (as
+/// SEP-2322 recommends: re-request, do not fail).
 pub(crate) fn recorded_answers(
     sealer: &Sealer,
     tool: &str,
     args: &Value,
     continuation: &Continuation,
-) -> Result<BTreeMap<String, InputAnswer>, String> {
-    let responses = continuation.responses.as_ref().filter(|r| !r.is_empty());
+) -> Result<Answers, String> {
+    let responses = continuation.responses.clone().unwrap_or_default();
     let Some(sealed) = &continuation.request_state else {
-        if responses.is_some() {
-            tracing::debug!("{tool}: inputResponses without requestState; asking again");
-        }
-        return Ok(BTreeMap::new());
+        return Ok(Answers {
+            recorded: BTreeMap::new(),
+            offered: responses,
+        });
     };
     let state = sealer
         .open(sealed, tool, args)
         .map_err(|refused| refused.to_string())?;
-    let mut answers = state.answers;
-    for (key, response) in responses.into_iter().flatten() {
-        let Some(kind) = state.pending.get(key) else {
-            tracing::debug!("{tool}: inputResponses['{key}'] answers nothing asked; ignored");
+    let mut answers = Answers {
+        recorded: state.answers,
+        offered: BTreeMap::new(),
+    };
+    for (key, response) in responses {
+        let Some(kind) = state.pending.get(&key) else {
+            answers.offered.insert(key, response);
             continue;
         };
-        match wire::answer(kind, response.clone()) {
+        match wire::answer(kind, response) {
             Ok(answer) => {
-                answers.insert(key.clone(), answer);
+                answers.recorded.insert(key, answer);
             }
             Err(e) => tracing::debug!("{tool}: inputResponses['{key}'] is {e}; asking again"),
         }
@@ -79,17 +89,13 @@ pub(crate) fn recorded_answers(
     Ok(answers)
 }
 
-/// The roots the recorded answers hold (the eager [`ROOTS_KEY`] round's first), as the
+/// The roots the recorded answers hold (the first roots answer, in key order), as the
 /// client roots narrowing `fs`.
 pub(crate) fn recorded_roots(answers: &BTreeMap<String, InputAnswer>) -> Option<Arc<ClientRoots>> {
-    let roots = answers
-        .get(ROOTS_KEY)
-        .into_iter()
-        .chain(answers.values())
-        .find_map(|a| match a {
-            InputAnswer::Roots { roots } => Some(roots),
-            _ => None,
-        })?;
+    let roots = answers.values().find_map(|a| match a {
+        InputAnswer::Roots { roots } => Some(roots),
+        _ => None,
+    })?;
     let paths = roots
         .iter()
         .filter_map(|root| super::roots::file_path(&root.uri))
@@ -123,15 +129,15 @@ pub(crate) fn input_required(
     InputRequiredResult::new(Some(requests), Some(sealer.seal(&state)))
 }
 
-/// The asker of a 2026-07-28 call with `recorded` answers; it cancels `stop` when the call
-/// must end for input.
+/// The asker of a 2026-07-28 call with `answers`; it cancels `stop` when the call must end
+/// for input.
 pub(crate) fn replay_asker(
-    recorded: BTreeMap<String, InputAnswer>,
+    answers: Answers,
     continuation: &Continuation,
     stop: tokio_util::sync::CancellationToken,
 ) -> Arc<ReplayAsker> {
     Arc::new(ReplayAsker::new(
-        recorded,
+        answers,
         continuation.declared.clone(),
         stop,
     ))

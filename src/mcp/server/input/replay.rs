@@ -3,9 +3,14 @@
 //! the call (its cancellation token), which then answers `input_required` with the pending
 //! requests and a new sealed state. The retry runs the handler again from the start and
 //! every request made up to there gets its recorded answer (keys are stable between runs).
+//!
+//! A response the client offered without being asked (no state yet, or a key the last
+//! round did not ask) answers a request of that key once the handler makes it, checked
+//! against the request then; never the approval gate's question, which only a sealed round
+//! answers (the user was shown it).
 
 use super::session::declares;
-use super::wire;
+use super::{Answers, wire};
 use crate::{AskFuture, Asker, Capability, InputAnswer, InputKind, InputRequest};
 use parking_lot::Mutex;
 use rmcp::model::ClientCapabilities;
@@ -15,23 +20,31 @@ use tokio_util::sync::CancellationToken;
 /// Answers from the recorded answers; stops the call at the first request it lacks.
 pub(crate) struct ReplayAsker {
     recorded: BTreeMap<String, InputAnswer>,
+    offered: BTreeMap<String, serde_json::Value>,
     declared: Option<ClientCapabilities>,
     pending: Mutex<BTreeMap<String, InputKind>>,
+    /// Offered answers the call used (recorded in the next state).
+    used: Mutex<BTreeMap<String, InputAnswer>>,
     stop: CancellationToken,
 }
+
+/// How the approval gate's keys end (`toolhost/approval`, after a `ctx.call` prefix).
+const APPROVAL_SUFFIX: &str = "toolhost/approval";
 
 impl ReplayAsker {
     /// Answers from `recorded` for a client that declared `declared` (this request's
     /// `_meta` capabilities); a missing answer cancels `stop` (the call's token).
     pub(crate) fn new(
-        recorded: BTreeMap<String, InputAnswer>,
+        answers: Answers,
         declared: Option<ClientCapabilities>,
         stop: CancellationToken,
     ) -> Self {
         Self {
-            recorded,
+            recorded: answers.recorded,
+            offered: answers.offered,
             declared,
             pending: Mutex::new(BTreeMap::new()),
+            used: Mutex::new(BTreeMap::new()),
             stop,
         }
     }
@@ -41,9 +54,25 @@ impl ReplayAsker {
         std::mem::take(&mut *self.pending.lock())
     }
 
-    /// The answers recorded so far.
-    pub(crate) fn recorded(&self) -> &BTreeMap<String, InputAnswer> {
-        &self.recorded
+    /// The answers recorded so far, with the offered ones the call used.
+    pub(crate) fn recorded(&self) -> BTreeMap<String, InputAnswer> {
+        let mut all = self.recorded.clone();
+        all.extend(self.used.lock().iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
+    }
+
+    /// The answer to `request`: recorded, or offered (and fitting it).
+    fn known(&self, request: &InputRequest) -> Option<InputAnswer> {
+        if let Some(answer) = self.recorded.get(&request.key) {
+            return Some(answer.clone());
+        }
+        if request.key.ends_with(APPROVAL_SUFFIX) {
+            return None;
+        }
+        let offered = self.offered.get(&request.key)?;
+        let answer = wire::answer(&request.kind, offered.clone()).ok()?;
+        self.used.lock().insert(request.key.clone(), answer.clone());
+        Some(answer)
     }
 }
 
@@ -57,15 +86,8 @@ impl Asker for ReplayAsker {
         let mut answers = Vec::with_capacity(requests.len());
         let mut missing = Vec::new();
         for request in requests {
-            // A roots request is answered by the roots the call already has (a tool that
-            // `needs` roots got them in its first round).
-            let recorded = self.recorded.get(&request.key).or_else(|| {
-                matches!(request.kind, InputKind::Roots)
-                    .then(|| self.recorded.get(super::ROOTS_KEY))
-                    .flatten()
-            });
-            match recorded {
-                Some(answer) => answers.push(answer.clone()),
+            match self.known(&request) {
+                Some(answer) => answers.push(answer),
                 None => match wire::request(&request.kind) {
                     Ok(_) => {
                         answers.push(InputAnswer::Cancel);
