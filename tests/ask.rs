@@ -415,3 +415,45 @@ fn an_answer_that_does_not_match_the_form_raises() {
     );
     assert!(message.contains("greet.lua:4"), "{result}");
 }
+
+#[test]
+fn a_runaway_function_inside_ctx_all_meets_the_deadline() {
+    let fx = Fixture::new();
+    fx.tool(
+        "spin.lua",
+        r#"registry.register{ name = "spin", toolset = "t", timeout_ms = 300,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    return ctx.all(
+      function() return "fine" end,
+      function() while true do pcall(function() while true do end end) end end)
+  end }
+registry.register{ name = "after", toolset = "t",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return "still serving" end }"#,
+    );
+    let host = fx.host();
+    let result = call(&host, "spin", json!({}));
+    assert_eq!(result["error_type"], "timeout", "{result}");
+    assert_eq!(call(&host, "after", json!({})), json!("still serving"));
+}
+
+#[test]
+fn a_function_yielding_inside_ctx_all_does_not_confuse_it() {
+    let fx = Fixture::new();
+    fx.tool(
+        "yields.lua",
+        r#"registry.register{ name = "yields", toolset = "t",
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    local a, b = ctx.all(
+      function() coroutine.yield("stray") return "a" end,
+      function()
+        local co = coroutine.wrap(function() coroutine.yield(1) return 2 end)
+        return "b" .. co() .. co()
+      end)
+    return a .. b
+  end }"#,
+    );
+    assert_eq!(call(&fx.host(), "yields", json!({})), json!("ab12"));
+}
