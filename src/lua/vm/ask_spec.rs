@@ -131,14 +131,23 @@ pub(crate) fn parse(function: InputFn, spec: Value) -> Result<(Option<String>, I
     Ok((key, kind))
 }
 
+/// The author's `key`: 1 to [`MAX_KEY_CHARS`] letters, digits, `_` and `-`. No `.` or `/`:
+/// those belong to the keys the host makes (`q1.2.1`, `c1.q1`, `toolhost/approval`), so a
+/// tool can never pose as another request, least of all the approval of a tool it calls.
 fn key_field(label: &str, map: &mut Map<String, Value>) -> Result<Option<String>, String> {
     match map.remove("key") {
         None => Ok(None),
-        Some(Value::String(key)) if !key.is_empty() && key.chars().count() <= MAX_KEY_CHARS => {
+        Some(Value::String(key))
+            if !key.is_empty()
+                && key.len() <= MAX_KEY_CHARS
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') =>
+        {
             Ok(Some(key))
         }
         Some(Value::String(_)) => Err(format!(
-            "{label}: 'key' must be 1 to {MAX_KEY_CHARS} characters"
+            "{label}: 'key' must be 1 to {MAX_KEY_CHARS} letters, digits, '_' or '-'"
         )),
         Some(other) => Err(wrong(label, "key", "a string", &other)),
     }
@@ -312,6 +321,16 @@ mod tests {
                 "'max_tokens' is required",
             ),
             (InputFn::Roots, json!(3), "expects no argument"),
+            (
+                InputFn::Roots,
+                json!({"key": "c1.toolhost/approval"}),
+                "'key' must be 1 to 128 letters",
+            ),
+            (
+                InputFn::Ask,
+                json!({"message": "m", "schema": {}, "key": ""}),
+                "'key' must be",
+            ),
         ];
         for (function, spec, expected) in cases {
             let error = parse(function, spec.clone()).expect_err(&spec.to_string());
