@@ -265,7 +265,8 @@ pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
-    Annotations, CallContext, CallObserver, HandlerError, LogLevel, LogLine, Progress, ResultLimit,
-    ToolsetSelection,
+    Annotations, AskFuture, Asker, CallContext, CallObserver, Capability, HandlerError,
+    InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress, ResultLimit, Root, Sampled,
+    ScriptedAsker, ToolsetSelection,
 };
 pub use store::{Store, StoreError};

@@ -136,6 +136,10 @@ enum Command {
         name: String,
         /// Arguments as JSON text, or `-` to read them from stdin (default `{}`).
         args: Option<String>,
+        /// Answers for the tool's input requests (`ctx.ask`, `ctx.roots`, `ctx.sample`):
+        /// a JSON file holding a list (in order) or an object (by request key).
+        #[arg(long, value_name = "FILE")]
+        answers: Option<PathBuf>,
     },
 }
 
@@ -195,7 +199,11 @@ pub fn run() -> ExitCode {
             let only = (!files.is_empty()).then(|| files.clone());
             one_shot_with(&cli, only, true, |host| check::run(host, files))
         }
-        Command::Call { name, args } => call::run(&cli, name, args.as_deref()),
+        Command::Call {
+            name,
+            args,
+            answers,
+        } => call::run(&cli, name, args.as_deref(), answers.as_deref()),
         Command::Test { paths, json } => test::run(&cli, paths, *json),
     };
     // No MCP server child outlives the command, whoever still holds a host.

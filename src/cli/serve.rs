@@ -61,6 +61,17 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError>
         true => Some(host.watch()?),
         false => None,
     };
+    // A named request-state key that is unset or too short stops the start: a fleet would
+    // otherwise seal with per-process keys that no other process can open.
+    {
+        let config = host.config();
+        let serve = &config.config.serve;
+        crate::mcp::server::input::seal::Sealer::from_config(
+            serve.state_key_env.as_deref(),
+            serve.input_request_ttl_ms,
+        )
+        .map_err(CliError::Usage)?;
+    }
     let shared = Shared::new(host, selection);
     let quiet = cli.quiet;
     // The watcher reloads the host; every session hears of reloads that change its tools.

@@ -125,6 +125,15 @@ pub(crate) struct ServeConfig {
     /// How long a 2026-07-28 client may reuse a `tools/list` answer, in milliseconds (the
     /// `ttlMs` caching hint; default 0: ask again each time, as a reload may change it).
     pub list_ttl_ms: Option<u64>,
+    /// Environment variable holding the key that seals multi-round input-request state
+    /// (`requestState`, HMAC-SHA256; at least 32 bytes). Unset: a random key per process,
+    /// so only that process can resume a round.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub state_key_env: Option<String>,
+    /// How long a sealed input-request state stays valid, in milliseconds (default
+    /// 600,000); an older one is refused.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub input_request_ttl_ms: Option<u64>,
 }
 
 /// `[toolsets.NAME]`: a composite toolset.
@@ -215,6 +224,24 @@ pub(crate) struct ApprovalConfig {
     pub tools: Vec<String>,
     /// `"deny"` (default) or `"allow"` when no interactive approver is available.
     pub default: Option<ApprovalDefault>,
+    /// How calls from MCP clients are approved: `"ask"` (default: the client's user, by
+    /// elicitation; a client without elicitation falls back to `default`), `"allow"`,
+    /// `"deny"`.
+    #[serde(default)]
+    pub mcp: ApprovalMcp,
+}
+
+/// `[approval] mcp`: who approves a call that came from an MCP client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ApprovalMcp {
+    /// Ask the client's user ("Allow TOOL with ARGS?"); without elicitation, the approver.
+    #[default]
+    Ask,
+    /// Run the call.
+    Allow,
+    /// Refuse the call.
+    Deny,
 }
 
 /// The answer used when nobody can be asked.
@@ -314,6 +341,7 @@ impl LoadedConfig {
                 config.serve.max_connections.map(|n| n as u64),
             ),
             ("header_timeout_ms", config.serve.header_timeout_ms),
+            ("input_request_ttl_ms", config.serve.input_request_ttl_ms),
         ] {
             if value == Some(0) {
                 return Err(Error::ConfigInvalid {
@@ -486,6 +514,7 @@ mod tests {
             "session_idle_ms",
             "max_connections",
             "header_timeout_ms",
+            "input_request_ttl_ms",
         ] {
             std::fs::write(&path, format!("[serve]\n{key} = 0\n")).unwrap();
             let err = LoadedConfig::load(&path).unwrap_err().to_string();

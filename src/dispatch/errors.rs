@@ -33,6 +33,9 @@ pub enum ErrorType {
     ToolResultContract,
     /// The caller cancelled the call (its [`CallContext::cancel`](crate::CallContext) token).
     Cancelled,
+    /// The tool `needs` a client capability the caller's client did not declare (the MCP
+    /// server answers JSON-RPC error -32021).
+    MissingCapability,
 }
 
 impl ErrorType {
@@ -50,6 +53,7 @@ impl ErrorType {
             Self::Memory => "memory",
             Self::ToolResultContract => "tool_result_contract",
             Self::Cancelled => "cancelled",
+            Self::MissingCapability => "missing_capability",
         }
     }
 }

@@ -35,6 +35,7 @@ mod guard;
 mod handler;
 mod hooks;
 mod middleware;
+mod needs;
 mod prepare;
 mod result;
 mod select;
@@ -162,6 +163,10 @@ impl Pipeline {
                     Ok(call) => call,
                     Err(refused) => return ToolResult::from(*refused).into(),
                 };
+                // The client capabilities the tool needs (before anything of it runs).
+                if let Some(missing) = needs::check(&call) {
+                    return ToolResult::from(missing).into();
+                }
                 // Stages 4 to 7: hooks, approval, validation, the handler.
                 let result = self.through_handler(env, &mut call).await;
                 // Stages 8 and 9: post hooks and transforms, the size limit.
@@ -185,8 +190,18 @@ impl Pipeline {
             Ok(approval) => approval,
             Err(blocked) => return (*blocked).into(),
         };
-        // Stage 5: approval.
-        if let Some(refusal) = approval::approve(&*self.approver, env.config, call, hook_approval) {
+        // Stage 5: approval (asking the user over MCP waits at most the call's deadline).
+        let budget = std::time::Duration::from_millis(
+            call.tool.timeout_ms.unwrap_or(
+                env.config
+                    .runtime
+                    .timeout_ms
+                    .unwrap_or(execute::DEFAULT_TIMEOUT_MS),
+            ),
+        );
+        if let Some(refusal) =
+            approval::approve(&*self.approver, env.config, call, hook_approval, budget).await
+        {
             return refusal.into();
         }
         // Stage 6: validation.

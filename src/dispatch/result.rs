@@ -3,6 +3,7 @@
 //! [`ToolResult::to_json`] (nothing reads `error_type` back out of JSON).
 
 use super::errors::{ErrorType, sanitise};
+use crate::registry::Capability;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
@@ -136,6 +137,9 @@ pub struct ToolError {
     pub parameters: Option<Value>,
     /// The Lua type the handler returned (`tool_result_contract`).
     pub result_type: Option<String>,
+    /// The client capabilities the tool needs and the caller's client did not declare
+    /// (`missing_capability`).
+    pub needs: Vec<Capability>,
 }
 
 impl ToolError {
@@ -148,6 +152,7 @@ impl ToolError {
             path: None,
             parameters: None,
             result_type: None,
+            needs: Vec::new(),
         }
     }
 
@@ -180,6 +185,12 @@ impl ToolError {
         self
     }
 
+    /// The same error naming the client capabilities the caller's client lacks.
+    pub fn with_needs(mut self, needs: Vec<Capability>) -> Self {
+        self.needs = needs;
+        self
+    }
+
     /// `{"error": message, "error_type": kind, ...}` with the optional fields that are set.
     pub fn to_json(&self) -> Value {
         let mut map = Map::new();
@@ -193,6 +204,17 @@ impl ToolError {
             ("path", self.path.clone().map(Value::String)),
             ("parameters", self.parameters.clone()),
             ("result_type", self.result_type.clone().map(Value::String)),
+            (
+                "needs",
+                (!self.needs.is_empty()).then(|| {
+                    Value::Array(
+                        self.needs
+                            .iter()
+                            .map(|c| Value::String(c.as_str().into()))
+                            .collect(),
+                    )
+                }),
+            ),
         ];
         for (key, value) in optional {
             if let Some(value) = value {

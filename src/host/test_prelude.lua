@@ -26,7 +26,7 @@ local function fail(message, what)
   error((what and (what .. ": ") or "") .. message, 3)
 end
 
-return function(call_fn, fs_root, write_fn, env_fn, proc_fn)
+return function(call_fn, fs_root, write_fn, env_fn, proc_fn, answer_fn)
   local t = {}
   function t.call(name, args) return call_fn(name, args) end
   -- Environment variables for this test only (before its first t.call).
@@ -40,6 +40,15 @@ return function(call_fn, fs_root, write_fn, env_fn, proc_fn)
   function t.proc(runs)
     if type(runs) ~= "table" then error("t.proc expects a list of {argv = {...}, stdout, stderr, code}", 2) end
     local problem = proc_fn(runs)
+    if problem then error(problem, 2) end
+  end
+  -- Scripted answers for ctx.ask/ctx.roots/ctx.sample of the test's later calls: a list
+  -- (taken in order) or a table by request key; t.answer{ {action = "accept", content = {...}} }.
+  function t.answer(answers)
+    if type(answers) ~= "table" then
+      error("t.answer expects a list of answers or a table of answers by request key", 2)
+    end
+    local problem = answer_fn(answers)
     if problem then error(problem, 2) end
   end
   function t.eq(got, expected, what)

@@ -1,4 +1,5 @@
-//! One `toolhost test` test: the `t` table (`t.call`, `t.write`, `t.env`, `t.proc` and the
+//! One `toolhost test` test: the `t` table (`t.call`, `t.write`, `t.env`, `t.proc`,
+//! `t.answer` and the
 //! assertion prelude) bound to a host built for that test alone, and the test's body run
 //! on its sandbox VM ([`TestSandbox`]) under a time limit. The command line finds the files
 //! and reports; what touches Lua lives here, below the facade.
@@ -8,7 +9,7 @@ use super::test_sandbox::TestSandbox;
 use crate::dispatch::ToolResult;
 use crate::lua::api::proc_script::{ProcScript, ScriptedRun};
 use crate::lua::convert::{self, Mode};
-use crate::registry::CallContext;
+use crate::registry::{CallContext, ScriptedAsker};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use mlua::{Function, LuaSerdeExt, Table, Value as LuaValue};
@@ -67,6 +68,9 @@ impl TestSandbox {
             config: config.map(Path::to_path_buf),
         }));
         let handle = runtime.handle().clone();
+        // `t.answer`'s answers, shared by the test's calls (none: `ctx.ask` answers cancel).
+        let answers: Arc<Mutex<Option<Arc<ScriptedAsker>>>> = Arc::new(Mutex::new(None));
+        let call_answers = answers.clone();
         let call_setup = setup.clone();
         let failed = |e: mlua::Error| TestFailure(e.to_string());
         let call = lua
@@ -82,11 +86,11 @@ impl TestSandbox {
                         })?,
                     _ => json!({}),
                 };
-                let result = handle.block_on(call_host.handle_function_call(
-                    &name,
-                    args,
-                    &CallContext::default(),
-                ));
+                let mut ctx = CallContext::default();
+                if let Some(asker) = call_answers.lock().clone() {
+                    ctx = ctx.with_asker(asker);
+                }
+                let result = handle.block_on(call_host.handle_function_call(&name, args, &ctx));
                 // Text as a string; a table result, a multimodal envelope or an error object
                 // as a table (what the model reads is their JSON), converted as handlers get
                 // their arguments (arrays keep their marker, depth is bounded).
@@ -149,11 +153,26 @@ impl TestSandbox {
                 }
             })
             .map_err(failed)?;
+        let answer = lua
+            // Answers nil, or what is wrong (the prelude raises it at the test's line).
+            .create_function(move |lua, script: LuaValue| {
+                let script = match convert::lua_to_json(lua, &script, Mode::Data) {
+                    Ok(script) => script,
+                    Err(e) => return Ok(Some(format!("t.answer: {} at {}", e.reason, e.path))),
+                };
+                let mut answers = answers.lock();
+                let asker = answers.get_or_insert_with(|| Arc::new(ScriptedAsker::new()));
+                Ok(asker
+                    .add_json(&script)
+                    .err()
+                    .map(|e| format!("t.answer: {e}")))
+            })
+            .map_err(failed)?;
         let make_t = vm
             .eval_trusted(PRELUDE, "toolhost-test")
             .map_err(|e| TestFailure(format!("test prelude: {e}")))?;
         let t: Table = make_t
-            .call((call, root.display().to_string(), write, env, proc))
+            .call((call, root.display().to_string(), write, env, proc, answer))
             .map_err(failed)?;
         vm.call_limited(body, t, limit)
             .map_err(|e| TestFailure(crate::lua::lua_error_message(&e)))

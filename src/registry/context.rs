@@ -1,5 +1,6 @@
 //! What a handler learns about the call it serves, and the shape of native handlers.
 
+use super::asker::Asker;
 use super::handler_error::HandlerError;
 use super::observe::CallObserver;
 use super::selection::ToolsetSelection;
@@ -47,6 +48,14 @@ pub struct CallContext {
     pub(crate) caller: Option<Arc<dyn ToolCaller>>,
     /// How many `ctx.call`s deep this call is (0: called from outside).
     pub(crate) depth: u8,
+    /// Answers the call's input requests (`ctx.ask`, `ctx.roots`, `ctx.sample`) and the
+    /// approval gate's question; `None`: nobody to ask.
+    pub(crate) asker: Option<Arc<dyn Asker>>,
+    /// The call came from an MCP client: `[approval] mcp` decides its approvals.
+    pub(crate) over_mcp: bool,
+    /// Prepended to the keys of the call's input requests: `""` for a call from outside,
+    /// `c2.` for its second `ctx.call`, `c2.c1.` for that one's first, ...
+    pub(crate) ask_prefix: String,
 }
 
 /// Most nested `ctx.call`s: a chain deeper than this gets an error result.
@@ -98,6 +107,8 @@ impl std::fmt::Debug for CallContext {
             .field("observed", &self.observer.is_some())
             .field("fs_roots", &self.fs_roots)
             .field("depth", &self.depth)
+            .field("asker", &self.asker.is_some())
+            .field("over_mcp", &self.over_mcp)
             .finish()
     }
 }
@@ -159,6 +170,26 @@ impl CallContext {
         self
     }
 
+    /// Who answers the call's input requests: `ctx.ask`, `ctx.roots`, `ctx.sample` (and,
+    /// over MCP, the approval gate's question). Without one `ctx.ask` answers `cancel`,
+    /// `ctx.roots` an empty list and `ctx.sample` fails. Nested `ctx.call`s share it.
+    pub fn with_asker(mut self, asker: Arc<dyn Asker>) -> Self {
+        self.asker = Some(asker);
+        self
+    }
+
+    /// The asker, if any.
+    pub(crate) fn asker(&self) -> Option<&Arc<dyn Asker>> {
+        self.asker.as_ref()
+    }
+
+    /// Marks the call as coming from an MCP client (`[approval] mcp` applies).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn over_mcp_client(mut self) -> Self {
+        self.over_mcp = true;
+        self
+    }
+
     /// The observer, if any.
     pub(crate) fn observer(&self) -> Option<&Arc<dyn CallObserver>> {
         self.observer.as_ref()
@@ -171,12 +202,14 @@ impl CallContext {
         self
     }
 
-    /// The context of a call this call makes with `ctx.call`: same ids, scope, selection,
-    /// observer, roots and cancellation, one level deeper, with the child's call id.
-    pub(crate) fn child(&self, tool_call_id: String) -> Self {
+    /// The context of a call this call makes with `ctx.call` (its `index`-th): same ids,
+    /// scope, selection, observer, roots, asker and cancellation, one level deeper, with the
+    /// child's call id and its own prefix for input-request keys.
+    pub(crate) fn child(&self, tool_call_id: String, index: u32) -> Self {
         let mut child = self.clone();
         child.tool_call_id = Some(tool_call_id);
         child.depth = self.depth.saturating_add(1);
+        child.ask_prefix = format!("{}c{index}.", self.ask_prefix);
         child
     }
 

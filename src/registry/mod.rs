@@ -2,6 +2,7 @@
 //! generation counter (docs/calls.md). It knows nothing about Lua: Lua functions are referred to
 //! by [`LuaFnId`], resolved by each VM.
 
+mod asker;
 mod availability;
 mod context;
 mod entry;
@@ -20,6 +21,11 @@ mod selection;
 mod state;
 mod validator;
 
+pub use asker::{
+    AskFuture, Asker, Capability, InputAnswer, InputKind, InputRequest, Root, Sampled,
+    ScriptedAsker,
+};
+pub(crate) use asker::{ask_round_guarded, supports_guarded};
 pub(crate) use availability::{
     Availability, AvailabilityCache, CheckRunner, DEFAULT_CHECK_TTL, Freshness, ProbeFailed,
     ProbeOutcome, Probed,

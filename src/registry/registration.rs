@@ -4,6 +4,7 @@
 //! once and moved between the forms a tool takes (the Lua registration being checked, the
 //! cached record, the registry entry), never copied field by field.
 
+use super::asker::Capability;
 use super::output::Annotations;
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +43,11 @@ pub struct Registration {
     /// MCP annotations (hints for clients).
     #[serde(default, skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
+    /// Client capabilities the tool's input requests need (`needs = { "elicitation" }`):
+    /// an MCP client that did not declare one of them is refused (-32021) before the tool
+    /// runs. Sorted, without duplicates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<Capability>,
 }
 
 /// A tool's result size limit.

@@ -9,6 +9,10 @@
 ---@field scope string?
 ---@field progress fun(done: number, total?: number, message?: string) # reports progress to an MCP client that asked for it; else a no-op
 ---@field call fun(name: string, args?: table): string|table # calls another tool through the whole pipeline as this call (awaits; depth limit 8); a table for structured results and errors (error_type)
+---@field ask fun(request: {message: string, schema: table, key?: string}): {action: "accept"|"decline"|"cancel", content?: table} # asks the user (MCP elicitation; a flat object schema); cancel when nobody can be asked
+---@field roots fun(request?: {key?: string}): {uri: string, name?: string}[] # the MCP client's roots; empty when nobody can be asked
+---@field sample fun(request: {messages: {role: "user"|"assistant", content: string|table}[], max_tokens: integer, system?: string, key?: string}): {role: string, content: string|table, model: string} # a completion by the client's model (MCP sampling); raises when nobody can be asked
+---@field all fun(...: fun(): any): ... # runs the functions concurrently (a coroutine each) so the input requests they make go out together (one round); their first results, in order; the first error ends them all
 
 ---@class toolhost.Tool
 ---@field name string Tool name, ^[A-Za-z0-9_-]{1,64}$
@@ -29,6 +33,7 @@
 ---@field requires_approval? boolean Every call asks the approver first
 ---@field output_schema? table JSON Schema (type = "object") a table result must match; MCP clients get it as structuredContent
 ---@field annotations? {title?: string, read_only?: boolean, destructive?: boolean, idempotent?: boolean, open_world?: boolean} MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)
+---@field needs? ("elicitation"|"sampling"|"roots")[] Client capabilities the handler's input requests need (ctx.ask: elicitation, ctx.sample: sampling, ctx.roots: roots); an MCP client without one gets error -32021 instead of a run
 
 ---Registration, callable only at a tool file's top level.
 registry = {}
@@ -53,6 +58,7 @@ function registry.hook(event, fn) end
 ---@field write fun(path: string, text: string): string # writes a file in the test's fs root
 ---@field env fun(vars: table<string, string>) # variables for this test only (before its first t.call)
 ---@field proc fun(runs: {argv: string[], code?: integer, stdout?: string, stderr?: string, timed_out?: boolean}[]) # scripted proc.run answers (before the first t.call)
+---@field answer fun(answers: table) # scripted answers for ctx.ask/roots/sample of the test's later calls: a list (taken in order) or a table by request key; each {action = "accept", content = {...}}, {action = "decline"}, {action = "cancel"}, {action = "roots", roots = {{uri =, name =}}}, {action = "sampled", role =, content =, model =} or {action = "failed", message =}
 
 ---Declares a test (in *_test.lua files and tests-lua/, run by `toolhost test`).
 ---@param name string

@@ -20,6 +20,22 @@ const CTX_FIELDS: &[(&str, &str)] = &[
         "call",
         "fun(name: string, args?: table): string|table # calls another tool through the whole pipeline as this call (awaits; depth limit 8); a table for structured results and errors (error_type)",
     ),
+    (
+        "ask",
+        "fun(request: {message: string, schema: table, key?: string}): {action: \"accept\"|\"decline\"|\"cancel\", content?: table} # asks the user (MCP elicitation; a flat object schema); cancel when nobody can be asked",
+    ),
+    (
+        "roots",
+        "fun(request?: {key?: string}): {uri: string, name?: string}[] # the MCP client's roots; empty when nobody can be asked",
+    ),
+    (
+        "sample",
+        "fun(request: {messages: {role: \"user\"|\"assistant\", content: string|table}[], max_tokens: integer, system?: string, key?: string}): {role: string, content: string|table, model: string} # a completion by the client's model (MCP sampling); raises when nobody can be asked",
+    ),
+    (
+        "all",
+        "fun(...: fun(): any): ... # runs the functions concurrently (a coroutine each) so the input requests they make go out together (one round); their first results, in order; the first error ends them all",
+    ),
 ];
 
 /// What `toolhost test` hands a test (`t`).
@@ -60,6 +76,10 @@ const TEST_FIELDS: &[(&str, &str)] = &[
     (
         "proc",
         "fun(runs: {argv: string[], code?: integer, stdout?: string, stderr?: string, timed_out?: boolean}[]) # scripted proc.run answers (before the first t.call)",
+    ),
+    (
+        "answer",
+        "fun(answers: table) # scripted answers for ctx.ask/roots/sample of the test's later calls: a list (taken in order) or a table by request key; each {action = \"accept\", content = {...}}, {action = \"decline\"}, {action = \"cancel\"}, {action = \"roots\", roots = {{uri =, name =}}}, {action = \"sampled\", role =, content =, model =} or {action = \"failed\", message =}",
     ),
 ];
 

@@ -4,8 +4,9 @@
 //! its call before each poll and takes it away after, so a function kept from an earlier
 //! call reports to whichever call is running it now, never to the one that made it.
 
+use super::asking::Asking;
 use crate::fs_roots::{ClientRoots, FsRoots};
-use crate::registry::{CallContext, CallObserver, CallerDomain, LogLine, Progress};
+use crate::registry::{Asker, CallContext, CallObserver, CallerDomain, LogLine, Progress};
 use mlua::Lua;
 use std::sync::Arc;
 
@@ -23,13 +24,21 @@ pub(crate) struct CurrentCall {
     pub ctx: Option<CallContext>,
     /// How many `ctx.call`s this call has made (for the children's call ids).
     pub children: std::sync::atomic::AtomicU32,
+    /// Who answers `ctx.ask`, `ctx.roots`, `ctx.sample` (`None`: nobody).
+    pub asker: Option<Arc<dyn Asker>>,
+    /// The keys of the call's input requests.
+    pub asking: parking_lot::Mutex<Asking>,
 }
 
 impl CurrentCall {
     /// The parts of `ctx` host functions need, or `None` when there are none (the common
     /// case costs nothing per poll).
     pub(crate) fn of(tool: &str, domain: &CallerDomain, ctx: &CallContext) -> Option<Arc<Self>> {
-        if ctx.observer().is_none() && ctx.fs_roots().is_none() && ctx.caller.is_none() {
+        if ctx.observer().is_none()
+            && ctx.fs_roots().is_none()
+            && ctx.caller.is_none()
+            && ctx.asker().is_none()
+        {
             return None;
         }
         Some(Arc::new(Self {
@@ -39,6 +48,8 @@ impl CurrentCall {
             fs_roots: ctx.fs_roots().cloned(),
             ctx: ctx.caller.is_some().then(|| ctx.clone()),
             children: std::sync::atomic::AtomicU32::new(0),
+            asker: ctx.asker().cloned(),
+            asking: parking_lot::Mutex::new(Asking::new(ctx.ask_prefix.clone())),
         }))
     }
 }

@@ -4,6 +4,7 @@
 //! handler runs on a VM at this moment. The sandbox and the host API use these, so this
 //! room sits below them.
 
+pub(crate) mod asking;
 pub(crate) mod clock;
 pub(crate) mod current;
 pub(crate) mod timer;

@@ -5,8 +5,8 @@
 
 use crate::lua::convert::{self, Mode};
 use crate::registry::{
-    Annotations, Invalid, OutputSchema, Registration, ResultLimit, ToolName, check_function_schema,
-    json_type,
+    Annotations, Capability, Invalid, OutputSchema, Registration, ResultLimit, ToolName,
+    check_function_schema, json_type,
 };
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::{Map, Value};
@@ -274,6 +274,17 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
             Ok(())
         },
     },
+    RegisterField {
+        name: "needs",
+        required: false,
+        lua_type: "(\"elicitation\"|\"sampling\"|\"roots\")[]",
+        doc: "Client capabilities the handler's input requests need (ctx.ask: elicitation, ctx.sample: sampling, ctx.roots: roots); an MCP client without one gets error -32021 instead of a run",
+        expects: "a list of capability names",
+        parse: |_, field, value, draft| {
+            draft.registration.needs = needs_field(field, value)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The known name closest to `given` when it is a plausible typo of it (small edit
@@ -471,6 +482,29 @@ fn string_list(field: &str, value: LuaValue) -> Result<Vec<String>, FieldError> 
         ));
     }
     Ok(out)
+}
+
+/// `needs`: a list of capability names (`elicitation`, `sampling`, `roots`), sorted and
+/// without duplicates.
+fn needs_field(field: &str, value: LuaValue) -> Result<Vec<Capability>, FieldError> {
+    let names = string_list(field, value)?;
+    let mut needs = Vec::with_capacity(names.len());
+    for name in names {
+        let Some(capability) = Capability::parse(&name) else {
+            let known: Vec<&str> = Capability::ALL.iter().map(|c| c.as_str()).collect();
+            return Err(bad(
+                field,
+                format!(
+                    "'{field}' names unknown capability '{name}' (known: {})",
+                    known.join(", ")
+                ),
+            ));
+        };
+        needs.push(capability);
+    }
+    needs.sort();
+    needs.dedup();
+    Ok(needs)
 }
 
 fn integral(value: &LuaValue) -> Option<i64> {

@@ -18,6 +18,7 @@ local table_concat, prescan, progress = table.concat, host.prescan, host.progres
 local call_tool = host.call_tool
 local real_create, real_resume, real_close = coroutine.create, coroutine.resume, coroutine.close
 local collect = collectgarbage
+local pack, unpack = table.pack, table.unpack
 
 local function copy(t)
   local c = {}
@@ -43,26 +44,148 @@ local function begin_sync() sync_call = {} end
 -- work only there.
 local handler_threads = real_setmetatable({}, { __mode = "k" })
 
--- Runs a handler on the current (async) thread as a new call, with a read-only `ctx`
--- (built here: a Lua table constructor is far cheaper than building it field by field
--- from Rust).
+-- Threads running a function of `ctx.all`: what they await (an input request, `ctx.call`,
+-- an awaiting host function) is relayed to the handler thread by yielding to `ctx.all`'s
+-- loop, which runs it there and resumes the function with the outcome.
+local all_threads = real_setmetatable({}, { __mode = "k" })
+local real_yield, real_status = coroutine.yield, coroutine.status
+-- What an `all` thread yields to `ctx.all`'s loop: AWAIT (run this host function for me)
+-- or ASK (this input request goes into the round). Private tables: tool code cannot forge
+-- them, and a plain `coroutine.yield` is passed on as it is.
+local AWAIT, ASK = {}, {}
+
+-- Whether the running thread may await host functions.
+local function awaiting_thread()
+  local co = running()
+  return handler_threads[co] or all_threads[co]
+end
+
+-- `call_here(fn, ...)`: calls a host function on the running thread, its error caught as a
+-- plain message.
 local call_here -- defined below, with the host-API glue
 
+-- Calls the awaiting host function `fn` where awaiting is possible: `true, packed results`
+-- or `false, message`; `nil` when the running thread cannot await (a coroutine of the
+-- tool's own, code outside a handler).
+local function await(fn, ...)
+  local co = running()
+  if handler_threads[co] then return call_here(fn, ...) end
+  if all_threads[co] then return real_yield(AWAIT, fn, ...) end
+  return nil
+end
+
 -- `ctx.call(name, args)`: awaits another tool's result (a string, or a table for JSON and
--- errors). Only on the handler's own thread, where awaiting is possible.
+-- errors). Only where awaiting is possible.
 local function ctx_call(name, args)
-  if not handler_threads[running()] then
+  if not awaiting_thread() then
     error("ctx.call can only be called from the tool handler itself (not inside coroutine.create/wrap)", 2)
   end
   if type(name) ~= "string" then error("ctx.call: the tool name must be a string", 2) end
   if args ~= nil and type(args) ~= "table" then
     error("ctx.call: the arguments must be a table", 2)
   end
-  local ok, r = call_here(call_tool, name, args)
+  local ok, r = await(call_tool, name, args)
   if not ok then error(r, 2) end
   return r[2]
 end
 
+-- `ctx.ask{...}`, `ctx.roots()`, `ctx.sample{...}`: input requests the call's asker answers
+-- (awaited on the handler thread; inside `ctx.all` they join the function's round).
+local host_input = host.input
+local function ctx_input(name)
+  local label = "ctx." .. name
+  return function(spec)
+    local co = running()
+    local ok, r
+    if handler_threads[co] then
+      ok, r = call_here(host_input, name, spec)
+      if ok then r = r[2] end
+    elseif all_threads[co] then
+      ok, r = real_yield(ASK, name, spec)
+    else
+      error(label .. " can only be called from the tool handler itself (not inside coroutine.create/wrap)", 2)
+    end
+    if not ok then error(r, 2) end
+    return r
+  end
+end
+local ctx_ask, ctx_roots, ctx_sample = ctx_input("ask"), ctx_input("roots"), ctx_input("sample")
+
+-- `ctx.all(f1, f2, ...)`: runs each function on a coroutine of its own, concurrently: each
+-- runs until it finishes or makes an input request; the requests made meanwhile are asked
+-- together (one round: one multi-round step on 2026-07-28, concurrent requests on a
+-- session), then the functions that asked go on with their answers, until all finished.
+-- What else they await runs on the handler thread at once. Results (each function's first
+-- value) come back in order; the first error ends them all and is raised.
+local all_begin, all_round, all_end = host.all_begin, host.all_round, host.all_end
+local function ctx_all(...)
+  local me = running()
+  if not handler_threads[me] then
+    error("ctx.all can only be called from the tool handler itself (not inside coroutine.create/wrap or another ctx.all)", 2)
+  end
+  local fns = pack(...)
+  for i = 1, fns.n do
+    if type(fns[i]) ~= "function" then
+      error("ctx.all: argument #" .. i .. " must be a function, got " .. type(fns[i]), 2)
+    end
+  end
+  local ok, e = call_here(all_begin)
+  if not ok then error(e, 2) end
+  local threads, inputs, results, live = {}, {}, {}, fns.n
+  for i = 1, fns.n do
+    local co = real_create(fns[i])
+    call_of[co] = call_of[me]
+    all_threads[co] = true
+    threads[i], inputs[i] = co, pack()
+  end
+  local function stop(err)
+    for i = 1, fns.n do
+      if threads[i] then real_close(threads[i]) end
+    end
+    call_here(all_end)
+    error(err, 0)
+  end
+  while live > 0 do
+    local round = {}
+    for i = 1, fns.n do
+      local co, input = threads[i], inputs[i]
+      inputs[i] = nil
+      while co and input do
+        local r = pack(real_resume(co, unpack(input, 1, input.n)))
+        input = nil
+        if not r[1] then
+          threads[i] = nil
+          stop(r[2])
+        elseif real_status(co) == "dead" then
+          results[i], threads[i], co, live = r[2], nil, nil, live - 1
+        elseif r[2] == AWAIT then
+          input = pack(call_here(r[3], unpack(r, 4, r.n)))
+        elseif r[2] == ASK then
+          round[#round + 1] = { index = i, name = r[3], spec = r[4] }
+        else
+          -- Any other yield (the deadline hook's, above all) goes on to the handler's own
+          -- poller, as it would from the handler itself.
+          input = pack(real_yield(unpack(r, 2, r.n)))
+        end
+      end
+    end
+    if #round > 0 then
+      local fine, answers = call_here(all_round, round)
+      if not fine then stop(answers) end
+      answers = answers[2]
+      for j = 1, #round do
+        local answer = answers[j]
+        inputs[round[j].index] = pack(answer.ok, answer.value)
+      end
+    end
+  end
+  call_here(all_end)
+  return unpack(results, 1, fns.n)
+end
+
+-- Runs a handler on the current (async) thread as a new call, with a read-only `ctx`
+-- (built here: a Lua table constructor is far cheaper than building it field by field
+-- from Rust).
 local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope)
   local co = running()
   call_of[co] = {}
@@ -71,14 +194,13 @@ local function invoke(handler, args, tool_name, tool_call_id, session_id, task_i
     __index = {
       tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
       task_id = task_id, scope = scope, progress = progress, call = ctx_call,
+      ask = ctx_ask, roots = ctx_roots, sample = ctx_sample, all = ctx_all,
     },
     __newindex = refuse_write,
     __metatable = false,
   })
   return handler(args, ctx)
 end
-
-local pack, unpack = table.pack, table.unpack
 
 local function owned(co, what)
   if type(co) == "thread" and created_by[co] ~= current_call() then
@@ -201,7 +323,7 @@ string_lib.dump = nil -- bytecode never enters or leaves the sandbox
 local note_impure = host.note_impure
 local function noting(fn)
   return function(...)
-    if not handler_threads[running()] then note_impure() end
+    if not awaiting_thread() then note_impure() end
     return fn(...)
   end
 end
@@ -222,21 +344,21 @@ for module, functions in pairs(host.api.api) do
     if only[name] then
       local label = module .. "." .. name
       lib[name] = function(...)
-        if not handler_threads[running()] then
+        if not awaiting_thread() then
           error(label .. " can only be called from a tool handler (not at load time, in a probe or inside coroutine.create/wrap)", 2)
         end
-        local ok, r = call_here(fn, ...)
+        local ok, r = await(fn, ...)
         if not ok then error(r, 2) end
         return unpack(r, 2, r.n)
       end
     elseif async[name] then
       local in_handler = async[name]
       lib[name] = function(...)
-        if not handler_threads[running()] then
+        if not awaiting_thread() then
           if reads_world then note_impure() end
           return fn(...)
         end
-        local ok, r = call_here(in_handler, ...)
+        local ok, r = await(in_handler, ...)
         if not ok then error(r, 2) end
         return unpack(r, 2, r.n)
       end
@@ -244,7 +366,7 @@ for module, functions in pairs(host.api.api) do
       -- Raised again as a plain message (a caught error is the text the author expects, not
       -- mlua's wrapped error with a traceback); it already names the tool's file:line.
       lib[name] = function(...)
-        if reads_world and not handler_threads[running()] then note_impure() end
+        if reads_world and not awaiting_thread() then note_impure() end
         local ok, r = call_here(fn, ...)
         if not ok then error(r, 0) end
         return unpack(r, 2, r.n)

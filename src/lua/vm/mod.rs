@@ -5,6 +5,8 @@
 //! the file, so every VM of a pool that loads the same files gets the same ids and the
 //! registry stays independent of any Lua state.
 
+mod ask;
+mod ask_spec;
 pub(crate) mod bootstrap;
 mod lazy;
 mod module_view;
@@ -238,11 +240,13 @@ impl LuaVm {
                     .tool_call_id
                     .clone()
                     .unwrap_or_else(|| call.tool.clone());
-                let child = ctx.child(format!("{parent}/{n}"));
+                let child = ctx.child(format!("{parent}/{n}"), n);
                 let answer = caller.call(&call.domain, name, args, child).await;
                 convert::json_to_lua(&lua, &answer)
             })?,
         )?;
+        // `ctx.ask`, `ctx.roots`, `ctx.sample`, `ctx.all`.
+        ask::install(&lua, &host)?;
         host.set("patterns", patterns::install(&lua)?)?;
         // Called by the host-API glue when code outside a handler reads the world (see
         // `LoadingFile::impure`).

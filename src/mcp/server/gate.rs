@@ -60,6 +60,41 @@ pub(crate) enum Refused {
     /// The server ended while the call waited.
     #[error("the server is closing")]
     ServerClosing,
+    /// The tool `needs` client capabilities the client did not declare: JSON-RPC error
+    /// -32021 (HTTP 400 on 2026-07-28), naming them in `data.requiredCapabilities`.
+    #[error("{message}")]
+    MissingCapability {
+        /// What the client reads.
+        message: String,
+        /// The capabilities it lacks.
+        needs: Vec<crate::Capability>,
+    },
+    /// A multi-round call's `requestState` or `inputResponses` is refused (the message
+    /// says why): invalid params.
+    #[error("{0}")]
+    InputState(String),
+}
+
+impl Refused {
+    /// The JSON-RPC error the refusal is answered with.
+    pub(crate) fn to_error(&self) -> rmcp::ErrorData {
+        use rmcp::model::ErrorCode;
+        match self {
+            Self::MissingCapability { message, needs } => {
+                let required: serde_json::Map<String, serde_json::Value> = needs
+                    .iter()
+                    .map(|need| (need.as_str().to_string(), serde_json::json!({})))
+                    .collect();
+                rmcp::ErrorData::new(
+                    ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    message.clone(),
+                    Some(serde_json::json!({ "requiredCapabilities": required })),
+                )
+            }
+            Self::InputState(message) => rmcp::ErrorData::invalid_params(message.clone(), None),
+            other => rmcp::ErrorData::internal_error(other.to_string(), None),
+        }
+    }
 }
 
 impl CallGate {

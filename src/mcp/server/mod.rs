@@ -17,7 +17,11 @@
 //! - on 2026-07-28, `tools/list` carries the caching hints `ttlMs` (`[serve] list_ttl_ms`)
 //!   and `cacheScope`, and `server/discover`, `resultType` and the `_meta` checks are
 //!   rmcp's;
-//! - calls are admitted through the shared [`gate::CallGate`] (limits, drain at shutdown).
+//! - calls are admitted through the shared [`gate::CallGate`] (limits, drain at shutdown);
+//! - a tool's input requests (`ctx.ask`, `ctx.roots`, `ctx.sample`) and the approval
+//!   gate's question go to the client: awaited server→client requests on a 2025-11-25
+//!   session, multi-round `input_required` results on 2026-07-28 ([`input`]); a tool whose
+//!   `needs` the client did not declare answers -32021.
 
 // Logging and roots are deprecated by SEP-2577 from protocol 2026-07-28 on; the clients of
 // today negotiate earlier versions, where they are part of the protocol.
@@ -29,6 +33,7 @@ pub(crate) mod guard;
 mod header_schemas;
 #[cfg(feature = "http")]
 pub(crate) mod http;
+pub(crate) mod input;
 mod listing;
 mod observer;
 pub(crate) mod request_peer;
@@ -48,10 +53,9 @@ pub(crate) use request_peer::RequestPeer;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel,
-    PaginatedRequestParams, ProtocolVersion, RequestId, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
+    RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{Peer, RoleServer as Role};
@@ -94,6 +98,8 @@ pub(crate) struct Shared {
     header_schemas: header_schemas::HeaderSchemas,
     /// `[serve] list_ttl_ms`.
     list_ttl_ms: u64,
+    /// Seals and opens the state of multi-round calls (`[serve] state_key_env`).
+    sealer: input::seal::Sealer,
 }
 
 impl Shared {
@@ -112,6 +118,21 @@ impl Shared {
         );
         let drain_period = Duration::from_millis(serve.drain_ms.unwrap_or(DEFAULT_DRAIN_MS));
         let list_ttl_ms = serve.list_ttl_ms.unwrap_or(DEFAULT_LIST_TTL_MS);
+        let sealer = input::seal::Sealer::from_config(
+            serve.state_key_env.as_deref(),
+            serve.input_request_ttl_ms,
+        )
+        .unwrap_or_else(|problem| {
+            // `toolhost serve` refuses to start on this; an embedder gets a working server
+            // whose multi-round calls only this process can continue.
+            tracing::error!("{problem}; using a random key of this process");
+            input::seal::Sealer::random(Duration::from_millis(
+                serve
+                    .input_request_ttl_ms
+                    .unwrap_or(input::seal::DEFAULT_TTL_MS),
+            ))
+            .unwrap_or_else(|e| panic!("no random key for request states: {e}"))
+        });
         drop(config);
         Arc::new(Self {
             host,
@@ -125,6 +146,7 @@ impl Shared {
             listing: OnceLock::new(),
             header_schemas: header_schemas::HeaderSchemas::default(),
             list_ttl_ms,
+            sealer,
         })
     }
 
@@ -176,6 +198,9 @@ struct Session {
     /// Whether plain calls may be answered by the stdio guard itself: a legacy session
     /// after rmcp has seen its `notifications/initialized`.
     direct_calls: AtomicBool,
+    /// rmcp's handle on the client (from `initialize`): a legacy session's calls ask their
+    /// input requests through it ([`input::session::PeerAsker`]).
+    peer: Mutex<Option<Peer<Role>>>,
 }
 
 impl Drop for Session {
@@ -211,6 +236,7 @@ impl McpServer {
                 ids,
                 legacy_protocol: AtomicBool::new(false),
                 direct_calls: AtomicBool::new(false),
+                peer: Mutex::new(None),
             }),
         }
     }
@@ -351,6 +377,7 @@ impl ServerHandler for McpServer {
             self.session.roots.expect_client_roots();
         }
         context.peer.set_peer_info(request.clone());
+        *self.session.peer.lock() = Some(context.peer.clone());
         let negotiated = self.negotiate_initialize(&request)?;
         let mut declared = RequestPeer::from_session(&request, None);
         declared.protocol = negotiated.protocol_version.clone();
@@ -446,19 +473,28 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // 2026-07-28 and later: stateless, multi-round input requests; earlier: a session.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let continuation = modern.then(|| input::Continuation {
+            declared: context.client_capabilities(),
+            request_state: request.request_state,
+            responses: request.input_responses,
+        });
         let call = Call {
             peer: self.request_peer(&context),
             tool_call_id: self.call_id(&context.id),
             progress_token: context.meta.get_progress_token(),
             name: request.name.into_owned(),
             arguments: request.arguments,
+            continuation,
         };
         // `notifications/cancelled` cancels rmcp's token for this request.
         let cancelled = context.ct.cancelled_owned();
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
-            .map(Into::into)
-            .map_err(|refused| McpError::internal_error(refused.to_string(), None))
+            .map_err(|refused| refused.to_error())
     }
 }
 
@@ -475,25 +511,57 @@ pub(crate) struct Call {
     pub(crate) progress_token: Option<rmcp::model::ProgressToken>,
     /// Who asked, as the request (or its session) declares it.
     pub(crate) peer: RequestPeer,
+    /// A 2026-07-28 call's capabilities, state and answers (multi-round); `None` for a call
+    /// of a 2025-11-25 session, which asks its client directly.
+    pub(crate) continuation: Option<input::Continuation>,
 }
 
 impl McpServer {
     /// Runs `call` through the whole pipeline once the gate admits it; its progress and
     /// log lines go to `sink`, and `cancelled` resolving stops it (it then answers
-    /// `cancelled`). `Err` is the gate's refusal.
+    /// `cancelled`). A 2026-07-28 call that stops for input answers `input_required`.
+    /// `Err` is the gate's refusal, a refused multi-round state, or a missing capability.
     pub(crate) async fn run_call(
         &self,
         call: Call,
         sink: Sink,
         cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<CallToolResult, gate::Refused> {
+    ) -> Result<CallToolResponse, gate::Refused> {
         let _admitted = self.shared.gate.admit(&self.session.slots).await?;
         let args = call.arguments.map(Value::Object).unwrap_or_default();
         let mut ctx = self.context();
         ctx.tool_call_id = Some(call.tool_call_id);
-        if let Some(roots) = self.session.roots.current().await {
-            ctx = ctx.with_fs_roots(roots);
-        }
+        // Approvals follow `[approval] mcp`.
+        ctx = ctx.over_mcp_client();
+        let replay = match &call.continuation {
+            // A session of the session model (2025-11-25) asks its input requests as
+            // server→client requests, and has its roots from the session.
+            None => {
+                if let Some(roots) = self.session.roots.current().await {
+                    ctx = ctx.with_fs_roots(roots);
+                }
+                let peer = self.session.peer.lock().clone();
+                if let Some(peer) = peer
+                    && self.session.legacy_protocol.load(Ordering::Acquire)
+                {
+                    ctx = ctx.with_asker(Arc::new(input::session::PeerAsker::new(peer)));
+                }
+                None
+            }
+            // 2026-07-28: the answers so far come with the request; a missing one ends the
+            // call for input (cancelling its token).
+            Some(continuation) => {
+                let answers =
+                    input::recorded_answers(&self.shared.sealer, &call.name, &args, continuation)
+                        .map_err(gate::Refused::InputState)?;
+                if let Some(roots) = input::recorded_roots(&answers.recorded) {
+                    ctx = ctx.with_fs_roots(roots);
+                }
+                let asker = input::replay_asker(answers, continuation, ctx.cancel.clone());
+                ctx = ctx.with_asker(asker.clone());
+                Some(asker)
+            }
+        };
         let log_level = match call.peer.log_level {
             Some(level) => Some(observer::minimum_level(level)),
             // 2026-07-28: log lines are an opt-in of each request.
@@ -509,7 +577,7 @@ impl McpServer {
         let cancel = ctx.cancel.clone();
         let host = &self.shared.host;
         let outcome = {
-            let running = host.handle_call(&call.name, args, &ctx);
+            let running = host.handle_call(&call.name, args.clone(), &ctx);
             tokio::pin!(running);
             tokio::pin!(cancelled);
             tokio::select! {
@@ -525,6 +593,28 @@ impl McpServer {
         if let Some(reports) = reports {
             reports.finish().await;
         }
-        Ok(to_call_result(outcome.result, outcome.structured))
+        // Stopped for input: the pending requests and the state to continue with.
+        if let Some(asker) = replay {
+            let pending = asker.take_pending();
+            if !pending.is_empty() {
+                return Ok(input::input_required(
+                    &self.shared.sealer,
+                    &call.name,
+                    &args,
+                    &asker.recorded(),
+                    pending,
+                )
+                .into());
+            }
+        }
+        if let Some(error) = outcome.result.error()
+            && error.kind == crate::ErrorType::MissingCapability
+        {
+            return Err(gate::Refused::MissingCapability {
+                message: error.message.clone(),
+                needs: error.needs.clone(),
+            });
+        }
+        Ok(to_call_result(outcome.result, outcome.structured).into())
     }
 }

@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use rmcp::model::ServerResult;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -119,6 +119,7 @@ fn parse(line: &str, peer: impl FnOnce() -> RequestPeer) -> Option<DirectCall> {
             tool_call_id: raw_id.to_string(),
             progress_token,
             peer: peer(),
+            continuation: None,
         },
     })
 }
@@ -145,9 +146,10 @@ pub(super) fn start(
             .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
             .await;
         let answer = match outcome {
-            Ok(result) => {
-                // As rmcp answers a session of a protocol older than 2026-07-28.
-                let mut result = ServerResult::CallToolResult(result);
+            Ok(response) => {
+                // As rmcp answers a session of a protocol older than 2026-07-28 (where a
+                // call never ends for input: its requests go to the client as requests).
+                let mut result = ServerResult::from(response);
                 result.strip_result_type_for_legacy_peer();
                 result.strip_non_object_output_for_legacy_peer();
                 serde_json::to_string(&result).map_err(Unanswered::Unwritable)
@@ -165,13 +167,26 @@ pub(super) fn start(
                 line.push('}');
                 line
             }
-            Err(why) => error_line(Some(&raw_id), INTERNAL_ERROR, &why.to_string()),
+            Err(why) => why.error_line(&raw_id),
         };
         // A client that closed its output has nobody to answer.
         let _ = lines.send(line).await;
         ids.lock().end_direct(serial);
         drop(place);
     });
+}
+
+impl Unanswered {
+    /// The JSON-RPC error line of the answer to request `raw_id`.
+    fn error_line(&self, raw_id: &str) -> String {
+        match self {
+            Self::Refused(refused) => {
+                let body = json!({"jsonrpc": "2.0", "error": refused.to_error()});
+                super::splice_id(raw_id, &body)
+            }
+            Self::Unwritable(_) => error_line(Some(raw_id), INTERNAL_ERROR, &self.to_string()),
+        }
+    }
 }
 
 /// Why a call the guard took gets an error answer instead of its result.
