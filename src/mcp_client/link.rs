@@ -8,14 +8,16 @@ use super::connect::{Session, Wiring, connect};
 use super::error::Unreachable;
 use super::listener::Listener;
 use super::listing::{self, Limits, ListError};
-use super::result::from_call_result;
+use super::relay::Relays;
+use super::result::{ResultShape, from_call_result};
 use super::screen;
 use super::stdio::{Notes, max_message_bytes};
 use crate::config::McpServerConfig;
+use crate::registry::CallObserver;
 use parking_lot::Mutex;
 use rmcp::Peer;
 use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, Tool};
+use rmcp::model::{CallToolRequestParams, RequestParamsMeta, Tool};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -84,6 +86,8 @@ pub(crate) struct Link {
     pub(super) pgid: Mutex<Option<u32>>,
     /// Stops the supervisor (config removed or changed, host gone).
     stop: CancellationToken,
+    /// Calls whose progress and log notifications go back to their callers.
+    relays: Arc<Relays>,
 }
 
 impl Link {
@@ -102,6 +106,7 @@ impl Link {
             settled: watch::channel(false).0,
             pgid: Mutex::new(None),
             stop: CancellationToken::new(),
+            relays: Arc::default(),
         }
     }
 
@@ -155,12 +160,15 @@ impl Link {
 
     /// Calls `tool` on the server. Dropping the future before the answer sends
     /// `notifications/cancelled` for the request (rmcp does it), which is how a deadline
-    /// or a cancellation of ours reaches the server.
+    /// or a cancellation of ours reaches the server. With an `observer` (the calling
+    /// context's), the call asks for progress and the server's progress and log
+    /// notifications during it go there, as the tool `registered`'s.
     pub(crate) async fn call(
         &self,
         tool: &str,
         args: Value,
-        structured: bool,
+        shape: ResultShape,
+        observer: Option<(Arc<dyn CallObserver>, &str)>,
     ) -> Result<Value, Unreachable> {
         let (peer, status) = {
             let known = self.known.lock();
@@ -181,7 +189,13 @@ impl Link {
                 )));
             }
         };
-        let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        // Held until the answer: the relay ends with the call.
+        let relayed =
+            observer.map(|(observer, registered)| self.relays.register(observer, registered));
+        if let Some(relayed) = &relayed {
+            request.set_progress_token(relayed.token());
+        }
         let result = peer
             .call_tool(request)
             .await
@@ -189,7 +203,14 @@ impl Link {
                 server: self.name.clone(),
                 source: Box::new(source),
             })?;
-        from_call_result(result, structured)
+        if let Some(relayed) = relayed {
+            // rmcp hands each notification to the listener in a task of its own, spawned
+            // before it passes on the answer that followed it; yielding once lets those
+            // tasks run, so what the server reported before answering is not lost.
+            tokio::task::yield_now().await;
+            drop(relayed);
+        }
+        from_call_result(result, shape)
     }
 
     fn set(&self, status: Status, peer: Option<Peer<RoleClient>>, listing: Option<Listing>) {
@@ -211,6 +232,8 @@ impl Link {
             let tools_changed = Arc::new(Notify::new());
             let listener = Listener {
                 tools_changed: tools_changed.clone(),
+                server: Arc::from(self.name.as_str()),
+                relays: self.relays.clone(),
             };
             let notes = Arc::new(Notes::default());
             let attempt = tokio::select! {

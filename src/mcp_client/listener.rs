@@ -1,8 +1,16 @@
 //! What the client side does with what a server sends unasked: a changed tool list wakes the
-//! server's link (which lists again).
+//! server's link (which lists again); progress and log notifications during our calls go to
+//! the calls that made them ([`Relays`]).
 
+// Logging is deprecated by SEP-2577 from protocol 2026-07-28 on; servers of today still send it.
+#![allow(deprecated)]
+
+use super::relay::Relays;
 use rmcp::ClientHandler;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProtocolVersion,
+};
 use rmcp::service::{NotificationContext, RoleClient};
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -12,6 +20,10 @@ use tokio::sync::Notify;
 pub(crate) struct Listener {
     /// Woken on `notifications/tools/list_changed`.
     pub tools_changed: Arc<Notify>,
+    /// The server's name (`[mcp_servers.NAME]`), for relayed log lines.
+    pub server: Arc<str>,
+    /// The calls whose progress and log lines are relayed.
+    pub relays: Arc<Relays>,
 }
 
 impl ClientHandler for Listener {
@@ -28,5 +40,21 @@ impl ClientHandler for Listener {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relays.progress(params);
+    }
+
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.relays.log(&self.server, params);
     }
 }

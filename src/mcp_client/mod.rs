@@ -17,6 +17,7 @@ mod listener;
 mod listing;
 mod memory;
 mod reap;
+mod relay;
 mod result;
 mod screen;
 mod stdio;

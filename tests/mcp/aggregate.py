@@ -6,6 +6,8 @@ scenarios:
   list_changed  call mcp__py__grow; our client gets list_changed; mcp__py__extra is listed
   restart       kill the fixture server; its tools go unavailable, then come back
   timeout       a call past the server's timeout_ms answers `timeout`
+  notify        mcp__py__report's progress and log line reach our client during the call
+  wrapped       mcp__py__wrapped's FastMCP-wrapped value comes through plain
 """
 import asyncio
 import json
@@ -30,6 +32,10 @@ async def main(binary, workdir, scenario):
         cwd=workdir,
     )
     changed = asyncio.Event()
+    logged = []
+
+    async def on_log(params):
+        logged.append({"level": params.level, "logger": params.logger, "data": params.data})
 
     async def on_message(message):
         inner = getattr(message, "root", message)
@@ -37,7 +43,8 @@ async def main(binary, workdir, scenario):
             changed.set()
 
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, message_handler=on_message) as session:
+        async with ClientSession(read, write, message_handler=on_message,
+                                 logging_callback=on_log) as session:
             await session.initialize()
             listed = await session.list_tools()
             emit("list", tools=sorted(t.name for t in listed.tools))
@@ -71,6 +78,27 @@ async def main(binary, workdir, scenario):
                 emit("slow", text=text_of(result), error=bool(is_error(result)))
                 result = await session.call_tool("mcp__py__echo", {"text": "after"})
                 emit("after", text=text_of(result), error=bool(is_error(result)))
+            elif scenario == "notify":
+                await session.set_logging_level("info")
+                progress = []
+
+                async def on_progress(done, total, message):
+                    progress.append({"done": done, "total": total, "message": message})
+
+                result = await session.call_tool("mcp__py__report", {},
+                                                 progress_callback=on_progress)
+                # Log lines may trail the result on the session's stream: a ping after it
+                # comes back only once everything sent before it has been read.
+                await session.send_ping()
+                emit("report", text=text_of(result), error=bool(is_error(result)),
+                     progress=progress, logged=logged)
+            elif scenario == "wrapped":
+                listed = {t.name: t for t in (await session.list_tools()).tools}
+                schema = getattr(listed["mcp__py__wrapped"], "output_schema", None)
+                result = await session.call_tool("mcp__py__wrapped", {})
+                emit("wrapped", text=text_of(result), error=bool(is_error(result)),
+                     structured=getattr(result, "structured_content", None),
+                     output_schema=schema)
             else:
                 raise SystemExit("unknown scenario " + scenario)
 

@@ -37,8 +37,9 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    InitializeRequestParams, InitializeResult, ListToolsResult, LoggingLevel,
+    PaginatedRequestParams, ProtocolVersion, RequestId, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{Peer, RoleServer as Role};
@@ -117,7 +118,7 @@ pub(crate) type OriginalIds = Arc<dyn Fn(i64) -> Option<String> + Send + Sync>;
 /// One client's session.
 struct Session {
     /// `logging/setLevel`'s level (`None`: never set).
-    log_level: Mutex<Option<LogLevel>>,
+    log_level: Mutex<Option<LoggingLevel>>,
     roots: roots::SessionRoots,
     slots: Arc<Semaphore>,
     /// Sends `tools/list_changed`; stopped with the session.
@@ -131,6 +132,8 @@ struct Session {
     /// Whether plain calls may be answered by the stdio guard itself: a legacy session
     /// after rmcp has seen its `notifications/initialized`.
     direct_calls: AtomicBool,
+    /// One request of `--stateless` HTTP: nothing outlives it.
+    stateless: bool,
 }
 
 impl Drop for Session {
@@ -163,8 +166,18 @@ impl McpServer {
                 ids,
                 legacy_protocol: AtomicBool::new(false),
                 direct_calls: AtomicBool::new(false),
+                stateless: false,
             }),
         }
+    }
+
+    /// This "session" serves one request of `--stateless` HTTP (made before it is shared).
+    #[cfg(feature = "http")]
+    pub(crate) fn with_stateless(mut self, stateless: bool) -> Self {
+        if let Some(session) = Arc::get_mut(&mut self.session) {
+            session.stateless = stateless;
+        }
+        self
     }
 
     /// The most calls of this session that can be running or queued at once.
@@ -322,7 +335,16 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        *self.session.log_level.lock() = Some(observer::minimum_level(request.level));
+        // Answering `{}` would tell the client its level holds when nothing keeps it.
+        if self.session.stateless {
+            return Err(McpError::invalid_request(
+                "logging/setLevel: this server is stateless (--stateless), so no level \
+                 outlives the request that sets it; log notifications are sent at warning \
+                 and above",
+                None,
+            ));
+        }
+        *self.session.log_level.lock() = Some(request.level);
         Ok(())
     }
 
@@ -350,8 +372,22 @@ impl ServerHandler for McpServer {
             name: request.name.into_owned(),
             arguments: request.arguments,
         };
-        // `notifications/cancelled` cancels rmcp's token for this request.
+        // `notifications/cancelled` cancels rmcp's token for this request; on `--stateless`
+        // HTTP, where rmcp never sees it, the token the HTTP layer gave the request.
         let cancelled = context.ct.cancelled_owned();
+        #[cfg(feature = "http")]
+        let cancelled = {
+            let stateless = http::stateless_cancel::token_of(&context.extensions);
+            async move {
+                match stateless {
+                    Some(token) => tokio::select! {
+                        () = cancelled => {}
+                        () = token.cancelled_owned() => {}
+                    },
+                    None => cancelled.await,
+                }
+            }
+        };
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
             .map(Into::into)
@@ -389,8 +425,12 @@ impl McpServer {
         if let Some(roots) = self.session.roots.current().await {
             ctx = ctx.with_fs_roots(roots);
         }
-        let log_level = self.session.log_level.lock().unwrap_or(DEFAULT_LOG_LEVEL);
-        let reports = CallReports::start(sink, call.progress_token, Some(log_level));
+        // `None`: a level above anything a tool logs (`critical` and up) lets nothing through.
+        let log_level = match *self.session.log_level.lock() {
+            Some(level) => observer::minimum_level(level),
+            None => Some(DEFAULT_LOG_LEVEL),
+        };
+        let reports = CallReports::start(sink, call.progress_token, log_level);
         if let Some(reports) = &reports {
             ctx = ctx.with_observer(reports.observer());
         }
