@@ -1,11 +1,12 @@
 //! `logging/setLevel` decides which of a call's log lines reach the session that set it
-//! (docs/mcp-server.md): raw exchanges with the real `toolhost serve`, over stdio and over
-//! HTTP with two sessions side by side; `--stateless` has no session to keep a level and
+//! (docs/mcp-server.md): raw exchanges with the real `toolhost serve` over stdio, the
+//! official client over HTTP with two sessions side by side; `--stateless` has no session to keep a level and
 //! says so instead of answering `{}`.
 
 mod common;
 
 use common::Fixture;
+use common::mcp_client::{run_script, step};
 use common::raw_http::{RawHttp, tools_call};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -69,11 +70,15 @@ fn set_level_decides_which_log_lines_a_stdio_client_gets() {
             }
         }
     });
-    // Everything the server writes up to and including the answer to `id`.
-    let mut exchange = |request: &str, id: u64| -> Vec<Value> {
+    // Everything the server writes up to and including the answer to `id` (a
+    // notification, `None`, has none).
+    let mut exchange = |request: &str, id: Option<u64>| -> Vec<Value> {
         writeln!(stdin, "{request}").expect("write");
         stdin.flush().expect("flush");
         let mut seen = Vec::new();
+        let Some(id) = id else {
+            return seen;
+        };
         loop {
             let line = lines
                 .recv_timeout(Duration::from_secs(20))
@@ -86,40 +91,29 @@ fn set_level_decides_which_log_lines_a_stdio_client_gets() {
             }
         }
     };
-    exchange(INITIALIZE, 0);
-    writeln!(stdin, "{INITIALIZED}").expect("write");
+    exchange(INITIALIZE, Some(0));
+    exchange(INITIALIZED, None);
 
-    let default = exchange(&tools_call(1, "chatty", "{}"), 1);
+    let default = exchange(&tools_call(1, "chatty", "{}"), Some(1));
     assert_eq!(levels(&default), ["warning", "error"], "{default:?}");
-    let set = exchange(&set_level(2, "error"), 2);
+    let set = exchange(&set_level(2, "error"), Some(2));
     assert_eq!(set.last().unwrap()["result"], json!({}), "{set:?}");
-    let errors_only = exchange(&tools_call(3, "chatty", "{}"), 3);
+    let errors_only = exchange(&tools_call(3, "chatty", "{}"), Some(3));
     assert_eq!(levels(&errors_only), ["error"], "{errors_only:?}");
     // Above anything a tool logs: nothing at all.
-    exchange(&set_level(4, "critical"), 4);
-    let silent = exchange(&tools_call(5, "chatty", "{}"), 5);
+    exchange(&set_level(4, "critical"), Some(4));
+    let silent = exchange(&tools_call(5, "chatty", "{}"), Some(5));
     assert_eq!(levels(&silent), Vec::<String>::new(), "{silent:?}");
-    exchange(&set_level(6, "debug"), 6);
-    let all = exchange(&tools_call(7, "chatty", "{}"), 7);
+    exchange(&set_level(6, "debug"), Some(6));
+    let all = exchange(&tools_call(7, "chatty", "{}"), Some(7));
     assert_eq!(
         levels(&all),
         ["debug", "info", "warning", "error"],
         "{all:?}"
     );
+    drop(exchange);
     drop(stdin);
     let _ = child.wait();
-}
-
-/// Every JSON-RPC message of an HTTP answer (a JSON body or an SSE stream).
-fn messages(reply: &common::raw_http::Reply) -> Vec<Value> {
-    let text = reply.text();
-    if let Ok(value) = serde_json::from_str::<Value>(&text) {
-        return vec![value];
-    }
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .filter_map(|data| serde_json::from_str(data.trim()).ok())
-        .collect()
 }
 
 fn http_server(fx: &Fixture, extra: &[&str]) -> (std::process::Child, String) {
@@ -137,29 +131,21 @@ fn http_server(fx: &Fixture, extra: &[&str]) -> (std::process::Child, String) {
     (server, authority)
 }
 
+/// Over HTTP log lines go out on each session's own stream: two sessions of the official
+/// client, side by side, each get the lines at or above their own level.
 #[test]
 fn each_http_session_keeps_its_own_level() {
     let fx = fixture();
-    let (mut server, authority) = http_server(&fx, &[]);
-    let mut quiet = RawHttp::connect(&authority);
-    let mut chatty = RawHttp::connect(&authority);
-    let quiet_session = quiet.open_session();
-    let chatty_session = chatty.open_session();
-    let set = quiet.mcp(Some(&quiet_session), &set_level(1, "error"));
-    assert_eq!(set.message()["result"], json!({}), "{}", set.text());
-    let set = chatty.mcp(Some(&chatty_session), &set_level(1, "info"));
-    assert_eq!(set.message()["result"], json!({}), "{}", set.text());
-    let call = tools_call(2, "chatty", "{}");
-    let from_quiet = messages(&quiet.mcp(Some(&quiet_session), &call));
-    assert_eq!(levels(&from_quiet), ["error"], "{from_quiet:?}");
-    let from_chatty = messages(&chatty.mcp(Some(&chatty_session), &call));
-    assert_eq!(
-        levels(&from_chatty),
-        ["info", "warning", "error"],
-        "{from_chatty:?}"
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let steps = run_script(
+        "log_level.py",
+        &[binary.to_str().unwrap(), fx.root().to_str().unwrap()],
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
+    assert_eq!(step(&steps, "quiet")["levels"], json!(["error"]));
+    assert_eq!(
+        step(&steps, "chatty")["levels"],
+        json!(["info", "warning", "error"])
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use super::error::Unreachable;
 use super::listener::Listener;
 use super::listing::{self, Limits, ListError};
 use super::relay::Relays;
+use super::request::SentCall;
 use super::result::{ResultShape, from_call_result};
 use super::screen;
 use super::stdio::{Notes, max_message_bytes};
@@ -17,7 +18,7 @@ use crate::registry::CallObserver;
 use parking_lot::Mutex;
 use rmcp::Peer;
 use rmcp::RoleClient;
-use rmcp::model::{CallToolRequestParams, RequestParamsMeta, Tool};
+use rmcp::model::{CallToolRequestParams, Tool};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -189,20 +190,20 @@ impl Link {
                 )));
             }
         };
-        let mut request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        // Held until the answer: the relay ends with the call.
-        let relayed =
-            observer.map(|(observer, registered)| self.relays.register(observer, registered));
-        if let Some(relayed) = &relayed {
-            request.set_progress_token(relayed.token());
-        }
-        let result = peer
-            .call_tool(request)
-            .await
-            .map_err(|source| Unreachable::Call {
-                server: self.name.clone(),
-                source: Box::new(source),
-            })?;
+        let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let unreachable = |source| Unreachable::Call {
+            server: self.name.clone(),
+            source: Box::new(source),
+        };
+        let sent = SentCall::send(&peer, request).await.map_err(unreachable)?;
+        // Held until the answer: the relay ends with the call. (The server could only report
+        // before this if it answered before this task went on from sending, which a send
+        // into rmcp's queue does not wait for.)
+        let relayed = observer.map(|(observer, registered)| {
+            self.relays
+                .register(sent.progress_token(), observer, registered)
+        });
+        let result = sent.answer().await.map_err(unreachable)?;
         if let Some(relayed) = relayed {
             // rmcp hands each notification to the listener in a task of its own, spawned
             // before it passes on the answer that followed it; yielding once lets those

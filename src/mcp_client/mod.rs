@@ -18,6 +18,7 @@ mod listing;
 mod memory;
 mod reap;
 mod relay;
+mod request;
 mod result;
 mod screen;
 mod stdio;

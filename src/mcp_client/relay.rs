@@ -3,8 +3,9 @@
 //! turns them into that client's `notifications/progress` (with the client's own progress
 //! token) and `notifications/message`.
 //!
-//! Progress is matched exactly: each call that has an observer sends a progress token of
-//! its own (`toolhost-N`), and a report with that token goes to that call only. Log lines
+//! Progress is matched exactly: each request carries a progress token of its own (rmcp
+//! mints one per request), and a report with the token of an observed call goes to that
+//! call only. Log lines
 //! carry no request in the session protocol, so one is relayed only while exactly one
 //! relayed call of the server runs (it can then only be that call's); with several in
 //! flight a line cannot be told apart and is left in the server's own log (at debug), never
@@ -16,13 +17,11 @@
 use crate::registry::{CallObserver, LogLevel, LogLine, Progress};
 use parking_lot::Mutex;
 use rmcp::model::{
-    LoggingLevel, LoggingMessageNotificationParam, NumberOrString, ProgressNotificationParam,
-    ProgressToken,
+    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// One relayed call: where its reports go, and the tool's name (as registered) for its log
 /// lines.
@@ -34,59 +33,44 @@ struct Relayed {
 /// The calls of one server whose notifications are relayed, by progress token.
 #[derive(Default)]
 pub(crate) struct Relays {
-    next: AtomicU64,
-    calls: Mutex<HashMap<String, Relayed>>,
+    calls: Mutex<HashMap<ProgressToken, Relayed>>,
 }
 
-/// A call's place in [`Relays`]: its progress token; dropping it ends the relay.
+/// A call's place in [`Relays`]; dropping it ends the relay.
 pub(crate) struct Registration {
     relays: Arc<Relays>,
-    key: String,
     token: ProgressToken,
-}
-
-impl Registration {
-    /// The progress token to send with the call.
-    pub(crate) fn token(&self) -> ProgressToken {
-        self.token.clone()
-    }
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.relays.calls.lock().remove(&self.key);
+        self.relays.calls.lock().remove(&self.token);
     }
 }
 
 impl Relays {
-    /// Relays the notifications of a call of `tool` to `observer` until the returned
-    /// registration is dropped.
+    /// Relays the notifications of the call of `tool` whose request carries `token` to
+    /// `observer`, until the returned registration is dropped.
     pub(crate) fn register(
         self: &Arc<Self>,
+        token: ProgressToken,
         observer: Arc<dyn CallObserver>,
         tool: &str,
     ) -> Registration {
-        let serial = self.next.fetch_add(1, Ordering::Relaxed);
-        let key = format!("toolhost-{serial}");
-        let token = ProgressToken(NumberOrString::String(Arc::from(key.as_str())));
         let relayed = Relayed {
             observer,
             tool: tool.to_string(),
         };
-        self.calls.lock().insert(key.clone(), relayed);
+        self.calls.lock().insert(token.clone(), relayed);
         Registration {
             relays: self.clone(),
-            key,
             token,
         }
     }
 
     /// A progress notification from the server: to the call whose token it carries.
     pub(crate) fn progress(&self, params: ProgressNotificationParam) {
-        let NumberOrString::String(key) = &params.progress_token.0 else {
-            return; // our tokens are strings: not one of ours
-        };
-        let observer = match self.calls.lock().get(&**key) {
+        let observer = match self.calls.lock().get(&params.progress_token) {
             Some(relayed) => relayed.observer.clone(),
             None => return, // a call that has ended, or a token we never sent
         };
@@ -147,24 +131,32 @@ mod tests {
         }
     }
 
+    fn token(n: i64) -> ProgressToken {
+        ProgressToken(rmcp::model::NumberOrString::Number(n))
+    }
+
     #[test]
     fn progress_goes_by_token_and_logs_only_to_a_lone_call() {
         let relays = Arc::new(Relays::default());
         let first = Arc::new(Heard::default());
         let second = Arc::new(Heard::default());
-        let one = relays.register(first.clone(), "mcp__s__a");
+        let one = relays.register(token(1), first.clone(), "mcp__s__a");
         relays.log(
             "s",
             LoggingMessageNotificationParam::new(LoggingLevel::Info, "alone".into()),
         );
-        let two = relays.register(second.clone(), "mcp__s__b");
-        relays.progress(ProgressNotificationParam::new(two.token(), 2.0));
+        let two = relays.register(token(2), second.clone(), "mcp__s__b");
+        relays.progress(ProgressNotificationParam::new(token(2), 2.0));
         relays.log(
             "s",
             LoggingMessageNotificationParam::new(LoggingLevel::Info, "both".into()),
         );
+        // A token no call of ours carries reaches nobody.
+        relays.progress(ProgressNotificationParam::new(token(9), 9.0));
         drop(two);
-        relays.progress(ProgressNotificationParam::new(one.token(), 1.0));
+        relays.progress(ProgressNotificationParam::new(token(1), 1.0));
+        // After its call ended, a report with its token reaches nobody either.
+        relays.progress(ProgressNotificationParam::new(token(2), 3.0));
         drop(one);
         assert_eq!(*first.0.lock(), ["log alone", "progress 1"]);
         assert_eq!(*second.0.lock(), ["progress 2"]);

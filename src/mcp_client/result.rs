@@ -4,7 +4,7 @@
 //! object itself when the tool declares an output schema (the pipeline checks it, and our
 //! own MCP clients get it as `structuredContent` again); a plain value FastMCP wrapped as
 //! `{"result": …}` (its output schema says `x-fastmcp-wrap-result`) → the plain value, as
-//! FastMCP's own clients read it.
+//! FastMCP's own clients read it (a string or object itself, anything else its JSON text).
 
 use super::error::Unreachable;
 use rmcp::model::{CallToolResult, Tool};
@@ -60,7 +60,12 @@ pub(super) fn from_call_result(
         (ResultShape::Wrapped, Some(Value::Object(mut object)))
             if object.contains_key("result") =>
         {
-            return Ok(object.remove("result").unwrap_or_default());
+            // A tool result is a string or an object: any other plain value is its JSON
+            // text, which is also what FastMCP puts in the text block (`42`, `true`).
+            return Ok(match object.remove("result").unwrap_or_default() {
+                plain @ (Value::String(_) | Value::Object(_)) => plain,
+                other => Value::String(other.to_string()),
+            });
         }
         _ => {}
     }
@@ -183,11 +188,19 @@ mod tests {
 
     #[test]
     fn a_fastmcp_wrapped_value_is_unwrapped() {
-        let result = CallToolResult::structured(json!({"result": 5}));
-        assert_eq!(
-            from_call_result(result, ResultShape::Wrapped).map_err(|e| e.to_string()),
-            Ok(json!(5))
-        );
+        for (wrapped, plain) in [
+            (json!(5), json!("5")),
+            (json!("hi"), json!("hi")),
+            (json!([1, true]), json!("[1,true]")),
+            (json!(null), json!("null")),
+            (json!({"k": 1}), json!({"k": 1})),
+        ] {
+            let result = CallToolResult::structured(json!({ "result": wrapped }));
+            assert_eq!(
+                from_call_result(result, ResultShape::Wrapped).map_err(|e| e.to_string()),
+                Ok(plain)
+            );
+        }
         let unwrapped_anyway = CallToolResult::structured(json!({"other": 5}));
         assert_eq!(
             from_call_result(unwrapped_anyway, ResultShape::Wrapped).map_err(|e| e.to_string()),
