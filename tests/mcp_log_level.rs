@@ -111,7 +111,6 @@ fn set_level_decides_which_log_lines_a_stdio_client_gets() {
         ["debug", "info", "warning", "error"],
         "{all:?}"
     );
-    drop(exchange);
     drop(stdin);
     let _ = child.wait();
 }

@@ -141,8 +141,16 @@ struct Envelope<'a> {
     id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<String>,
-    #[serde(default)]
-    params: Option<Value>,
+    /// Left raw: only a cancellation's is read (a call's arguments may be large).
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// The members of `notifications/cancelled`'s params that are read.
+#[derive(Deserialize)]
+struct CancelParams {
+    #[serde(rename = "requestId")]
+    request_id: Value,
 }
 
 fn seen(body: &[u8]) -> Seen {
@@ -160,8 +168,8 @@ fn seen(body: &[u8]) -> Seen {
         (Some("tools/call"), Some(id)) => normal(id).map_or(Seen::Other, Seen::Call),
         (Some("notifications/cancelled"), None) => envelope
             .params
-            .as_ref()
-            .and_then(|params| params.get("requestId"))
+            .and_then(|params| serde_json::from_str::<CancelParams>(params.get()).ok())
+            .map(|params| params.request_id)
             .filter(|id| id.is_string() || id.is_number())
             .map_or(Seen::Other, |id| Seen::Cancel(id.to_string())),
         _ => Seen::Other,
