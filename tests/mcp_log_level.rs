@@ -172,3 +172,55 @@ fn a_stateless_server_refuses_set_level_instead_of_ignoring_it() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+/// A `tools/call` with its own level in `_meta` (`io.modelcontextprotocol/logLevel`).
+fn call_at_level(id: u64, level: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"chatty","arguments":{{}},"_meta":{{"io.modelcontextprotocol/logLevel":"{level}"}}}}}}"#
+    )
+}
+
+/// Every JSON-RPC message of an HTTP answer (a JSON body or an SSE stream).
+fn messages(reply: &common::raw_http::Reply) -> Vec<Value> {
+    let text = reply.text();
+    if let Ok(value) = serde_json::from_str::<Value>(&text) {
+        return vec![value];
+    }
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str(data.trim()).ok())
+        .collect()
+}
+
+/// `--stateless` keeps no level, but a request can carry its own: the call's log lines at
+/// or above it come on the call's own answer stream, and the next request without one is
+/// back at `warning`.
+#[test]
+fn a_stateless_request_carries_its_own_level() {
+    let fx = fixture();
+    let (mut server, authority) = http_server(&fx, &["--stateless"]);
+    let post = |body: &str| {
+        let mut http = RawHttp::connect(&authority);
+        let reply = http.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("MCP-Protocol-Version", "2025-11-25"),
+            ],
+            body.as_bytes(),
+        );
+        messages(&reply)
+    };
+    let debug = post(&call_at_level(1, "debug"));
+    assert_eq!(
+        levels(&debug),
+        ["debug", "info", "warning", "error"],
+        "{debug:?}"
+    );
+    let plain = post(&tools_call(2, "chatty", "{}"));
+    assert_eq!(levels(&plain), ["warning", "error"], "{plain:?}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

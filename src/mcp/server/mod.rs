@@ -340,7 +340,8 @@ impl ServerHandler for McpServer {
             return Err(McpError::invalid_request(
                 "logging/setLevel: this server is stateless (--stateless), so no level \
                  outlives the request that sets it; log notifications are sent at warning \
-                 and above",
+                 and above, or at the level a request carries in its _meta \
+                 (io.modelcontextprotocol/logLevel)",
                 None,
             ));
         }
@@ -369,6 +370,7 @@ impl ServerHandler for McpServer {
         let call = Call {
             tool_call_id: self.call_id(&context.id),
             progress_token: context.meta.get_progress_token(),
+            log_level: context.meta.log_level(),
             name: request.name.into_owned(),
             arguments: request.arguments,
         };
@@ -406,6 +408,10 @@ pub(crate) struct Call {
     pub(crate) tool_call_id: String,
     /// The request's `_meta.progressToken`, when it asked for progress.
     pub(crate) progress_token: Option<rmcp::model::ProgressToken>,
+    /// The request's own log level (`_meta` `io.modelcontextprotocol/logLevel`, how
+    /// 2026-07-28 says it, and the only level a `--stateless` request can carry): it
+    /// decides this call's log lines in place of the session's.
+    pub(crate) log_level: Option<LoggingLevel>,
 }
 
 impl McpServer {
@@ -426,7 +432,8 @@ impl McpServer {
             ctx = ctx.with_fs_roots(roots);
         }
         // `None`: a level above anything a tool logs (`critical` and up) lets nothing through.
-        let log_level = match *self.session.log_level.lock() {
+        let level = call.log_level.or(*self.session.log_level.lock());
+        let log_level = match level {
             Some(level) => observer::minimum_level(level),
             None => Some(DEFAULT_LOG_LEVEL),
         };

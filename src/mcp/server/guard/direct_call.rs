@@ -118,6 +118,8 @@ fn parse(line: &str) -> Option<DirectCall> {
             arguments: envelope.params.arguments,
             tool_call_id: raw_id.to_string(),
             progress_token,
+            // Its `_meta` holds at most a progress token (else rmcp takes the call).
+            log_level: None,
         },
     })
 }
