@@ -51,12 +51,51 @@ impl SentCall {
         } = self;
         let answer = handle.await_response().await;
         abandoned.id = None; // answered (or failed): nothing to cancel
-        match answer? {
-            ServerResult::CallToolResult(result) => Ok(result),
-            // A result without `content` decodes as an empty result: no blocks.
-            ServerResult::EmptyResult(_) => Ok(CallToolResult::default()),
-            _ => Err(ServiceError::UnexpectedResponse),
+        call_result(answer?)
+    }
+}
+
+/// The call's result in the server's answer. A result without `content` (allowed since
+/// 2025-06-18 with only `_meta`) decodes as another kind of result: it is a result
+/// without blocks, as rmcp's own `call_tool` reads it.
+fn call_result(answer: ServerResult) -> Result<CallToolResult, ServiceError> {
+    match answer {
+        ServerResult::CallToolResult(result) => Ok(result),
+        ServerResult::EmptyResult(_) | ServerResult::TaskAckResult(_) => {
+            Ok(CallToolResult::default())
         }
+        ServerResult::CustomResult(custom)
+            if custom
+                .0
+                .as_object()
+                .is_some_and(|members| members.keys().all(|key| key == "_meta")) =>
+        {
+            Ok(CallToolResult::default())
+        }
+        _ => Err(ServiceError::UnexpectedResponse),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{CustomResult, EmptyResult};
+    use serde_json::json;
+
+    #[test]
+    fn a_result_without_content_is_an_empty_result() {
+        for answer in [
+            ServerResult::EmptyResult(EmptyResult {}),
+            ServerResult::CustomResult(CustomResult::new(json!({"_meta": {"k": 1}}))),
+        ] {
+            let result = call_result(answer).expect("a result");
+            assert!(result.content.is_empty());
+        }
+        let other = ServerResult::CustomResult(CustomResult::new(json!({"tools": []})));
+        assert!(matches!(
+            call_result(other),
+            Err(ServiceError::UnexpectedResponse)
+        ));
     }
 }
 
