@@ -76,29 +76,6 @@ fn call_result(answer: ServerResult) -> Result<CallToolResult, ServiceError> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rmcp::model::{CustomResult, EmptyResult};
-    use serde_json::json;
-
-    #[test]
-    fn a_result_without_content_is_an_empty_result() {
-        for answer in [
-            ServerResult::EmptyResult(EmptyResult {}),
-            ServerResult::CustomResult(CustomResult::new(json!({"_meta": {"k": 1}}))),
-        ] {
-            let result = call_result(answer).expect("a result");
-            assert!(result.content.is_empty());
-        }
-        let other = ServerResult::CustomResult(CustomResult::new(json!({"tools": []})));
-        assert!(matches!(
-            call_result(other),
-            Err(ServiceError::UnexpectedResponse)
-        ));
-    }
-}
-
 /// Cancels the request on the server when dropped while it is still unanswered.
 struct Abandoned {
     peer: Peer<RoleClient>,
@@ -119,5 +96,28 @@ impl Drop for Abandoned {
                 let _ = peer.notify_cancelled(cancelled).await;
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::{CustomResult, EmptyResult};
+    use serde_json::json;
+
+    #[test]
+    fn a_result_without_content_is_an_empty_result() {
+        for answer in [
+            ServerResult::EmptyResult(EmptyResult {}),
+            ServerResult::CustomResult(CustomResult::new(json!({"_meta": {"k": 1}}))),
+        ] {
+            let result = call_result(answer).expect("a result");
+            assert!(result.content.is_empty());
+        }
+        let other = ServerResult::CustomResult(CustomResult::new(json!({"tools": []})));
+        assert!(matches!(
+            call_result(other),
+            Err(ServiceError::UnexpectedResponse)
+        ));
     }
 }
