@@ -954,3 +954,41 @@ fn a_fastmcp_wrapped_value_reaches_our_mcp_clients_plain() {
     assert_eq!(wrapped["structured"], Value::Null, "{wrapped}");
     assert_eq!(wrapped["output_schema"], Value::Null, "{wrapped}");
 }
+
+/// A consumed server's question during a call (`elicitation/create`) is asked of the MCP
+/// client that called the tool through toolhost, and its answer goes back to the server:
+/// accepted with content, then declined.
+fn a_servers_question_reaches_the_client_that_called(transport: &str) {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let steps = run_script(
+        "aggregate.py",
+        &[
+            assert_cmd::cargo::cargo_bin!("toolhost").to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "elicit",
+            transport,
+        ],
+    );
+    let elicit = step(&steps, "elicit");
+    assert_eq!(elicit["error"], false, "{elicit}");
+    assert_eq!(
+        elicit["accepted"], r#"{"result":"accept:teal"}"#,
+        "{elicit}"
+    );
+    assert_eq!(elicit["declined"], r#"{"result":"decline"}"#, "{elicit}");
+    let asked = elicit["asked"].as_array().expect("questions");
+    assert_eq!(asked.len(), 2, "{elicit}");
+    assert_eq!(asked[0]["message"], "Which colour?", "{elicit}");
+    assert_eq!(asked[0]["properties"], json!(["colour"]), "{elicit}");
+}
+
+#[test]
+fn a_servers_question_reaches_a_stdio_client_that_called_through_toolhost() {
+    a_servers_question_reaches_the_client_that_called("stdio");
+}
+
+#[test]
+fn a_servers_question_reaches_an_http_client_that_called_through_toolhost() {
+    a_servers_question_reaches_the_client_that_called("http");
+}

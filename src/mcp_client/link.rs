@@ -8,13 +8,12 @@ use super::connect::{Session, Wiring, connect};
 use super::error::Unreachable;
 use super::listener::Listener;
 use super::listing::{self, Limits, ListError};
-use super::relay::Relays;
+use super::relay::{Caller, Relays};
 use super::request::SentCall;
 use super::result::{ResultShape, from_call_result};
 use super::screen;
 use super::stdio::{Notes, max_message_bytes};
 use crate::config::McpServerConfig;
-use crate::registry::CallObserver;
 use parking_lot::Mutex;
 use rmcp::Peer;
 use rmcp::RoleClient;
@@ -161,15 +160,16 @@ impl Link {
 
     /// Calls `tool` on the server. Dropping the future before the answer sends
     /// `notifications/cancelled` for the request (rmcp does it), which is how a deadline
-    /// or a cancellation of ours reaches the server. With an `observer` (the calling
-    /// context's), the call asks for progress and the server's progress and log
-    /// notifications during it go there, as the tool `registered`'s.
+    /// or a cancellation of ours reaches the server. The server's progress and log
+    /// notifications and elicitation requests during it go to `caller`, as the tool
+    /// `registered`'s.
     pub(crate) async fn call(
         &self,
         tool: &str,
         args: Value,
         shape: ResultShape,
-        observer: Option<(Arc<dyn CallObserver>, &str)>,
+        caller: Caller,
+        registered: &str,
     ) -> Result<Value, Unreachable> {
         let (peer, status) = {
             let known = self.known.lock();
@@ -199,18 +199,15 @@ impl Link {
         // Held until the answer: the relay ends with the call. (The server could only report
         // before this if it answered before this task went on from sending, which a send
         // into rmcp's queue does not wait for.)
-        let relayed = observer.map(|(observer, registered)| {
-            self.relays
-                .register(sent.progress_token(), observer, registered)
-        });
+        let relayed = self
+            .relays
+            .register(sent.progress_token(), caller, registered);
         let result = sent.answer().await.map_err(unreachable)?;
-        if let Some(relayed) = relayed {
-            // rmcp hands each notification to the listener in a task of its own, spawned
-            // before it passes on the answer that followed it; yielding once lets those
-            // tasks run, so what the server reported before answering is not lost.
-            tokio::task::yield_now().await;
-            drop(relayed);
-        }
+        // rmcp hands each notification to the listener in a task of its own, spawned before
+        // it passes on the answer that followed it; yielding once lets those tasks run, so
+        // what the server reported before answering is not lost.
+        tokio::task::yield_now().await;
+        drop(relayed);
         from_call_result(result, shape)
     }
 

@@ -1,17 +1,18 @@
 //! What the client side does with what a server sends unasked: a changed tool list wakes the
-//! server's link (which lists again); progress and log notifications during our calls go to
-//! the calls that made them ([`Relays`]).
+//! server's link (which lists again); progress and log notifications and elicitation
+//! requests during our calls go to the calls that made them ([`Relays`]).
 
 // Logging is deprecated by SEP-2577 from protocol 2026-07-28 on; servers of today still send it.
 #![allow(deprecated)]
 
 use super::relay::Relays;
 use rmcp::ClientHandler;
+use rmcp::ErrorData;
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, Implementation, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProtocolVersion,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationCapability,
+    Implementation, LoggingMessageNotificationParam, ProgressNotificationParam, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -28,8 +29,11 @@ pub(crate) struct Listener {
 
 impl ClientHandler for Listener {
     fn get_info(&self) -> ClientConfig {
+        // Elicitation: a server's question during a call goes to the client behind it.
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(ElicitationCapability::default());
         let mut info = ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         );
         // The session-based protocol (initialize handshake): servers send list_changed as
@@ -56,5 +60,13 @@ impl ClientHandler for Listener {
         _context: NotificationContext<RoleClient>,
     ) {
         self.relays.log(&self.server, params);
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(self.relays.elicit(&self.server, request).await)
     }
 }

@@ -1,36 +1,46 @@
-//! A server's progress and log notifications during one of our calls, relayed to the call
-//! that made it: its observer (`ctx.observer`), which for a call from our own MCP client
-//! turns them into that client's `notifications/progress` (with the client's own progress
-//! token) and `notifications/message`.
+//! What a server sends about one of our calls while it runs, relayed to the caller: its
+//! progress and log notifications go to the call's observer (`ctx.observer`), which for a
+//! call from our own MCP client turns them into that client's `notifications/progress`
+//! (with the client's own progress token) and `notifications/message`; its elicitation
+//! requests go to the call's elicitation relay, which asks that client.
 //!
 //! Progress is matched exactly: each request carries a progress token of its own (rmcp
-//! mints one per request), and a report with the token of an observed call goes to that
-//! call only. Log lines
-//! carry no request in the session protocol, so one is relayed only while exactly one
-//! relayed call of the server runs (it can then only be that call's); with several in
-//! flight a line cannot be told apart and is left in the server's own log (at debug), never
-//! handed to a caller it may not belong to.
+//! mints one per request), and a report with the token of a call goes to that call only.
+//! Log lines and elicitation requests carry no request in the session protocol, so one is
+//! relayed only while exactly one call of the server runs (it can then only be that
+//! call's): with several in flight it cannot be told apart, so a log line stays in the
+//! server's own log (at debug) and a question is answered `cancel`, never handed to a
+//! caller it may not belong to.
 
 // Logging is deprecated by SEP-2577 from protocol 2026-07-28 on; servers of today still send it.
 #![allow(deprecated)]
 
-use crate::registry::{CallObserver, LogLevel, LogLine, Progress};
+use crate::registry::{CallObserver, ElicitationRelay, LogLevel, LogLine, Progress};
 use parking_lot::Mutex;
 use rmcp::model::{
-    LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
+    ElicitRequestParams, ElicitResult, ElicitationAction, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken,
 };
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// One relayed call: where its reports go, and the tool's name (as registered) for its log
-/// lines.
+/// Who is behind one of our calls: where its reports go and who answers its questions.
+#[derive(Clone, Default)]
+pub(crate) struct Caller {
+    /// The calling context's observer.
+    pub(crate) observer: Option<Arc<dyn CallObserver>>,
+    /// The calling context's elicitation relay.
+    pub(crate) elicitation: Option<ElicitationRelay>,
+}
+
+/// One call running on the server, and the tool's name (as registered) for its log lines.
 struct Relayed {
-    observer: Arc<dyn CallObserver>,
+    caller: Caller,
     tool: String,
 }
 
-/// The calls of one server whose notifications are relayed, by progress token.
+/// The calls of one server running now, by progress token.
 #[derive(Default)]
 pub(crate) struct Relays {
     calls: Mutex<HashMap<ProgressToken, Relayed>>,
@@ -49,16 +59,17 @@ impl Drop for Registration {
 }
 
 impl Relays {
-    /// Relays the notifications of the call of `tool` whose request carries `token` to
-    /// `observer`, until the returned registration is dropped.
+    /// Notes the call of `tool` whose request carries `token`, made by `caller`, until the
+    /// returned registration is dropped. Every call is noted, also one with nobody to
+    /// relay to: a line or question is relayed only when it can be no other call's.
     pub(crate) fn register(
         self: &Arc<Self>,
         token: ProgressToken,
-        observer: Arc<dyn CallObserver>,
+        caller: Caller,
         tool: &str,
     ) -> Registration {
         let relayed = Relayed {
-            observer,
+            caller,
             tool: tool.to_string(),
         };
         self.calls.lock().insert(token.clone(), relayed);
@@ -68,32 +79,43 @@ impl Relays {
         }
     }
 
+    /// The caller of the one call running, if exactly one is.
+    fn lone(&self) -> Option<(Caller, String)> {
+        let calls = self.calls.lock();
+        let mut running = calls.values();
+        match (running.next(), running.next()) {
+            (Some(only), None) => Some((only.caller.clone(), only.tool.clone())),
+            _ => None,
+        }
+    }
+
     /// A progress notification from the server: to the call whose token it carries.
     pub(crate) fn progress(&self, params: ProgressNotificationParam) {
         let observer = match self.calls.lock().get(&params.progress_token) {
-            Some(relayed) => relayed.observer.clone(),
+            Some(relayed) => relayed.caller.observer.clone(),
             None => return, // a call that has ended, or a token we never sent
         };
-        observer.progress(Progress::new(params.progress, params.total, params.message));
+        if let Some(observer) = observer {
+            observer.progress(Progress::new(params.progress, params.total, params.message));
+        }
     }
 
-    /// A log notification from server `server`: to the one relayed call running, if there
-    /// is exactly one.
+    /// A log notification from server `server`: to the one call running, if there is
+    /// exactly one.
     pub(crate) fn log(&self, server: &str, params: LoggingMessageNotificationParam) {
-        let target = {
-            let calls = self.calls.lock();
-            let mut running = calls.values();
-            match (running.next(), running.next()) {
-                (Some(only), None) => Some((only.observer.clone(), only.tool.clone())),
-                _ => None,
-            }
-        };
         let message = match params.data {
             Value::String(text) => text,
             other => other.to_string(),
         };
-        let Some((observer, tool)) = target else {
-            tracing::debug!(target: "toolhost::mcp_client", server, "log line not relayed (no single call running): {message}");
+        let Some((
+            Caller {
+                observer: Some(observer),
+                ..
+            },
+            tool,
+        )) = self.lone()
+        else {
+            tracing::debug!(target: "toolhost::mcp_client", server, "log line not relayed (no single observed call running): {message}");
             return;
         };
         observer.log(LogLine {
@@ -102,6 +124,32 @@ impl Relays {
             at: params.logger.unwrap_or_else(|| format!("mcp:{server}")),
             message,
         });
+    }
+
+    /// An elicitation request from server `server`: asked of the client behind the one
+    /// call running, if there is exactly one and it has a client to ask; otherwise (and
+    /// when the client cannot answer) `cancel`: nobody was asked.
+    pub(crate) async fn elicit(&self, server: &str, params: ElicitRequestParams) -> ElicitResult {
+        let relay = match self.lone() {
+            Some((
+                Caller {
+                    elicitation: Some(relay),
+                    ..
+                },
+                _,
+            )) => relay,
+            _ => {
+                tracing::debug!(target: "toolhost::mcp_client", server, "elicitation not relayed (no single call with a client to ask)");
+                return ElicitResult::new(ElicitationAction::Cancel);
+            }
+        };
+        let Ok(params) = serde_json::to_value(params) else {
+            return ElicitResult::new(ElicitationAction::Cancel);
+        };
+        relay(params)
+            .await
+            .and_then(|answer| serde_json::from_value(answer).ok())
+            .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel))
     }
 }
 
@@ -131,6 +179,27 @@ mod tests {
         }
     }
 
+    fn observed(observer: Arc<Heard>) -> Caller {
+        Caller {
+            observer: Some(observer),
+            elicitation: None,
+        }
+    }
+
+    /// A call with nobody behind it still counts: a log line could be its.
+    #[test]
+    fn a_log_line_is_not_relayed_while_an_unobserved_call_runs() {
+        let relays = Arc::new(Relays::default());
+        let heard = Arc::new(Heard::default());
+        let _observed = relays.register(token(1), observed(heard.clone()), "mcp__s__a");
+        let _cli = relays.register(token(2), Caller::default(), "mcp__s__a");
+        relays.log(
+            "s",
+            LoggingMessageNotificationParam::new(LoggingLevel::Info, "whose?".into()),
+        );
+        assert!(heard.0.lock().is_empty());
+    }
+
     fn token(n: i64) -> ProgressToken {
         ProgressToken(rmcp::model::NumberOrString::Number(n))
     }
@@ -140,12 +209,12 @@ mod tests {
         let relays = Arc::new(Relays::default());
         let first = Arc::new(Heard::default());
         let second = Arc::new(Heard::default());
-        let one = relays.register(token(1), first.clone(), "mcp__s__a");
+        let one = relays.register(token(1), observed(first.clone()), "mcp__s__a");
         relays.log(
             "s",
             LoggingMessageNotificationParam::new(LoggingLevel::Info, "alone".into()),
         );
-        let two = relays.register(token(2), second.clone(), "mcp__s__b");
+        let two = relays.register(token(2), observed(second.clone()), "mcp__s__b");
         relays.progress(ProgressNotificationParam::new(token(2), 2.0));
         relays.log(
             "s",

@@ -5,6 +5,7 @@
 //! unavailable with the reason.
 
 use super::link::Link;
+use super::relay::Caller;
 use super::result::ResultShape;
 use crate::config::ToolFilterConfig;
 use crate::native::{InvalidNativeTool, NativeTool};
@@ -96,8 +97,11 @@ fn entry(
             let remote = remote.clone();
             let registered = registered.clone();
             async move {
-                let observer = ctx.observer.clone().map(|o| (o, registered.as_str()));
-                link.call(&remote, args, shape, observer)
+                let caller = Caller {
+                    observer: ctx.observer.clone(),
+                    elicitation: ctx.elicitation_relay.clone(),
+                };
+                link.call(&remote, args, shape, caller, &registered)
                     .await
                     .map_err(|unreachable| HandlerError::from(unreachable.to_string()))
             }

@@ -47,7 +47,14 @@ pub struct CallContext {
     pub(crate) caller: Option<Arc<dyn ToolCaller>>,
     /// How many `ctx.call`s deep this call is (0: called from outside).
     pub(crate) depth: u8,
+    /// Relays a consumed MCP server's elicitation request to the client behind the call.
+    pub(crate) elicitation_relay: Option<ElicitationRelay>,
 }
+
+/// Relays an `elicitation/create` of a consumed MCP server (its params, as JSON) to the MCP
+/// client behind the call; the client's answer as JSON, or `None` when it could not be
+/// asked. Set by the MCP server for clients that declared the `elicitation` capability.
+pub(crate) type ElicitationRelay = Arc<dyn Fn(Value) -> NativeFuture<Option<Value>> + Send + Sync>;
 
 /// Most nested `ctx.call`s: a chain deeper than this gets an error result.
 pub(crate) const MAX_CALL_DEPTH: u8 = 8;
@@ -98,6 +105,7 @@ impl std::fmt::Debug for CallContext {
             .field("observed", &self.observer.is_some())
             .field("fs_roots", &self.fs_roots)
             .field("depth", &self.depth)
+            .field("elicitation_relay", &self.elicitation_relay.is_some())
             .finish()
     }
 }
@@ -168,6 +176,13 @@ impl CallContext {
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn with_fs_roots(mut self, roots: Arc<ClientRoots>) -> Self {
         self.fs_roots = Some(roots);
+        self
+    }
+
+    /// Who answers a consumed MCP server's elicitation requests during this call.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn with_elicitation_relay(mut self, relay: ElicitationRelay) -> Self {
+        self.elicitation_relay = Some(relay);
         self
     }
 

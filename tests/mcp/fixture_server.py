@@ -6,7 +6,8 @@ fail (isError), picture (an image), grow (adds a tool and says the list changed)
 (says the list changed over and over for a while, changing nothing), pid, note_add /
 note_drop (for include/exclude globs), report (progress and a log line during the call),
 wrapped (a plain value wrapped as FastMCP wraps it: `{"result": v}` under an output schema
-marked `x-fastmcp-wrap-result`). Every tools/list adds a line to
+marked `x-fastmcp-wrap-result`), confirm (asks the user through elicitation and says the
+answer). Every tools/list adds a line to
 $FIXTURE_DIR/listings; every start adds its pid to $FIXTURE_DIR/pids."""
 import asyncio
 import os
@@ -15,6 +16,7 @@ import sys
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from pydantic import BaseModel
 
 server = MCPServer("fixture")
 marks = os.environ.get("FIXTURE_DIR", ".")
@@ -76,6 +78,18 @@ async def report(ctx: Context) -> str:
     await ctx.info("report is halfway")
     await ctx.report_progress(2, 2, "done")
     return "reported"
+
+
+class Choice(BaseModel):
+    colour: str
+
+
+@server.tool(description="Asks the user for a colour and says what came back.")
+async def confirm(ctx: Context) -> str:
+    answer = await ctx.elicit("Which colour?", schema=Choice)
+    if answer.action == "accept":
+        return "accept:" + answer.data.colour
+    return answer.action
 
 
 @server.tool(description="The answer, a plain integer.")

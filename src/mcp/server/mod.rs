@@ -18,6 +18,7 @@
 #![allow(deprecated)]
 
 mod content;
+mod elicit_relay;
 pub(crate) mod gate;
 pub(crate) mod guard;
 #[cfg(feature = "http")]
@@ -134,6 +135,9 @@ struct Session {
     direct_calls: AtomicBool,
     /// One request of `--stateless` HTTP: nothing outlives it.
     stateless: bool,
+    /// rmcp's handle on the client, once it has initialised: asks it a consumed server's
+    /// questions (also during calls the stdio guard answers itself).
+    peer: std::sync::OnceLock<rmcp::Peer<RoleServer>>,
 }
 
 impl Drop for Session {
@@ -167,6 +171,7 @@ impl McpServer {
                 legacy_protocol: AtomicBool::new(false),
                 direct_calls: AtomicBool::new(false),
                 stateless: false,
+                peer: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -319,6 +324,7 @@ impl ServerHandler for McpServer {
         let legacy = self.session.legacy_protocol.load(Ordering::Acquire);
         self.session.direct_calls.store(legacy, Ordering::Release);
         self.start_notifier(context.peer.clone());
+        let _ = self.session.peer.set(context.peer.clone());
         if self.session.roots.uses_client_roots() {
             self.session.roots.refresh(&context.peer).await;
         }
@@ -430,6 +436,9 @@ impl McpServer {
         ctx.tool_call_id = Some(call.tool_call_id);
         if let Some(roots) = self.session.roots.current().await {
             ctx = ctx.with_fs_roots(roots);
+        }
+        if let Some(relay) = elicit_relay::for_client(self.session.peer.get()) {
+            ctx = ctx.with_elicitation_relay(Arc::new(relay));
         }
         // `None`: a level above anything a tool logs (`critical` and up) lets nothing through.
         let level = call.log_level.or(*self.session.log_level.lock());
