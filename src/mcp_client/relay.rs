@@ -200,6 +200,43 @@ mod tests {
         assert!(heard.0.lock().is_empty());
     }
 
+    fn question() -> ElicitRequestParams {
+        serde_json::from_value(serde_json::json!({
+            "message": "Password?",
+            "requestedSchema": {"type": "object", "properties": {"p": {"type": "string"}}}
+        }))
+        .expect("elicitation params")
+    }
+
+    /// A question is asked only of the client behind the one call running: with nobody
+    /// behind it, or with two calls in flight, it is answered `cancel` and nobody is asked.
+    #[test]
+    fn a_question_goes_only_to_the_lone_calls_client() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let relays = Arc::new(Relays::default());
+        let asked = Arc::new(Mutex::new(0));
+        let counter = asked.clone();
+        let relay: ElicitationRelay = Arc::new(move |_params| {
+            *counter.lock() += 1;
+            Box::pin(async { Some(serde_json::json!({"action": "accept", "content": {"p": "x"}})) })
+        });
+        let behind = Caller {
+            observer: None,
+            elicitation: Some(relay),
+        };
+        let action = |relays: &Relays| runtime.block_on(relays.elicit("s", question())).action;
+        assert_eq!(action(&relays), ElicitationAction::Cancel); // no call running
+        let cli = relays.register(token(1), Caller::default(), "mcp__s__a");
+        assert_eq!(action(&relays), ElicitationAction::Cancel); // nobody behind it
+        let _mcp_call = relays.register(token(2), behind.clone(), "mcp__s__a");
+        assert_eq!(action(&relays), ElicitationAction::Cancel); // two in flight
+        drop(cli);
+        assert_eq!(action(&relays), ElicitationAction::Accept);
+        assert_eq!(*asked.lock(), 1);
+    }
+
     fn token(n: i64) -> ProgressToken {
         ProgressToken(rmcp::model::NumberOrString::Number(n))
     }

@@ -24,9 +24,9 @@ pub(crate) use availability::{
     ProbeOutcome, Probed,
 };
 pub use context::CallContext;
-pub(crate) use context::{
-    CallerDomain, ElicitationRelay, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller,
-};
+#[cfg(feature = "mcp-client")]
+pub(crate) use context::ElicitationRelay;
+pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;
 pub use handler_error::HandlerError;

@@ -21,23 +21,22 @@ pub(super) fn for_client(
     let declared = peer
         .peer_info()
         .is_some_and(|info| info.capabilities.elicitation.is_some());
-    declared.then(|| {
-        move |params: Value| -> Answer {
-            let peer = peer.clone();
-            Box::pin(async move {
-                // The consumed server's params, as rmcp reads them: what does not read as
-                // a request is not sent.
-                let params: ElicitRequestParams = serde_json::from_value(params).ok()?;
-                let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
-                match peer.send_request(request).await {
-                    Ok(ClientResult::ElicitResult(answer)) => serde_json::to_value(answer).ok(),
-                    Ok(_) => None, // not an answer to the question
-                    Err(why) => {
-                        tracing::debug!("MCP: relaying an elicitation failed: {why}");
-                        None
-                    }
+    let relay = move |params: Value| -> Answer {
+        let peer = peer.clone();
+        Box::pin(async move {
+            // The consumed server's params, as rmcp reads them: what does not read as
+            // a request is not sent.
+            let params: ElicitRequestParams = serde_json::from_value(params).ok()?;
+            let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+            match peer.send_request(request).await {
+                Ok(ClientResult::ElicitResult(answer)) => serde_json::to_value(answer).ok(),
+                Ok(_) => None, // not an answer to the question
+                Err(why) => {
+                    tracing::debug!("MCP: relaying an elicitation failed: {why}");
+                    None
                 }
-            })
-        }
-    })
+            }
+        })
+    };
+    declared.then_some(relay)
 }
