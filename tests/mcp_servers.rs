@@ -884,3 +884,111 @@ fn the_call_capability_lets_a_plugin_ctx_call_other_tools() {
     let out = structured(call(&host, "relay", json!({"to": "secret"})));
     assert_eq!(out["got"], "the secret", "{out}");
 }
+
+/// A consumed server's progress and log line during a call reach the MCP client that called
+/// the tool through toolhost: the progress under the client's own token, the log line as
+/// the tool's `notifications/message` at the client's level.
+#[test]
+fn a_servers_progress_and_log_reach_the_client_that_called_through_toolhost() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let steps = run_script(
+        "aggregate.py",
+        &[
+            assert_cmd::cargo::cargo_bin!("toolhost").to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "notify",
+        ],
+    );
+    let report = step(&steps, "report");
+    assert_eq!(report["error"], false, "{report}");
+    // The official SDK wraps a plain return as `{"result": ...}` without FastMCP's marker:
+    // it stays structured.
+    assert_eq!(report["text"], r#"{"result":"reported"}"#, "{report}");
+    // Progress is throttled to the latest report; the last one always goes out.
+    let progress = report["progress"].as_array().expect("progress list");
+    assert_eq!(
+        progress.last(),
+        Some(&json!({"done": 2.0, "total": 2.0, "message": "done"})),
+        "{report}"
+    );
+    let logged = report["logged"].as_array().expect("log list");
+    assert_eq!(logged.len(), 1, "{report}");
+    assert_eq!(logged[0]["level"], "info", "{report}");
+    assert_eq!(logged[0]["logger"], "mcp__py__report", "{report}");
+    assert_eq!(
+        logged[0]["data"],
+        json!({"message": "report is halfway", "at": "mcp:py"}),
+        "{report}"
+    );
+}
+
+/// A FastMCP-wrapped plain value (`{"result": 42}` under an output schema marked
+/// `x-fastmcp-wrap-result`) is the plain `42` to the pipeline, as FastMCP's clients see it.
+#[test]
+fn a_fastmcp_wrapped_value_comes_through_plain() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    // A tool result is a string or an object: a number is its JSON text, as in FastMCP's
+    // own text block.
+    assert_eq!(call(&host, "mcp__py__wrapped", json!({})), json!("42"));
+}
+
+/// Through `toolhost serve`, our MCP client gets the plain value as text, and the tool
+/// declares no output schema (an object schema no longer describes it).
+#[test]
+fn a_fastmcp_wrapped_value_reaches_our_mcp_clients_plain() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let steps = run_script(
+        "aggregate.py",
+        &[
+            assert_cmd::cargo::cargo_bin!("toolhost").to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "wrapped",
+        ],
+    );
+    let wrapped = step(&steps, "wrapped");
+    assert_eq!(wrapped["error"], false, "{wrapped}");
+    assert_eq!(wrapped["text"], "42", "{wrapped}");
+    assert_eq!(wrapped["structured"], Value::Null, "{wrapped}");
+    assert_eq!(wrapped["output_schema"], Value::Null, "{wrapped}");
+}
+
+/// A consumed server's question during a call (`elicitation/create`) is asked of the MCP
+/// client that called the tool through toolhost, and its answer goes back to the server:
+/// accepted with content, then declined.
+fn a_servers_question_reaches_the_client_that_called(transport: &str) {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let steps = run_script(
+        "aggregate.py",
+        &[
+            assert_cmd::cargo::cargo_bin!("toolhost").to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            "elicit",
+            transport,
+        ],
+    );
+    let elicit = step(&steps, "elicit");
+    assert_eq!(elicit["error"], false, "{elicit}");
+    assert_eq!(
+        elicit["accepted"], r#"{"result":"accept:teal"}"#,
+        "{elicit}"
+    );
+    assert_eq!(elicit["declined"], r#"{"result":"decline"}"#, "{elicit}");
+    let asked = elicit["asked"].as_array().expect("questions");
+    assert_eq!(asked.len(), 2, "{elicit}");
+    assert_eq!(asked[0]["message"], "Which colour?", "{elicit}");
+    assert_eq!(asked[0]["properties"], json!(["colour"]), "{elicit}");
+}
+
+#[test]
+fn a_servers_question_reaches_a_stdio_client_that_called_through_toolhost() {
+    a_servers_question_reaches_the_client_that_called("stdio");
+}
+
+#[test]
+fn a_servers_question_reaches_an_http_client_that_called_through_toolhost() {
+    a_servers_question_reaches_the_client_that_called("http");
+}

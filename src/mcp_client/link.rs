@@ -8,7 +8,9 @@ use super::connect::{Session, Wiring, connect};
 use super::error::Unreachable;
 use super::listener::Listener;
 use super::listing::{self, Limits, ListError};
-use super::result::from_call_result;
+use super::relay::{Caller, Relays};
+use super::request::SentCall;
+use super::result::{ResultShape, from_call_result};
 use super::screen;
 use super::stdio::{Notes, max_message_bytes};
 use crate::config::McpServerConfig;
@@ -84,6 +86,8 @@ pub(crate) struct Link {
     pub(super) pgid: Mutex<Option<u32>>,
     /// Stops the supervisor (config removed or changed, host gone).
     stop: CancellationToken,
+    /// Calls whose progress and log notifications go back to their callers.
+    relays: Arc<Relays>,
 }
 
 impl Link {
@@ -102,6 +106,7 @@ impl Link {
             settled: watch::channel(false).0,
             pgid: Mutex::new(None),
             stop: CancellationToken::new(),
+            relays: Arc::default(),
         }
     }
 
@@ -155,12 +160,16 @@ impl Link {
 
     /// Calls `tool` on the server. Dropping the future before the answer sends
     /// `notifications/cancelled` for the request (rmcp does it), which is how a deadline
-    /// or a cancellation of ours reaches the server.
+    /// or a cancellation of ours reaches the server. The server's progress and log
+    /// notifications and elicitation requests during it go to `caller`, as the tool
+    /// `registered`'s.
     pub(crate) async fn call(
         &self,
         tool: &str,
         args: Value,
-        structured: bool,
+        shape: ResultShape,
+        caller: Caller,
+        registered: &str,
     ) -> Result<Value, Unreachable> {
         let (peer, status) = {
             let known = self.known.lock();
@@ -182,14 +191,24 @@ impl Link {
             }
         };
         let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let result = peer
-            .call_tool(request)
-            .await
-            .map_err(|source| Unreachable::Call {
-                server: self.name.clone(),
-                source: Box::new(source),
-            })?;
-        from_call_result(result, structured)
+        let unreachable = |source| Unreachable::Call {
+            server: self.name.clone(),
+            source: Box::new(source),
+        };
+        let sent = SentCall::send(&peer, request).await.map_err(unreachable)?;
+        // Held until the answer: the relay ends with the call. (The server could only report
+        // before this if it answered before this task went on from sending, which a send
+        // into rmcp's queue does not wait for.)
+        let relayed = self
+            .relays
+            .register(sent.progress_token(), caller, registered);
+        let result = sent.answer().await.map_err(unreachable)?;
+        // rmcp hands each notification to the listener in a task of its own, spawned before
+        // it passes on the answer that followed it; yielding once lets those tasks run, so
+        // what the server reported before answering is not lost.
+        tokio::task::yield_now().await;
+        drop(relayed);
+        from_call_result(result, shape)
     }
 
     fn set(&self, status: Status, peer: Option<Peer<RoleClient>>, listing: Option<Listing>) {
@@ -211,6 +230,8 @@ impl Link {
             let tools_changed = Arc::new(Notify::new());
             let listener = Listener {
                 tools_changed: tools_changed.clone(),
+                server: Arc::from(self.name.as_str()),
+                relays: self.relays.clone(),
             };
             let notes = Arc::new(Notes::default());
             let attempt = tokio::select! {

@@ -17,6 +17,8 @@ mod listener;
 mod listing;
 mod memory;
 mod reap;
+mod relay;
+mod request;
 mod result;
 mod screen;
 mod stdio;

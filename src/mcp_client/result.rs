@@ -2,16 +2,44 @@
 //! text as the error message; text blocks only → one string; any image, audio or resource
 //! → the multimodal envelope (docs/lua-api.md) with the parts in order; `structuredContent` → the
 //! object itself when the tool declares an output schema (the pipeline checks it, and our
-//! own MCP clients get it as `structuredContent` again).
+//! own MCP clients get it as `structuredContent` again); a plain value FastMCP wrapped as
+//! `{"result": …}` (its output schema says `x-fastmcp-wrap-result`) → the plain value, as
+//! FastMCP's own clients read it (a string or object itself, anything else its JSON text).
 
 use super::error::Unreachable;
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, Tool};
 use serde_json::{Value, json};
 
-/// Maps one result; `structured` says whether the tool declared an output schema.
+/// The output-schema flag with which FastMCP marks a plain return value it wrapped as
+/// `{"result": value}` to give it an object schema.
+const FASTMCP_WRAP: &str = "x-fastmcp-wrap-result";
+
+/// How a tool's successful results are read, from its output schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ResultShape {
+    /// No output schema: the content blocks.
+    Content,
+    /// An output schema: `structuredContent` is the result.
+    Structured,
+    /// FastMCP's wrapped plain value: `structuredContent.result` is the result.
+    Wrapped,
+}
+
+impl ResultShape {
+    /// The shape of `tool`'s results.
+    pub(crate) fn of(tool: &Tool) -> Self {
+        match &tool.output_schema {
+            None => Self::Content,
+            Some(schema) if schema.get(FASTMCP_WRAP) == Some(&Value::Bool(true)) => Self::Wrapped,
+            Some(_) => Self::Structured,
+        }
+    }
+}
+
+/// Maps one result of a tool whose results have `shape`.
 pub(super) fn from_call_result(
     result: CallToolResult,
-    structured: bool,
+    shape: ResultShape,
 ) -> Result<Value, Unreachable> {
     let parts: Vec<Value> = result
         .content
@@ -26,8 +54,20 @@ pub(super) fn from_call_result(
             false => text,
         }));
     }
-    if structured && let Some(Value::Object(object)) = result.structured_content {
-        return Ok(Value::Object(object));
+    match (shape, result.structured_content) {
+        (ResultShape::Structured, Some(Value::Object(object))) => return Ok(Value::Object(object)),
+        // A wrapped value whose wrapping is missing is read from its content, as below.
+        (ResultShape::Wrapped, Some(Value::Object(mut object)))
+            if object.contains_key("result") =>
+        {
+            // A tool result is a string or an object: any other plain value is its JSON
+            // text, which is also what FastMCP puts in the text block (`42`, `true`).
+            return Ok(match object.remove("result").unwrap_or_default() {
+                plain @ (Value::String(_) | Value::Object(_)) => plain,
+                other => Value::String(other.to_string()),
+            });
+        }
+        _ => {}
     }
     let only_text = parts
         .iter()
@@ -104,7 +144,7 @@ mod tests {
         let result =
             CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
         assert_eq!(
-            from_call_result(result, false).map_err(|e| e.to_string()),
+            from_call_result(result, ResultShape::Content).map_err(|e| e.to_string()),
             Ok(json!("a\nb"))
         );
     }
@@ -115,7 +155,7 @@ mod tests {
             ContentBlock::text("look"),
             ContentBlock::image("aGk=", "image/png"),
         ]);
-        let value = from_call_result(result, false).expect("success");
+        let value = from_call_result(result, ResultShape::Content).expect("success");
         assert_eq!(value["_multimodal"], json!(true));
         assert_eq!(value["content"][1]["type"], json!("image"));
         assert_eq!(value["content"][1]["data"], json!("aGk="));
@@ -127,7 +167,7 @@ mod tests {
     fn is_error_carries_the_servers_text() {
         let result = CallToolResult::error(vec![ContentBlock::text("disk full")]);
         assert_eq!(
-            from_call_result(result, false).map_err(|e| e.to_string()),
+            from_call_result(result, ResultShape::Content).map_err(|e| e.to_string()),
             Err("disk full".to_string())
         );
     }
@@ -136,13 +176,35 @@ mod tests {
     fn structured_content_is_kept_for_tools_with_an_output_schema() {
         let result = CallToolResult::structured(json!({"n": 1}));
         assert_eq!(
-            from_call_result(result.clone(), true).map_err(|e| e.to_string()),
+            from_call_result(result.clone(), ResultShape::Structured).map_err(|e| e.to_string()),
             Ok(json!({"n": 1}))
         );
         // Without an output schema the text form (the JSON text) is what the model gets.
         assert_eq!(
-            from_call_result(result, false).map_err(|e| e.to_string()),
+            from_call_result(result, ResultShape::Content).map_err(|e| e.to_string()),
             Ok(json!("{\"n\":1}"))
+        );
+    }
+
+    #[test]
+    fn a_fastmcp_wrapped_value_is_unwrapped() {
+        for (wrapped, plain) in [
+            (json!(5), json!("5")),
+            (json!("hi"), json!("hi")),
+            (json!([1, true]), json!("[1,true]")),
+            (json!(null), json!("null")),
+            (json!({"k": 1}), json!({"k": 1})),
+        ] {
+            let result = CallToolResult::structured(json!({ "result": wrapped }));
+            assert_eq!(
+                from_call_result(result, ResultShape::Wrapped).map_err(|e| e.to_string()),
+                Ok(plain)
+            );
+        }
+        let unwrapped_anyway = CallToolResult::structured(json!({"other": 5}));
+        assert_eq!(
+            from_call_result(unwrapped_anyway, ResultShape::Wrapped).map_err(|e| e.to_string()),
+            Ok(json!("{\"other\":5}"))
         );
     }
 }

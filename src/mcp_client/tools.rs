@@ -5,6 +5,8 @@
 //! unavailable with the reason.
 
 use super::link::Link;
+use super::relay::Caller;
+use super::result::ResultShape;
 use crate::config::ToolFilterConfig;
 use crate::native::{InvalidNativeTool, NativeTool};
 use crate::registry::{Annotations, HandlerError, Source, ToolEntry};
@@ -82,18 +84,24 @@ fn entry(
         "description": description,
         "parameters": Value::Object((*tool.input_schema).clone()),
     });
-    let structured = tool.output_schema.is_some();
+    let shape = ResultShape::of(tool);
     let remote = tool.name.to_string();
+    let registered = name.to_string();
     let handler_link = link.clone();
     let mut native = NativeTool::new(
         name,
         &format!("mcp-{}", link.name),
         schema,
-        move |args, _ctx| {
+        move |args, ctx| {
             let link = handler_link.clone();
             let remote = remote.clone();
+            let registered = registered.clone();
             async move {
-                link.call(&remote, args, structured)
+                let caller = Caller {
+                    observer: ctx.observer.clone(),
+                    elicitation: ctx.elicitation_relay.clone(),
+                };
+                link.call(&remote, args, shape, caller, &registered)
                     .await
                     .map_err(|unreachable| HandlerError::from(unreachable.to_string()))
             }
@@ -106,7 +114,10 @@ fn entry(
     {
         native = native.parallel_safe(true);
     }
-    if let Some(output) = &tool.output_schema {
+    // A wrapped plain value has no object schema once unwrapped: none is declared.
+    if let Some(output) = &tool.output_schema
+        && shape == ResultShape::Structured
+    {
         native = native.output_schema(Value::Object((**output).clone()));
     }
     native.into_entry()

@@ -4,7 +4,10 @@ serving over stdio for toolhost's MCP-client tests (tests/mcp_servers.rs).
 Tools: echo, add (structured output), slow (notes its cancellation in $FIXTURE_DIR),
 fail (isError), picture (an image), grow (adds a tool and says the list changed), flood
 (says the list changed over and over for a while, changing nothing), pid, note_add /
-note_drop (for include/exclude globs). Every tools/list adds a line to
+note_drop (for include/exclude globs), report (progress and a log line during the call),
+wrapped (a plain value wrapped as FastMCP wraps it: `{"result": v}` under an output schema
+marked `x-fastmcp-wrap-result`), confirm (asks the user through elicitation and says the
+answer). Every tools/list adds a line to
 $FIXTURE_DIR/listings; every start adds its pid to $FIXTURE_DIR/pids."""
 import asyncio
 import os
@@ -13,6 +16,7 @@ import sys
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from pydantic import BaseModel
 
 server = MCPServer("fixture")
 marks = os.environ.get("FIXTURE_DIR", ".")
@@ -29,7 +33,14 @@ _list_tools = server.list_tools
 async def counted_list_tools():
     with open(os.path.join(marks, "listings"), "a") as f:
         f.write("listed\n")
-    return await _list_tools()
+    tools = await _list_tools()
+    for tool in tools:
+        if tool.name == "wrapped":
+            # The marker FastMCP puts on the object schema it wraps a plain return type in
+            # (this SDK wraps the same way, without saying so).
+            schema = getattr(tool, "output_schema", None) or getattr(tool, "outputSchema")
+            schema["x-fastmcp-wrap-result"] = True
+    return tools
 
 
 # The handler looks the method up on the instance at each request.
@@ -59,6 +70,31 @@ async def slow(seconds: float) -> str:
 @server.tool(description="Always fails.")
 def fail() -> str:
     raise ToolError("disk full")
+
+
+@server.tool(description="Reports progress twice and logs a line on the way.")
+async def report(ctx: Context) -> str:
+    await ctx.report_progress(1, 2, "halfway")
+    await ctx.info("report is halfway")
+    await ctx.report_progress(2, 2, "done")
+    return "reported"
+
+
+class Choice(BaseModel):
+    colour: str
+
+
+@server.tool(description="Asks the user for a colour and says what came back.")
+async def confirm(ctx: Context) -> str:
+    answer = await ctx.elicit("Which colour?", schema=Choice)
+    if answer.action == "accept":
+        return "accept:" + answer.data.colour
+    return answer.action
+
+
+@server.tool(description="The answer, a plain integer.")
+def wrapped() -> int:
+    return 42
 
 
 @server.tool(description="A tiny picture.")

@@ -69,7 +69,8 @@ async def scenario(binary, workdir):
 
 def main():
     binary, workdir, *mode = sys.argv[1:]
-    runner = stateless if mode == ["stateless"] else scenario
+    runners = {"stateless": stateless, "auth": auth, "stateless_cancel": stateless_cancel}
+    runner = runners[mode[0]] if mode else scenario
     asyncio.run(runner(binary, workdir))
 
 
@@ -84,6 +85,59 @@ async def stateless(binary, workdir):
                 echoed = await session.call_tool("echo", {"text": "hi"})
                 emit("stateless", names=sorted(t.name for t in listed.tools),
                      is_error=echoed.is_error, text=echoed.content[0].text)
+
+
+async def auth(binary, workdir):
+    """A refused client sees the server's reason in its exception; the server's log (not the
+    client) names where the token comes from."""
+    env = {"EDGE_TOKEN": TOKEN}
+    async with http_server(binary, workdir, ["--auth-token-env", "EDGE_TOKEN"], env) as (url, process):
+        for step, headers in [("sdk_missing", {}), ("sdk_invalid", {"Authorization": "Bearer nope"})]:
+            client = httpx.AsyncClient(headers=headers, timeout=20)
+            try:
+                async with streamable_http_client(url, http_client=client) as streams:
+                    async with ClientSession(streams[0], streams[1]) as session:
+                        await session.initialize()
+                emit(step, error=None)
+            except Exception as e:  # noqa: BLE001 - the message is what is checked
+                emit(step, error=describe(e))
+        process.terminate()
+        log = await asyncio.get_running_loop().run_in_executor(None, process.stderr.read)
+        emit("server_log", text=log)
+
+
+async def stateless_cancel(binary, workdir):
+    """`--stateless` on 2025-11-25: a cancelled call stops (with `[serve] max_calls = 1` the
+    next call could not run otherwise), and the server logs no error for it."""
+    async with http_server(binary, workdir, ["--stateless"]) as (url, process):
+        async with streamable_http_client(url) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                started = os.path.join(workdir, "started")
+                call = asyncio.create_task(session.call_tool("long_nap", {}))
+                while not os.path.exists(started):
+                    await asyncio.sleep(0.02)
+                call.cancel()
+                try:
+                    await call
+                except asyncio.CancelledError:
+                    pass
+                after = await asyncio.wait_for(session.call_tool("echo", {"text": "after"}), 20)
+                emit("after_cancel", is_error=after.is_error, text=after.content[0].text,
+                     finished=os.path.exists(os.path.join(workdir, "finished")))
+        process.terminate()
+        log = await asyncio.get_running_loop().run_in_executor(None, process.stderr.read)
+        emit("server_log", text=log)
+
+
+def describe(error):
+    """The messages of an exception and of everything it groups or wraps."""
+    parts = [f"{type(error).__name__}: {error}"]
+    for inner in getattr(error, "exceptions", []) or []:
+        parts.append(describe(inner))
+    if error.__cause__ is not None:
+        parts.append(describe(error.__cause__))
+    return " | ".join(parts)
 
 
 if __name__ == "__main__":

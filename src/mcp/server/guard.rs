@@ -10,6 +10,8 @@
 //!   has one;
 //! - gives every request an internal integer id before rmcp sees it and puts the client's id
 //!   back, byte for byte, on rmcp's answer (also in `notifications/cancelled`);
+//! - sends no answer for a request the client cancelled (`notifications/cancelled`): the
+//!   call is stopped, and its `cancelled` result is dropped, as the spec asks of a receiver;
 //! - answers a plain `tools/call` of an initialised session itself, through the same
 //!   handler ([`direct_call`]);
 //! - passes everything else to rmcp unchanged.
@@ -51,9 +53,19 @@ struct Ids {
     next: i64,
     original: HashMap<i64, String>,
     internal: HashMap<String, i64>,
-    /// Calls answered by the guard, by serial: the client's id (read once, so a
-    /// cancellation compares without parsing) and the call's cancel token.
-    direct: HashMap<i64, (Value, CancellationToken)>,
+    /// Calls answered by the guard, by serial.
+    direct: HashMap<i64, DirectEntry>,
+}
+
+/// One call the guard is answering itself.
+struct DirectEntry {
+    /// The client's id (read once, so a cancellation compares without parsing).
+    id: Value,
+    /// Stops the call.
+    cancel: CancellationToken,
+    /// The client cancelled it: it gets no answer (a receiver should not answer a
+    /// cancelled request; clients report an answer to an id they forgot as an error).
+    withdrawn: bool,
 }
 
 impl Ids {
@@ -74,31 +86,45 @@ impl Ids {
     fn begin_direct(&mut self, raw: &str, cancel: CancellationToken) -> i64 {
         self.next += 1;
         let id = serde_json::from_str(raw).unwrap_or(Value::Null);
-        self.direct.insert(self.next, (id, cancel));
+        let entry = DirectEntry {
+            id,
+            cancel,
+            withdrawn: false,
+        };
+        self.direct.insert(self.next, entry);
         self.next
+    }
+
+    /// Whether the client cancelled the guard's call `serial` (it then gets no answer).
+    fn withdrawn(&self, serial: i64) -> bool {
+        self.direct
+            .get(&serial)
+            .is_some_and(|entry| entry.withdrawn)
     }
 
     fn end_direct(&mut self, serial: i64) {
         self.direct.remove(&serial);
     }
 
-    /// Cancels the guard's own calls whose client id is `request_id`; false when there is
-    /// none.
-    fn cancel_direct(&self, request_id: &Value) -> bool {
+    /// The client cancelled `request_id`: stops the guard's own calls with that id, which
+    /// then go unanswered; false when there is none.
+    fn cancel_direct(&mut self, request_id: &Value) -> bool {
         let mut found = false;
-        for (id, cancel) in self.direct.values() {
-            if id == request_id {
-                cancel.cancel();
+        for entry in self.direct.values_mut() {
+            if &entry.id == request_id {
+                entry.cancel.cancel();
+                entry.withdrawn = true;
                 found = true;
             }
         }
         found
     }
 
-    /// Cancels every call the guard is answering itself (the session is over).
+    /// Cancels every call the guard is answering itself (the session is over: they still
+    /// answer `cancelled`).
     fn cancel_all_direct(&self) {
-        for (_, cancel) in self.direct.values() {
-            cancel.cancel();
+        for entry in self.direct.values() {
+            entry.cancel.cancel();
         }
     }
 
@@ -264,11 +290,14 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
         && let Some(Value::Object(params)) = message.get_mut("params")
         && let Some(request_id) = params.get("requestId")
     {
-        let ids = ids.lock();
+        let mut ids = ids.lock();
         if ids.cancel_direct(request_id) {
             return Verdict::Drop; // one of the guard's own calls: rmcp never saw it
         }
         if let Some(internal) = ids.internal.get(&request_id.to_string()).copied() {
+            // rmcp stops the handler and drops its answer; forgetting the id here makes
+            // `restore` drop an answer rmcp had already written before it saw this.
+            ids.take(internal);
             params.insert("requestId".into(), Value::from(internal));
         }
     }
@@ -297,8 +326,9 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
 const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// Puts the client's id back on one of rmcp's lines (answers to requests it forwarded, and
-/// the subscription id in `_meta`, which names the `subscriptions/listen` request).
-fn restore(line: &str, ids: &Mutex<Ids>) -> String {
+/// the subscription id in `_meta`, which names the `subscriptions/listen` request); `None`
+/// for an answer to a request the client cancelled.
+fn restore(line: &str, ids: &Mutex<Ids>) -> Option<String> {
     let remapped;
     let line = match restore_subscription_id(line, ids) {
         Some(text) => {
@@ -310,19 +340,22 @@ fn restore(line: &str, ids: &Mutex<Ids>) -> String {
     // Only the envelope is parsed: the members stay raw text, so a large answer (a
     // `tools/list` of 1,000 tools) is neither built as a JSON tree nor printed again.
     let Ok(members) = serde_json::from_str::<BTreeMap<String, &RawValue>>(line) else {
-        return line.to_string();
+        return Some(line.to_string());
     };
     if members.contains_key("method") {
-        return line.to_string(); // the server's own requests and notifications
+        return Some(line.to_string()); // the server's own requests and notifications
     }
     let Some(internal) = members
         .get("id")
         .and_then(|raw| serde_json::from_str::<i64>(raw.get()).ok())
     else {
-        return line.to_string();
+        return Some(line.to_string());
     };
     let Some(original) = ids.lock().take(internal) else {
-        return line.to_string();
+        // Every request rmcp sees has an internal id the guard noted: an answer to one it
+        // no longer knows is to a request the client cancelled, which gets no answer.
+        tracing::debug!("MCP: dropping the answer to cancelled request {internal}");
+        return None;
     };
     let mut out = String::with_capacity(line.len() + original.len());
     out.push_str("{\"id\":");
@@ -334,7 +367,7 @@ fn restore(line: &str, ids: &Mutex<Ids>) -> String {
         out.push_str(raw.get());
     }
     out.push('}');
-    out
+    Some(out)
 }
 
 /// `line` with the subscription id in its `params._meta` or `result._meta` put back as the
@@ -512,7 +545,10 @@ where
         tokio::spawn(async move {
             let mut reader = tokio::io::BufReader::new(from_rmcp).lines();
             while let Ok(Some(line)) = reader.next_line().await {
-                if lines.send(restore(&line, &ids)).await.is_err() {
+                let Some(line) = restore(&line, &ids) else {
+                    continue;
+                };
+                if lines.send(line).await.is_err() {
                     break;
                 }
             }
@@ -650,12 +686,12 @@ mod tests {
             format!(r#"{{"jsonrpc":"2.0","id":{internal},"result":{{"x":1.50,"q\"k":[]}}}}"#);
         let restored = restore(&line, &ids);
         assert_eq!(
-            restored,
-            r#"{"id":18446744073709551615,"jsonrpc":"2.0","result":{"x":1.50,"q\"k":[]}}"#
+            restored.as_deref(),
+            Some(r#"{"id":18446744073709551615,"jsonrpc":"2.0","result":{"x":1.50,"q\"k":[]}}"#)
         );
         // A notification from the server passes unchanged.
         let note = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
-        assert_eq!(restore(note, &ids), note);
+        assert_eq!(restore(note, &ids).as_deref(), Some(note));
     }
 
     #[test]
@@ -665,13 +701,13 @@ mod tests {
         let note = format!(
             r#"{{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{{"_meta":{{"{SUBSCRIPTION_ID}":{internal}}}}}}}"#
         );
-        let restored: Value = serde_json::from_str(&restore(&note, &ids)).unwrap();
+        let restored: Value = serde_json::from_str(&restore(&note, &ids).unwrap()).unwrap();
         assert_eq!(restored["params"]["_meta"][SUBSCRIPTION_ID], "listen-1");
         // The subscription stays open: its final result is mapped too.
         let done = format!(
             r#"{{"jsonrpc":"2.0","id":{internal},"result":{{"resultType":"complete","_meta":{{"{SUBSCRIPTION_ID}":{internal}}}}}}}"#
         );
-        let restored: Value = serde_json::from_str(&restore(&done, &ids)).unwrap();
+        let restored: Value = serde_json::from_str(&restore(&done, &ids).unwrap()).unwrap();
         assert_eq!(restored["id"], "listen-1");
         assert_eq!(restored["result"]["_meta"][SUBSCRIPTION_ID], "listen-1");
     }
@@ -707,8 +743,8 @@ mod tests {
         let internal = forwarded["id"].as_i64().unwrap();
         let answer = format!(r#"{{"jsonrpc":"2.0","id":{internal},"result":{{}}}}"#);
         assert_eq!(
-            restore(&answer, &ids),
-            r#"{"id":123456789012345678901234567890,"jsonrpc":"2.0","result":{}}"#
+            restore(&answer, &ids).as_deref(),
+            Some(r#"{"id":123456789012345678901234567890,"jsonrpc":"2.0","result":{}}"#)
         );
     }
 }

@@ -2,9 +2,9 @@
 //! service under axum), with sessions or `--stateless`, and:
 //!
 //! - bearer-token auth (`[serve] auth_token_env` / `--auth-token-env`): a request without
-//!   the right `Authorization: Bearer …` gets 401 and a JSON body saying what is missing;
-//!   tokens are compared in constant time and never logged. A non-loopback bind without a
-//!   token refuses to start;
+//!   the right `Authorization: Bearer …` gets 401 with `WWW-Authenticate: Bearer` and a
+//!   JSON-RPC error ([`auth`]); tokens are compared in constant time and never logged. A
+//!   non-loopback bind without a token refuses to start;
 //! - `Origin` validation against DNS rebinding: besides `http://localhost:*`,
 //!   `http://127.0.0.1:*` and `http://[::1]:*`, only `[serve] allowed_origins` (403);
 //!   on a loopback bind the `Host` header must be a loopback name too;
@@ -14,12 +14,16 @@
 //! - bounds on what clients can hold: connections ([`connections`]: `max_connections`,
 //!   `header_timeout_ms`, `TCP_NODELAY`), request bodies ([`body`]) and sessions
 //!   ([`sessions`]: `max_sessions`, `session_idle_ms`);
+//! - `--stateless`: `notifications/cancelled` stops the call it names ([`stateless_cancel`]);
+//!   `logging/setLevel` has no session to apply to and says so;
 //! - graceful shutdown: new connections stop, running calls get `[serve] drain_ms`, then
 //!   are cancelled (they answer `cancelled`), then sessions close.
 
+mod auth;
 mod body;
 mod connections;
 mod sessions;
+pub(crate) mod stateless_cancel;
 
 use super::{McpServer, Shared};
 use axum::Router;
@@ -34,7 +38,6 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 /// Browser origins always allowed (the machine itself, any port).
@@ -49,7 +52,8 @@ pub struct HttpOptions {
     pub stateless: bool,
     /// The bearer token clients must send, if any (required on a non-loopback address).
     pub bearer_token: Option<String>,
-    /// Where the token came from, for messages (e.g. an environment variable's name).
+    /// Where the token came from, for the server's log (e.g. an environment variable's
+    /// name; never told to a client).
     pub(crate) token_source: Option<String>,
 }
 
@@ -78,7 +82,7 @@ impl HttpOptions {
         self
     }
 
-    /// Names where the token came from in the 401 message (`$NAME`).
+    /// Names where the token came from in the server's log of a refusal (`$NAME`).
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn with_token_source(mut self, source: impl Into<String>) -> Self {
         self.token_source = Some(source.into());
@@ -130,13 +134,6 @@ pub(crate) fn check_exposure(addr: SocketAddr, options: &HttpOptions) -> crate::
         return Ok(());
     }
     Err(crate::Error::Exposed { addr })
-}
-
-/// The auth check's state.
-#[derive(Clone)]
-struct Auth {
-    token: Option<Arc<[u8]>>,
-    source: Arc<str>,
 }
 
 impl crate::Host {
@@ -217,16 +214,26 @@ pub(crate) async fn serve(
 
     let mcp = {
         let shared = shared.clone();
-        let factory = move || Ok(McpServer::new(shared.clone(), None));
+        let stateless = options.stateless;
+        let factory = move || Ok(McpServer::new(shared.clone(), None).with_stateless(stateless));
         match options.stateless {
-            true => Router::new().nest_service(
-                "/mcp",
-                StreamableHttpService::new(
-                    factory,
-                    Arc::new(NeverSessionManager::default()),
-                    http_config,
-                ),
-            ),
+            true => Router::new()
+                .nest_service(
+                    "/mcp",
+                    StreamableHttpService::new(
+                        factory,
+                        Arc::new(NeverSessionManager::default()),
+                        http_config,
+                    ),
+                )
+                .layer(axum::middleware::from_fn_with_state(
+                    stateless_cancel::Tracking {
+                        running: Arc::default(),
+                        max_bytes: max_body,
+                        timeout: limits.header_timeout,
+                    },
+                    stateless_cancel::track,
+                )),
             false => Router::new()
                 .nest_service(
                     "/mcp",
@@ -238,11 +245,14 @@ pub(crate) async fn serve(
                 )),
         }
     };
-    let auth = Auth {
+    let auth = auth::Auth {
         token: options.bearer_token.map(|t| Arc::from(t.into_bytes())),
         source: Arc::from(options.token_source.unwrap_or_default()),
+        body_timeout: limits.header_timeout,
+        max_bytes: max_body,
     };
-    // Outermost first: the token, then the body's deadline, then (sessions) the cap.
+    // Outermost first: the token, then the body's deadline, then (sessions) the cap or
+    // (stateless) the cancellation tracker.
     let app = mcp
         .layer(axum::middleware::from_fn_with_state(
             body::BodyLimits {
@@ -251,7 +261,10 @@ pub(crate) async fn serve(
             },
             body::deadline,
         ))
-        .layer(axum::middleware::from_fn_with_state(auth, authenticate))
+        .layer(axum::middleware::from_fn_with_state(
+            auth,
+            auth::authenticate,
+        ))
         .merge(
             Router::new()
                 .route("/healthz", get(healthz))
@@ -301,44 +314,6 @@ async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
             .unwrap_or_default();
     let body = serde_json::json!({"status": "ok", "tools": counted.0, "generation": counted.1});
     json_response(StatusCode::OK, &body)
-}
-
-/// Lets a request through only with the right bearer token (when one is configured).
-async fn authenticate(State(auth): State<Auth>, request: Request, next: Next) -> Response {
-    let Some(expected) = &auth.token else {
-        return next.run(request).await;
-    };
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| {
-            let (scheme, token) = value.split_once(' ')?;
-            scheme
-                .eq_ignore_ascii_case("bearer")
-                .then_some(token.trim())
-        });
-    let problem = match given {
-        None if auth.source.is_empty() => {
-            "missing bearer token: send 'Authorization: Bearer <token>'".to_string()
-        }
-        None => format!(
-            "missing bearer token: send 'Authorization: Bearer <token>' with the token from ${}",
-            auth.source
-        ),
-        Some(token) if bool::from(token.as_bytes().ct_eq(expected)) => {
-            return next.run(request).await;
-        }
-        Some(_) => "invalid bearer token".to_string(),
-    };
-    let mut response = json_response(
-        StatusCode::UNAUTHORIZED,
-        &serde_json::json!({"error": problem}),
-    );
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
 }
 
 /// Marks every refusal (4xx) `Connection: close`.

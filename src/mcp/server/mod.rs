@@ -28,6 +28,7 @@
 #![allow(deprecated)]
 
 mod content;
+mod elicit_relay;
 pub(crate) mod gate;
 pub(crate) mod guard;
 mod header_schemas;
@@ -201,6 +202,8 @@ struct Session {
     /// rmcp's handle on the client (from `initialize`): a legacy session's calls ask their
     /// input requests through it ([`input::session::PeerAsker`]).
     peer: Mutex<Option<Peer<Role>>>,
+    /// One request of `--stateless` HTTP: nothing outlives it.
+    stateless: bool,
 }
 
 impl Drop for Session {
@@ -237,8 +240,18 @@ impl McpServer {
                 legacy_protocol: AtomicBool::new(false),
                 direct_calls: AtomicBool::new(false),
                 peer: Mutex::new(None),
+                stateless: false,
             }),
         }
+    }
+
+    /// This "session" serves one request of `--stateless` HTTP (made before it is shared).
+    #[cfg(feature = "http")]
+    pub(crate) fn with_stateless(mut self, stateless: bool) -> Self {
+        if let Some(session) = Arc::get_mut(&mut self.session) {
+            session.stateless = stateless;
+        }
+        self
     }
 
     /// The most calls of this session that can be running or queued at once.
@@ -410,6 +423,16 @@ impl ServerHandler for McpServer {
         request: SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        // Answering `{}` would tell the client its level holds when nothing keeps it.
+        if self.session.stateless {
+            return Err(McpError::invalid_request(
+                "logging/setLevel: this server is stateless (--stateless), so no level \
+                 outlives the request that sets it; log notifications are sent at warning \
+                 and above, or at the level a request carries in its _meta \
+                 (io.modelcontextprotocol/logLevel)",
+                None,
+            ));
+        }
         *self.session.log_level.lock() = Some(request.level);
         Ok(())
     }
@@ -490,8 +513,22 @@ impl ServerHandler for McpServer {
             arguments: request.arguments,
             continuation,
         };
-        // `notifications/cancelled` cancels rmcp's token for this request.
+        // `notifications/cancelled` cancels rmcp's token for this request; on `--stateless`
+        // HTTP, where rmcp never sees it, the token the HTTP layer gave the request.
         let cancelled = context.ct.cancelled_owned();
+        #[cfg(feature = "http")]
+        let cancelled = {
+            let stateless = http::stateless_cancel::token_of(&context.extensions);
+            async move {
+                match stateless {
+                    Some(token) => tokio::select! {
+                        () = cancelled => {}
+                        () = token.cancelled_owned() => {}
+                    },
+                    None => cancelled.await,
+                }
+            }
+        };
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
             .map_err(|refused| refused.to_error())
@@ -562,8 +599,13 @@ impl McpServer {
                 Some(asker)
             }
         };
+        // A consumed server's elicitation goes to this client when it can be asked.
+        if let Some(relay) = elicit_relay::for_client(self.session.peer.lock().as_ref()) {
+            ctx = ctx.with_elicitation_relay(Arc::new(relay));
+        }
+        // `None`: a level above anything a tool logs (`critical` and up) lets nothing through.
         let log_level = match call.peer.log_level {
-            Some(level) => Some(observer::minimum_level(level)),
+            Some(level) => observer::minimum_level(level),
             // 2026-07-28: log lines are an opt-in of each request.
             None if call.peer.is_stateless_revision() => None,
             None => Some(DEFAULT_LOG_LEVEL),

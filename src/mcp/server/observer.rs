@@ -241,12 +241,15 @@ async fn send_log(sink: &Sink, line: LogLine) {
     }
 }
 
-/// The toolhost level at or above which an MCP `logging/setLevel` level lets lines through.
-pub(crate) fn minimum_level(level: LoggingLevel) -> LogLevel {
+/// The toolhost level at or above which an MCP `logging/setLevel` level lets lines through;
+/// `None` for a level above `error` (`critical`, `alert`, `emergency`): a tool's lines are
+/// at most `error`, so none goes out.
+pub(crate) fn minimum_level(level: LoggingLevel) -> Option<LogLevel> {
     match level {
-        LoggingLevel::Debug => LogLevel::Debug,
-        LoggingLevel::Info | LoggingLevel::Notice => LogLevel::Info,
-        LoggingLevel::Warning => LogLevel::Warning,
-        _ => LogLevel::Error,
+        LoggingLevel::Debug => Some(LogLevel::Debug),
+        LoggingLevel::Info | LoggingLevel::Notice => Some(LogLevel::Info),
+        LoggingLevel::Warning => Some(LogLevel::Warning),
+        LoggingLevel::Error => Some(LogLevel::Error),
+        LoggingLevel::Critical | LoggingLevel::Alert | LoggingLevel::Emergency => None,
     }
 }

@@ -6,7 +6,8 @@
 //! handler, runs through the same [`McpServer::run_call`] as rmcp's, and its result is
 //! shaped as rmcp shapes it for the session's protocol and written with the client's id.
 //! Its progress and log notifications go to the client's output before the result, and
-//! `notifications/cancelled` naming it cancels it, as for any call.
+//! `notifications/cancelled` naming it stops it, and it then gets no answer, as for any
+//! call.
 //!
 //! Only what rmcp would treat exactly so is taken: a session that negotiated a protocol
 //! older than 2026-07-28 (the session model) and has completed its handshake, and a
@@ -169,8 +170,12 @@ pub(super) fn start(
             }
             Err(why) => why.error_line(&raw_id),
         };
-        // A client that closed its output has nobody to answer.
-        let _ = lines.send(line).await;
+        // A request the client cancelled gets no answer; a client that closed its output
+        // has nobody to answer.
+        let withdrawn = ids.lock().withdrawn(serial);
+        if !withdrawn {
+            let _ = lines.send(line).await;
+        }
         ids.lock().end_direct(serial);
         drop(place);
     });
