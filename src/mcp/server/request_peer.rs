@@ -63,7 +63,9 @@ impl RequestPeer {
             return peer;
         }
         match context.peer.peer_info() {
-            Some(info) => Self::from_session(&info, session_level),
+            // A request's own level (`_meta`, which 2025-11-25 clients may send too, and the
+            // only level a `--stateless` request can have) decides in place of the session's.
+            Some(info) => Self::from_session(&info, context.meta.log_level().or(session_level)),
             None => Self {
                 protocol: ProtocolVersion::LATEST,
                 capabilities: context.client_capabilities().unwrap_or_default(),
