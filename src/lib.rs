@@ -266,6 +266,6 @@ pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
     Annotations, CallContext, CallObserver, HandlerError, LogLevel, LogLine, Progress, ResultLimit,
-    ToolsetSelection,
+    TaskSupport, ToolsetSelection,
 };
 pub use store::{Store, StoreError};

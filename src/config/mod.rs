@@ -122,6 +122,11 @@ pub(crate) struct ServeConfig {
     /// milliseconds (default 10,000); also how long a keep-alive connection may sit idle
     /// between requests. Past it the connection is closed.
     pub header_timeout_ms: Option<u64>,
+    /// How long a task (MCP Tasks extension) is kept from its creation, in milliseconds
+    /// (default 3,600,000): past it `tasks/get` answers "task not found" and the record is
+    /// deleted.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub task_ttl_ms: Option<u64>,
 }
 
 /// `[toolsets.NAME]`: a composite toolset.

@@ -5,8 +5,8 @@
 
 use crate::lua::convert::{self, Mode};
 use crate::registry::{
-    Annotations, Invalid, OutputSchema, Registration, ResultLimit, ToolName, check_function_schema,
-    json_type,
+    Annotations, Invalid, OutputSchema, Registration, ResultLimit, TaskSupport, ToolName,
+    check_function_schema, json_type,
 };
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::{Map, Value};
@@ -271,6 +271,17 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         expects: "a table",
         parse: |_, field, value, draft| {
             draft.registration.annotations = annotations_field(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "task",
+        required: false,
+        lua_type: "\"optional\"|\"required\"",
+        doc: "MCP Tasks extension: \"optional\" gives clients that declare it a task to poll, \"required\" refuses other clients (-32021); default: no task",
+        expects: "\"optional\" or \"required\"",
+        parse: |_, field, value, draft| {
+            draft.registration.task = task_field(field, value)?;
             Ok(())
         },
     },
@@ -569,6 +580,23 @@ fn output_schema_field(
         ));
     };
     OutputSchema::compile(schema).map_err(|invalid| bad(field, invalid.into_message()))
+}
+
+/// `task = "optional" | "required"`; anything else names the two values.
+fn task_field(field: &str, value: LuaValue) -> Result<Option<TaskSupport>, FieldError> {
+    let expected = "\"optional\" or \"required\"";
+    match value {
+        LuaValue::Nil => Ok(None),
+        LuaValue::String(s) => match &*s.to_string_lossy() {
+            "optional" => Ok(Some(TaskSupport::Optional)),
+            "required" => Ok(Some(TaskSupport::Required)),
+            other => Err(bad(
+                field,
+                format!("'{field}' must be {expected}, got {other:?}"),
+            )),
+        },
+        other => Err(type_error(field, expected, &other)),
+    }
 }
 
 fn annotations_field(field: &str, value: LuaValue) -> Result<Annotations, FieldError> {

@@ -26,6 +26,7 @@ mod observer;
 mod roots;
 #[cfg(feature = "cli")]
 pub(crate) mod stdio;
+mod tasks;
 
 use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;
@@ -36,9 +37,10 @@ use parking_lot::Mutex;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{Peer, RoleServer as Role};
@@ -67,6 +69,8 @@ pub(crate) struct Shared {
     /// The last definitions listed and their MCP form: the memoised definitions come back
     /// as the same `Arc` while nothing changed, so `tools/list` converts them only once.
     listed: Mutex<Option<(Definitions, Vec<Tool>)>>,
+    /// The Tasks extension's tasks (records in the store, the ones running here).
+    tasks: tasks::TaskService,
 }
 
 impl Shared {
@@ -85,6 +89,7 @@ impl Shared {
         );
         let drain_period = Duration::from_millis(serve.drain_ms.unwrap_or(DEFAULT_DRAIN_MS));
         drop(config);
+        let tasks = tasks::TaskService::new(&host);
         Arc::new(Self {
             host,
             selection: Selection {
@@ -94,6 +99,7 @@ impl Shared {
             gate,
             drain_period,
             listed: Mutex::new(None),
+            tasks,
         })
     }
 
@@ -279,6 +285,7 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(info)
@@ -350,12 +357,54 @@ impl ServerHandler for McpServer {
             name: request.name.into_owned(),
             arguments: request.arguments,
         };
+        // A `task` tool: a task for a client of the Tasks extension (docs/mcp-server.md#tasks).
+        let scope = self.shared.selection.scope.as_deref();
+        if let Some((support, budget)) = self.shared.host.task_tool(&call.name, scope) {
+            let declared = context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+            if declared {
+                return self.call_as_task(call, budget).await.map(Into::into);
+            }
+            if support == crate::TaskSupport::Required {
+                return Err(McpError::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ));
+            }
+        }
         // `notifications/cancelled` cancels rmcp's token for this request.
         let cancelled = context.ct.cancelled_owned();
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
             .map(Into::into)
             .map_err(|refused| McpError::internal_error(refused.to_string(), None))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.shared.tasks.get(request.task_id).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared
+            .tasks
+            .update(request.task_id, request.input_responses)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.shared.tasks.cancel(request.task_id).await
     }
 }
 

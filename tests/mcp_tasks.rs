@@ -1,0 +1,329 @@
+//! The MCP Tasks extension (`io.modelcontextprotocol/tasks`, docs/mcp-server.md#tasks) with
+//! raw JSON-RPC against the real `toolhost serve` over stdio: a `task` tool called by a
+//! client that declares the extension answers with a task, which is polled to its result,
+//! cancelled (its handler stopped), refused to clients without the extension when
+//! `required`, and read back after the server restarts.
+
+mod common;
+
+use common::Fixture;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// A `toolhost serve` over piped stdio, after the handshake.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: u64,
+}
+
+impl Server {
+    /// Starts the server in `fx`; the client declares the Tasks extension when `tasks`.
+    fn start(fx: &Fixture, tasks: bool) -> Self {
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .args(["--cache-dir", "cache", "-q", "serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("toolhost serve starts");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut server = Self {
+            child,
+            stdin,
+            lines,
+            next_id: 0,
+        };
+        let capabilities = match tasks {
+            true => json!({ "extensions": { TASKS: {} } }),
+            false => json!({}),
+        };
+        let init = server.request(
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                    "clientInfo": { "name": "raw", "version": "1" } }),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        server
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends a request and returns its answer (notifications are skipped; fails after
+    /// 20 s instead of hanging).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("no answer to {method}"));
+            let message: Value = serde_json::from_str(&line).expect("JSON");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    fn result(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.request(method, params);
+        answer
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} failed: {answer}"))
+    }
+
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.result("tools/call", json!({ "name": name, "arguments": arguments }))
+    }
+
+    /// Polls `tasks/get` until the task leaves `working` (within 20 s).
+    fn settled(&mut self, task_id: &str) -> Value {
+        let start = Instant::now();
+        loop {
+            let task = self.result("tasks/get", json!({ "taskId": task_id }));
+            if task["status"] != "working" {
+                return task;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "still working: {task}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Closes stdin and waits for the server to exit (within 20 s).
+    fn stop(mut self) {
+        drop(self.stdin.take());
+        let start = Instant::now();
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(start.elapsed() < Duration::from_secs(20), "serve did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const TOOLS: &str = r#"
+registry.register{ name = "sum", toolset = "t", task = "optional",
+  schema = { description = "Adds", parameters = { type = "object",
+    properties = { a = { type = "integer" }, b = { type = "integer" } } } },
+  handler = function(args, ctx) ctx.progress(1, 1, "adding") return tostring(args.a + args.b) end }
+registry.register{ name = "late_marker", toolset = "t", task = "required", timeout_ms = 60000,
+  schema = { description = "Writes a marker after a while", parameters = { type = "object" } },
+  handler = function() time.sleep(1500) fs.write("marker.txt", "written") return "done" end }
+registry.register{ name = "longer_nap", toolset = "t",
+  schema = { description = "Outlasts late_marker", parameters = { type = "object" } },
+  handler = function() time.sleep(3000) return "rested" end }
+registry.register{ name = "raises", toolset = "t", task = "optional",
+  schema = { description = "Fails", parameters = { type = "object" } },
+  handler = function() error("no luck") end }
+registry.register{ name = "overruns", toolset = "t", task = "optional", timeout_ms = 200,
+  schema = { description = "Runs past its deadline", parameters = { type = "object" } },
+  handler = function() time.sleep(60000) return "never" end }
+registry.register{ name = "peek", toolset = "t",
+  schema = { description = "Reads the store", parameters = { type = "object",
+    properties = { key = { type = "string" } } } },
+  handler = function(args)
+    return { found = store.get(args.key) ~= nil, keys = #store.list("") }
+  end }
+"#;
+
+fn fixture() -> Fixture {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    fx.write("toolhost.toml", "[runtime]\nvms = 2\n[serve]\ntask_ttl_ms = 600000\n");
+    fx
+}
+
+/// Calls `name` as a task and returns the created task.
+fn start_task(server: &mut Server, name: &str, arguments: Value) -> Value {
+    let created = server.call(name, arguments);
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert!(created["taskId"].as_str().is_some_and(|id| id.len() >= 32), "{created}");
+    created
+}
+
+#[test]
+fn a_task_tool_call_answers_with_a_task_polled_to_its_result() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let listed = server.result("tools/list", json!({}));
+    let sum = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "sum")
+        .cloned()
+        .unwrap();
+    assert_eq!(sum["_meta"][TASKS]["taskSupport"], "optional", "{sum}");
+    let created = start_task(&mut server, "sum", json!({ "a": 1, "b": 2 }));
+    assert_eq!(created["status"], "working", "{created}");
+    assert_eq!(created["ttlMs"], 600000, "{created}");
+    assert!(created["createdAt"].as_str().unwrap().ends_with('Z'), "{created}");
+    let done = server.settled(created["taskId"].as_str().unwrap());
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "3", "{done}");
+    assert_eq!(done["result"]["isError"], false, "{done}");
+}
+
+#[test]
+fn tasks_cancel_stops_the_handler_and_the_task_ends_cancelled() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let created = start_task(&mut server, "late_marker", json!({}));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    let ack = server.result("tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(ack.get("status"), None, "an empty acknowledgement: {ack}");
+    let task = server.settled(&id);
+    assert_eq!(task["status"], "cancelled", "{task}");
+    // A plain call that started after the task and sleeps twice as long as the task's
+    // handler would have before writing its marker: once it answers, the marker would be
+    // there if the handler still ran.
+    let rested = server.call("longer_nap", json!({}));
+    assert_eq!(rested["content"][0]["text"], "rested", "{rested}");
+    assert!(
+        !fx.root().join("marker.txt").exists(),
+        "the cancelled task's handler ran on"
+    );
+    assert_eq!(server.settled(&id)["status"], "cancelled");
+}
+
+#[test]
+fn a_required_task_tool_refuses_a_client_without_the_extension() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, false);
+    let answer = server.request(
+        "tools/call",
+        json!({ "name": "late_marker", "arguments": {} }),
+    );
+    assert_eq!(answer["error"]["code"], -32021, "{answer}");
+    assert!(
+        answer["error"]["data"]["requiredCapabilities"]["extensions"]
+            .get(TASKS)
+            .is_some(),
+        "{answer}"
+    );
+    assert!(!fx.root().join("marker.txt").exists());
+    // An optional task tool runs as a plain call for this client.
+    let plain = server.call("sum", json!({ "a": 2, "b": 2 }));
+    assert_eq!(plain["content"][0]["text"], "4", "{plain}");
+    assert_eq!(plain.get("taskId"), None, "{plain}");
+}
+
+#[test]
+fn a_raised_error_is_the_tasks_result_and_a_deadline_fails_it() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let raised = start_task(&mut server, "raises", json!({}));
+    let raised = server.settled(raised["taskId"].as_str().unwrap());
+    assert_eq!(raised["status"], "completed", "{raised}");
+    assert_eq!(raised["result"]["isError"], true, "{raised}");
+    let text = raised["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("no luck"), "{raised}");
+    let overran = start_task(&mut server, "overruns", json!({}));
+    let overran = server.settled(overran["taskId"].as_str().unwrap());
+    assert_eq!(overran["status"], "failed", "{overran}");
+    assert_eq!(overran["error"]["code"], -32603, "{overran}");
+    assert_eq!(overran["error"]["data"]["error_type"], "timeout", "{overran}");
+}
+
+#[test]
+fn a_finished_tasks_result_is_read_after_a_restart() {
+    let fx = fixture();
+    let mut first = Server::start(&fx, true);
+    let created = start_task(&mut first, "sum", json!({ "a": 20, "b": 22 }));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    assert_eq!(first.settled(&id)["status"], "completed");
+    first.stop();
+    let mut second = Server::start(&fx, true);
+    let task = second.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["result"]["content"][0]["text"], "42", "{task}");
+}
+
+#[test]
+fn unknown_and_expired_tasks_are_not_found() {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    fx.write("toolhost.toml", "[serve]\ntask_ttl_ms = 1\n");
+    let mut server = Server::start(&fx, true);
+    for id in ["0123456789abcdef0123456789abcdef", "../../etc", ""] {
+        let answer = server.request("tasks/get", json!({ "taskId": id }));
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+        let answer = server.request("tasks/cancel", json!({ "taskId": id }));
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+    let created = start_task(&mut server, "sum", json!({ "a": 1, "b": 1 }));
+    assert_eq!(created["ttlMs"], 1, "{created}");
+    let id = created["taskId"].as_str().unwrap();
+    let start = Instant::now();
+    loop {
+        let answer = server.request("tasks/get", json!({ "taskId": id }));
+        if answer["error"]["code"] == -32602 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{answer}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_tools_store_never_reaches_task_records() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let created = start_task(&mut server, "sum", json!({ "a": 1, "b": 1 }));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    server.settled(&id);
+    let seen = server.call("peek", json!({ "key": format!("task/{id}") }));
+    let seen: Value = serde_json::from_str(seen["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["found"], false, "{seen}");
+    assert_eq!(seen["keys"], 0, "{seen}");
+}
+
+#[test]
+fn a_bad_task_field_is_refused_naming_it() {
+    let fx = Fixture::new();
+    fx.tool(
+        "bad.lua",
+        r#"registry.register{ name = "bad", toolset = "t", task = "sometimes",
+  schema = { parameters = { type = "object" } }, handler = function() return "" end }"#,
+    );
+    let error = common::error_of(&fx.host(), "bad.lua");
+    assert!(
+        error.contains("'task' must be \"optional\" or \"required\""),
+        "{error}"
+    );
+}
