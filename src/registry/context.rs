@@ -47,7 +47,15 @@ pub struct CallContext {
     pub(crate) caller: Option<Arc<dyn ToolCaller>>,
     /// How many `ctx.call`s deep this call is (0: called from outside).
     pub(crate) depth: u8,
+    /// A task tool's call made for an MCP task: called once `prepare` has returned (or at
+    /// once when there is none), just before the handler starts; it answers the task's id
+    /// once the task exists (`None`: no task, the call goes on as a plain one).
+    pub(crate) handover: Option<Handover>,
 }
+
+/// What a task tool's call calls between `prepare` and its handler (see
+/// [`CallContext::with_handover`]).
+pub(crate) type Handover = Arc<dyn Fn() -> NativeFuture<Option<String>> + Send + Sync>;
 
 /// Most nested `ctx.call`s: a chain deeper than this gets an error result.
 pub(crate) const MAX_CALL_DEPTH: u8 = 8;
@@ -175,6 +183,8 @@ impl CallContext {
     /// observer, roots and cancellation, one level deeper, with the child's call id.
     pub(crate) fn child(&self, tool_call_id: String) -> Self {
         let mut child = self.clone();
+        // The task is the parent's: a tool it calls runs inside it, never becomes one.
+        child.handover = None;
         child.tool_call_id = Some(tool_call_id);
         child.depth = self.depth.saturating_add(1);
         child
@@ -183,6 +193,27 @@ impl CallContext {
     /// The roots this call's MCP client declared, if it has them.
     pub(crate) fn fs_roots(&self) -> Option<&Arc<ClientRoots>> {
         self.fs_roots.as_ref()
+    }
+
+    /// Makes this call of a task tool an MCP task's: `handover` runs after the tool's
+    /// `prepare` (before its handler) and answers the task's id, which the handler then
+    /// sees as `ctx.task_id`.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn with_handover<F, Fut>(mut self, handover: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<String>> + Send + 'static,
+    {
+        self.handover = Some(Arc::new(move || Box::pin(handover())));
+        self
+    }
+
+    /// Reaches the handover point: the task's id when the call became a task.
+    pub(crate) async fn hand_over(&self) -> Option<String> {
+        match &self.handover {
+            Some(handover) => handover().await,
+            None => None,
+        }
     }
 }
 

@@ -63,7 +63,7 @@ local function ctx_call(name, args)
   return r[2]
 end
 
-local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope)
+local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope, prepared)
   local co = running()
   call_of[co] = {}
   handler_threads[co] = true
@@ -75,6 +75,10 @@ local function invoke(handler, args, tool_name, tool_call_id, session_id, task_i
     __newindex = refuse_write,
     __metatable = false,
   })
+  -- `prepared`: what a task tool's `prepare` returned; other handlers get (args, ctx) only.
+  if prepared ~= nil then
+    return handler(args, ctx, prepared)
+  end
   return handler(args, ctx)
 end
 

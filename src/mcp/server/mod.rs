@@ -364,7 +364,7 @@ impl ServerHandler for McpServer {
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
             if declared {
-                return self.call_as_task(call, budget).await.map(Into::into);
+                return self.call_as_task(call, budget, context.ct.clone()).await;
             }
             if support == crate::TaskSupport::Required {
                 return Err(McpError::missing_required_client_capability(

@@ -1,22 +1,34 @@
-//! A `tools/call` that becomes a task: the record is committed first (so the `tasks/get`
-//! that follows the answer finds it), then the call runs in the background through the
-//! same gate and pipeline as any call, with the task's own cancellation token (a child of
-//! the server's drain token: shutdown ends it too) and no request to report on (its
-//! progress shows in `tasks/get`; its log lines go to the server's log only).
+//! A `tools/call` that becomes a task. The call runs through the same gate and pipeline as
+//! any call (hooks, approval, validation, then the tool's `prepare`), in the background;
+//! when it reaches the handler it hands over: the task's record is committed (so the
+//! `tasks/get` that follows the answer finds it), the request answers with the task, and
+//! the handler runs on with the task's id. A call that ends before its handler (refused,
+//! invalid arguments, `prepare` raised) is answered as a plain call, and no task exists.
+//!
+//! The call has its own cancellation token (a child of the server's drain token:
+//! shutdown ends it too): cancelling the request cancels it until the task exists, then
+//! only `tasks/cancel` does. Its progress shows in `tasks/get`; its log lines go to the
+//! server's log only (the extension sends no notifications for tasks).
 
 use super::created;
 use super::records::{INTERNAL_ERROR, TaskEnd, rpc_error};
-use crate::ErrorType;
+use super::runner::Running;
+use crate::{ErrorType, ToolResult};
 use crate::mcp::server::content::to_call_result;
 use crate::mcp::server::{Call, McpServer};
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CreateTaskResult, JsonObject};
+use rmcp::model::{CallToolResponse, JsonObject};
 use serde_json::Value;
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
 
 /// Time a task gets beyond its handler's deadline before a record still `working` counts
-/// as lost (hooks, approval, the result's conversion and recording).
+/// as lost (post hooks, the result's conversion and recording).
 const GRACE: Duration = Duration::from_secs(60);
+
+/// The handover: the call asks for its task, the request answers with the task's id.
+type HandoverReply = oneshot::Sender<Option<String>>;
 
 impl McpServer {
     /// Whether `name` is a `task` tool of this server's selection.
@@ -25,78 +37,133 @@ impl McpServer {
         self.shared.host.task_tool(name, scope).is_some()
     }
 
-    /// Creates a task for `call` and starts it; `budget` is the handler's deadline.
+    /// Runs `call` as a task; `budget` is the handler's deadline, `request` the request's
+    /// cancellation. Answers the task once the call reaches its handler, or the call's
+    /// own result when it ends before.
     pub(crate) async fn call_as_task(
         &self,
         call: Call,
         budget: Duration,
-    ) -> Result<CreateTaskResult, McpError> {
-        let tasks = &self.shared.tasks;
-        // Until the call gets a place at the gate, the record's deadline is its TTL: a
-        // task waiting in the queue is not lost.
-        let records = tasks.records.clone();
-        let waiting = records.ttl().max(budget + GRACE);
-        let name = call.name.clone();
-        let made = tokio::task::spawn_blocking(move || records.create(&name, waiting))
-            .await
-            .map_err(|e| McpError::internal_error(format!("creating the task failed: {e}"), None))?
-            .map_err(|e| McpError::internal_error(format!("creating the task failed: {e}"), None))?;
-        let (id, record) = made;
+        request: CancellationToken,
+    ) -> Result<CallToolResponse, McpError> {
         let token = self.shared.gate.call_token();
-        let server = self.clone();
-        let records = tasks.records.clone();
-        let task_id = id.clone();
-        tasks.runner.spawn(tasks.records.clone(), id.clone(), token, move |running| {
+        let running = Running::new(token.clone());
+        // The pipeline's handover point calls this; the request below answers it.
+        let (ask, mut asked) = mpsc::channel::<HandoverReply>(1);
+        let handover = move || {
+            let ask = ask.clone();
             async move {
-                // A place of its own: a task outlives the request (and the session) that
-                // made it, so it counts against `max_calls`, not the session's calls.
-                let slots = server.shared.gate.session_slots();
-                let _admitted = match server.shared.gate.admit(&slots).await {
-                    Ok(admitted) => admitted,
-                    Err(refused) => return failed(&refused.to_string(), None),
-                };
-                let started = tokio::task::spawn_blocking(move || {
-                    records.started(&task_id, budget + GRACE)
-                })
-                .await;
-                if let Ok(Err(e)) = started {
-                    tracing::debug!("task deadline not recorded: {e}");
-                }
-                let mut ctx = server.context();
-                ctx.cancel = running.cancel.clone();
-                ctx.tool_call_id = Some(call.tool_call_id);
-                if let Some(roots) = server.session.roots.current().await {
-                    ctx = ctx.with_fs_roots(roots);
-                }
-                ctx = ctx.with_observer(running.clone());
-                let args = call.arguments.map(Value::Object).unwrap_or_default();
-                let outcome = server.shared.host.handle_call(&call.name, args, &ctx).await;
-                drop(ctx);
-                match outcome.result.error() {
-                    Some(error) if error.kind == ErrorType::Cancelled && running.cancel_requested() => {
-                        TaskEnd::Cancelled
-                    }
-                    // The host ended the call: the task failed. Anything the tool itself
-                    // answered, an error it raised included, is the task's result.
-                    Some(error)
-                        if matches!(
-                            error.kind,
-                            ErrorType::Timeout | ErrorType::Memory | ErrorType::Cancelled
-                        ) =>
-                    {
-                        failed(&error.message, Some(error.to_json()))
-                    }
-                    _ => {
-                        let result = to_call_result(outcome.result, outcome.structured);
-                        match serde_json::to_value(result) {
-                            Ok(Value::Object(result)) => TaskEnd::Completed(result),
-                            _ => failed("the result could not be encoded", None),
-                        }
-                    }
-                }
+                let (reply, id) = oneshot::channel();
+                ask.send(reply).await.ok()?;
+                id.await.ok().flatten()
             }
+        };
+        let server = self.clone();
+        let observer = running.clone();
+        let name = call.name.clone();
+        let mut work = tokio::spawn(async move {
+            // A place of its own: a task outlives the request (and the session) that made
+            // it, so it counts against `max_calls`, not the session's calls.
+            let slots = server.shared.gate.session_slots();
+            let _admitted = server.shared.gate.admit(&slots).await.map_err(|r| r.to_string())?;
+            let mut ctx = server.context();
+            ctx.cancel = token;
+            ctx.tool_call_id = Some(call.tool_call_id);
+            if let Some(roots) = server.session.roots.current().await {
+                ctx = ctx.with_fs_roots(roots);
+            }
+            ctx = ctx.with_observer(observer).with_handover(handover);
+            let args = call.arguments.map(Value::Object).unwrap_or_default();
+            let outcome = server.shared.host.handle_call(&call.name, args, &ctx).await;
+            Ok::<_, String>((outcome.result, outcome.structured))
         });
-        Ok(created(&id, &record))
+        let reply = tokio::select! {
+            reply = asked.recv() => reply,
+            ended = &mut work => {
+                // Ended before its handler: the plain call's answer, no task.
+                return match ended {
+                    Ok(Ok((result, structured))) => Ok(to_call_result(result, structured).into()),
+                    Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
+                    Err(e) => Err(McpError::internal_error(format!("the call failed: {e}"), None)),
+                };
+            }
+            () = request.cancelled() => {
+                running.cancel.cancel();
+                return Err(McpError::internal_error("the request was cancelled", None));
+            }
+        };
+        let Some(reply) = reply else {
+            return Err(McpError::internal_error("the call ended at its handover", None));
+        };
+        let tasks = &self.shared.tasks;
+        let records = tasks.records.clone();
+        let made = tokio::task::spawn_blocking(move || records.create(&name, budget + GRACE)).await;
+        let (id, record) = match made {
+            Ok(Ok(made)) => made,
+            failed => {
+                // No task: the handler must not run on unseen.
+                running.cancel.cancel();
+                let _ = reply.send(None);
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    Err(e) => e.to_string(),
+                    Ok(Ok(_)) => unreachable!("matched above"),
+                };
+                return Err(McpError::internal_error(
+                    format!("creating the task failed: {why}"),
+                    None,
+                ));
+            }
+        };
+        tasks.runner.insert(&id, running.clone());
+        let _ = reply.send(Some(id.clone()));
+        let (records, runner, task_id) = (tasks.records.clone(), tasks.runner.clone(), id.clone());
+        tokio::spawn(async move {
+            let end = match work.await {
+                Ok(Ok((result, structured))) => ended(result, structured, &running),
+                Ok(Err(refused)) => failed(&refused, None),
+                Err(e) => failed(&format!("the task's call failed: {e}"), None),
+            };
+            // The record first, then the entry: a `tasks/get` in between still finds the
+            // task running here, never a `working` record with no runner.
+            let stored = {
+                let id = task_id.clone();
+                tokio::task::spawn_blocking(move || records.finish(&id, end)).await
+            };
+            match stored {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!("the end of task {task_id} was not recorded: {e}"),
+                Err(e) => tracing::warn!("the end of task {task_id} was not recorded: {e}"),
+            }
+            runner.remove(&task_id);
+        });
+        Ok(created(&id, &record).into())
+    }
+}
+
+/// How a task's call that reached its handler ended.
+fn ended(result: ToolResult, structured: bool, running: &Running) -> TaskEnd {
+    match result.error() {
+        Some(error) if error.kind == ErrorType::Cancelled && running.cancel_requested() => {
+            TaskEnd::Cancelled
+        }
+        // The host ended the call: the task failed. Anything the tool itself answered, an
+        // error it raised included, is the task's result.
+        Some(error)
+            if matches!(
+                error.kind,
+                ErrorType::Timeout | ErrorType::Memory | ErrorType::Cancelled
+            ) =>
+        {
+            failed(&error.message, Some(error.to_json()))
+        }
+        _ => {
+            let result = to_call_result(result, structured);
+            match serde_json::to_value(result) {
+                Ok(Value::Object(result)) => TaskEnd::Completed(result),
+                _ => failed("the result could not be encoded", None),
+            }
+        }
     }
 }
 

@@ -6,12 +6,15 @@
 //! Split so the protocol glue stays thin over a service that knows no transport:
 //! - [`records`]: the task records in the store's backend (durable, with a TTL);
 //! - [`runner`]: the tasks running in this process (cancellation, last progress);
-//! - [`call`]: a `tools/call` becoming a task (the gate, the call, how it ended);
+//! - [`input`]: a running task's input requests (`input_required`, `tasks/update`);
+//! - [`call`]: a `tools/call` becoming a task (the gate, `prepare`, the handover, how it
+//!   ended);
 //! - this file: [`TaskService`], which answers `tasks/get`, `tasks/update`, `tasks/cancel`
 //!   in rmcp's types, whatever the revision or transport that carried them.
 
 mod call;
 mod clock;
+mod input;
 mod records;
 mod runner;
 
@@ -67,12 +70,20 @@ impl TaskService {
             .map_err(|e| internal(format!("reading task {id} failed: {e}")))?
             .map_err(|e| internal(format!("reading task {id} failed: {e}")))?
             .ok_or_else(|| not_found(&id))?;
+        let mut waiting = None;
         if record.status == TaskStatus::Working
-            && let Some(progress) = self.runner.progress(&id)
+            && let Some(running) = self.runner.get(&id)
         {
-            record.message = Some(progress);
+            if let Some(progress) = self.runner.progress(&id) {
+                record.message = Some(progress);
+            }
+            waiting = running.inputs.outstanding();
         }
-        Ok(GetTaskResult::new(detailed(&id, record)))
+        let mut task = detailed(&id, record);
+        if let Some(input_requests) = waiting {
+            task = DetailedTask::new(task.task, TaskPayload::InputRequired { input_requests });
+        }
+        Ok(GetTaskResult::new(task))
     }
 
     /// `tasks/cancel`: stops the task if it runs here, and records it cancelled unless it
@@ -94,16 +105,45 @@ impl TaskService {
         Ok(())
     }
 
-    /// `tasks/update`: input responses for a task. No task of this server waits for input
-    /// yet (a task's `ctx.ask` is not wired to `input_required`), so responses to a known
-    /// task are ignored, as the extension says of keys that are not outstanding.
+    /// `tasks/update`: input responses for a task waiting on input requests (its handler
+    /// runs in this process). Responses to keys that are not outstanding are ignored, as
+    /// the extension says; an update for a task that waits on nothing is refused
+    /// (`-32602`), and so is one for an unknown task.
     pub(crate) async fn update(
         &self,
         id: String,
-        _responses: InputResponses,
+        responses: InputResponses,
     ) -> Result<(), McpError> {
-        self.get(id).await.map(drop)
+        let task = self.get(id.clone()).await?;
+        let status = task.task.status();
+        let nothing_waits = || {
+            McpError::invalid_params(
+                format!(
+                    "task {id} is not waiting for input (status {}): there is no input request for these responses",
+                    status_name(status)
+                ),
+                None,
+            )
+        };
+        let Some(running) = self.runner.get(&id) else {
+            return Err(nothing_waits());
+        };
+        match running.inputs.answer(responses) {
+            Ok(taken) => {
+                tracing::debug!("task {id}: {taken} input response(s) taken");
+                Ok(())
+            }
+            Err(input::NothingWaits) => Err(nothing_waits()),
+        }
     }
+}
+
+/// A status as the wire writes it.
+fn status_name(status: TaskStatus) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{status:?}"))
 }
 
 /// The wire form of the task `id` as recorded.

@@ -81,11 +81,6 @@ impl TaskRecords {
         }
     }
 
-    /// How long a record is kept.
-    pub(crate) fn ttl(&self) -> Duration {
-        self.ttl
-    }
-
     /// Stores a new `working` task of `tool` whose handler must have ended by `deadline`
     /// from now; returns its id once the record is committed (a `tasks/get` then finds it).
     pub(crate) fn create(
@@ -133,17 +128,6 @@ impl TaskRecords {
             record.error = Some(rpc_error(INTERNAL_ERROR, LOST));
         }
         Ok(Some(record))
-    }
-
-    /// Moves the deadline of the running task `id` to `deadline` from now (its call got
-    /// a place and starts now).
-    pub(crate) fn started(&self, id: &str, deadline: Duration) -> Result<(), StoreError> {
-        self.change(id, |record| {
-            if !record.status.is_terminal() {
-                record.deadline_ms = now_ms().saturating_add(millis(deadline));
-            }
-        })
-        .map(drop)
     }
 
     /// Records how the task `id` ended, unless it has ended already (a cancellation

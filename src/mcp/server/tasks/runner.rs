@@ -1,13 +1,12 @@
-//! The tasks this process runs: each in a tokio task of its own, with a cancellation token
-//! that `tasks/cancel` fires and the last progress its handler reported (`tasks/get`
-//! shows it as the status message while the task works). When the call ends, how it ended
-//! goes to the task's record; the in-process entry goes with it.
+//! The tasks this process runs: each with a cancellation token that `tasks/cancel` fires,
+//! the last progress its handler reported (`tasks/get` shows it as the status message
+//! while the task works) and its exchange of input requests ([`Inputs`]). When the call
+//! ends, how it ended goes to the task's record; the in-process entry goes with it.
 
-use super::records::{TaskEnd, TaskRecords};
+use super::input::Inputs;
 use crate::{CallObserver, Progress};
 use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -21,9 +20,21 @@ pub(crate) struct Running {
     requested: AtomicBool,
     /// The handler's last progress report, as a status message.
     progress: Mutex<Option<String>>,
+    /// The input requests it waits on (`input_required`) and their answers.
+    pub(crate) inputs: Inputs,
 }
 
 impl Running {
+    /// A task about to run, stopped by `cancel`.
+    pub(crate) fn new(cancel: CancellationToken) -> Arc<Self> {
+        Arc::new(Self {
+            cancel,
+            requested: AtomicBool::new(false),
+            progress: Mutex::new(None),
+            inputs: Inputs::default(),
+        })
+    }
+
     /// Whether `tasks/cancel` stopped the call.
     pub(crate) fn cancel_requested(&self) -> bool {
         self.requested.load(Ordering::Acquire)
@@ -53,54 +64,35 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    /// Runs `work` for the task `id` in the background; `work` gets the task's entry (its
-    /// token stops the call; it observes progress) and its end goes to `records`.
-    pub(crate) fn spawn<F>(
-        self: &Arc<Self>,
-        records: Arc<TaskRecords>,
-        id: String,
-        cancel: CancellationToken,
-        work: impl FnOnce(Arc<Running>) -> F,
-    ) where
-        F: Future<Output = TaskEnd> + Send + 'static,
-    {
-        let running = Arc::new(Running {
-            cancel,
-            requested: AtomicBool::new(false),
-            progress: Mutex::new(None),
-        });
-        self.running.lock().insert(id.clone(), running.clone());
-        let work = work(running);
-        let runner = self.clone();
-        tokio::spawn(async move {
-            let end = work.await;
-            // The record first, then the entry: a `tasks/get` in between still finds the
-            // task running here, never a `working` record with no runner.
-            let records_id = id.clone();
-            let stored =
-                tokio::task::spawn_blocking(move || records.finish(&records_id, end)).await;
-            match stored {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::warn!("the end of task {id} was not recorded: {e}"),
-                Err(e) => tracing::warn!("the end of task {id} was not recorded: {e}"),
-            }
-            runner.running.lock().remove(&id);
-        });
+    /// Tracks `running` as the task `id` (from its creation to its recorded end).
+    pub(crate) fn insert(&self, id: &str, running: Arc<Running>) {
+        self.running.lock().insert(id.to_string(), running);
+    }
+
+    /// Forgets the task `id` (its end is recorded).
+    pub(crate) fn remove(&self, id: &str) {
+        self.running.lock().remove(id);
+    }
+
+    /// The task `id` if it runs here.
+    pub(crate) fn get(&self, id: &str) -> Option<Arc<Running>> {
+        self.running.lock().get(id).cloned()
     }
 
     /// Stops the task `id` if it runs here; `false` when it does not.
     pub(crate) fn cancel(&self, id: &str) -> bool {
-        let Some(running) = self.running.lock().get(id).cloned() else {
+        let Some(running) = self.get(id) else {
             return false;
         };
         running.requested.store(true, Ordering::Release);
         running.cancel.cancel();
+        running.inputs.close();
         true
     }
 
     /// The last progress the running task `id` reported, if it runs here and reported any.
     pub(crate) fn progress(&self, id: &str) -> Option<String> {
-        let running = self.running.lock().get(id).cloned()?;
+        let running = self.get(id)?;
         running.progress.lock().clone()
     }
 }
