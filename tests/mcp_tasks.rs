@@ -153,6 +153,16 @@ registry.register{ name = "raises", toolset = "t", task = "optional",
 registry.register{ name = "overruns", toolset = "t", task = "optional", timeout_ms = 200,
   schema = { description = "Runs past its deadline", parameters = { type = "object" } },
   handler = function() time.sleep(60000) return "never" end }
+registry.register{ name = "doubled", toolset = "t", task = "optional",
+  schema = { description = "Doubles in prepare", parameters = { type = "object",
+    properties = { a = { type = "integer" } } } },
+  prepare = function(args, ctx)
+    if args.a < 0 then error("negative: " .. args.a) end
+    return { n = args.a * 2, task_seen = ctx.task_id or "none" }
+  end,
+  handler = function(args, ctx, prepared)
+    return { n = prepared.n, prepare_saw = prepared.task_seen, task_id = ctx.task_id }
+  end }
 registry.register{ name = "peek", toolset = "t",
   schema = { description = "Reads the store", parameters = { type = "object",
     properties = { key = { type = "string" } } } },
@@ -326,4 +336,104 @@ fn a_bad_task_field_is_refused_naming_it() {
         error.contains("'task' must be \"optional\" or \"required\""),
         "{error}"
     );
+}
+
+#[test]
+fn prepare_runs_before_the_task_and_the_handler_gets_what_it_returned() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let created = start_task(&mut server, "doubled", json!({ "a": 21 }));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    let done = server.settled(&id);
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    let seen: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(seen["n"], 42, "{seen}");
+    // `prepare` ran before the task existed; the handler runs as the task.
+    assert_eq!(seen["prepare_saw"], "none", "{seen}");
+    assert_eq!(seen["task_id"], id, "{seen}");
+}
+
+#[test]
+fn an_error_in_prepare_answers_the_call_and_makes_no_task() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let answer = server.call("doubled", json!({ "a": -1 }));
+    assert_eq!(answer.get("taskId"), None, "{answer}");
+    assert_eq!(answer["isError"], true, "{answer}");
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("negative: -1"), "{answer}");
+}
+
+#[test]
+fn invalid_arguments_answer_the_call_and_make_no_task() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let answer = server.call("sum", json!({ "a": "one", "b": 2 }));
+    assert_eq!(answer.get("taskId"), None, "{answer}");
+    assert_eq!(answer["isError"], true, "{answer}");
+}
+
+#[test]
+fn prepare_without_task_is_refused_naming_it() {
+    let fx = Fixture::new();
+    fx.tool(
+        "bad.lua",
+        r#"registry.register{ name = "bad", toolset = "t",
+  schema = { parameters = { type = "object" } },
+  prepare = function() return 1 end, handler = function() return "" end }"#,
+    );
+    let error = common::error_of(&fx.host(), "bad.lua");
+    assert!(error.contains("bad.lua:"), "{error}");
+    assert!(error.contains("'prepare' is for task tools"), "{error}");
+}
+
+#[test]
+fn an_update_for_a_task_waiting_on_nothing_is_refused_clearly() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let created = start_task(&mut server, "late_marker", json!({}));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    let answer = server.request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": { "k": { "action": "accept" } } }),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("not waiting for input"), "{answer}");
+    let unknown = server.request(
+        "tasks/update",
+        json!({ "taskId": "0123456789abcdef0123456789abcdef", "inputResponses": {} }),
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    server.result("tasks/cancel", json!({ "taskId": id }));
+}
+
+#[test]
+fn a_per_request_declaration_gets_a_task_on_a_session_without_the_extension() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, false);
+    let created = server.result(
+        "tools/call",
+        json!({ "name": "sum", "arguments": { "a": 5, "b": 5 },
+                "_meta": { "io.modelcontextprotocol/clientCapabilities":
+                           { "extensions": { TASKS: {} } } } }),
+    );
+    assert_eq!(created["resultType"], "task", "{created}");
+    // Task methods need the declaration on their own request too.
+    let id = created["taskId"].as_str().unwrap();
+    let refused = server.request("tasks/get", json!({ "taskId": id }));
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+}
+
+#[test]
+fn a_plain_tool_called_with_a_legacy_task_member_answers_plainly() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let answer = server.result(
+        "tools/call",
+        json!({ "name": "longer_nap", "arguments": {}, "task": { "ttl": 60000 } }),
+    );
+    assert_eq!(answer.get("taskId"), None, "{answer}");
+    assert_eq!(answer["content"][0]["text"], "rested", "{answer}");
 }

@@ -79,21 +79,15 @@ impl McpServer {
         });
         let reply = tokio::select! {
             reply = asked.recv() => reply,
-            ended = &mut work => {
-                // Ended before its handler: the plain call's answer, no task.
-                return match ended {
-                    Ok(Ok((result, structured))) => Ok(to_call_result(result, structured).into()),
-                    Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
-                    Err(e) => Err(McpError::internal_error(format!("the call failed: {e}"), None)),
-                };
-            }
+            ended = &mut work => return plain(ended),
             () = request.cancelled() => {
                 running.cancel.cancel();
                 return Err(McpError::internal_error("the request was cancelled", None));
             }
         };
+        // No handover and the channel closed: the call ended before its handler.
         let Some(reply) = reply else {
-            return Err(McpError::internal_error("the call ended at its handover", None));
+            return plain(work.await);
         };
         let tasks = &self.shared.tasks;
         let records = tasks.records.clone();
@@ -138,6 +132,17 @@ impl McpServer {
             runner.remove(&task_id);
         });
         Ok(created(&id, &record).into())
+    }
+}
+
+/// The answer of a call that ended before its handler: the plain call's, no task.
+fn plain(
+    ended: Result<Result<(ToolResult, bool), String>, tokio::task::JoinError>,
+) -> Result<CallToolResponse, McpError> {
+    match ended {
+        Ok(Ok((result, structured))) => Ok(to_call_result(result, structured).into()),
+        Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
+        Err(e) => Err(McpError::internal_error(format!("the call failed: {e}"), None)),
     }
 }
 
