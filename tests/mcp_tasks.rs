@@ -99,7 +99,10 @@ impl Server {
     }
 
     fn call(&mut self, name: &str, arguments: Value) -> Value {
-        self.result("tools/call", json!({ "name": name, "arguments": arguments }))
+        self.result(
+            "tools/call",
+            json!({ "name": name, "arguments": arguments }),
+        )
     }
 
     /// Polls `tasks/get` until the task leaves `working` (within 20 s).
@@ -123,7 +126,10 @@ impl Server {
         drop(self.stdin.take());
         let start = Instant::now();
         while self.child.try_wait().expect("wait").is_none() {
-            assert!(start.elapsed() < Duration::from_secs(20), "serve did not exit");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "serve did not exit"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -174,7 +180,10 @@ registry.register{ name = "peek", toolset = "t",
 fn fixture() -> Fixture {
     let fx = Fixture::new();
     fx.tool("tools.lua", TOOLS);
-    fx.write("toolhost.toml", "[runtime]\nvms = 2\n[serve]\ntask_ttl_ms = 600000\n");
+    fx.write(
+        "toolhost.toml",
+        "[runtime]\nvms = 2\n[serve]\ntask_ttl_ms = 600000\n",
+    );
     fx
 }
 
@@ -182,7 +191,10 @@ fn fixture() -> Fixture {
 fn start_task(server: &mut Server, name: &str, arguments: Value) -> Value {
     let created = server.call(name, arguments);
     assert_eq!(created["resultType"], "task", "{created}");
-    assert!(created["taskId"].as_str().is_some_and(|id| id.len() >= 32), "{created}");
+    assert!(
+        created["taskId"].as_str().is_some_and(|id| id.len() >= 32),
+        "{created}"
+    );
     created
 }
 
@@ -202,7 +214,10 @@ fn a_task_tool_call_answers_with_a_task_polled_to_its_result() {
     let created = start_task(&mut server, "sum", json!({ "a": 1, "b": 2 }));
     assert_eq!(created["status"], "working", "{created}");
     assert_eq!(created["ttlMs"], 600000, "{created}");
-    assert!(created["createdAt"].as_str().unwrap().ends_with('Z'), "{created}");
+    assert!(
+        created["createdAt"].as_str().unwrap().ends_with('Z'),
+        "{created}"
+    );
     let done = server.settled(created["taskId"].as_str().unwrap());
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["result"]["content"][0]["text"], "3", "{done}");
@@ -267,7 +282,10 @@ fn a_raised_error_is_the_tasks_result_and_a_deadline_fails_it() {
     let overran = server.settled(overran["taskId"].as_str().unwrap());
     assert_eq!(overran["status"], "failed", "{overran}");
     assert_eq!(overran["error"]["code"], -32603, "{overran}");
-    assert_eq!(overran["error"]["data"]["error_type"], "timeout", "{overran}");
+    assert_eq!(
+        overran["error"]["data"]["error_type"], "timeout",
+        "{overran}"
+    );
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! task records live in, and what a tool's registration says about tasks.
 
 use super::Host;
-use crate::TaskSupport;
+use crate::registry::TaskSupport;
 use std::time::Duration;
 
 impl Host {

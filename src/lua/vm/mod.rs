@@ -582,12 +582,23 @@ impl LuaVm {
         let args = convert::json_to_lua(&self.lua, args)?;
         // A task tool's `prepare` runs first, in a call of its own (its coroutines stay
         // its own); what it returns goes to the handler as is, on this VM.
-        let prepare = self.functions.lock().get(&id.sibling(FnRole::Prepare)).cloned();
+        let prepare = self
+            .functions
+            .lock()
+            .get(&id.sibling(FnRole::Prepare))
+            .cloned();
         let prepared = match prepare {
             Some(prepare) => {
                 let task_id = ctx.task_id.as_deref();
-                self.run_invoke(prepare, args.clone(), tool_name, ctx, task_id, LuaValue::Nil)
-                    .await?
+                self.run_invoke(
+                    prepare,
+                    args.clone(),
+                    tool_name,
+                    ctx,
+                    task_id,
+                    LuaValue::Nil,
+                )
+                .await?
             }
             None => LuaValue::Nil,
         };

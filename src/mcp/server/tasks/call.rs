@@ -13,9 +13,9 @@
 use super::created;
 use super::records::{INTERNAL_ERROR, TaskEnd, rpc_error};
 use super::runner::Running;
-use crate::{ErrorType, ToolResult};
 use crate::mcp::server::content::to_call_result;
 use crate::mcp::server::{Call, McpServer};
+use crate::{ErrorType, ToolResult};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{CallToolResponse, JsonObject};
 use serde_json::Value;
@@ -65,7 +65,12 @@ impl McpServer {
             // A place of its own: a task outlives the request (and the session) that made
             // it, so it counts against `max_calls`, not the session's calls.
             let slots = server.shared.gate.session_slots();
-            let _admitted = server.shared.gate.admit(&slots).await.map_err(|r| r.to_string())?;
+            let _admitted = server
+                .shared
+                .gate
+                .admit(&slots)
+                .await
+                .map_err(|r| r.to_string())?;
             let mut ctx = server.context();
             ctx.cancel = token;
             ctx.tool_call_id = Some(call.tool_call_id);
@@ -142,7 +147,10 @@ fn plain(
     match ended {
         Ok(Ok((result, structured))) => Ok(to_call_result(result, structured).into()),
         Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
-        Err(e) => Err(McpError::internal_error(format!("the call failed: {e}"), None)),
+        Err(e) => Err(McpError::internal_error(
+            format!("the call failed: {e}"),
+            None,
+        )),
     }
 }
 

@@ -7,7 +7,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 /// `ms` since the epoch as ISO 8601 in UTC, to the millisecond (`2026-12-04T23:55:00.123Z`).

@@ -181,7 +181,9 @@ mod tests {
         let taken = inputs.answer(responses(&[("a", json!(1)), ("zzz", json!(0))]));
         assert_eq!(taken, Ok(1));
         assert_eq!(
-            inputs.outstanding().map(|o| o.into_keys().collect::<Vec<_>>()),
+            inputs
+                .outstanding()
+                .map(|o| o.into_keys().collect::<Vec<_>>()),
             Some(vec!["b".to_string()])
         );
         assert_eq!(inputs.answer(responses(&[("b", json!(2))])), Ok(1));

@@ -153,9 +153,10 @@ fn detailed(id: &str, record: TaskRecord) -> DetailedTask {
             result: record.result.clone().unwrap_or_default(),
         },
         TaskStatus::Failed => TaskPayload::Failed {
-            error: record.error.clone().unwrap_or_else(|| {
-                records::rpc_error(records::INTERNAL_ERROR, "the task failed")
-            }),
+            error: record
+                .error
+                .clone()
+                .unwrap_or_else(|| records::rpc_error(records::INTERNAL_ERROR, "the task failed")),
         },
         TaskStatus::Cancelled => TaskPayload::Cancelled,
         _ => TaskPayload::Working,

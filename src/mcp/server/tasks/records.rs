@@ -246,7 +246,10 @@ fn millis(duration: Duration) -> u64 {
 /// Whether `id` has the shape of the ids this server makes (anything else is unknown
 /// without a store read).
 fn is_id(id: &str) -> bool {
-    id.len() == ID_LEN && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == ID_LEN
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// 128 bits from the kernel's generator: a task id is the only thing a client needs to
@@ -257,11 +260,7 @@ fn new_id() -> String {
     while filled < bytes.len() {
         // SAFETY: writes at most the rest of `bytes`, which is valid for that length.
         let n = unsafe {
-            libc::getrandom(
-                bytes[filled..].as_mut_ptr().cast(),
-                bytes.len() - filled,
-                0,
-            )
+            libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0)
         };
         if n > 0 {
             filled += n as usize;
@@ -330,7 +329,12 @@ mod tests {
     #[test]
     fn ids_of_other_shapes_are_unknown() {
         let records = records(Duration::from_secs(60));
-        for id in ["", "../x", "ABCDEF0123456789ABCDEF0123456789", &"a".repeat(600)] {
+        for id in [
+            "",
+            "../x",
+            "ABCDEF0123456789ABCDEF0123456789",
+            &"a".repeat(600),
+        ] {
             assert_eq!(records.get(id).unwrap(), None, "{id}");
         }
         assert!(!records.cancel("nope").unwrap());
