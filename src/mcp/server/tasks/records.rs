@@ -88,7 +88,11 @@ impl TaskRecords {
         tool: &str,
         deadline: Duration,
     ) -> Result<(String, TaskRecord), StoreError> {
-        if self.created.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == 0 {
+        if self
+            .created
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SWEEP_EVERY)
+        {
             self.sweep();
         }
         let id = new_id();
