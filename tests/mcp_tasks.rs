@@ -455,3 +455,53 @@ fn a_plain_tool_called_with_a_legacy_task_member_answers_plainly() {
     assert_eq!(answer.get("taskId"), None, "{answer}");
     assert_eq!(answer["content"][0]["text"], "rested", "{answer}");
 }
+
+#[test]
+fn a_task_made_over_stdio_is_unknown_to_http_callers_of_the_same_store() {
+    let fx = fixture();
+    let mut local = Server::start(&fx, true);
+    let created = start_task(&mut local, "sum", json!({ "a": 3, "b": 4 }));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    assert_eq!(local.settled(&id)["status"], "completed");
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
+    let (mut http, url) = common::spawn_http_server(command);
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let mut client = common::raw_http::RawHttp::connect(&authority);
+    let session = client.open_session();
+    let declared = json!({ "io.modelcontextprotocol/clientCapabilities":
+                           { "extensions": { TASKS: {} } } });
+    let ask = |method: &str, params: Value| {
+        json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params }).to_string()
+    };
+    let mut answers = Vec::new();
+    for method in ["tasks/get", "tasks/cancel"] {
+        let message = ask(method, json!({ "taskId": id, "_meta": declared }));
+        answers.push(client.mcp(Some(&session), &message).message());
+    }
+    // The HTTP caller's own task reads back.
+    let call = json!({ "name": "sum", "arguments": { "a": 1, "b": 1 }, "_meta": declared });
+    let own = client
+        .mcp(Some(&session), &ask("tools/call", call))
+        .message();
+    let own_id = own["result"]["taskId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let own_get = ask("tasks/get", json!({ "taskId": own_id, "_meta": declared }));
+    let own_read = client.mcp(Some(&session), &own_get).message();
+    http.kill().unwrap();
+    http.wait().unwrap();
+    for answer in &answers {
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+    assert_eq!(own_read["result"]["taskId"], own_id, "{own_read}");
+    // The stdio user still reads the task as it ended (the HTTP cancel changed nothing).
+    assert_eq!(local.settled(&id)["status"], "completed");
+}

@@ -364,7 +364,10 @@ impl ServerHandler for McpServer {
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
             if declared {
-                return self.call_as_task(call, budget, context.ct.clone()).await;
+                let principal = tasks::principal::of(&context);
+                return self
+                    .call_as_task(call, budget, principal, context.ct.clone())
+                    .await;
             }
             if support == crate::TaskSupport::Required {
                 return Err(McpError::missing_required_client_capability(
@@ -383,28 +386,31 @@ impl ServerHandler for McpServer {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        self.shared.tasks.get(request.task_id).await
+        let principal = tasks::principal::of(&context);
+        self.shared.tasks.get(request.task_id, principal).await
     }
 
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let principal = tasks::principal::of(&context);
         self.shared
             .tasks
-            .update(request.task_id, request.input_responses)
+            .update(request.task_id, request.input_responses, principal)
             .await
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.shared.tasks.cancel(request.task_id).await
+        let principal = tasks::principal::of(&context);
+        self.shared.tasks.cancel(request.task_id, principal).await
     }
 }
 

@@ -37,13 +37,14 @@ impl McpServer {
         self.shared.host.task_tool(name, scope).is_some()
     }
 
-    /// Runs `call` as a task; `budget` is the handler's deadline, `request` the request's
-    /// cancellation. Answers the task once the call reaches its handler, or the call's
+    /// Runs `call` as a task of `principal`; `budget` is the handler's deadline, `request`
+    /// the request's cancellation. Answers the task once the call reaches its handler, or the call's
     /// own result when it ends before.
     pub(crate) async fn call_as_task(
         &self,
         call: Call,
         budget: Duration,
+        principal: &'static str,
         request: CancellationToken,
     ) -> Result<CallToolResponse, McpError> {
         let token = self.shared.gate.call_token();
@@ -96,7 +97,9 @@ impl McpServer {
         };
         let tasks = &self.shared.tasks;
         let records = tasks.records.clone();
-        let made = tokio::task::spawn_blocking(move || records.create(&name, budget + GRACE)).await;
+        let made =
+            tokio::task::spawn_blocking(move || records.create(&name, principal, budget + GRACE))
+                .await;
         let (id, record) = match made {
             Ok(Ok(made)) => made,
             failed => {

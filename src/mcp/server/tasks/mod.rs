@@ -15,6 +15,7 @@
 mod call;
 mod clock;
 mod input;
+pub(crate) mod principal;
 mod records;
 mod runner;
 
@@ -59,8 +60,8 @@ impl TaskService {
         }
     }
 
-    /// `tasks/get`: the task with its result or error once it has ended.
-    pub(crate) async fn get(&self, id: String) -> Result<GetTaskResult, McpError> {
+    /// `tasks/get` from `principal`: the task with its result or error once it has ended.
+    pub(crate) async fn get(&self, id: String, principal: &str) -> Result<GetTaskResult, McpError> {
         let records = self.records.clone();
         let found = {
             let id = id.clone();
@@ -69,6 +70,7 @@ impl TaskService {
         let mut record = found
             .map_err(|e| internal(format!("reading task {id} failed: {e}")))?
             .map_err(|e| internal(format!("reading task {id} failed: {e}")))?
+            .filter(|record| record.owner == principal)
             .ok_or_else(|| not_found(&id))?;
         let mut waiting = None;
         if record.status == TaskStatus::Working
@@ -89,7 +91,9 @@ impl TaskService {
     /// `tasks/cancel`: stops the task if it runs here, and records it cancelled unless it
     /// has ended (a task of another process sharing the store is recorded cancelled; that
     /// process keeps the record as it is when its call ends).
-    pub(crate) async fn cancel(&self, id: String) -> Result<(), McpError> {
+    pub(crate) async fn cancel(&self, id: String, principal: &str) -> Result<(), McpError> {
+        // Another principal's task is as unknown as a missing one.
+        self.get(id.clone(), principal).await?;
         let records = self.records.clone();
         let known = {
             let id = id.clone();
@@ -113,8 +117,9 @@ impl TaskService {
         &self,
         id: String,
         responses: InputResponses,
+        principal: &str,
     ) -> Result<(), McpError> {
-        let task = self.get(id.clone()).await?;
+        let task = self.get(id.clone(), principal).await?;
         let status = task.task.status();
         let nothing_waits = || {
             McpError::invalid_params(

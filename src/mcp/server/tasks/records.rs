@@ -27,6 +27,9 @@ const ID_LEN: usize = 32;
 pub(crate) struct TaskRecord {
     /// The tool called.
     pub(crate) tool: String,
+    /// The principal that created it (the only one that may read or change it).
+    #[serde(default)]
+    pub(crate) owner: String,
     /// Where it is (`working`, or an end).
     pub(crate) status: TaskStatus,
     /// When it was created (ms since the epoch).
@@ -86,6 +89,7 @@ impl TaskRecords {
     pub(crate) fn create(
         &self,
         tool: &str,
+        owner: &str,
         deadline: Duration,
     ) -> Result<(String, TaskRecord), StoreError> {
         if self
@@ -99,6 +103,7 @@ impl TaskRecords {
         let now = now_ms();
         let record = TaskRecord {
             tool: tool.to_string(),
+            owner: owner.to_string(),
             status: TaskStatus::Working,
             created_ms: now,
             updated_ms: now,
@@ -293,19 +298,23 @@ mod tests {
     fn a_task_reads_back_until_it_expires() {
         let records = records(Duration::from_secs(60));
         let (id, created) = records
-            .create("slow", Duration::from_secs(30))
+            .create("slow", "local", Duration::from_secs(30))
             .expect("stored");
         assert!(is_id(&id), "{id}");
         assert_eq!(records.get(&id).expect("read"), Some(created));
         let expired = self::records(Duration::ZERO);
-        let (id, _) = expired.create("slow", Duration::from_secs(30)).unwrap();
+        let (id, _) = expired
+            .create("slow", "local", Duration::from_secs(30))
+            .unwrap();
         assert_eq!(expired.get(&id).expect("read"), None);
     }
 
     #[test]
     fn a_cancellation_recorded_first_stands() {
         let records = records(Duration::from_secs(60));
-        let (id, _) = records.create("slow", Duration::from_secs(30)).unwrap();
+        let (id, _) = records
+            .create("slow", "local", Duration::from_secs(30))
+            .unwrap();
         assert!(records.cancel(&id).unwrap());
         records
             .finish(&id, TaskEnd::Completed(JsonObject::new()))
@@ -318,7 +327,7 @@ mod tests {
     #[test]
     fn a_working_task_past_its_deadline_reads_as_failed() {
         let records = records(Duration::from_secs(60));
-        let (id, _) = records.create("slow", Duration::ZERO).unwrap();
+        let (id, _) = records.create("slow", "local", Duration::ZERO).unwrap();
         // The deadline is "now"; any later read is past it.
         let record = loop {
             let record = records.get(&id).unwrap().unwrap();
