@@ -21,11 +21,42 @@ struct Server {
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     next_id: u64,
+    /// 2026-07-28: the `_meta` every request carries (no session).
+    meta: Option<Value>,
 }
 
 impl Server {
-    /// Starts the server in `fx`; the client declares the Tasks extension when `tasks`.
+    /// Starts the server in `fx` for a 2025-11-25 session; the client declares the Tasks
+    /// extension when `tasks`.
     fn start(fx: &Fixture, tasks: bool) -> Self {
+        let mut server = Self::spawn(fx);
+        let capabilities = match tasks {
+            true => json!({ "extensions": { TASKS: {} } }),
+            false => json!({}),
+        };
+        let init = server.request(
+            "initialize",
+            json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities,
+                    "clientInfo": { "name": "raw", "version": "1" } }),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+        server
+    }
+
+    /// Starts the server in `fx` for 2026-07-28 requests (no `initialize`; each request's
+    /// `_meta` carries the revision and declares the Tasks extension).
+    fn start_2026(fx: &Fixture) -> Self {
+        let mut server = Self::spawn(fx);
+        server.meta = Some(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS: {} } },
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
+        }));
+        server
+    }
+
+    fn spawn(fx: &Fixture) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
@@ -46,24 +77,13 @@ impl Server {
             }
         });
         let stdin = child.stdin.take();
-        let mut server = Self {
+        Self {
             child,
             stdin,
             lines,
             next_id: 0,
-        };
-        let capabilities = match tasks {
-            true => json!({ "extensions": { TASKS: {} } }),
-            false => json!({}),
-        };
-        let init = server.request(
-            "initialize",
-            json!({ "protocolVersion": "2025-11-25", "capabilities": capabilities,
-                    "clientInfo": { "name": "raw", "version": "1" } }),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-        server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
-        server
+            meta: None,
+        }
     }
 
     fn send(&mut self, message: &Value) {
@@ -77,6 +97,10 @@ impl Server {
     fn request(&mut self, method: &str, params: Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
+        let mut params = params;
+        if let (Some(meta), Some(params)) = (&self.meta, params.as_object_mut()) {
+            params.insert("_meta".into(), meta.clone());
+        }
         self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
         loop {
             let line = self
@@ -504,4 +528,19 @@ fn a_task_made_over_stdio_is_unknown_to_http_callers_of_the_same_store() {
     assert_eq!(own_read["result"]["taskId"], own_id, "{own_read}");
     // The stdio user still reads the task as it ended (the HTTP cancel changed nothing).
     assert_eq!(local.settled(&id)["status"], "completed");
+}
+
+#[test]
+fn on_2026_07_28_a_task_is_created_polled_and_cancelled_without_a_session() {
+    let fx = fixture();
+    let mut server = Server::start_2026(&fx);
+    let created = start_task(&mut server, "sum", json!({ "a": 2, "b": 5 }));
+    let done = server.settled(created["taskId"].as_str().unwrap());
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "7", "{done}");
+    let long = start_task(&mut server, "late_marker", json!({}));
+    let id = long["taskId"].as_str().unwrap().to_string();
+    let ack = server.result("tasks/cancel", json!({ "taskId": id }));
+    assert_eq!(ack, json!({ "resultType": "complete" }));
+    assert_eq!(server.settled(&id)["status"], "cancelled");
 }
