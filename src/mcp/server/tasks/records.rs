@@ -142,6 +142,21 @@ impl TaskRecords {
     /// Records how the task `id` ended, unless it has ended already (a cancellation
     /// recorded first stands).
     pub(crate) fn finish(&self, id: &str, end: TaskEnd) -> Result<(), StoreError> {
+        match self.record_end(id, end) {
+            // A result over `[store] max_value_bytes` cannot be kept: the task fails, saying
+            // why, rather than stay `working` until it reads as lost.
+            Err(StoreError::ValueTooLarge { size, limit }) => {
+                let message = format!(
+                    "the task's result ({size} bytes as JSON) is over [store] max_value_bytes ({limit})"
+                );
+                let error = rpc_error(INTERNAL_ERROR, &message);
+                self.record_end(id, TaskEnd::Failed { message, error })
+            }
+            other => other,
+        }
+    }
+
+    fn record_end(&self, id: &str, end: TaskEnd) -> Result<(), StoreError> {
         self.change(id, move |record| {
             if record.status.is_terminal() {
                 return;
@@ -337,6 +352,31 @@ mod tests {
         };
         assert_eq!(record.status, TaskStatus::Failed);
         assert_eq!(record.error.unwrap()["code"], INTERNAL_ERROR);
+    }
+
+    #[test]
+    fn a_result_too_large_to_keep_fails_the_task_saying_why() {
+        let inner = std::sync::Arc::new(crate::store::StoreInner::memory(600));
+        let records = TaskRecords::new(
+            Store::new(inner, crate::store::TASKS),
+            Duration::from_secs(60),
+        );
+        let (id, _) = records
+            .create("big", "local", Duration::from_secs(30))
+            .unwrap();
+        let mut result = JsonObject::new();
+        result.insert("text".into(), "x".repeat(1000).into());
+        records.finish(&id, TaskEnd::Completed(result)).unwrap();
+        let record = records.get(&id).unwrap().unwrap();
+        assert_eq!(record.status, TaskStatus::Failed);
+        assert!(
+            record
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("max_value_bytes"),
+            "{record:?}"
+        );
     }
 
     #[test]
