@@ -544,3 +544,17 @@ fn on_2026_07_28_a_task_is_created_polled_and_cancelled_without_a_session() {
     assert_eq!(ack, json!({ "resultType": "complete" }));
     assert_eq!(server.settled(&id)["status"], "cancelled");
 }
+
+#[test]
+fn prepare_runs_after_a_warm_start_too() {
+    let fx = fixture();
+    // The first start runs the file and caches its registrations; the second registers
+    // from the cache and runs the file only when a tool of it is first called.
+    Server::start(&fx, true).stop();
+    let mut warm = Server::start(&fx, true);
+    let created = start_task(&mut warm, "doubled", json!({ "a": 8 }));
+    let done = warm.settled(created["taskId"].as_str().unwrap());
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    let seen: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(seen["n"], 16, "{done}");
+}
