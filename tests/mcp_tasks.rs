@@ -193,6 +193,27 @@ registry.register{ name = "doubled", toolset = "t", task = "optional",
   handler = function(args, ctx, prepared)
     return { n = prepared.n, prepare_saw = prepared.task_seen, task_id = ctx.task_id }
   end }
+registry.register{ name = "halfway", toolset = "t", task = "optional", timeout_ms = 60000,
+  schema = { description = "Reports progress, then waits for go.txt", parameters = { type = "object" } },
+  handler = function(_, ctx)
+    ctx.progress(1, 2, "halfway")
+    while not fs.exists("go.txt") do time.sleep(10) end
+    return "went"
+  end }
+registry.register{ name = "hog", toolset = "t", task = "optional",
+  schema = { description = "Allocates without end", parameters = { type = "object" } },
+  handler = function()
+    local t = {}
+    for i = 1, 1e9 do t[i] = string.rep("x", 1024) .. i end
+    return "never"
+  end }
+registry.register{ name = "forger", toolset = "t",
+  schema = { description = "Writes the store", parameters = { type = "object",
+    properties = { key = { type = "string" } } } },
+  handler = function(args)
+    store.set(args.key, { status = "completed", result = { content = {}, forged = true } })
+    return "written"
+  end }
 registry.register{ name = "peek", toolset = "t",
   schema = { description = "Reads the store", parameters = { type = "object",
     properties = { key = { type = "string" } } } },
@@ -557,4 +578,55 @@ fn prepare_runs_after_a_warm_start_too() {
     let text = done["result"]["content"][0]["text"].as_str().unwrap();
     let seen: Value = serde_json::from_str(text).unwrap();
     assert_eq!(seen["n"], 16, "{done}");
+}
+
+#[test]
+fn a_working_tasks_progress_is_its_status_message() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let created = start_task(&mut server, "halfway", json!({}));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    let start = Instant::now();
+    let working = loop {
+        let task = server.result("tasks/get", json!({ "taskId": id }));
+        if task["statusMessage"] == "1/2: halfway" {
+            break task;
+        }
+        assert_eq!(task["status"], "working", "{task}");
+        assert!(start.elapsed() < Duration::from_secs(20), "{task}");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(working["status"], "working", "{working}");
+    assert_eq!(working.get("result"), None, "{working}");
+    fx.write("go.txt", "go");
+    let done = server.settled(&id);
+    assert_eq!(done["result"]["content"][0]["text"], "went", "{done}");
+}
+
+#[test]
+fn a_task_over_the_memory_limit_fails() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let created = start_task(&mut server, "hog", json!({}));
+    let task = server.settled(created["taskId"].as_str().unwrap());
+    assert_eq!(task["status"], "failed", "{task}");
+    assert_eq!(task["error"]["data"]["error_type"], "memory", "{task}");
+    assert_eq!(task.get("result"), None, "{task}");
+}
+
+#[test]
+fn a_tools_store_write_cannot_forge_a_task() {
+    let fx = fixture();
+    let mut server = Server::start(&fx, true);
+    let created = start_task(&mut server, "halfway", json!({}));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    for key in [format!("task/{id}"), format!("host:tasks/task/{id}")] {
+        let written = server.call("forger", json!({ "key": key }));
+        assert_eq!(written["content"][0]["text"], "written", "{written}");
+    }
+    let task = server.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(task["status"], "working", "{task}");
+    fx.write("go.txt", "go");
+    let done = server.settled(&id);
+    assert_eq!(done["result"]["content"][0]["text"], "went", "{done}");
 }
