@@ -380,6 +380,19 @@ mod tests {
     }
 
     #[test]
+    fn expired_records_are_swept_at_creations_without_being_read() {
+        let records = records(Duration::ZERO);
+        for _ in 0..SWEEP_EVERY {
+            records.create("quick", "local", Duration::ZERO).unwrap();
+        }
+        let stored = |records: &TaskRecords| records.store.list(PREFIX, usize::MAX).unwrap();
+        // The first creation swept an empty area; these have expired since.
+        assert_eq!(stored(&records).len(), SWEEP_EVERY as usize);
+        records.create("quick", "local", Duration::ZERO).unwrap();
+        assert_eq!(stored(&records).len(), 1);
+    }
+
+    #[test]
     fn ids_of_other_shapes_are_unknown() {
         let records = records(Duration::from_secs(60));
         for id in [
