@@ -630,3 +630,18 @@ fn a_tools_store_write_cannot_forge_a_task() {
     let done = server.settled(&id);
     assert_eq!(done["result"]["content"][0]["text"], "went", "{done}");
 }
+
+#[test]
+fn outside_mcp_a_task_tool_runs_prepare_then_its_handler_in_one_call() {
+    let fx = fixture();
+    let out = fx
+        .toolhost()
+        .args(["call", "doubled", r#"{"a": 4}"#])
+        .output()
+        .expect("toolhost call runs");
+    assert!(out.status.success(), "{out:?}");
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(seen["n"], 8, "{seen}");
+    assert_eq!(seen["prepare_saw"], "none", "{seen}");
+    assert_eq!(seen.get("task_id"), None, "{seen}");
+}
