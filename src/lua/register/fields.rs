@@ -108,8 +108,8 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
     RegisterField {
         name: "handler",
         required: true,
-        lua_type: "fun(args: table, ctx: toolhost.Ctx): string|table",
-        doc: "Returns text, a table (sent as JSON) or a multimodal envelope",
+        lua_type: "fun(args: table, ctx: toolhost.Ctx, prepared: any): string|table",
+        doc: "Returns text, a table (sent as JSON) or a multimodal envelope; a task tool's handler also gets what its `prepare` returned",
         expects: "a function",
         parse: |_, field, value, draft| {
             draft.handler = optional_function(field, value)?;
