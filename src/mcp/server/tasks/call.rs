@@ -83,6 +83,9 @@ impl McpServer {
             let outcome = server.shared.host.handle_call(&call.name, args, &ctx).await;
             Ok::<_, String>((outcome.result, outcome.structured))
         });
+        // Until the task exists the call is the request's: if this future is dropped (the
+        // session went away), the call stops rather than run on unseen.
+        let abandoned = running.cancel.clone().drop_guard();
         let reply = tokio::select! {
             reply = asked.recv() => reply,
             ended = &mut work => return plain(ended),
@@ -117,6 +120,7 @@ impl McpServer {
                 ));
             }
         };
+        abandoned.disarm();
         tasks.runner.insert(&id, running.clone());
         let _ = reply.send(Some(id.clone()));
         let (records, runner, task_id) = (tasks.records.clone(), tasks.runner.clone(), id.clone());
