@@ -99,7 +99,10 @@ impl TaskRecords {
         {
             self.sweep();
         }
-        let id = new_id();
+        // No randomness, no task: an id must never be predictable.
+        let id = new_id().map_err(|e| {
+            StoreError::Aborted(format!("no random bytes for a task id: {e}").into())
+        })?;
         let now = now_ms();
         let record = TaskRecord {
             tool: tool.to_string(),
@@ -278,26 +281,11 @@ fn is_id(id: &str) -> bool {
 
 /// 128 bits from the kernel's generator: a task id is the only thing a client needs to
 /// read a task, so it must not be guessable.
-fn new_id() -> String {
+fn new_id() -> std::io::Result<String> {
+    use std::io::Read;
     let mut bytes = [0u8; ID_LEN / 2];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        // SAFETY: writes at most the rest of `bytes`, which is valid for that length.
-        let n = unsafe {
-            libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0)
-        };
-        if n > 0 {
-            filled += n as usize;
-        } else if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            // No kernel generator (pre-3.17 Linux): /dev/urandom, else give up loudly.
-            use std::io::Read;
-            std::fs::File::open("/dev/urandom")
-                .and_then(|mut f| f.read_exact(&mut bytes))
-                .expect("no source of random bytes for task ids");
-            filled = bytes.len();
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]
