@@ -645,3 +645,34 @@ fn outside_mcp_a_task_tool_runs_prepare_then_its_handler_in_one_call() {
     assert_eq!(seen["prepare_saw"], "none", "{seen}");
     assert_eq!(seen.get("task_id"), None, "{seen}");
 }
+
+#[test]
+fn the_mcp_schema_marks_task_tools_for_both_revisions() {
+    let fx = fixture();
+    let out = fx
+        .toolhost()
+        .args(["schema", "--format", "mcp"])
+        .output()
+        .expect("toolhost schema runs");
+    assert!(out.status.success(), "{out:?}");
+    let tools: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let tool = |name: &str| {
+        tools
+            .as_array()
+            .and_then(|tools| tools.iter().find(|tool| tool["name"] == name))
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in {tools}"))
+    };
+    let required = tool("late_marker");
+    assert_eq!(
+        required["execution"]["taskSupport"], "required",
+        "{required}"
+    );
+    assert_eq!(
+        required["_meta"][TASKS]["taskSupport"], "required",
+        "{required}"
+    );
+    let plain = tool("longer_nap");
+    assert_eq!(plain.get("execution"), None, "{plain}");
+    assert_eq!(plain.get("_meta"), None, "{plain}");
+}
