@@ -38,8 +38,8 @@ impl McpServer {
     }
 
     /// Runs `call` as a task of `principal`; `budget` is the handler's deadline, `request`
-    /// the request's cancellation. Answers the task once the call reaches its handler, or the call's
-    /// own result when it ends before.
+    /// the request's cancellation. Answers the task once the call reaches its handler, or
+    /// the call's own result when it ends before.
     pub(crate) async fn call_as_task(
         &self,
         call: Call,
@@ -103,17 +103,16 @@ impl McpServer {
         let made =
             tokio::task::spawn_blocking(move || records.create(&name, principal, budget + GRACE))
                 .await;
+        let made = match made {
+            Ok(made) => made.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
         let (id, record) = match made {
-            Ok(Ok(made)) => made,
-            failed => {
+            Ok(made) => made,
+            Err(why) => {
                 // No task: the handler must not run on unseen.
                 running.cancel.cancel();
                 let _ = reply.send(None);
-                let why = match failed {
-                    Ok(Err(e)) => e.to_string(),
-                    Err(e) => e.to_string(),
-                    Ok(Ok(_)) => unreachable!("matched above"),
-                };
                 return Err(McpError::internal_error(
                     format!("creating the task failed: {why}"),
                     None,
