@@ -316,6 +316,8 @@ impl LoadedConfig {
                 config.serve.max_connections.map(|n| n as u64),
             ),
             ("header_timeout_ms", config.serve.header_timeout_ms),
+            // A task that expired at once could not be read after its creation.
+            ("task_ttl_ms", config.serve.task_ttl_ms),
         ] {
             if value == Some(0) {
                 return Err(Error::ConfigInvalid {
@@ -488,6 +490,7 @@ mod tests {
             "session_idle_ms",
             "max_connections",
             "header_timeout_ms",
+            "task_ttl_ms",
         ] {
             std::fs::write(&path, format!("[serve]\n{key} = 0\n")).unwrap();
             let err = LoadedConfig::load(&path).unwrap_err().to_string();
