@@ -676,3 +676,42 @@ fn the_mcp_schema_marks_task_tools_for_both_revisions() {
     assert_eq!(plain.get("execution"), None, "{plain}");
     assert_eq!(plain.get("_meta"), None, "{plain}");
 }
+
+#[test]
+fn the_official_python_client_polls_a_task_to_its_result_and_cancels_one() {
+    let fx = fixture();
+    let root = fx.root().to_string_lossy().to_string();
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost")
+        .to_string_lossy()
+        .to_string();
+    let steps = common::mcp_client::run_script("tasks.py", &[&binary, &root]);
+    let polled = common::mcp_client::step(&steps, "polled");
+    assert_eq!(polled["result"]["content"][0]["text"], "5", "{polled}");
+    let seen = polled["seen"].as_array().expect("what the client saw");
+    assert_eq!(
+        seen.first().map(|s| &s["status"]),
+        Some(&json!("working")),
+        "{polled}"
+    );
+    assert_eq!(
+        seen.last().map(|s| &s["status"]),
+        Some(&json!("completed")),
+        "{polled}"
+    );
+    let cancelled = common::mcp_client::step(&steps, "cancelled");
+    assert_eq!(cancelled["created"], "working", "{cancelled}");
+    assert_eq!(
+        cancelled["ack"],
+        json!({ "resultType": "complete" }),
+        "{cancelled}"
+    );
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(
+        cancelled["rested"]["content"][0]["text"], "rested",
+        "{cancelled}"
+    );
+    assert_eq!(
+        cancelled["marker"], false,
+        "the cancelled handler ran on: {cancelled}"
+    );
+}
