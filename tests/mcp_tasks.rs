@@ -677,14 +677,19 @@ fn the_mcp_schema_marks_task_tools_for_both_revisions() {
     assert_eq!(plain.get("_meta"), None, "{plain}");
 }
 
-#[test]
-fn the_official_python_client_polls_a_task_to_its_result_and_cancels_one() {
-    let fx = fixture();
+/// Runs tests/mcp/tasks.py's `what` against a server in `fx`.
+fn python_client(fx: &Fixture, what: &str) -> Vec<Value> {
     let root = fx.root().to_string_lossy().to_string();
     let binary = assert_cmd::cargo::cargo_bin!("toolhost")
         .to_string_lossy()
         .to_string();
-    let steps = common::mcp_client::run_script("tasks.py", &[&binary, &root]);
+    common::mcp_client::run_script("tasks.py", &[&binary, &root, what])
+}
+
+#[test]
+fn the_official_python_client_polls_a_task_and_a_new_server_reads_it() {
+    let fx = fixture();
+    let steps = python_client(&fx, "poll");
     let polled = common::mcp_client::step(&steps, "polled");
     assert_eq!(polled["result"]["content"][0]["text"], "5", "{polled}");
     let seen = polled["seen"].as_array().expect("what the client saw");
@@ -698,6 +703,18 @@ fn the_official_python_client_polls_a_task_to_its_result_and_cancels_one() {
         Some(&json!("completed")),
         "{polled}"
     );
+    let restarted = common::mcp_client::step(&steps, "restarted");
+    assert_eq!(restarted["task"]["status"], "completed", "{restarted}");
+    assert_eq!(
+        restarted["task"]["result"]["content"][0]["text"], "5",
+        "{restarted}"
+    );
+}
+
+#[test]
+fn the_official_python_client_cancels_a_task_and_its_handler_stops() {
+    let fx = fixture();
+    let steps = python_client(&fx, "cancel");
     let cancelled = common::mcp_client::step(&steps, "cancelled");
     assert_eq!(cancelled["created"], "working", "{cancelled}");
     assert_eq!(

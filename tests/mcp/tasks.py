@@ -1,10 +1,10 @@
 """The Tasks extension (io.modelcontextprotocol/tasks) against `toolhost serve` over stdio,
 with the official MCP Python client on 2026-07-28: the client's extension claims
 `resultType: "task"` results and polls `tasks/get` to the tool's result (as a 2026 client
-that hides tasks from its caller does); a second client's extension cancels each task it
+that hides tasks from its caller does), and a new server process reads it back; a second client's extension cancels each task it
 gets at once. Prints one JSON object per step for tests/mcp_tasks.rs.
 
-usage: tasks.py TOOLHOST_BINARY WORKDIR
+usage: tasks.py TOOLHOST_BINARY WORKDIR poll|cancel
 """
 import asyncio
 import json
@@ -112,14 +112,29 @@ def dump(model):
 
 
 async def main():
-    binary, workdir = sys.argv[1], sys.argv[2]
+    binary, workdir, what = sys.argv[1], sys.argv[2], sys.argv[3]
     params = StdioServerParameters(command=binary, args=serve_args(workdir, []), cwd=workdir)
+    if what == "poll":
+        await poll_and_restart(params)
+    else:
+        await cancel(params, workdir)
 
+
+async def poll_and_restart(params):
     tasks = Tasks()
     async with Client(params, mode="2026-07-28", extensions=[tasks]) as client:
         result = await client.call_tool("sum", {"a": 2, "b": 3})
         print(json.dumps({"step": "polled", "result": dump(result), "seen": tasks.seen}))
 
+    # A new `serve` process (stdio starts one per client) reads the finished task.
+    async with Client(params, mode="2026-07-28", extensions=[Tasks()]) as client:
+        task_id = tasks.seen[0]["task_id"]
+        got = await client.session.send_request(GetTask(params=TaskIdParams(taskId=task_id)), TaskState)
+        print(json.dumps({"step": "restarted", "task": dump(got)}))
+
+
+
+async def cancel(params, workdir):
     cancelling = CancellingTasks()
     async with Client(params, mode="2026-07-28", extensions=[cancelling]) as client:
         await client.call_tool("late_marker", {})
