@@ -133,7 +133,6 @@ async def poll_and_restart(params):
         print(json.dumps({"step": "restarted", "task": dump(got)}))
 
 
-
 async def cancel(params, workdir):
     cancelling = CancellingTasks()
     async with Client(params, mode="2026-07-28", extensions=[cancelling]) as client:
