@@ -78,6 +78,9 @@ impl McpServer {
             if let Some(roots) = server.session.roots.current().await {
                 ctx = ctx.with_fs_roots(roots);
             }
+            // A task's input requests (`ctx.ask` after the handover) belong in
+            // `running.inputs` (`input_required`, answered by `tasks/update`); before the
+            // handover, `prepare`'s are the request's own rounds.
             ctx = ctx.with_observer(observer).with_handover(handover);
             let args = call.arguments.map(Value::Object).unwrap_or_default();
             let outcome = server.shared.host.handle_call(&call.name, args, &ctx).await;
