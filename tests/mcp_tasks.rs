@@ -29,7 +29,12 @@ impl Server {
     /// Starts the server in `fx` for a 2025-11-25 session; the client declares the Tasks
     /// extension when `tasks`.
     fn start(fx: &Fixture, tasks: bool) -> Self {
-        let mut server = Self::spawn(fx);
+        Self::start_with(fx, tasks, &[])
+    }
+
+    /// [`Self::start`] with more `serve` arguments.
+    fn start_with(fx: &Fixture, tasks: bool, serve_args: &[&str]) -> Self {
+        let mut server = Self::spawn(fx, serve_args);
         let capabilities = match tasks {
             true => json!({ "extensions": { TASKS: {} } }),
             false => json!({}),
@@ -47,7 +52,7 @@ impl Server {
     /// Starts the server in `fx` for 2026-07-28 requests (no `initialize`; each request's
     /// `_meta` carries the revision and declares the Tasks extension).
     fn start_2026(fx: &Fixture) -> Self {
-        let mut server = Self::spawn(fx);
+        let mut server = Self::spawn(fx, &[]);
         server.meta = Some(json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": { "extensions": { TASKS: {} } },
@@ -56,11 +61,12 @@ impl Server {
         server
     }
 
-    fn spawn(fx: &Fixture) -> Self {
+    fn spawn(fx: &Fixture, serve_args: &[&str]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
             .args(["--cache-dir", "cache", "-q", "serve"])
+            .args(serve_args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -731,4 +737,25 @@ fn the_official_python_client_cancels_a_task_and_its_handler_stops() {
         cancelled["marker"], false,
         "the cancelled handler ran on: {cancelled}"
     );
+}
+
+#[test]
+fn a_required_task_tool_outside_the_selection_is_not_revealed_by_the_refusal() {
+    let fx = fixture();
+    fx.tool(
+        "hidden.lua",
+        r#"registry.register{ name = "secret_job", toolset = "hidden", task = "required",
+  schema = { description = "Not offered", parameters = { type = "object" } },
+  handler = function() return "ran" end }"#,
+    );
+    let mut server = Server::start_with(&fx, false, &["--toolsets", "t"]);
+    let answer = server.request(
+        "tools/call",
+        json!({ "name": "secret_job", "arguments": {} }),
+    );
+    assert_ne!(answer["error"]["code"], -32021, "{answer}");
+    let text = answer["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("unavailable"), "{answer}");
 }

@@ -358,8 +358,7 @@ impl ServerHandler for McpServer {
             arguments: request.arguments,
         };
         // A `task` tool: a task for a client of the Tasks extension (docs/mcp-server.md#tasks).
-        let scope = self.shared.selection.scope.as_deref();
-        if let Some((support, budget)) = self.shared.host.task_tool(&call.name, scope) {
+        if let Some((support, budget)) = self.shared.host.task_tool(&call.name, &self.context()) {
             let declared = context
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());

@@ -33,8 +33,7 @@ type HandoverReply = oneshot::Sender<Option<String>>;
 impl McpServer {
     /// Whether `name` is a `task` tool of this server's selection.
     pub(crate) fn is_task_tool(&self, name: &str) -> bool {
-        let scope = self.shared.selection.scope.as_deref();
-        self.shared.host.task_tool(name, scope).is_some()
+        self.shared.host.task_tool(name, &self.context()).is_some()
     }
 
     /// Runs `call` as a task of `principal`; `budget` is the handler's deadline, `request`
