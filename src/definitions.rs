@@ -391,9 +391,24 @@ fn render(tool: &ToolEntry, schema: &Map<String, Value>, format: Format) -> Valu
                 out.insert("title".into(), json!(title));
             }
         }
+        if let Some(task) = tool.task {
+            // 2025-11-25 named a tool's task support in `execution`; the 2026-07-28 Tasks
+            // extension has no per-tool field, so it also rides in `_meta` under the
+            // extension's id (rmcp's `Tool` keeps `_meta`, not `execution`).
+            out.insert("execution".into(), json!({ "taskSupport": task.as_str() }));
+            let mut meta = Map::new();
+            meta.insert(
+                TASKS_EXTENSION.into(),
+                json!({ "taskSupport": task.as_str() }),
+            );
+            out.insert("_meta".into(), Value::Object(meta));
+        }
     }
     rendered
 }
+
+/// The Tasks extension's id, the key of a task tool's `_meta` entry.
+const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 fn render_named(name: &str, schema: Map<String, Value>, format: Format) -> Value {
     let schema = &schema;

@@ -267,6 +267,6 @@ pub use native::NativeTool;
 pub use registry::{
     Annotations, AskFuture, Asker, CallContext, CallObserver, Capability, HandlerError,
     InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress, ResultLimit, Root, Sampled,
-    ScriptedAsker, ToolsetSelection,
+    ScriptedAsker, TaskSupport, ToolsetSelection,
 };
 pub use store::{Store, StoreError};

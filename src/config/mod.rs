@@ -134,6 +134,11 @@ pub(crate) struct ServeConfig {
     /// 600,000); an older one is refused.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub input_request_ttl_ms: Option<u64>,
+    /// How long a task (MCP Tasks extension) is kept from its creation, in milliseconds
+    /// (default 3,600,000): past it `tasks/get` answers "task not found" and the record is
+    /// deleted.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub task_ttl_ms: Option<u64>,
 }
 
 /// `[toolsets.NAME]`: a composite toolset.
@@ -342,6 +347,8 @@ impl LoadedConfig {
             ),
             ("header_timeout_ms", config.serve.header_timeout_ms),
             ("input_request_ttl_ms", config.serve.input_request_ttl_ms),
+            // A task that expired at once could not be read after its creation.
+            ("task_ttl_ms", config.serve.task_ttl_ms),
         ] {
             if value == Some(0) {
                 return Err(Error::ConfigInvalid {
@@ -515,6 +522,7 @@ mod tests {
             "max_connections",
             "header_timeout_ms",
             "input_request_ttl_ms",
+            "task_ttl_ms",
         ] {
             std::fs::write(&path, format!("[serve]\n{key} = 0\n")).unwrap();
             let err = LoadedConfig::load(&path).unwrap_err().to_string();

@@ -550,6 +550,10 @@ fn stage(
             Some(records)
         });
         let handler = vm.adopt(id(FnRole::Handler), tool.handler);
+        // The VM finds a handler's `prepare` by the sibling id; the registry needs no field.
+        if let Some(prepare) = tool.prepare {
+            vm.adopt(id(FnRole::Prepare), prepare);
+        }
         env_grants.extend(tool.registration.requires_env.iter().cloned());
         let description = tool
             .description

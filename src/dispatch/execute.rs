@@ -44,7 +44,16 @@ pub(super) async fn execute(
         }
         Handler::Native(handler) => {
             let deadline = std::time::Instant::now() + budget;
-            match crate::lua::timer::until(deadline, handler(args.clone(), ctx.clone())).await {
+            // A native task tool has no `prepare`: its task starts with the handler.
+            let run = async {
+                let mut ctx = ctx.clone();
+                if let Some(task_id) = ctx.hand_over().await {
+                    ctx.task_id = Some(task_id);
+                }
+                ctx.handover = None;
+                handler(args.clone(), ctx).await
+            };
+            match crate::lua::timer::until(deadline, run).await {
                 None => Err(HandlerFailure::Timeout),
                 Some(Ok(value)) => normalise_native(value),
                 Some(Err(error)) => Err(HandlerFailure::Raised(error.into_message())),

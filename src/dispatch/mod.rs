@@ -92,6 +92,18 @@ pub(crate) struct Pipeline {
 }
 
 impl Pipeline {
+    /// Whether `name` is in the selection of `ctx` (as the `admit` stage decides).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn selects(
+        &self,
+        state: &crate::registry::RegistryState,
+        config: &crate::config::Config,
+        ctx: &crate::registry::CallContext,
+        name: &str,
+    ) -> bool {
+        self.selections.contains(state, config, ctx, name)
+    }
+
     /// A pipeline with these Rust hooks, middleware (outermost first) and approver.
     pub(crate) fn new(
         hooks: Vec<Arc<dyn Hook>>,

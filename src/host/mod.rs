@@ -18,6 +18,8 @@ mod info;
 mod mcp_servers;
 mod nested;
 mod reload;
+#[cfg(feature = "mcp")]
+mod tasks;
 #[cfg(feature = "cli")]
 mod test_run;
 #[cfg(feature = "cli")]

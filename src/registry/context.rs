@@ -58,12 +58,20 @@ pub struct CallContext {
     pub(crate) ask_prefix: String,
     /// Relays a consumed MCP server's elicitation request to the client behind the call.
     pub(crate) elicitation_relay: Option<ElicitationRelay>,
+    /// A task tool's call made for an MCP task: called once `prepare` has returned (or at
+    /// once when there is none), just before the handler starts; it answers the task's id
+    /// once the task exists (`None`: no task, the call goes on as a plain one).
+    pub(crate) handover: Option<Handover>,
 }
 
 /// Relays an `elicitation/create` of a consumed MCP server (its params, as JSON) to the MCP
 /// client behind the call; the client's answer as JSON, or `None` when it could not be
 /// asked. Set by the MCP server for clients that declared the `elicitation` capability.
 pub(crate) type ElicitationRelay = Arc<dyn Fn(Value) -> NativeFuture<Option<Value>> + Send + Sync>;
+
+/// What a task tool's call calls between `prepare` and its handler (see
+/// [`CallContext::with_handover`]).
+pub(crate) type Handover = Arc<dyn Fn() -> NativeFuture<Option<String>> + Send + Sync>;
 
 /// Most nested `ctx.call`s: a chain deeper than this gets an error result.
 pub(crate) const MAX_CALL_DEPTH: u8 = 8;
@@ -222,6 +230,8 @@ impl CallContext {
     /// child's call id and its own prefix for input-request keys.
     pub(crate) fn child(&self, tool_call_id: String, index: u32) -> Self {
         let mut child = self.clone();
+        // The task is the parent's: a tool it calls runs inside it, never becomes one.
+        child.handover = None;
         child.tool_call_id = Some(tool_call_id);
         child.depth = self.depth.saturating_add(1);
         child.ask_prefix = format!("{}c{index}.", self.ask_prefix);
@@ -231,6 +241,27 @@ impl CallContext {
     /// The roots this call's MCP client declared, if it has them.
     pub(crate) fn fs_roots(&self) -> Option<&Arc<ClientRoots>> {
         self.fs_roots.as_ref()
+    }
+
+    /// Makes this call of a task tool an MCP task's: `handover` runs after the tool's
+    /// `prepare` (before its handler) and answers the task's id, which the handler then
+    /// sees as `ctx.task_id`.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn with_handover<F, Fut>(mut self, handover: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Option<String>> + Send + 'static,
+    {
+        self.handover = Some(Arc::new(move || Box::pin(handover())));
+        self
+    }
+
+    /// Reaches the handover point: the task's id when the call became a task.
+    pub(crate) async fn hand_over(&self) -> Option<String> {
+        match &self.handover {
+            Some(handover) => handover().await,
+            None => None,
+        }
     }
 }
 

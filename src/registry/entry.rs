@@ -49,12 +49,14 @@ pub enum FnRole {
     Overrides = 2,
     /// A `registry.hook` function.
     Hook = 3,
+    /// A task tool's `prepare` function.
+    Prepare = 4,
 }
 
 impl LuaFnId {
     /// The id of the `ordinal`-th registration's `role` function in file `file_index`.
     pub fn new(file_index: u32, ordinal: u32, role: FnRole) -> Self {
-        Self(((file_index as u64) << 32) | ((ordinal as u64) << 2) | role as u64)
+        Self(((file_index as u64) << 32) | ((ordinal as u64) << 3) | role as u64)
     }
 
     /// The file position this id belongs to.
@@ -62,9 +64,14 @@ impl LuaFnId {
         (self.0 >> 32) as u32
     }
 
+    /// The id of the `role` function of the same registration (a handler's `prepare`).
+    pub fn sibling(self, role: FnRole) -> Self {
+        Self::new(self.file_index(), self.ordinal(), role)
+    }
+
     /// The registration's position in its file.
     pub fn ordinal(self) -> u32 {
-        ((self.0 >> 2) & 0x3FFF_FFFF) as u32
+        ((self.0 >> 3) & 0x1FFF_FFFF) as u32
     }
 }
 

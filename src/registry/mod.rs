@@ -43,7 +43,7 @@ pub use observe::{CallObserver, LogLevel, LogLine, Progress};
 pub use output::Annotations;
 pub(crate) use output::OutputSchema;
 pub(crate) use registration::Registration;
-pub use registration::ResultLimit;
+pub use registration::{ResultLimit, TaskSupport};
 pub(crate) use schema::{
     check_function_schema, compile_parameters, compile_parameters_at, default_description,
     json_path, json_type, parameters_hash,

@@ -48,6 +48,30 @@ pub struct Registration {
     /// runs. Sorted, without duplicates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub needs: Vec<Capability>,
+    /// Whether MCP clients of the Tasks extension get a task for a call (`None`: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskSupport>,
+}
+
+/// A tool's `task` field (docs/lua-api.md): how its MCP calls use the Tasks extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskSupport {
+    /// A client that declares the Tasks extension gets a task; any other client a plain
+    /// call.
+    Optional,
+    /// Only clients that declare the Tasks extension may call it (others get -32021).
+    Required,
+}
+
+impl TaskSupport {
+    /// The field's value as written (`"optional"`, `"required"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Optional => "optional",
+            Self::Required => "required",
+        }
+    }
 }
 
 /// A tool's result size limit.
@@ -77,6 +101,7 @@ mod tests {
             requires_env: vec!["HOME".into()],
             max_result_size_chars: Some(ResultLimit::Unlimited),
             timeout_ms: Some(5),
+            task: Some(super::TaskSupport::Required),
             ..Registration::default()
         };
         let text = serde_json::to_string(&given).expect("serialises");

@@ -38,6 +38,10 @@ pub(crate) const MAX_LIST: usize = 10_000;
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The namespace of built-in tools and the embedder.
 pub(crate) const BUILTIN: &str = "builtin";
+/// The namespace of the MCP server's task records (Tasks extension). Tools reach only
+/// `builtin` and `plugin:<id>`, so no `store.get` can read or forge a task.
+#[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+pub(crate) const TASKS: &str = "host:tasks";
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]

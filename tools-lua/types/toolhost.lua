@@ -18,7 +18,7 @@
 ---@field name string Tool name, ^[A-Za-z0-9_-]{1,64}$
 ---@field toolset string Toolset name, same charset
 ---@field schema {description?: string, parameters: table} The model-facing function schema; parameters is a JSON-Schema object
----@field handler fun(args: table, ctx: toolhost.Ctx): string|table Returns text, a table (sent as JSON) or a multimodal envelope
+---@field handler fun(args: table, ctx: toolhost.Ctx, prepared: any): string|table Returns text, a table (sent as JSON) or a multimodal envelope; a task tool's handler also gets what its `prepare` returned
 ---@field check_fn? fun(): boolean, string? Availability probe (cached per check_fn and scope); `return false, "why"` gives the reason shown
 ---@field requires_env? string[] Variables that must be set; also what env.get may read
 ---@field is_async? boolean Declares that the handler awaits host APIs (time.sleep, proc.run); shown by list --json
@@ -34,6 +34,8 @@
 ---@field output_schema? table JSON Schema (type = "object") a table result must match; MCP clients get it as structuredContent
 ---@field annotations? {title?: string, read_only?: boolean, destructive?: boolean, idempotent?: boolean, open_world?: boolean} MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)
 ---@field needs? ("elicitation"|"sampling"|"roots")[] Client capabilities the handler's input requests need (ctx.ask: elicitation, ctx.sample: sampling, ctx.roots: roots); an MCP client without one gets error -32021 instead of a run
+---@field task? "optional"|"required" MCP Tasks extension: "optional" gives clients that declare it a task to poll, "required" refuses other clients (-32021); default: no task
+---@field prepare? fun(args: table, ctx: toolhost.Ctx): any Task tools only: runs before the task is created; the task then runs `handler(args, ctx, prepared)` with what it returned
 
 ---Registration, callable only at a tool file's top level.
 registry = {}

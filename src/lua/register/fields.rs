@@ -5,8 +5,8 @@
 
 use crate::lua::convert::{self, Mode};
 use crate::registry::{
-    Annotations, Capability, Invalid, OutputSchema, Registration, ResultLimit, ToolName,
-    check_function_schema, json_type,
+    Annotations, Capability, Invalid, OutputSchema, Registration, ResultLimit, TaskSupport,
+    ToolName, check_function_schema, json_type,
 };
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::{Map, Value};
@@ -24,6 +24,8 @@ pub(crate) struct PendingTool {
     pub handler: Function,
     /// Optional availability probe.
     pub check_fn: Option<Function>,
+    /// A task tool's `prepare`: runs before the task is created.
+    pub prepare: Option<Function>,
     /// Registry metadata; `None` means `schema.description`.
     pub description: Option<String>,
     /// Optional schema-override function.
@@ -61,6 +63,7 @@ pub(crate) struct Draft {
     schema: Option<Map<String, Value>>,
     handler: Option<Function>,
     check_fn: Option<Function>,
+    prepare: Option<Function>,
     description: Option<String>,
     dynamic_schema_overrides: Option<Function>,
     output_schema: Option<OutputSchema>,
@@ -105,8 +108,8 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
     RegisterField {
         name: "handler",
         required: true,
-        lua_type: "fun(args: table, ctx: toolhost.Ctx): string|table",
-        doc: "Returns text, a table (sent as JSON) or a multimodal envelope",
+        lua_type: "fun(args: table, ctx: toolhost.Ctx, prepared: any): string|table",
+        doc: "Returns text, a table (sent as JSON) or a multimodal envelope; a task tool's handler also gets what its `prepare` returned",
         expects: "a function",
         parse: |_, field, value, draft| {
             draft.handler = optional_function(field, value)?;
@@ -285,6 +288,28 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
             Ok(())
         },
     },
+    RegisterField {
+        name: "task",
+        required: false,
+        lua_type: "\"optional\"|\"required\"",
+        doc: "MCP Tasks extension: \"optional\" gives clients that declare it a task to poll, \"required\" refuses other clients (-32021); default: no task",
+        expects: "\"optional\" or \"required\"",
+        parse: |_, field, value, draft| {
+            draft.registration.task = task_field(field, value)?;
+            Ok(())
+        },
+    },
+    RegisterField {
+        name: "prepare",
+        required: false,
+        lua_type: "fun(args: table, ctx: toolhost.Ctx): any",
+        doc: "Task tools only: runs before the task is created; the task then runs `handler(args, ctx, prepared)` with what it returned",
+        expects: "a function",
+        parse: |_, field, value, draft| {
+            draft.prepare = optional_function(field, value)?;
+            Ok(())
+        },
+    },
 ];
 
 /// The known name closest to `given` when it is a plausible typo of it (small edit
@@ -345,12 +370,20 @@ pub(crate) fn parse_tool(lua: &Lua, spec: &Table, line: u32) -> Result<PendingTo
         (field.parse)(lua, field.name, value, &mut draft)?;
     }
     let missing = |name: &str| bad(name, format!("'{name}' is required"));
+    if draft.prepare.is_some() && draft.registration.task.is_none() {
+        // Without a task there is nothing to prepare for: say so rather than run it anyway.
+        return Err(bad(
+            "prepare",
+            "'prepare' is for task tools: set task = \"optional\" or \"required\"".to_string(),
+        ));
+    }
     Ok(PendingTool {
         name: draft.name.ok_or_else(|| missing("name"))?,
         toolset: draft.toolset.ok_or_else(|| missing("toolset"))?,
         schema: draft.schema.ok_or_else(|| missing("schema"))?,
         handler: draft.handler.ok_or_else(|| missing("handler"))?,
         check_fn: draft.check_fn,
+        prepare: draft.prepare,
         description: draft.description,
         dynamic_schema_overrides: draft.dynamic_schema_overrides,
         output_schema: draft.output_schema,
@@ -603,6 +636,23 @@ fn output_schema_field(
         ));
     };
     OutputSchema::compile(schema).map_err(|invalid| bad(field, invalid.into_message()))
+}
+
+/// `task = "optional" | "required"`; anything else names the two values.
+fn task_field(field: &str, value: LuaValue) -> Result<Option<TaskSupport>, FieldError> {
+    let expected = "\"optional\" or \"required\"";
+    match value {
+        LuaValue::Nil => Ok(None),
+        LuaValue::String(s) => match &*s.to_string_lossy() {
+            "optional" => Ok(Some(TaskSupport::Optional)),
+            "required" => Ok(Some(TaskSupport::Required)),
+            other => Err(bad(
+                field,
+                format!("'{field}' must be {expected}, got {other:?}"),
+            )),
+        },
+        other => Err(type_error(field, expected, &other)),
+    }
 }
 
 fn annotations_field(field: &str, value: LuaValue) -> Result<Annotations, FieldError> {

@@ -31,6 +31,9 @@ pub(crate) struct ToolRecord {
     /// Has a `dynamic_schema_overrides` function.
     #[serde(default, skip_serializing_if = "is_false")]
     pub overrides: bool,
+    /// Has a `prepare` function (task tools).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub prepare: bool,
     /// `description` as given (None: from the schema).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -137,6 +140,7 @@ impl ToolRecord {
             schema_description: crate::registry::default_description(&tool.schema),
             check_fn: tool.check_fn.is_some(),
             overrides: tool.dynamic_schema_overrides.is_some(),
+            prepare: tool.prepare.is_some(),
             description: tool.description.clone(),
             output_schema: tool.output_schema.as_ref().map(|o| (*o.schema).clone()),
             registration: tool.registration.clone(),

@@ -186,7 +186,7 @@ end
 -- Runs a handler on the current (async) thread as a new call, with a read-only `ctx`
 -- (built here: a Lua table constructor is far cheaper than building it field by field
 -- from Rust).
-local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope)
+local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope, prepared)
   local co = running()
   call_of[co] = {}
   handler_threads[co] = true
@@ -199,6 +199,10 @@ local function invoke(handler, args, tool_name, tool_call_id, session_id, task_i
     __newindex = refuse_write,
     __metatable = false,
   })
+  -- `prepared`: what a task tool's `prepare` returned; other handlers get (args, ctx) only.
+  if prepared ~= nil then
+    return handler(args, ctx, prepared)
+  end
   return handler(args, ctx)
 end
 

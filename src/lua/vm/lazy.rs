@@ -166,6 +166,9 @@ impl LuaVm {
             };
             let id = |role| LuaFnId::new(file.index, ordinal as u32, role);
             adopted.push((id(FnRole::Handler), tool.handler));
+            if let Some(prepare) = tool.prepare {
+                adopted.push((id(FnRole::Prepare), prepare));
+            }
             if let Some(check) = tool.check_fn {
                 match file.shared_checks.get(ordinal).copied().flatten() {
                     None => adopted.push((id(FnRole::Check), check)),

@@ -27,7 +27,7 @@ use crate::lua::error_text::{self, lua_error_message};
 use crate::lua::register::{self, Binding, LoadSlot, LoadingFile};
 use crate::lua::sandbox::require::{self, ModuleCache, RequireContext, SearchDir};
 use crate::lua::sandbox::{depth, patterns};
-use crate::registry::{CallContext, CallerDomain, LuaFnId};
+use crate::registry::{CallContext, CallerDomain, FnRole, LuaFnId};
 use mlua::chunk::ChunkMode;
 use mlua::{Function, Lua, LuaOptions, StdLib, Table, Value as LuaValue};
 use parking_lot::{Mutex, ReentrantMutex};
@@ -584,6 +584,44 @@ impl LuaVm {
     ) -> mlua::Result<LuaValue> {
         let function = self.function(id)?;
         let args = convert::json_to_lua(&self.lua, args)?;
+        // A task tool's `prepare` runs first, in a call of its own (its coroutines stay
+        // its own); what it returns goes to the handler as is, on this VM.
+        let prepare = self
+            .functions
+            .lock()
+            .get(&id.sibling(FnRole::Prepare))
+            .cloned();
+        let prepared = match prepare {
+            Some(prepare) => {
+                let task_id = ctx.task_id.as_deref();
+                self.run_invoke(
+                    prepare,
+                    args.clone(),
+                    tool_name,
+                    ctx,
+                    task_id,
+                    LuaValue::Nil,
+                )
+                .await?
+            }
+            None => LuaValue::Nil,
+        };
+        // An MCP task is created here, between `prepare` and the handler.
+        let task_id = ctx.hand_over().await.or_else(|| ctx.task_id.clone());
+        self.run_invoke(function, args, tool_name, ctx, task_id.as_deref(), prepared)
+            .await
+    }
+
+    /// `function(args, ctx, prepared)` through the bootstrap's `invoke`.
+    async fn run_invoke(
+        &self,
+        function: Function,
+        args: LuaValue,
+        tool_name: &str,
+        ctx: &CallContext,
+        task_id: Option<&str>,
+        prepared: LuaValue,
+    ) -> mlua::Result<LuaValue> {
         // call_async runs on a recycled coroutine; `invoke` binds it to the handler and
         // builds the read-only ctx.
         self.invoke
@@ -593,8 +631,9 @@ impl LuaVm {
                 tool_name,
                 ctx.tool_call_id.as_deref(),
                 ctx.session_id.as_deref(),
-                ctx.task_id.as_deref(),
+                task_id,
                 ctx.scope.as_deref(),
+                prepared,
             ))
             .await
     }

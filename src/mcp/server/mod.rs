@@ -42,6 +42,7 @@ mod roots;
 #[cfg(feature = "cli")]
 pub(crate) mod stdio;
 mod subscriptions;
+mod tasks;
 
 use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;
@@ -54,9 +55,11 @@ pub(crate) use request_peer::RequestPeer;
 use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion,
-    RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{Peer, RoleServer as Role};
@@ -101,6 +104,8 @@ pub(crate) struct Shared {
     list_ttl_ms: u64,
     /// Seals and opens the state of multi-round calls (`[serve] state_key_env`).
     sealer: input::seal::Sealer,
+    /// The Tasks extension's tasks (records in the store, the ones running here).
+    tasks: tasks::TaskService,
 }
 
 impl Shared {
@@ -135,6 +140,7 @@ impl Shared {
             .unwrap_or_else(|e| panic!("no random key for request states: {e}"))
         });
         drop(config);
+        let tasks = tasks::TaskService::new(&host);
         Arc::new(Self {
             host,
             selection: Selection {
@@ -148,6 +154,7 @@ impl Shared {
             header_schemas: header_schemas::HeaderSchemas::default(),
             list_ttl_ms,
             sealer,
+            tasks,
         })
     }
 
@@ -376,6 +383,7 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(info)
@@ -513,6 +521,23 @@ impl ServerHandler for McpServer {
             arguments: request.arguments,
             continuation,
         };
+        // A `task` tool: a task for a client of the Tasks extension (docs/mcp-server.md#tasks).
+        if let Some((support, budget)) = self.shared.host.task_tool(&call.name, &self.context()) {
+            let declared = context
+                .client_capabilities()
+                .is_some_and(|caps| caps.supports_tasks());
+            if declared {
+                let principal = tasks::principal::of(&context);
+                return self
+                    .call_as_task(call, budget, principal, context.ct.clone())
+                    .await;
+            }
+            if support == crate::TaskSupport::Required {
+                return Err(McpError::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ));
+            }
+        }
         // `notifications/cancelled` cancels rmcp's token for this request; on `--stateless`
         // HTTP, where rmcp never sees it, the token the HTTP layer gave the request.
         let cancelled = context.ct.cancelled_owned();
@@ -532,6 +557,36 @@ impl ServerHandler for McpServer {
         self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
             .await
             .map_err(|refused| refused.to_error())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let principal = tasks::principal::of(&context);
+        self.shared.tasks.get(request.task_id, principal).await
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let principal = tasks::principal::of(&context);
+        self.shared
+            .tasks
+            .update(request.task_id, request.input_responses, principal)
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let principal = tasks::principal::of(&context);
+        self.shared.tasks.cancel(request.task_id, principal).await
     }
 }
 

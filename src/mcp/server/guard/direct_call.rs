@@ -15,7 +15,8 @@
 //! `name`, `arguments` and a `_meta` with at most a `progressToken`. Anything else —
 //! another method or protocol, a member this reader does not know (`inputResponses`, a
 //! task, a protocol version in `_meta`), a duplicate member, an id that is not a string
-//! or a number — takes the ordinary way through rmcp, which answers it as before.
+//! or a number, a call of a `task` tool — takes the ordinary way through rmcp, which
+//! answers it as before.
 
 use super::{Ids, error_line};
 use crate::mcp::server::{Call, McpServer, RequestPeer, Sink};
@@ -88,7 +89,9 @@ struct Meta {
 /// `line` as a call the guard answers itself for `server`'s session, if it is one.
 pub(super) fn take(server: &McpServer, line: &str) -> Option<DirectCall> {
     if server.takes_direct_calls() {
+        // A task tool's call may become a task or be refused: rmcp's way decides.
         parse(line, || server.session_peer())
+            .filter(|direct| !server.is_task_tool(&direct.call.name))
     } else {
         None
     }
