@@ -2,7 +2,11 @@
 //! progress and log notifications go to the call's observer (`ctx.observer`), which for a
 //! call from our own MCP client turns them into that client's `notifications/progress`
 //! (with the client's own progress token) and `notifications/message`; its elicitation
-//! requests go to the call's elicitation relay, which asks that client.
+//! requests go to the call's [`Asker`], as `ctx.ask`'s do: the MCP client behind the call
+//! is asked on either revision (a server→client request on a 2025-11-25 session; on
+//! 2026-07-28 an input request of the call's round: the external call is made again in the
+//! next round and its question answered from the recorded answer, keyed
+//! `mcp.SERVER.N` after the call's key prefix, N the question's place in the call).
 //!
 //! Progress is matched exactly: each request carries a progress token of its own (rmcp
 //! mints one per request), and a report with the token of a call goes to that call only.
@@ -15,7 +19,10 @@
 // Logging is deprecated by SEP-2577 from protocol 2026-07-28 on; servers of today still send it.
 #![allow(deprecated)]
 
-use crate::registry::{CallObserver, ElicitationRelay, LogLevel, LogLine, Progress};
+use crate::registry::{
+    Asker, CallObserver, Capability, InputAnswer, InputKind, InputRequest, LogLevel, LogLine,
+    Progress, ask_round_guarded, supports_guarded,
+};
 use parking_lot::Mutex;
 use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, LoggingLevel,
@@ -24,20 +31,27 @@ use rmcp::model::{
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 /// Who is behind one of our calls: where its reports go and who answers its questions.
 #[derive(Clone, Default)]
 pub(crate) struct Caller {
     /// The calling context's observer.
     pub(crate) observer: Option<Arc<dyn CallObserver>>,
-    /// The calling context's elicitation relay.
-    pub(crate) elicitation: Option<ElicitationRelay>,
+    /// The calling context's asker.
+    pub(crate) asker: Option<Arc<dyn Asker>>,
+    /// The calling context's prefix of input-request keys (`ctx.call` nesting).
+    pub(crate) ask_prefix: String,
+    /// The calling context's cancellation: a question waits no longer than the call.
+    pub(crate) cancel: CancellationToken,
 }
 
 /// One call running on the server, and the tool's name (as registered) for its log lines.
 struct Relayed {
     caller: Caller,
     tool: String,
+    /// Questions the server asked during this call so far (they key the next one).
+    questions: u32,
 }
 
 /// The calls of one server running now, by progress token.
@@ -71,6 +85,7 @@ impl Relays {
         let relayed = Relayed {
             caller,
             tool: tool.to_string(),
+            questions: 0,
         };
         self.calls.lock().insert(token.clone(), relayed);
         Registration {
@@ -87,6 +102,18 @@ impl Relays {
             (Some(only), None) => Some((only.caller.clone(), only.tool.clone())),
             _ => None,
         }
+    }
+
+    /// The caller of the one call running, if exactly one is, and the place of a question
+    /// it is asked now (1 for its first).
+    fn lone_question(&self) -> Option<(Caller, u32)> {
+        let mut calls = self.calls.lock();
+        if calls.len() != 1 {
+            return None;
+        }
+        let only = calls.values_mut().next()?;
+        only.questions += 1;
+        Some((only.caller.clone(), only.questions))
     }
 
     /// A progress notification from the server: to the call whose token it carries.
@@ -126,30 +153,55 @@ impl Relays {
         });
     }
 
-    /// An elicitation request from server `server`: asked of the client behind the one
-    /// call running, if there is exactly one and it has a client to ask; otherwise (and
-    /// when the client cannot answer) `cancel`: nobody was asked.
+    /// An elicitation request from server `server`: asked through the asker of the one
+    /// call running, if there is exactly one and its client can be asked; otherwise (and
+    /// when the client cannot answer, or the call ends first) `cancel`: nobody was asked.
     pub(crate) async fn elicit(&self, server: &str, params: ElicitRequestParams) -> ElicitResult {
-        let relay = match self.lone() {
-            Some((
-                Caller {
-                    elicitation: Some(relay),
-                    ..
-                },
-                _,
-            )) => relay,
-            _ => {
-                tracing::debug!(target: "toolhost::mcp_client", server, "elicitation not relayed (no single call with a client to ask)");
-                return ElicitResult::new(ElicitationAction::Cancel);
+        let cancel = || ElicitResult::new(ElicitationAction::Cancel);
+        let Some((caller, place)) = self.lone_question() else {
+            tracing::debug!(target: "toolhost::mcp_client", server, "elicitation not relayed (no single call running)");
+            return cancel();
+        };
+        let Some(asker) = caller.asker else {
+            tracing::debug!(target: "toolhost::mcp_client", server, "elicitation not relayed (the call has nobody to ask)");
+            return cancel();
+        };
+        if !supports_guarded(&*asker, Capability::Elicitation) {
+            return cancel();
+        }
+        let Some(kind) = form(params) else {
+            tracing::debug!(target: "toolhost::mcp_client", server, "elicitation not relayed (only form questions are)");
+            return cancel();
+        };
+        let key = format!("{}mcp.{server}.{place}", caller.ask_prefix);
+        let request = InputRequest::new(key, kind);
+        let answer = tokio::select! {
+            mut answers = ask_round_guarded(&*asker, vec![request]) => answers.pop(),
+            // The call ended (or stopped for a 2026-07-28 round): the server's call goes too.
+            () = caller.cancel.cancelled() => None,
+        };
+        match answer {
+            Some(InputAnswer::Accept { content }) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
             }
-        };
-        let Ok(params) = serde_json::to_value(params) else {
-            return ElicitResult::new(ElicitationAction::Cancel);
-        };
-        relay(params)
-            .await
-            .and_then(|answer| serde_json::from_value(answer).ok())
-            .unwrap_or_else(|| ElicitResult::new(ElicitationAction::Cancel))
+            Some(InputAnswer::Decline) => ElicitResult::new(ElicitationAction::Decline),
+            _ => cancel(),
+        }
+    }
+}
+
+/// A form question as the request a tool's `ctx.ask` makes (`None` for another mode).
+fn form(params: ElicitRequestParams) -> Option<InputKind> {
+    match params {
+        ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } => Some(InputKind::Elicitation {
+            message,
+            schema: serde_json::to_value(requested_schema).ok()?,
+        }),
+        _ => None,
     }
 }
 
@@ -182,7 +234,7 @@ mod tests {
     fn observed(observer: Arc<Heard>) -> Caller {
         Caller {
             observer: Some(observer),
-            elicitation: None,
+            ..Caller::default()
         }
     }
 
@@ -208,33 +260,50 @@ mod tests {
         .expect("elicitation params")
     }
 
-    /// A question is asked only of the client behind the one call running: with nobody
+    /// Answers every question `accept`, noting the keys it was asked.
+    #[derive(Default)]
+    struct Accepts(Mutex<Vec<String>>);
+
+    impl Asker for Accepts {
+        fn ask(&self, request: InputRequest) -> crate::registry::AskFuture<'_> {
+            self.0.lock().push(request.key);
+            let mut content = serde_json::Map::new();
+            content.insert("p".into(), "x".into());
+            Box::pin(async move { InputAnswer::Accept { content } })
+        }
+    }
+
+    /// A question is asked only through the asker of the one call running: with nobody
     /// behind it, or with two calls in flight, it is answered `cancel` and nobody is asked.
+    /// Its key names the server and the question's place in the call, after the call's
+    /// prefix, so a replayed call asks the same keys.
     #[test]
-    fn a_question_goes_only_to_the_lone_calls_client() {
+    fn a_question_goes_only_to_the_lone_calls_asker_under_a_stable_key() {
         let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
             .build()
             .expect("runtime");
         let relays = Arc::new(Relays::default());
-        let asked = Arc::new(Mutex::new(0));
-        let counter = asked.clone();
-        let relay: ElicitationRelay = Arc::new(move |_params| {
-            *counter.lock() += 1;
-            Box::pin(async { Some(serde_json::json!({"action": "accept", "content": {"p": "x"}})) })
-        });
+        let asker = Arc::new(Accepts::default());
         let behind = Caller {
-            observer: None,
-            elicitation: Some(relay),
+            asker: Some(asker.clone()),
+            ask_prefix: "c2.".into(),
+            ..Caller::default()
         };
         let action = |relays: &Relays| runtime.block_on(relays.elicit("s", question())).action;
         assert_eq!(action(&relays), ElicitationAction::Cancel); // no call running
         let cli = relays.register(token(1), Caller::default(), "mcp__s__a");
         assert_eq!(action(&relays), ElicitationAction::Cancel); // nobody behind it
-        let _mcp_call = relays.register(token(2), behind.clone(), "mcp__s__a");
+        let mcp_call = relays.register(token(2), behind.clone(), "mcp__s__a");
         assert_eq!(action(&relays), ElicitationAction::Cancel); // two in flight
         drop(cli);
         assert_eq!(action(&relays), ElicitationAction::Accept);
-        assert_eq!(*asked.lock(), 1);
+        assert_eq!(action(&relays), ElicitationAction::Accept);
+        drop(mcp_call);
+        let _again = relays.register(token(3), behind, "mcp__s__a");
+        assert_eq!(action(&relays), ElicitationAction::Accept);
+        // Places count per call, from 1 (the attempt with two in flight counted for none).
+        assert_eq!(*asker.0.lock(), ["c2.mcp.s.1", "c2.mcp.s.2", "c2.mcp.s.1"]);
     }
 
     fn token(n: i64) -> ProgressToken {

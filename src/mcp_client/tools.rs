@@ -99,7 +99,9 @@ fn entry(
             async move {
                 let caller = Caller {
                     observer: ctx.observer.clone(),
-                    elicitation: ctx.elicitation_relay.clone(),
+                    asker: ctx.asker.clone(),
+                    ask_prefix: ctx.ask_prefix.clone(),
+                    cancel: ctx.cancel.clone(),
                 };
                 link.call(&remote, args, shape, caller, &registered)
                     .await

@@ -56,18 +56,11 @@ pub struct CallContext {
     /// Prepended to the keys of the call's input requests: `""` for a call from outside,
     /// `c2.` for its second `ctx.call`, `c2.c1.` for that one's first, ...
     pub(crate) ask_prefix: String,
-    /// Relays a consumed MCP server's elicitation request to the client behind the call.
-    pub(crate) elicitation_relay: Option<ElicitationRelay>,
     /// A task tool's call made for an MCP task: called once `prepare` has returned (or at
     /// once when there is none), just before the handler starts; it answers the task's id
     /// once the task exists (`None`: no task, the call goes on as a plain one).
     pub(crate) handover: Option<Handover>,
 }
-
-/// Relays an `elicitation/create` of a consumed MCP server (its params, as JSON) to the MCP
-/// client behind the call; the client's answer as JSON, or `None` when it could not be
-/// asked. Set by the MCP server for clients that declared the `elicitation` capability.
-pub(crate) type ElicitationRelay = Arc<dyn Fn(Value) -> NativeFuture<Option<Value>> + Send + Sync>;
 
 /// What a task tool's call calls between `prepare` and its handler (see
 /// [`CallContext::with_handover`]).
@@ -124,7 +117,6 @@ impl std::fmt::Debug for CallContext {
             .field("depth", &self.depth)
             .field("asker", &self.asker.is_some())
             .field("over_mcp", &self.over_mcp)
-            .field("elicitation_relay", &self.elicitation_relay.is_some())
             .finish()
     }
 }
@@ -215,13 +207,6 @@ impl CallContext {
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn with_fs_roots(mut self, roots: Arc<ClientRoots>) -> Self {
         self.fs_roots = Some(roots);
-        self
-    }
-
-    /// Who answers a consumed MCP server's elicitation requests during this call.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn with_elicitation_relay(mut self, relay: ElicitationRelay) -> Self {
-        self.elicitation_relay = Some(relay);
         self
     }
 

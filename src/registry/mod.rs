@@ -32,7 +32,6 @@ pub(crate) use availability::{
 };
 pub use context::CallContext;
 #[cfg(feature = "mcp-client")]
-pub(crate) use context::ElicitationRelay;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;

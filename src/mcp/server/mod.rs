@@ -28,7 +28,6 @@
 #![allow(deprecated)]
 
 mod content;
-mod elicit_relay;
 pub(crate) mod gate;
 pub(crate) mod guard;
 mod header_schemas;
@@ -528,8 +527,9 @@ impl ServerHandler for McpServer {
                 .is_some_and(|caps| caps.supports_tasks());
             if declared {
                 let principal = tasks::principal::of(&context);
+                let declared = context.client_capabilities();
                 return self
-                    .call_as_task(call, budget, principal, context.ct.clone())
+                    .call_as_task(call, budget, principal, declared, context.ct.clone())
                     .await;
             }
             if support == crate::TaskSupport::Required {
@@ -609,25 +609,18 @@ pub(crate) struct Call {
 }
 
 impl McpServer {
-    /// Runs `call` through the whole pipeline once the gate admits it; its progress and
-    /// log lines go to `sink`, and `cancelled` resolving stops it (it then answers
-    /// `cancelled`). A 2026-07-28 call that stops for input answers `input_required`.
-    /// `Err` is the gate's refusal, a refused multi-round state, or a missing capability.
-    pub(crate) async fn run_call(
+    /// `ctx` with the asker and the roots of `call` (with `args`): on a 2025-11-25 session
+    /// the session's roots and its client asked by server→client requests; on 2026-07-28
+    /// the answers the request brings, replayed, and the roots among them (the returned
+    /// asker tells, after the run, which requests it stopped for). `Err`: a refused
+    /// `requestState`.
+    pub(crate) async fn with_inputs(
         &self,
-        call: Call,
-        sink: Sink,
-        cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<CallToolResponse, gate::Refused> {
-        let _admitted = self.shared.gate.admit(&self.session.slots).await?;
-        let args = call.arguments.map(Value::Object).unwrap_or_default();
-        let mut ctx = self.context();
-        ctx.tool_call_id = Some(call.tool_call_id);
-        // Approvals follow `[approval] mcp`.
-        ctx = ctx.over_mcp_client();
-        let replay = match &call.continuation {
-            // A session of the session model (2025-11-25) asks its input requests as
-            // server→client requests, and has its roots from the session.
+        mut ctx: CallContext,
+        call: &Call,
+        args: &Value,
+    ) -> Result<(CallContext, Option<Arc<input::replay::ReplayAsker>>), gate::Refused> {
+        match &call.continuation {
             None => {
                 if let Some(roots) = self.session.roots.current().await {
                     ctx = ctx.with_fs_roots(roots);
@@ -638,26 +631,40 @@ impl McpServer {
                 {
                     ctx = ctx.with_asker(Arc::new(input::session::PeerAsker::new(peer)));
                 }
-                None
+                Ok((ctx, None))
             }
-            // 2026-07-28: the answers so far come with the request; a missing one ends the
-            // call for input (cancelling its token).
+            // A missing answer ends the call for input (cancelling its token).
             Some(continuation) => {
                 let answers =
-                    input::recorded_answers(&self.shared.sealer, &call.name, &args, continuation)
+                    input::recorded_answers(&self.shared.sealer, &call.name, args, continuation)
                         .map_err(gate::Refused::InputState)?;
                 if let Some(roots) = input::recorded_roots(&answers.recorded) {
                     ctx = ctx.with_fs_roots(roots);
                 }
                 let asker = input::replay_asker(answers, continuation, ctx.cancel.clone());
                 ctx = ctx.with_asker(asker.clone());
-                Some(asker)
+                Ok((ctx, Some(asker)))
             }
-        };
-        // A consumed server's elicitation goes to this client when it can be asked.
-        if let Some(relay) = elicit_relay::for_client(self.session.peer.lock().as_ref()) {
-            ctx = ctx.with_elicitation_relay(Arc::new(relay));
         }
+    }
+
+    /// Runs `call` through the whole pipeline once the gate admits it; its progress and
+    /// log lines go to `sink`, and `cancelled` resolving stops it (it then answers
+    /// `cancelled`). A 2026-07-28 call that stops for input answers `input_required`.
+    /// `Err` is the gate's refusal, a refused multi-round state, or a missing capability.
+    pub(crate) async fn run_call(
+        &self,
+        mut call: Call,
+        sink: Sink,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<CallToolResponse, gate::Refused> {
+        let _admitted = self.shared.gate.admit(&self.session.slots).await?;
+        let args = call.arguments.take().map(Value::Object).unwrap_or_default();
+        let mut ctx = self.context();
+        ctx.tool_call_id = Some(call.tool_call_id.clone());
+        // Approvals follow `[approval] mcp`.
+        ctx = ctx.over_mcp_client();
+        let (mut ctx, replay) = self.with_inputs(ctx, &call, &args).await?;
         // `None`: a level above anything a tool logs (`critical` and up) lets nothing through.
         let log_level = match call.peer.log_level {
             Some(level) => observer::minimum_level(level),

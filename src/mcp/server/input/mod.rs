@@ -17,7 +17,7 @@
 pub(crate) mod replay;
 pub(crate) mod seal;
 pub(crate) mod session;
-mod wire;
+pub(crate) mod wire;
 
 use crate::fs_roots::ClientRoots;
 use crate::{InputAnswer, InputKind};

@@ -10,15 +10,19 @@
 //! only `tasks/cancel` does. Its progress shows in `tasks/get`; its log lines go to the
 //! server's log only (the extension sends no notifications for tasks).
 
+use super::asker::TaskAsker;
 use super::created;
 use super::records::{INTERNAL_ERROR, TaskEnd, rpc_error};
 use super::runner::Running;
 use crate::mcp::server::content::to_call_result;
+use crate::mcp::server::gate::Refused;
+use crate::mcp::server::input::{self, replay::ReplayAsker};
 use crate::mcp::server::{Call, McpServer};
 use crate::{ErrorType, ToolResult};
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResponse, JsonObject};
+use rmcp::model::{CallToolResponse, ClientCapabilities, JsonObject};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -36,31 +40,60 @@ impl McpServer {
         self.shared.host.task_tool(name, &self.context()).is_some()
     }
 
-    /// Runs `call` as a task of `principal`; `budget` is the handler's deadline, `request`
-    /// the request's cancellation. Answers the task once the call reaches its handler, or
-    /// the call's own result when it ends before.
+    /// Runs `call` as a task of `principal` (whose client declared `declared`); `budget`
+    /// is the handler's deadline, `request` the request's cancellation. Answers the task
+    /// once the call reaches its handler, or the call's own result when it ends before
+    /// (`input_required` when `prepare` asked in a 2026-07-28 round).
     pub(crate) async fn call_as_task(
         &self,
-        call: Call,
+        mut call: Call,
         budget: Duration,
         principal: &'static str,
+        declared: Option<ClientCapabilities>,
         request: CancellationToken,
     ) -> Result<CallToolResponse, McpError> {
         let token = self.shared.gate.call_token();
         let running = Running::new(token.clone());
+        let args = call.arguments.take().map(Value::Object).unwrap_or_default();
+        let mut ctx = self.context();
+        ctx.cancel = token;
+        ctx.tool_call_id = Some(call.tool_call_id.clone());
+        // Approvals follow `[approval] mcp`, as for any call of an MCP client.
+        ctx = ctx.over_mcp_client();
+        // Before the handover the request's own way of asking (its rounds stop the call
+        // through `token`), after it the task's (see `TaskAsker`).
+        let (ctx, replay) = self
+            .with_inputs(ctx, &call, &args)
+            .await
+            .map_err(|refused| refused.to_error())?;
+        let asker = Arc::new(TaskAsker::new(
+            ctx.asker().cloned(),
+            running.clone(),
+            declared,
+        ));
+        let mut ctx = ctx.with_asker(asker.clone());
         // The pipeline's handover point calls this; the request below answers it.
         let (ask, mut asked) = mpsc::channel::<HandoverReply>(1);
         let handover = move || {
             let ask = ask.clone();
+            let asker = asker.clone();
             async move {
                 let (reply, id) = oneshot::channel();
                 ask.send(reply).await.ok()?;
-                id.await.ok().flatten()
+                let id = id.await.ok().flatten()?;
+                asker.hand_over();
+                Some(id)
             }
         };
+        ctx = ctx.with_observer(running.clone()).with_handover(handover);
         let server = self.clone();
-        let observer = running.clone();
         let name = call.name.clone();
+        let before = PlainEnd {
+            replay,
+            sealer_of: self.clone(),
+            name: name.clone(),
+            args: args.clone(),
+        };
         let mut work = tokio::spawn(async move {
             // A place of its own: a task outlives the request (and the session) that made
             // it, so it counts against `max_calls`, not the session's calls.
@@ -71,17 +104,6 @@ impl McpServer {
                 .admit(&slots)
                 .await
                 .map_err(|r| r.to_string())?;
-            let mut ctx = server.context();
-            ctx.cancel = token;
-            ctx.tool_call_id = Some(call.tool_call_id);
-            if let Some(roots) = server.session.roots.current().await {
-                ctx = ctx.with_fs_roots(roots);
-            }
-            // A task's input requests (`ctx.ask` after the handover) belong in
-            // `running.inputs` (`input_required`, answered by `tasks/update`); before the
-            // handover, `prepare`'s are the request's own rounds.
-            ctx = ctx.with_observer(observer).with_handover(handover);
-            let args = call.arguments.map(Value::Object).unwrap_or_default();
             let outcome = server.shared.host.handle_call(&call.name, args, &ctx).await;
             Ok::<_, String>((outcome.result, outcome.structured))
         });
@@ -90,7 +112,7 @@ impl McpServer {
         let abandoned = running.cancel.clone().drop_guard();
         let reply = tokio::select! {
             reply = asked.recv() => reply,
-            ended = &mut work => return plain(ended),
+            ended = &mut work => return before.answer(ended),
             () = request.cancelled() => {
                 running.cancel.cancel();
                 return Err(McpError::internal_error("the request was cancelled", None));
@@ -98,7 +120,7 @@ impl McpServer {
         };
         // No handover and the channel closed: the call ended before its handler.
         let Some(reply) = reply else {
-            return plain(work.await);
+            return before.answer(work.await);
         };
         let tasks = &self.shared.tasks;
         let records = tasks.records.clone();
@@ -148,18 +170,56 @@ impl McpServer {
     }
 }
 
-/// The answer of a call that ended before its handler: the plain call's, no task.
-fn plain(
-    ended: Result<Result<(ToolResult, bool), String>, tokio::task::JoinError>,
-) -> Result<CallToolResponse, McpError> {
-    match ended {
-        Ok(Ok((result, structured))) => Ok(to_call_result(result, structured).into()),
-        Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
-        Err(e) => Err(McpError::internal_error(
-            format!("the call failed: {e}"),
-            None,
-        )),
+/// What answers a call that ended before its handler (no task): the plain call's answer.
+struct PlainEnd {
+    /// The 2026-07-28 asker of the request's rounds, if any.
+    replay: Option<Arc<ReplayAsker>>,
+    /// The server (its sealer).
+    sealer_of: McpServer,
+    name: String,
+    args: Value,
+}
+
+impl PlainEnd {
+    /// The answer: `input_required` when `prepare` (or the approval) stopped for input in a
+    /// 2026-07-28 round, -32021 for a missing capability, else the call's result.
+    fn answer(
+        self,
+        ended: Result<Result<(ToolResult, bool), String>, tokio::task::JoinError>,
+    ) -> Result<CallToolResponse, McpError> {
+        if let Some(replay) = &self.replay {
+            let pending = replay.take_pending();
+            if !pending.is_empty() {
+                return Ok(input::input_required(
+                    &self.sealer_of.shared.sealer,
+                    &self.name,
+                    &self.args,
+                    &replay.recorded(),
+                    pending,
+                )
+                .into());
+            }
+        }
+        match ended {
+            Ok(Ok((result, _))) if is_missing_capability(&result) => {
+                let error = result.error().cloned();
+                let (message, needs) = error.map(|e| (e.message, e.needs)).unwrap_or_default();
+                Err(Refused::MissingCapability { message, needs }.to_error())
+            }
+            Ok(Ok((result, structured))) => Ok(to_call_result(result, structured).into()),
+            Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
+            Err(e) => Err(McpError::internal_error(
+                format!("the call failed: {e}"),
+                None,
+            )),
+        }
     }
+}
+
+fn is_missing_capability(result: &ToolResult) -> bool {
+    result
+        .error()
+        .is_some_and(|error| error.kind == ErrorType::MissingCapability)
 }
 
 /// How a task's call that reached its handler ended.

@@ -60,7 +60,6 @@ pub(crate) struct NothingWaits;
 impl Inputs {
     /// Asks `requests` as one round and waits until each has a response (in
     /// `tasks/update`s); dropping the future withdraws the round.
-    #[allow(dead_code)] // Called by a task's `ctx.ask` once that is wired (see the module doc).
     pub(crate) async fn ask(&self, requests: InputRequests) -> Result<Answers, AskError> {
         if requests.is_empty() {
             return Ok(Answers::new());

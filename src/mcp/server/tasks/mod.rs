@@ -12,6 +12,7 @@
 //! - this file: [`TaskService`], which answers `tasks/get`, `tasks/update`, `tasks/cancel`
 //!   in rmcp's types, whatever the revision or transport that carried them.
 
+mod asker;
 mod call;
 mod clock;
 mod input;
