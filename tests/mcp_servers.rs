@@ -992,3 +992,95 @@ fn a_servers_question_reaches_a_stdio_client_that_called_through_toolhost() {
 fn a_servers_question_reaches_an_http_client_that_called_through_toolhost() {
     a_servers_question_reaches_the_client_that_called("http");
 }
+
+/// A consumed server's question is an input request of the call like `ctx.ask`'s: the
+/// embedder's asker answers it, under the key `mcp.SERVER.N` (the N-th question of the
+/// call), and the answer reaches the server.
+#[test]
+fn a_servers_question_is_answered_by_the_calls_asker() {
+    let fx = Fixture::new();
+    let host = fx.host_with(&py_server(&fx, ""));
+    let asker = toolhost::ScriptedAsker::from_json(
+        &json!({ "mcp.py.1": { "action": "accept", "content": { "colour": "plum" } } }),
+    )
+    .expect("answers");
+    let ctx = toolhost::CallContext::default().with_asker(std::sync::Arc::new(asker));
+    let out = common::call_in(&host, "mcp__py__confirm", json!({}), &ctx);
+    assert_eq!(structured(out), json!({ "result": "accept:plum" }));
+}
+
+/// On 2026-07-28 a consumed server's question reaches our client as an input request of
+/// the call's round (`input_required`), and the answer the client sends back with the
+/// sealed state reaches the server when the call is made again.
+#[test]
+fn a_servers_question_reaches_a_2026_client_as_an_input_request() {
+    use std::io::{BufRead, BufReader, Write};
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "-q", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (send, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
+    });
+    let mut call = |id: u64, extra: Value| -> Value {
+        let mut params = json!({ "name": "mcp__py__confirm", "arguments": {}, "_meta": meta });
+        for (key, value) in extra.as_object().cloned().unwrap_or_default() {
+            params[key] = value;
+        }
+        let request =
+            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+        writeln!(stdin, "{request}").expect("write");
+        stdin.flush().expect("flush");
+        loop {
+            let line = lines
+                .recv_timeout(Duration::from_secs(60))
+                .expect("an answer to tools/call");
+            let message: Value = serde_json::from_str(&line).expect("JSON");
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    };
+    let first = call(1, json!({}));
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let question = &result["inputRequests"]["mcp.py.1"];
+    assert_eq!(question["method"], "elicitation/create", "{first}");
+    assert_eq!(question["params"]["message"], "Which colour?", "{first}");
+    let state = result["requestState"].as_str().expect("a sealed state");
+    let second = call(
+        2,
+        json!({
+            "requestState": state,
+            "inputResponses": { "mcp.py.1": { "action": "accept", "content": { "colour": "teal" } } }
+        }),
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    let result = &second["result"];
+    assert_eq!(result["resultType"], "complete", "{second}");
+    assert_eq!(result["isError"], false, "{second}");
+    assert_eq!(
+        result["content"][0]["text"], r#"{"result":"accept:teal"}"#,
+        "{second}"
+    );
+}

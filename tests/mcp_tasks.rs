@@ -759,3 +759,173 @@ fn a_required_task_tool_outside_the_selection_is_not_revealed_by_the_refusal() {
         .unwrap_or_default();
     assert!(text.contains("unavailable"), "{answer}");
 }
+
+const ASKING: &str = r#"
+registry.register{ name = "confirm", toolset = "t", task = "optional", timeout_ms = 60000,
+  schema = { description = "Asks, then answers", parameters = { type = "object",
+    properties = { file = { type = "string" } } } },
+  handler = function(args, ctx)
+    local answer = ctx.ask{ message = "Delete " .. args.file .. "?",
+      schema = { type = "object", properties = { confirm = { type = "boolean" } } } }
+    if answer.action == "accept" and answer.content.confirm then
+      return "deleted " .. args.file
+    end
+    return answer.action .. " " .. args.file
+  end }
+registry.register{ name = "greeter", toolset = "t", task = "required",
+  schema = { description = "Asks a name before the task, greets it in the task",
+    parameters = { type = "object" } },
+  prepare = function(_, ctx)
+    local answer = ctx.ask{ key = "user_name", message = "Your name?",
+      schema = { type = "object", properties = { name = { type = "string" } } } }
+    return answer.content and answer.content.name or "nobody"
+  end,
+  handler = function(_, ctx, name) return "Hello, " .. name .. " (" .. ctx.task_id .. ")" end }
+"#;
+
+/// A server for 2026-07-28 requests whose client declares elicitation and the extension,
+/// serving the asking tools beside the others.
+fn asking_server() -> (Fixture, Server) {
+    let fx = fixture();
+    fx.tool("asking.lua", ASKING);
+    let mut server = Server::start_2026(&fx);
+    if let Some(meta) = server.meta.as_mut() {
+        meta["io.modelcontextprotocol/clientCapabilities"]["elicitation"] = json!({});
+    }
+    (fx, server)
+}
+
+impl Server {
+    /// Polls `tasks/get` until the task has `status` (within 20 s).
+    fn until_status(&mut self, task_id: &str, status: &str) -> Value {
+        let start = Instant::now();
+        loop {
+            let task = self.result("tasks/get", json!({ "taskId": task_id }));
+            if task["status"] == status {
+                return task;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "not {status}: {task}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Starts `confirm` as a task and waits until it asks; answers the task's id.
+fn waiting_confirm(server: &mut Server) -> String {
+    let created = start_task(server, "confirm", json!({ "file": "a.txt" }));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    let waiting = server.until_status(&id, "input_required");
+    let question = &waiting["inputRequests"]["q1"];
+    assert_eq!(question["method"], "elicitation/create", "{waiting}");
+    assert_eq!(question["params"]["message"], "Delete a.txt?", "{waiting}");
+    id
+}
+
+fn confirm_update(id: &str, key: &str) -> Value {
+    json!({ "taskId": id, "inputResponses": {
+        key: { "action": "accept", "content": { "confirm": true } } } })
+}
+
+#[test]
+fn a_task_that_asks_is_input_required_until_tasks_update_answers_it() {
+    let (_fx, mut server) = asking_server();
+    let id = waiting_confirm(&mut server);
+    let ack = server.result("tasks/update", confirm_update(&id, "q1"));
+    assert_eq!(ack, json!({ "resultType": "complete" }));
+    let done = server.until_status(&id, "completed");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "deleted a.txt",
+        "{done}"
+    );
+}
+
+#[test]
+fn responses_for_unknown_keys_are_ignored_and_the_task_keeps_waiting() {
+    let (_fx, mut server) = asking_server();
+    let id = waiting_confirm(&mut server);
+    let ack = server.result("tasks/update", confirm_update(&id, "not-asked"));
+    assert_eq!(ack, json!({ "resultType": "complete" }));
+    let still = server.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(still["status"], "input_required", "{still}");
+    assert!(still["inputRequests"].get("q1").is_some(), "{still}");
+    server.result("tasks/cancel", json!({ "taskId": id }));
+}
+
+#[test]
+fn a_second_update_for_an_answered_key_is_refused() {
+    let (_fx, mut server) = asking_server();
+    let id = waiting_confirm(&mut server);
+    server.result("tasks/update", confirm_update(&id, "q1"));
+    server.until_status(&id, "completed");
+    let again = server.request("tasks/update", confirm_update(&id, "q1"));
+    assert_eq!(again["error"]["code"], -32602, "{again}");
+    let done = server.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(
+        done["result"]["content"][0]["text"], "deleted a.txt",
+        "{done}"
+    );
+}
+
+#[test]
+fn an_update_after_the_task_was_cancelled_is_refused() {
+    let (_fx, mut server) = asking_server();
+    let id = waiting_confirm(&mut server);
+    server.result("tasks/cancel", json!({ "taskId": id }));
+    let cancelled = server.until_status(&id, "cancelled");
+    assert_eq!(cancelled.get("inputRequests"), None, "{cancelled}");
+    let late = server.request("tasks/update", confirm_update(&id, "q1"));
+    assert_eq!(late["error"]["code"], -32602, "{late}");
+    assert_eq!(server.settled(&id)["status"], "cancelled");
+}
+
+#[test]
+fn prepare_asks_in_input_request_rounds_before_the_task_exists() {
+    let (_fx, mut server) = asking_server();
+    let first = server.call("greeter", json!({}));
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    assert_eq!(first.get("taskId"), None, "no task yet: {first}");
+    assert_eq!(
+        first["inputRequests"]["user_name"]["method"], "elicitation/create",
+        "{first}"
+    );
+    let state = first["requestState"].as_str().expect("a sealed state");
+    let created = server.result(
+        "tools/call",
+        json!({ "name": "greeter", "arguments": {}, "requestState": state,
+                "inputResponses": { "user_name": { "action": "accept",
+                                                   "content": { "name": "Ada" } } } }),
+    );
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap();
+    let done = server.until_status(id, "completed");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        format!("Hello, Ada ({id})"),
+        "{done}"
+    );
+}
+
+#[test]
+fn a_task_on_a_2025_session_asks_through_tasks_update_too() {
+    let fx = fixture();
+    fx.tool("asking.lua", ASKING);
+    let mut server = Server::spawn(&fx, &[]);
+    let init = server.request(
+        "initialize",
+        json!({ "protocolVersion": "2025-11-25",
+                "capabilities": { "elicitation": {}, "extensions": { TASKS: {} } },
+                "clientInfo": { "name": "raw", "version": "1" } }),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    server.send(&json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    let id = waiting_confirm(&mut server);
+    server.result("tasks/update", confirm_update(&id, "q1"));
+    let done = server.until_status(&id, "completed");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "deleted a.txt",
+        "{done}"
+    );
+}
