@@ -303,7 +303,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         name: "prepare",
         required: false,
         lua_type: "fun(args: table, ctx: toolhost.Ctx): any",
-        doc: "Task tools only: runs before the task is created; the task then runs `handler(args, ctx, prepared)` with what it returned",
+        doc: "Task tools only: runs before the task is created (it may ask: `ctx.ask` and the others, in the request's rounds); the task then runs `handler(args, ctx, prepared)` with what it returned",
         expects: "a function",
         parse: |_, field, value, draft| {
             draft.prepare = optional_function(field, value)?;
