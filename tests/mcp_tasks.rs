@@ -929,3 +929,37 @@ fn a_task_on_a_2025_session_asks_through_tasks_update_too() {
         "{done}"
     );
 }
+
+#[test]
+fn another_principals_update_finds_no_task_and_answers_nothing() {
+    let (fx, mut local) = asking_server();
+    let id = waiting_confirm(&mut local);
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
+    let (mut http, url) = common::spawn_http_server(command);
+    let authority = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string();
+    let mut client = common::raw_http::RawHttp::connect(&authority);
+    let session = client.open_session();
+    let mut params = confirm_update(&id, "q1");
+    params["_meta"] = json!({ "io.modelcontextprotocol/clientCapabilities":
+                              { "extensions": { TASKS: {} } } });
+    let update = json!({ "jsonrpc": "2.0", "id": 7, "method": "tasks/update", "params": params });
+    let answer = client.mcp(Some(&session), &update.to_string()).message();
+    http.kill().unwrap();
+    http.wait().unwrap();
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // As unknown as a missing task: its existence does not leak either.
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Task not found"), "{answer}");
+    // The owner's task still waits for its own answer.
+    let still = local.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(still["status"], "input_required", "{still}");
+    assert!(still["inputRequests"].get("q1").is_some(), "{still}");
+    local.result("tasks/cancel", json!({ "taskId": id }));
+}
