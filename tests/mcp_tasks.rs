@@ -781,6 +781,12 @@ registry.register{ name = "greeter", toolset = "t", task = "required",
     return answer.content and answer.content.name or "nobody"
   end,
   handler = function(_, ctx, name) return "Hello, " .. name .. " (" .. ctx.task_id .. ")" end }
+registry.register{ name = "impatient", toolset = "t", task = "optional", timeout_ms = 300,
+  schema = { description = "Asks under a short deadline", parameters = { type = "object" } },
+  handler = function(_, ctx)
+    ctx.ask{ message = "Quick?", schema = { type = "object", properties = {} } }
+    return "answered"
+  end }
 "#;
 
 /// A server for 2026-07-28 requests whose client declares elicitation and the extension,
@@ -962,4 +968,14 @@ fn another_principals_update_finds_no_task_and_answers_nothing() {
     assert_eq!(still["status"], "input_required", "{still}");
     assert!(still["inputRequests"].get("q1").is_some(), "{still}");
     local.result("tasks/cancel", json!({ "taskId": id }));
+}
+
+#[test]
+fn a_task_waiting_for_input_fails_at_its_deadline() {
+    let (_fx, mut server) = asking_server();
+    let created = start_task(&mut server, "impatient", json!({}));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    let failed = server.until_status(&id, "failed");
+    assert_eq!(failed["error"]["data"]["error_type"], "timeout", "{failed}");
+    assert_eq!(failed.get("inputRequests"), None, "{failed}");
 }

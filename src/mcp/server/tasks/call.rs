@@ -3,7 +3,9 @@
 //! when it reaches the handler it hands over: the task's record is committed (so the
 //! `tasks/get` that follows the answer finds it), the request answers with the task, and
 //! the handler runs on with the task's id. A call that ends before its handler (refused,
-//! invalid arguments, `prepare` raised) is answered as a plain call, and no task exists.
+//! invalid arguments, `prepare` raised) is answered as a plain call, and no task exists;
+//! one whose approval or `prepare` stopped for input in a 2026-07-28 round answers
+//! `input_required` (the retry runs it again, [`TaskAsker`] before the handover).
 //!
 //! The call has its own cancellation token (a child of the server's drain token:
 //! shutdown ends it too): cancelling the request cancels it until the task exists, then
@@ -90,7 +92,7 @@ impl McpServer {
         let name = call.name.clone();
         let before = PlainEnd {
             replay,
-            sealer_of: self.clone(),
+            server: self.clone(),
             name: name.clone(),
             args: args.clone(),
         };
@@ -174,8 +176,8 @@ impl McpServer {
 struct PlainEnd {
     /// The 2026-07-28 asker of the request's rounds, if any.
     replay: Option<Arc<ReplayAsker>>,
-    /// The server (its sealer).
-    sealer_of: McpServer,
+    /// The server (its sealer seals a round's state).
+    server: McpServer,
     name: String,
     args: Value,
 }
@@ -191,7 +193,7 @@ impl PlainEnd {
             let pending = replay.take_pending();
             if !pending.is_empty() {
                 return Ok(input::input_required(
-                    &self.sealer_of.shared.sealer,
+                    &self.server.shared.sealer,
                     &self.name,
                     &self.args,
                     &replay.recorded(),

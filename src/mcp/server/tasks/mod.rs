@@ -7,6 +7,8 @@
 //! - [`records`]: the task records in the store's backend (durable, with a TTL);
 //! - [`runner`]: the tasks running in this process (cancellation, last progress);
 //! - [`input`]: a running task's input requests (`input_required`, `tasks/update`);
+//! - [`asker`]: the asker of a call made as a task (the request's rounds before the task
+//!   exists, the task's input requests after);
 //! - [`call`]: a `tools/call` becoming a task (the gate, `prepare`, the handover, how it
 //!   ended);
 //! - this file: [`TaskService`], which answers `tasks/get`, `tasks/update`, `tasks/cancel`
