@@ -1009,73 +1009,102 @@ fn a_servers_question_is_answered_by_the_calls_asker() {
     assert_eq!(structured(out), json!({ "result": "accept:plum" }));
 }
 
-/// On 2026-07-28 a consumed server's question reaches our client as an input request of
-/// the call's round (`input_required`), and the answer the client sends back with the
-/// sealed state reaches the server when the call is made again.
-#[test]
-fn a_servers_question_reaches_a_2026_client_as_an_input_request() {
-    use std::io::{BufRead, BufReader, Write};
-    let fx = Fixture::new();
-    fx.write("toolhost.toml", py_server(&fx, ""));
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args(["--cache-dir", "cache", "-q", "serve"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("toolhost serve starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let stdout = child.stdout.take().expect("stdout");
-    let (send, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if send.send(line).is_err() {
-                break;
+/// A `toolhost serve` over piped stdio taking raw 2026-07-28 requests (no session; each
+/// request's `_meta` declares `capabilities`).
+struct Raw2026 {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+    meta: Value,
+    next_id: u64,
+}
+
+impl Raw2026 {
+    fn start(fx: &Fixture, capabilities: Value) -> Self {
+        use std::io::{BufRead, BufReader};
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .args(["--cache-dir", "cache", "-q", "serve"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("toolhost serve starts");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (send, lines) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
             }
+        });
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+            meta,
+            next_id: 0,
         }
-    });
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
-        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" }
-    });
-    let mut call = |id: u64, extra: Value| -> Value {
-        let mut params = json!({ "name": "mcp__py__confirm", "arguments": {}, "_meta": meta });
-        for (key, value) in extra.as_object().cloned().unwrap_or_default() {
-            params[key] = value;
-        }
-        let request =
-            json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
-        writeln!(stdin, "{request}").expect("write");
-        stdin.flush().expect("flush");
+    }
+
+    /// The answer to `method` with `params` (and this client's `_meta`), within 60 s.
+    fn request(&mut self, method: &str, mut params: Value) -> Value {
+        use std::io::Write;
+        self.next_id += 1;
+        let id = self.next_id;
+        params["_meta"] = self.meta.clone();
+        let request = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+        writeln!(self.stdin, "{request}").expect("write");
+        self.stdin.flush().expect("flush");
         loop {
-            let line = lines
+            let line = self
+                .lines
                 .recv_timeout(Duration::from_secs(60))
-                .expect("an answer to tools/call");
+                .unwrap_or_else(|_| panic!("no answer to {method}"));
             let message: Value = serde_json::from_str(&line).expect("JSON");
             if message["id"] == json!(id) {
                 return message;
             }
         }
-    };
-    let first = call(1, json!({}));
+    }
+}
+
+impl Drop for Raw2026 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// On 2026-07-28 a consumed server's question reaches our client as an input request of
+/// the call's round (`input_required`), and the answer the client sends back with the
+/// sealed state reaches the server when the call is made again.
+#[test]
+fn a_servers_question_reaches_a_2026_client_as_an_input_request() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    let mut client = Raw2026::start(&fx, json!({ "elicitation": {} }));
+    let call = json!({ "name": "mcp__py__confirm", "arguments": {} });
+    let first = client.request("tools/call", call.clone());
     let result = &first["result"];
     assert_eq!(result["resultType"], "input_required", "{first}");
     let question = &result["inputRequests"]["mcp.py.1"];
     assert_eq!(question["method"], "elicitation/create", "{first}");
     assert_eq!(question["params"]["message"], "Which colour?", "{first}");
     let state = result["requestState"].as_str().expect("a sealed state");
-    let second = call(
-        2,
-        json!({
-            "requestState": state,
-            "inputResponses": { "mcp.py.1": { "action": "accept", "content": { "colour": "teal" } } }
-        }),
-    );
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut retry = call;
+    retry["requestState"] = json!(state);
+    retry["inputResponses"] =
+        json!({ "mcp.py.1": { "action": "accept", "content": { "colour": "teal" } } });
+    let second = client.request("tools/call", retry);
     let result = &second["result"];
     assert_eq!(result["resultType"], "complete", "{second}");
     assert_eq!(result["isError"], false, "{second}");
@@ -1083,4 +1112,66 @@ fn a_servers_question_reaches_a_2026_client_as_an_input_request() {
         result["content"][0]["text"], r#"{"result":"accept:teal"}"#,
         "{second}"
     );
+}
+
+/// Inside a task, a consumed server's question (made through `ctx.call`) puts the task in
+/// `input_required`; `tasks/update` answers it and the server gets the answer.
+#[test]
+fn a_servers_question_inside_a_task_is_answered_by_tasks_update() {
+    let fx = Fixture::new();
+    fx.write("toolhost.toml", py_server(&fx, ""));
+    fx.tool(
+        "relay.lua",
+        r#"registry.register{ name = "colour_task", toolset = "t", task = "optional",
+  timeout_ms = 60000,
+  schema = { description = "Asks the py server's question", parameters = { type = "object" } },
+  handler = function(_, ctx) return ctx.call("mcp__py__confirm", {}) end }"#,
+    );
+    let tasks = "io.modelcontextprotocol/tasks";
+    let mut client = Raw2026::start(
+        &fx,
+        json!({ "elicitation": {}, "extensions": { tasks: {} } }),
+    );
+    let created = client.request(
+        "tools/call",
+        json!({ "name": "colour_task", "arguments": {} }),
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_string();
+    let waiting = wait_for_status(&mut client, &id, "input_required");
+    let keys: Vec<&String> = waiting["inputRequests"]
+        .as_object()
+        .map(|requests| requests.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["c1.mcp.py.1"], "{waiting}");
+    let ack = client.request(
+        "tasks/update",
+        json!({ "taskId": id, "inputResponses": {
+            "c1.mcp.py.1": { "action": "accept", "content": { "colour": "plum" } } } }),
+    );
+    assert!(ack.get("result").is_some(), "{ack}");
+    let done = wait_for_status(&mut client, &id, "completed");
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("accept:plum"), "{done}");
+}
+
+/// Polls `tasks/get` until the task has `status` (within 30 s).
+fn wait_for_status(client: &mut Raw2026, id: &str, status: &str) -> Value {
+    let start = std::time::Instant::now();
+    loop {
+        let answer = client.request("tasks/get", json!({ "taskId": id }));
+        let task = answer["result"].clone();
+        if task["status"] == status {
+            return task;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "not {status}: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
