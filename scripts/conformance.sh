@@ -9,17 +9,22 @@
 #
 # What is expected to fail, and why (the file says it per entry; docs/mcp-server.md has the
 # per-scenario table):
-# - resources-*, prompts-*, completion-complete and the caching checks of their endpoints:
+# - resources-*, prompts-*, completion-complete, input-required-result-non-tool-request (an
+#   input request on prompts/get) and the caching checks of the prompts/resources endpoints:
 #   toolhost serves tools only (a later issue adds them);
-# - input requests (tools-call-sampling, tools-call-elicitation, elicitation-*,
-#   input-required-result-*, server-stateless's -32021 capability checks) and the Tasks
-#   extension (tasks-*): other parts of issue 34, which remove their entries;
+# - the Tasks extension (tasks-*): another part of issue 34, which removes its entries;
 # - server-sse-polling: the server would have to close its own SSE stream mid-call.
 # Last run (0.2.0-alpha.12, 5 December 2026): 2026-07-28 and 2025-11-25 pass apart from
-# those entries: every tools-*, server-stateless (26 of 28 checks), caching (tools/list),
-# http-header-validation, http-custom-header-server-validation, json-schema-2020-12,
-# dns-rebinding-protection, server-sse-multiple-streams, sep-2164-resource-not-found,
-# server-initialize, server-session-lifecycle, ping, logging-set-level.
+# those entries: every tools-*, server-stateless (29 of 29 checks, the -32021 ones with the
+# fixture test_missing_capability), every other input-required-result-* (16 of 17),
+# tools-call-sampling, tools-call-elicitation, elicitation-sep1034-defaults,
+# elicitation-sep1330-enums, caching (tools/list), http-header-validation,
+# http-custom-header-server-validation, json-schema-2020-12, dns-rebinding-protection,
+# server-sse-multiple-streams, sep-2164-resource-not-found, server-initialize,
+# server-session-lifecycle, ping, logging-set-level; of the Tasks extension (unscored),
+# tasks-lifecycle, -capability-negotiation, -wire-fields, -request-state-removal,
+# -request-headers, -required-task-error pass and -mrtr-input, -dispatch-and-envelope,
+# -mrtr-composition fail.
 #
 # The suite needs Node >= 22 (it uses fs.globSync); the machine may have 20, so Node 22 comes
 # from the npm registry's `node` package, installed beside the suite under

@@ -3,11 +3,13 @@
 //! forced: a 2025-11-25 session (`legacy`) and 2026-07-28 (`versionNegotiation: { pin }`),
 //! over stdio and streamable HTTP. One server per test, several steps per server.
 //!
-//! Tasks: the TypeScript client 2.4.0 has the Tasks extension's schemas but no API for it
-//! (no task-augmented `callTool`, no `tasks/get` helper), so the task test sends the
-//! extension's requests through the client's generic `request` with the extension declared
-//! in its capabilities — the SDK's transport, framing and per-request `_meta`, the
-//! extension's methods by name.
+//! Tasks: the TypeScript client 2.4.0 has no API for the Tasks extension (no task-augmented
+//! `callTool`, no `tasks/get` helper), so the task test sends the extension's requests
+//! through the client's generic `request`, with the extension declared in its capabilities.
+//! On 2026-07-28 even that is impossible: the client's 2026 codec refuses a `tools/call`
+//! result whose `resultType` is `"task"` ("Unsupported result type 'task' for tools/call")
+//! before any schema sees it, so tasks are tested on 2025-11-25 sessions only here (the
+//! Python client covers 2026-07-28 in tests/mcp_tasks.rs).
 
 mod common;
 
@@ -273,8 +275,8 @@ fn task_created_polled_and_cancelled(transport: &str, mode: &str) {
         }),
     );
     let polled = step(&steps, "polled");
-    assert_eq!(polled["created"]["resultType"], "task", "{steps:#?}");
-    assert_eq!(polled["created"]["status"], "working");
+    assert_eq!(polled["created"]["status"], "working", "{steps:#?}");
+    assert_eq!(polled["created"]["taskId"].as_str().map(str::len), Some(32));
     assert_eq!(polled["final"]["status"], "completed", "{polled}");
     assert_eq!(
         polled["final"]["result"]["content"][0]["text"],
@@ -288,13 +290,13 @@ fn task_created_polled_and_cancelled(transport: &str, mode: &str) {
 }
 
 #[test]
-fn a_task_is_created_polled_and_cancelled_on_2026() {
-    task_created_polled_and_cancelled("http", MODERN);
+fn a_task_is_created_polled_and_cancelled_on_a_2025_session_over_stdio() {
+    task_created_polled_and_cancelled("stdio", LEGACY);
 }
 
 #[test]
-fn a_task_is_created_polled_and_cancelled_on_a_2025_session() {
-    task_created_polled_and_cancelled("stdio", LEGACY);
+fn a_task_is_created_polled_and_cancelled_on_a_2025_session_over_http() {
+    task_created_polled_and_cancelled("http", LEGACY);
 }
 
 /// A stdio call aborted at its first progress report: a later call answers, and the client

@@ -57,7 +57,7 @@ function startHttp(extra) {
     child.stderr.setEncoding("utf8");
     child.stderr.on("data", (chunk) => {
       seen += chunk;
-      const found = seen.match(/serving MCP at (\S+)/);
+      const found = seen.match(/serving MCP at (\S+)\r?\n/);
       if (found) resolve([found[1], child]);
     });
     child.on("exit", (code) => reject(new Error(`the server exited (${code}):\n${seen}`)));
@@ -119,7 +119,10 @@ async function listChanged(client, step) {
   writeFileSync(join(workdir, step.list_changed), step.content);
   await changed;
   out.tools = (await client.listTools({}, { cacheMode: "bypass" })).tools.map((t) => t.name);
-  if (subscription) await subscription.close();
+  // The subscription ends with the client. Not `subscription.close()`: over HTTP the client
+  // (2.4.0) posts its `notifications/cancelled` without an `Mcp-Method` header, which rmcp
+  // refuses with -32020 (docs/mcp-server.md, "Known upstream behaviour").
+  void subscription;
   return out;
 }
 
