@@ -279,8 +279,7 @@ fn task_created_polled_and_cancelled(transport: &str, mode: &str) {
     assert_eq!(polled["created"]["taskId"].as_str().map(str::len), Some(32));
     assert_eq!(polled["final"]["status"], "completed", "{polled}");
     assert_eq!(
-        polled["final"]["result"]["content"][0]["text"],
-        "brewed",
+        polled["final"]["result"]["content"][0]["text"], "brewed",
         "{polled}"
     );
     let cancelled = step(&steps, "cancelled");

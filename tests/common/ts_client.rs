@@ -36,8 +36,11 @@ fn install() -> PathBuf {
     if !ready() {
         std::fs::create_dir_all(&dir).expect("target/ts-client");
         for file in ["package.json", "package-lock.json"] {
-            std::fs::copy(repo().join("tests/mcp/ts-client").join(file), dir.join(file))
-                .expect("copy the pinned package files");
+            std::fs::copy(
+                repo().join("tests/mcp/ts-client").join(file),
+                dir.join(file),
+            )
+            .expect("copy the pinned package files");
         }
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--silent"])
