@@ -131,8 +131,8 @@ fn a_file_save_reaches_a_2025_session_as_list_changed_over_http() {
     list_changed_after_a_file_save("http", LEGACY);
 }
 
-#[test]
-fn roots_of_a_2026_client_narrow_fs() {
+/// The client's one root (`inside/`): a read inside it works, one outside is refused.
+fn roots_narrow_fs(transport: &str) {
     let fx = fixture();
     fx.write("inside/a.txt", "inside");
     fx.write("outside.txt", "outside");
@@ -141,7 +141,7 @@ fn roots_of_a_2026_client_narrow_fs() {
     let outside = root.join("outside.txt").display().to_string();
     let steps = run(
         &fx,
-        "http",
+        transport,
         MODERN,
         json!({
             "roots": [format!("file://{}", root.join("inside").display())],
@@ -164,6 +164,16 @@ fn roots_of_a_2026_client_narrow_fs() {
             .contains("outside the allowed roots"),
         "{outside}"
     );
+}
+
+#[test]
+fn roots_of_a_2026_client_narrow_fs_over_http() {
+    roots_narrow_fs("http");
+}
+
+#[test]
+fn roots_of_a_2026_client_narrow_fs_over_stdio() {
+    roots_narrow_fs("stdio");
 }
 
 /// Three calls of `greet` answered accept, decline, cancel: what the handler saw.
