@@ -63,6 +63,9 @@ log="$dir/server.log"
 live="$dir/live"
 rm -rf "$live"
 mkdir -p "$live/tools-lua"
+# The store (task records) lives in the run's directory, not beside the first tool
+# directory (tests/conformance/.toolhost/, in the source tree).
+printf '[store]\npath = "store.sqlite3"\n' >"$live/toolhost.toml"
 (
   cd "$live"
   exec "$binary" --tools-dir "$root/tests/conformance/tools-lua" --tools-dir "$live/tools-lua" \
