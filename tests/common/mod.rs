@@ -4,6 +4,7 @@
 
 pub mod mcp_client;
 pub mod raw_http;
+pub mod ts_client;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

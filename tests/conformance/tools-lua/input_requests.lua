@@ -127,6 +127,13 @@ tool("test_input_required_result_multi_round", "Two questions, one round each", 
   return name .. " likes " .. color
 end)
 
+-- server-stateless (SEP-2575): called without the sampling capability declared, `needs`
+-- refuses it with -32021 (HTTP 400) before the handler runs.
+tool("test_missing_capability", "Needs the client's sampling", { "sampling" }, function(_, ctx)
+  local r = ctx.sample{ messages = { { role = "user", content = "Say hello" } }, max_tokens = 20 }
+  return "Sampled: " .. text_of(r.content)
+end)
+
 for _, t in ipairs(tools) do
   registry.register{ name = t.name, toolset = "conformance", needs = t.needs,
     schema = { description = t.description, parameters = t.parameters }, handler = t.handler }

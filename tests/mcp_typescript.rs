@@ -1,0 +1,339 @@
+//! `toolhost serve` with the official TypeScript MCP client (tests/mcp/ts_client.mjs;
+//! `@modelcontextprotocol/client`, pinned in tests/common/ts_client.rs), each revision
+//! forced: a 2025-11-25 session (`legacy`) and 2026-07-28 (`versionNegotiation: { pin }`),
+//! over stdio and streamable HTTP. One server per test, several steps per server.
+//!
+//! Tasks: the TypeScript client 2.4.0 has no API for the Tasks extension (no task-augmented
+//! `callTool`, no `tasks/get` helper), so the task test sends the extension's requests
+//! through the client's generic `request`, with the extension declared in its capabilities.
+//! On 2026-07-28 even that is impossible: the client's 2026 codec refuses a `tools/call`
+//! result whose `resultType` is `"task"` ("Unsupported result type 'task' for tools/call")
+//! before any schema sees it, so tasks are tested on 2025-11-25 sessions only here (the
+//! Python client covers 2026-07-28 in tests/mcp_tasks.rs).
+
+mod common;
+
+use common::Fixture;
+use common::mcp_client::step;
+use common::ts_client::run_script;
+use serde_json::{Value, json};
+
+const LEGACY: &str = "legacy";
+const MODERN: &str = "2026-07-28";
+
+const TOOLS: &str = r#"
+registry.register{ name = "ping", toolset = "t",
+  schema = { description = "Answers pong", parameters = { type = "object" } },
+  handler = function() return "pong" end }
+registry.register{ name = "greet", toolset = "t", needs = { "elicitation" },
+  schema = { description = "Asks a name", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    local r = ctx.ask{ message = "Your name?", schema = { properties = { name = { type = "string" } }, required = { "name" } } }
+    if r.action ~= "accept" then return "no name: " .. r.action end
+    return "Hello, " .. r.content.name
+  end }
+registry.register{ name = "guarded", toolset = "t", requires_approval = true,
+  schema = { description = "Writes a marker", parameters = { type = "object", properties = { path = { type = "string" } } } },
+  handler = function(args) fs.write(args.path, "done") return "wrote" end }
+registry.register{ name = "peek", toolset = "t", needs = { "roots" },
+  schema = { description = "Reads a file", parameters = { type = "object", properties = { path = { type = "string" } } } },
+  handler = function(args, ctx)
+    local roots = ctx.roots()
+    return #roots .. " root(s): " .. fs.read(args.path)
+  end }
+registry.register{ name = "stall", toolset = "t", is_async = true,
+  schema = { description = "Reports progress, then waits", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    ctx.progress(1, 2, "started")
+    time.sleep(30000)
+    return "finished"
+  end }
+registry.register{ name = "brew", toolset = "t", task = "optional", is_async = true,
+  schema = { description = "A task that waits ms", parameters = { type = "object", properties = { ms = { type = "number" } } } },
+  handler = function(args) time.sleep(args.ms or 0) return "brewed" end }
+"#;
+
+fn fixture() -> Fixture {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    fx
+}
+
+/// Runs `spec` (see tests/mcp/ts_client.mjs) against `toolhost serve` in `fx`.
+fn run(fx: &Fixture, transport: &str, mode: &str, spec: Value) -> Vec<Value> {
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let workdir = fx.root().canonicalize().expect("fixture root");
+    run_script(
+        "ts_client.mjs",
+        &[
+            transport,
+            mode,
+            binary.to_str().expect("utf-8 path"),
+            workdir.to_str().expect("utf-8 path"),
+            &spec.to_string(),
+        ],
+    )
+}
+
+/// No step saw the client report a protocol error (such as a response to an unknown id).
+fn assert_no_client_errors(steps: &[Value]) {
+    for s in steps {
+        assert_eq!(s["errors"], json!([]), "{steps:#?}");
+    }
+}
+
+/// A new tool file saved while serving reaches the client as `tools/list_changed`: on
+/// 2026-07-28 over a `subscriptions/listen` stream, on 2025-11-25 as the session's
+/// notification; the relisted tools include the new one.
+fn list_changed_after_a_file_save(transport: &str, mode: &str) {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        transport,
+        mode,
+        json!({
+            "serve_args": ["--watch"],
+            "steps": [{
+                "name": "saved",
+                "list_changed": "tools-lua/added.lua",
+                "content": common::simple_tool("added", "t", "new")
+            }]
+        }),
+    );
+    let saved = step(&steps, "saved");
+    assert!(
+        saved["tools"].as_array().unwrap().contains(&json!("added")),
+        "{steps:#?}"
+    );
+    if mode == MODERN {
+        assert_eq!(saved["honored"], json!({"toolsListChanged": true}));
+    }
+    assert_no_client_errors(&steps);
+}
+
+#[test]
+fn a_file_save_reaches_a_2026_subscription_over_stdio() {
+    list_changed_after_a_file_save("stdio", MODERN);
+}
+
+#[test]
+fn a_file_save_reaches_a_2026_subscription_over_http() {
+    list_changed_after_a_file_save("http", MODERN);
+}
+
+#[test]
+fn a_file_save_reaches_a_2025_session_as_list_changed_over_stdio() {
+    list_changed_after_a_file_save("stdio", LEGACY);
+}
+
+#[test]
+fn a_file_save_reaches_a_2025_session_as_list_changed_over_http() {
+    list_changed_after_a_file_save("http", LEGACY);
+}
+
+/// The client's one root (`inside/`): a read inside it works, one outside is refused.
+fn roots_narrow_fs(transport: &str) {
+    let fx = fixture();
+    fx.write("inside/a.txt", "inside");
+    fx.write("outside.txt", "outside");
+    let root = fx.root().canonicalize().unwrap();
+    let inside = root.join("inside/a.txt").display().to_string();
+    let outside = root.join("outside.txt").display().to_string();
+    let steps = run(
+        &fx,
+        transport,
+        MODERN,
+        json!({
+            "roots": [format!("file://{}", root.join("inside").display())],
+            "steps": [
+                {"name": "inside", "call": "peek", "args": {"path": inside}},
+                {"name": "outside", "call": "peek", "args": {"path": outside}}
+            ]
+        }),
+    );
+    assert_eq!(
+        step(&steps, "inside")["text"],
+        "1 root(s): inside",
+        "{steps:#?}"
+    );
+    let outside = step(&steps, "outside");
+    assert!(
+        outside["text"]
+            .as_str()
+            .unwrap()
+            .contains("outside the allowed roots"),
+        "{outside}"
+    );
+}
+
+#[test]
+fn roots_of_a_2026_client_narrow_fs_over_http() {
+    roots_narrow_fs("http");
+}
+
+#[test]
+fn roots_of_a_2026_client_narrow_fs_over_stdio() {
+    roots_narrow_fs("stdio");
+}
+
+/// Three calls of `greet` answered accept, decline, cancel: what the handler saw.
+fn ask_answers_reach_the_handler(transport: &str, mode: &str) {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        transport,
+        mode,
+        json!({
+            "elicitation": [
+                {"action": "accept", "content": {"name": "Ada"}},
+                {"action": "decline"},
+                {"action": "cancel"}
+            ],
+            "steps": [
+                {"name": "accept", "call": "greet"},
+                {"name": "decline", "call": "greet"},
+                {"name": "cancel", "call": "greet"}
+            ]
+        }),
+    );
+    assert_eq!(step(&steps, "accept")["text"], "Hello, Ada", "{steps:#?}");
+    assert_eq!(step(&steps, "accept")["asked"], json!(["Your name?"]));
+    assert_eq!(step(&steps, "decline")["text"], "no name: decline");
+    assert_eq!(step(&steps, "cancel")["text"], "no name: cancel");
+    assert_no_client_errors(&steps);
+}
+
+#[test]
+fn ask_answers_reach_the_handler_on_2026_over_http() {
+    ask_answers_reach_the_handler("http", MODERN);
+}
+
+#[test]
+fn ask_answers_reach_the_handler_on_2026_over_stdio() {
+    ask_answers_reach_the_handler("stdio", MODERN);
+}
+
+#[test]
+fn ask_answers_reach_the_handler_on_a_2025_session_over_stdio() {
+    ask_answers_reach_the_handler("stdio", LEGACY);
+}
+
+#[test]
+fn ask_answers_reach_the_handler_on_a_2025_session_over_http() {
+    ask_answers_reach_the_handler("http", LEGACY);
+}
+
+/// `guarded` called twice (the user declines, then accepts); whether each wrote its marker.
+fn approval_asks(transport: &str, mode: &str) {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        transport,
+        mode,
+        json!({
+            "elicitation": [{"action": "decline"}, {"action": "accept", "content": {}}],
+            "steps": [
+                {"name": "declined", "call": "guarded", "args": {"path": "declined.txt"}},
+                {"name": "accepted", "call": "guarded", "args": {"path": "accepted.txt"}}
+            ]
+        }),
+    );
+    let declined = step(&steps, "declined");
+    assert_eq!(declined["ok"], false, "{steps:#?}");
+    assert!(
+        declined["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"error_type\":\"approval_denied\""),
+        "{declined}"
+    );
+    assert_eq!(
+        declined["asked"],
+        json!(["Allow guarded with {\"path\":\"declined.txt\"}?"])
+    );
+    assert!(
+        !fx.root().join("declined.txt").exists(),
+        "a declined call ran"
+    );
+    assert_eq!(step(&steps, "accepted")["text"], "wrote", "{steps:#?}");
+    assert!(fx.root().join("accepted.txt").exists());
+}
+
+#[test]
+fn the_approval_gate_asks_and_honours_decline_on_2026() {
+    approval_asks("http", MODERN);
+}
+
+#[test]
+fn the_approval_gate_asks_and_honours_decline_on_a_2025_session() {
+    approval_asks("stdio", LEGACY);
+}
+
+/// A task of `brew` polled to its result, and one cancelled while it runs.
+fn task_created_polled_and_cancelled(transport: &str, mode: &str) {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        transport,
+        mode,
+        json!({
+            "tasks": true,
+            "steps": [
+                {"name": "polled", "task": "brew", "args": {"ms": 50}, "then": "poll"},
+                {"name": "cancelled", "task": "brew", "args": {"ms": 60000}, "then": "cancel"}
+            ]
+        }),
+    );
+    let polled = step(&steps, "polled");
+    assert_eq!(polled["created"]["status"], "working", "{steps:#?}");
+    assert_eq!(polled["created"]["taskId"].as_str().map(str::len), Some(32));
+    assert_eq!(polled["final"]["status"], "completed", "{polled}");
+    assert_eq!(
+        polled["final"]["result"]["content"][0]["text"], "brewed",
+        "{polled}"
+    );
+    let cancelled = step(&steps, "cancelled");
+    assert_eq!(cancelled["created"]["status"], "working", "{steps:#?}");
+    assert_eq!(cancelled["final"]["status"], "cancelled", "{cancelled}");
+    assert_no_client_errors(&steps);
+}
+
+#[test]
+fn a_task_is_created_polled_and_cancelled_on_a_2025_session_over_stdio() {
+    task_created_polled_and_cancelled("stdio", LEGACY);
+}
+
+#[test]
+fn a_task_is_created_polled_and_cancelled_on_a_2025_session_over_http() {
+    task_created_polled_and_cancelled("http", LEGACY);
+}
+
+/// A stdio call aborted at its first progress report: a later call answers, and the client
+/// never sees an answer for the cancelled id (the SDK would report "Received a response for
+/// an unknown message ID"). That the handler stops is tests/mcp_ask.rs's and
+/// tests/cancel.rs's concern.
+fn a_cancelled_stdio_call_gets_no_result(mode: &str) {
+    let fx = fixture();
+    let steps = run(
+        &fx,
+        "stdio",
+        mode,
+        json!({
+            "steps": [{"name": "cancel", "cancel": "stall"}]
+        }),
+    );
+    let cancelled = step(&steps, "cancel");
+    assert_eq!(cancelled["aborted"], "aborted", "{steps:#?}");
+    assert_eq!(cancelled["after"], "pong");
+    assert_no_client_errors(&steps);
+}
+
+#[test]
+fn a_cancelled_stdio_call_gets_no_result_on_a_2025_session() {
+    a_cancelled_stdio_call_gets_no_result(LEGACY);
+}
+
+#[test]
+fn a_cancelled_stdio_call_gets_no_result_on_2026() {
+    a_cancelled_stdio_call_gets_no_result(MODERN);
+}
