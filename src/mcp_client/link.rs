@@ -88,6 +88,8 @@ pub(crate) struct Link {
     stop: CancellationToken,
     /// Calls whose progress and log notifications go back to their callers.
     relays: Arc<Relays>,
+    /// The client runtime the supervisor (and rmcp's session) runs on, once it runs.
+    runtime: std::sync::OnceLock<tokio::runtime::Handle>,
 }
 
 impl Link {
@@ -107,6 +109,7 @@ impl Link {
             pgid: Mutex::new(None),
             stop: CancellationToken::new(),
             relays: Arc::default(),
+            runtime: std::sync::OnceLock::new(),
         }
     }
 
@@ -203,9 +206,14 @@ impl Link {
             .relays
             .register(sent.progress_token(), caller, registered);
         let result = sent.answer().await.map_err(unreachable)?;
-        // rmcp hands each notification to the listener in a task of its own, spawned before
-        // it passes on the answer that followed it; yielding once lets those tasks run, so
-        // what the server reported before answering is not lost.
+        // rmcp hands each notification to the listener in a task of its own on the client
+        // runtime, spawned before it passes on the answer that followed it, while this call
+        // may run on another runtime. A task spawned there now resumes from its yield only
+        // once the worker has run the tasks already queued (deferred wakes wait for them),
+        // so what the server reported before answering is relayed before the relay ends.
+        if let Some(runtime) = self.runtime.get() {
+            let _ = runtime.spawn(tokio::task::yield_now()).await;
+        }
         tokio::task::yield_now().await;
         drop(relayed);
         from_call_result(result, shape)
@@ -224,6 +232,7 @@ impl Link {
     /// The supervisor: connect, serve, notice the end, back off, again, until stopped.
     /// `on_change` runs after every change of status or tools.
     pub(super) async fn supervise(self: Arc<Self>, on_change: Arc<dyn Fn(&Link) + Send + Sync>) {
+        let _ = self.runtime.set(tokio::runtime::Handle::current());
         let mut backoff = FIRST_BACKOFF;
         loop {
             let started = tokio::time::Instant::now();

@@ -32,7 +32,7 @@ use link::Link;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Once, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,11 @@ static LIVE: parking_lot::Mutex<Vec<Weak<Link>>> = parking_lot::Mutex::new(Vec::
 /// Whether a SIGINT/SIGTERM ends the process after ending the servers (see
 /// [`end_on_signal`]).
 static END_ON_SIGNAL: AtomicBool = AtomicBool::new(false);
+
+/// The signal that is ending the process (0: none yet). Set before the servers are
+/// killed: the command's own call then fails with "server gone", and its thread must
+/// not win the race to exit with status 1 instead of 128 + the signal.
+static ENDING_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// Asks that, once a server has been started, SIGINT and SIGTERM end the process only
 /// after its servers are gone (exit status 128 + the signal's number). For the CLI's
@@ -64,6 +69,11 @@ pub(crate) fn end_on_signal() {
 pub(crate) fn end_all() {
     let links: Vec<Arc<Link>> = LIVE.lock().iter().filter_map(Weak::upgrade).collect();
     end(&links);
+    // Whichever thread gets here first after a signal exits as the signal says.
+    let signal = ENDING_SIGNAL.load(Ordering::SeqCst);
+    if signal != 0 {
+        std::process::exit(128 + signal);
+    }
 }
 
 /// Stops `links` (all killed at once) and waits until their children are gone.
@@ -239,8 +249,10 @@ impl McpClients {
             };
             runtime.spawn(async move {
                 let number = signal.await;
+                ENDING_SIGNAL.store(number, Ordering::SeqCst);
                 // Ending waits (bounded) for the children: not on the runtime's thread.
                 let _ = tokio::task::spawn_blocking(move || {
+                    // Exits with 128 + `number` once the servers are gone.
                     end_all();
                     std::process::exit(128 + number);
                 })
