@@ -31,7 +31,6 @@ pub(crate) use availability::{
     ProbeOutcome, Probed,
 };
 pub use context::CallContext;
-#[cfg(feature = "mcp-client")]
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;
