@@ -130,3 +130,33 @@ fn a_marked_object_with_extra_keys_comes_through_whole() {
         json!({"result": 7, "note": "kept"})
     );
 }
+
+/// A server (JSON-RPC by hand, `tests/mcp/raw_server.py`) whose output schema carries the
+/// wrap marker but whose `structuredContent` is a bare list: reading its text instead would
+/// drop the structured value unseen, so the call fails and says why.
+#[test]
+fn a_marked_result_that_is_no_object_fails_naming_what_it_is() {
+    let fx = Fixture::new();
+    fx.write("listing", "marked");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/raw_server.py");
+    fx.write(
+        "toolhost.toml",
+        format!(
+            "[mcp_servers.raw]\ncommand = [\"python3\", {:?}]\nenv = {{ FIXTURE_DIR = {:?} }}\n",
+            script.display().to_string(),
+            fx.root().display().to_string(),
+        ),
+    );
+    let out = fx
+        .toolhost()
+        .args(["call", "mcp__raw__marked_bare"])
+        .output()
+        .expect("toolhost runs");
+    assert!(!out.status.success());
+    let printed: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(printed["error_type"], "handler_error", "{printed}");
+    let error = printed["error"].as_str().expect("an error message");
+    assert!(error.contains("structuredContent is array"), "{error}");
+    assert!(error.contains("x-fastmcp-wrap-result"), "{error}");
+}
