@@ -59,6 +59,13 @@ pub(crate) enum Unreachable {
     /// The server answered a call with `isError` (its text, or a note that it had none).
     #[error("{0}")]
     ToolFailed(String),
+    /// The tool's output schema says FastMCP wrapped a plain value (`x-fastmcp-wrap-result`)
+    /// but the answer's `structuredContent` is no object at all (the JSON type it is).
+    #[error(
+        "the MCP server's result breaks its output schema: structuredContent is {0}, not the \
+         {{\"result\": …}} object that x-fastmcp-wrap-result promises"
+    )]
+    NotWrapped(&'static str),
 }
 
 /// Why an answer, a listing or one listed tool cannot be taken.

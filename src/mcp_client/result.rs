@@ -4,7 +4,9 @@
 //! object itself when the tool declares an output schema (the pipeline checks it, and our
 //! own MCP clients get it as `structuredContent` again); a plain value FastMCP wrapped as
 //! `{"result": …}` (its output schema says `x-fastmcp-wrap-result`) → the plain value, as
-//! FastMCP's own clients read it (a string or object itself, anything else its JSON text).
+//! FastMCP's own clients read it (a string or object itself, anything else its JSON text);
+//! a marked object with keys besides `result` is kept whole, and a marked
+//! `structuredContent` that is no object is an error (neither drops data silently).
 
 use super::error::Unreachable;
 use rmcp::model::{CallToolResult, Tool};
@@ -56,17 +58,31 @@ pub(super) fn from_call_result(
     }
     match (shape, result.structured_content) {
         (ResultShape::Structured, Some(Value::Object(object))) => return Ok(Value::Object(object)),
-        // A wrapped value whose wrapping is missing is read from its content, as below.
-        (ResultShape::Wrapped, Some(Value::Object(mut object)))
-            if object.contains_key("result") =>
-        {
+        (ResultShape::Wrapped, Some(Value::Object(mut object))) => {
+            // Only `{"result": v}` is a wrapped plain value. An object with other keys
+            // is passed on whole: unwrapping it (as FastMCP's client does) would drop
+            // them without a word.
+            let plain = match (object.len(), object.remove("result")) {
+                (1, Some(plain)) => plain,
+                (_, Some(plain)) => {
+                    object.insert("result".to_string(), plain);
+                    return Ok(Value::Object(object));
+                }
+                (_, None) => return Ok(Value::Object(object)),
+            };
             // A tool result is a string or an object: any other plain value is its JSON
             // text, which is also what FastMCP puts in the text block (`42`, `true`).
-            return Ok(match object.remove("result").unwrap_or_default() {
+            return Ok(match plain {
                 plain @ (Value::String(_) | Value::Object(_)) => plain,
                 other => Value::String(other.to_string()),
             });
         }
+        // Reading the text blocks instead would silently drop a structured value that may
+        // say something else: the broken promise is the answer.
+        (ResultShape::Wrapped, Some(other)) => {
+            return Err(Unreachable::NotWrapped(crate::json_type::json_type(&other)));
+        }
+        // A wrapped value whose wrapping is missing is read from its content, as below.
         _ => {}
     }
     let only_text = parts
@@ -201,10 +217,27 @@ mod tests {
                 Ok(plain)
             );
         }
-        let unwrapped_anyway = CallToolResult::structured(json!({"other": 5}));
-        assert_eq!(
-            from_call_result(unwrapped_anyway, ResultShape::Wrapped).map_err(|e| e.to_string()),
-            Ok(json!("{\"other\":5}"))
-        );
+    }
+
+    #[test]
+    fn a_marked_object_that_is_not_just_result_is_kept_whole() {
+        for object in [json!({"other": 5}), json!({"result": 5, "other": 6})] {
+            let result = CallToolResult::structured(object.clone());
+            assert_eq!(
+                from_call_result(result, ResultShape::Wrapped).map_err(|e| e.to_string()),
+                Ok(object)
+            );
+        }
+    }
+
+    #[test]
+    fn a_marked_result_that_is_no_object_is_an_error_naming_its_type() {
+        let mut result = CallToolResult::success(vec![ContentBlock::text("5")]);
+        result.structured_content = Some(json!([5]));
+        let error = from_call_result(result, ResultShape::Wrapped)
+            .expect_err("a broken wrap is refused")
+            .to_string();
+        assert!(error.contains("structuredContent is array"), "{error}");
+        assert!(error.contains("x-fastmcp-wrap-result"), "{error}");
     }
 }

@@ -6,48 +6,20 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-/// The pinned client version.
-const MCP_PACKAGE: &str = "mcp==2.3.0";
+use super::pinned_venv::Pinned;
+
+/// The pinned client.
+const MCP: Pinned = Pinned {
+    dir: "mcp-venv",
+    name: "mcp",
+    version: "2.3.0",
+    imports: "mcp.client.stdio, mcp.client.streamable_http",
+};
 
 /// The venv's python, creating the venv and installing the client the first time.
 pub fn python() -> PathBuf {
     static READY: OnceLock<PathBuf> = OnceLock::new();
-    READY.get_or_init(make_venv).clone()
-}
-
-fn make_venv() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let venv = root.join("target/mcp-venv");
-    let python = venv.join("bin/python");
-    let ready = || {
-        Command::new(&python)
-            .args([
-                "-c",
-                "import importlib.metadata as m, mcp.client.stdio, mcp.client.streamable_http; \
-                 assert m.version('mcp') == '2.3.0'",
-            ])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !ready() {
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3 is needed for the MCP client tests");
-        assert!(made.success(), "python3 -m venv failed");
-        let installed = Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", MCP_PACKAGE])
-            .status()
-            .expect("pip runs");
-        assert!(installed.success(), "pip install {MCP_PACKAGE} failed");
-    }
-    assert!(
-        ready(),
-        "{MCP_PACKAGE} is not importable from {}",
-        venv.display()
-    );
-    python
+    READY.get_or_init(|| MCP.python()).clone()
 }
 
 /// Runs `tests/mcp/SCRIPT` with `args` and returns the JSON objects it printed, one per

@@ -2,7 +2,9 @@
 //! host built from it, and a blocking call helper.
 #![allow(dead_code)]
 
+pub mod fastmcp;
 pub mod mcp_client;
+pub mod pinned_venv;
 pub mod raw_http;
 pub mod ts_client;
 

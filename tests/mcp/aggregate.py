@@ -1,5 +1,5 @@
 """Drives `toolhost serve` (configured with MCP servers of its own) with the official MCP
-Python client, for tests/mcp_servers.rs. Prints one JSON object per step.
+Python client, for tests/mcp_servers.rs and tests/mcp_fastmcp.rs. Prints one JSON object per step.
 
 usage: aggregate.py TOOLHOST_BINARY WORKDIR SCENARIO
 scenarios:
@@ -7,7 +7,7 @@ scenarios:
   restart       kill the fixture server; its tools go unavailable, then come back
   timeout       a call past the server's timeout_ms answers `timeout`
   notify        mcp__py__report's progress and log line reach our client during the call
-  wrapped       mcp__py__wrapped's FastMCP-wrapped value comes through plain
+  wrapped[=TOOL] mcp__py__wrapped's (or TOOL's) FastMCP-wrapped value comes through plain
   elicit        mcp__py__confirm's question reaches our client (which answers "teal", then
                 declines); TRANSPORT stdio (default) or http
 """
@@ -46,6 +46,9 @@ async def main(binary, workdir, scenario, transport="stdio"):
 
 
 async def run(read, write, scenario):
+    # `wrapped=TOOL` names the wrapped tool (default the fixture server's).
+    scenario, _, wrapped_tool = scenario.partition("=")
+    wrapped_tool = wrapped_tool or "mcp__py__wrapped"
     changed = asyncio.Event()
     logged = []
     asked = []
@@ -119,8 +122,8 @@ async def run(read, write, scenario):
                  progress=progress, logged=logged)
         elif scenario == "wrapped":
             listed = {t.name: t for t in (await session.list_tools()).tools}
-            schema = getattr(listed["mcp__py__wrapped"], "output_schema", None)
-            result = await session.call_tool("mcp__py__wrapped", {})
+            schema = getattr(listed[wrapped_tool], "output_schema", None)
+            result = await session.call_tool(wrapped_tool, {})
             emit("wrapped", text=text_of(result), error=bool(is_error(result)),
                  structured=getattr(result, "structured_content", None),
                  output_schema=schema)

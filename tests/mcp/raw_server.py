@@ -10,9 +10,11 @@ tools/list, so a test can switch it while the server runs), default "normal":
   big_line  one page over 17 MiB (a single line)
   deep      the normal tools plus tools nested too deeply in every place, and
             tools whose inputSchema is not an object
+  marked    the normal tools plus marked_bare, whose outputSchema carries FastMCP's
+            x-fastmcp-wrap-result marker but whose answer's structuredContent is [5]
 Every tools/list request adds a line to $FIXTURE_DIR/pages.
 Tools: echo (text back), pid, grow (says the tool list changed), deep_result (answers
-with structuredContent nested 300 levels deep).
+with structuredContent nested 300 levels deep), marked_bare (see "marked").
 """
 import json
 import os
@@ -64,6 +66,12 @@ DEEP = [
     tool("schema_null", schema=None, inputSchema=None),
 ]
 
+MARKED = [
+    tool("marked_bare", "Promises a wrapped integer, answers a bare list.",
+         outputSchema={"type": "object", "properties": {"result": {"type": "integer"}},
+                       "required": ["result"], "x-fastmcp-wrap-result": True}),
+]
+
 
 def listing(cursor):
     try:
@@ -85,6 +93,8 @@ def listing(cursor):
         return {"tools": [tool("big", "b" * (17 * 1024 * 1024))]}
     if mode == "deep":
         return {"tools": NORMAL + DEEP}
+    if mode == "marked":
+        return {"tools": NORMAL + MARKED}
     return {"tools": NORMAL}
 
 
@@ -108,6 +118,8 @@ def call(name, arguments):
     if name == "deep_result":
         return {"content": [{"type": "text", "text": "deep"}],
                 "structuredContent": {"x": deep_list(300)}}
+    if name == "marked_bare":
+        return {"content": [{"type": "text", "text": "[5]"}], "structuredContent": [5]}
     return {"content": [{"type": "text", "text": f"no tool {name}"}], "isError": True}
 
 
