@@ -62,7 +62,9 @@ rm -rf "$live"
 mkdir -p "$live/tools-lua"
 # The store (task records) lives in the run's directory, not beside the first tool
 # directory (tests/conformance/.toolhost/, in the source tree).
-printf '[store]\npath = "store.sqlite3"\n' >"$live/toolhost.toml"
+# SSE polling (server-sse-polling): a tools/call still running after 1 s gets its stream
+# ended with a priming event; the fixture test_reconnection runs 1.5 s.
+printf '[store]\npath = "store.sqlite3"\n[serve]\nsse_poll_after_ms = 1000\n' >"$live/toolhost.toml"
 (
   cd "$live"
   exec "$binary" --tools-dir "$root/tests/conformance/tools-lua" --tools-dir "$live/tools-lua" \
