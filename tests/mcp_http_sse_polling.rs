@@ -20,6 +20,14 @@ registry.register{ name = "slow", toolset = "t",
     time.sleep(args.ms)
     return "slept " .. args.ms
   end }
+registry.register{ name = "slow_then_mark", toolset = "t",
+  schema = { description = "Answers after ms milliseconds, writing done.txt just before",
+             parameters = { type = "object", properties = { ms = { type = "integer" } } } },
+  handler = function(args)
+    time.sleep(args.ms)
+    fs.write("done.txt", "done")
+    return "marked"
+  end }
 registry.register{ name = "echo", toolset = "t",
   schema = { description = "Echo", parameters = { type = "object" } },
   handler = function(args) return args end }
@@ -164,6 +172,38 @@ fn a_long_call_s_stream_is_ended_and_its_answer_comes_on_resumption() {
     let mut seen = Vec::new();
     let found = resume_until_answered(&mut http, &session, last, 7, &mut seen);
     assert_eq!(found["result"]["content"][0]["text"], "slept 1000", "{found}");
+}
+
+/// A call that answers while the client holds no stream (after its POST stream was ended,
+/// before the client resumes) still has its answer delivered on resumption: the events are
+/// kept past the answer, not dropped with it.
+#[test]
+fn an_answer_that_comes_between_streams_is_kept_for_the_resumption() {
+    let (fx, server) = serve(POLLING);
+    let mut http = RawHttp::connect(&server.authority);
+    let session = http.open_session();
+    let posted = http.mcp(
+        Some(&session),
+        &tools_call(6, "slow_then_mark", r#"{"ms":600}"#),
+    );
+    let first = events(&posted);
+    assert!(answer(&first, 6).is_none(), "answered on the POST: {}", posted.text());
+    let last = first.last().and_then(|e| e.id.clone()).expect("an event id");
+    // The handler's last act: once the file is there, the answer is (about to be) sent
+    // while no stream of this call is open.
+    let marker = fx.root().join("done.txt");
+    let waited = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(30),
+            "the tool never finished"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let reply = resume(&mut http, &session, &last);
+    let found = answer(&events(&reply), 6)
+        .unwrap_or_else(|| panic!("no answer on the first resumption: {}", reply.text()));
+    assert_eq!(found["result"]["content"][0]["text"], "marked", "{found}");
 }
 
 /// The progress a long call reports before its stream is ended reaches the client, on the
