@@ -162,7 +162,11 @@ fn a_long_call_s_stream_is_ended_and_its_answer_comes_on_resumption() {
     let posted = http.mcp(Some(&session), &call);
     assert_eq!(posted.status, 200, "{}", posted.text());
     let first = events(&posted);
-    assert!(answer(&first, 7).is_none(), "answered on the POST: {}", posted.text());
+    assert!(
+        answer(&first, 7).is_none(),
+        "answered on the POST: {}",
+        posted.text()
+    );
     let (opening, closing) = (&first[0], first.last().unwrap());
     assert!(opening.id.is_some() && opening.data.is_empty(), "{first:?}");
     assert!(closing.data.is_empty(), "{first:?}");
@@ -171,7 +175,10 @@ fn a_long_call_s_stream_is_ended_and_its_answer_comes_on_resumption() {
 
     let mut seen = Vec::new();
     let found = resume_until_answered(&mut http, &session, last, 7, &mut seen);
-    assert_eq!(found["result"]["content"][0]["text"], "slept 1000", "{found}");
+    assert_eq!(
+        found["result"]["content"][0]["text"], "slept 1000",
+        "{found}"
+    );
 }
 
 /// A call that answers while the client holds no stream (after its POST stream was ended,
@@ -187,8 +194,15 @@ fn an_answer_that_comes_between_streams_is_kept_for_the_resumption() {
         &tools_call(6, "slow_then_mark", r#"{"ms":600}"#),
     );
     let first = events(&posted);
-    assert!(answer(&first, 6).is_none(), "answered on the POST: {}", posted.text());
-    let last = first.last().and_then(|e| e.id.clone()).expect("an event id");
+    assert!(
+        answer(&first, 6).is_none(),
+        "answered on the POST: {}",
+        posted.text()
+    );
+    let last = first
+        .last()
+        .and_then(|e| e.id.clone())
+        .expect("an event id");
     // The handler's last act: once the file is there, the answer is (about to be) sent
     // while no stream of this call is open.
     let marker = fx.root().join("done.txt");
@@ -247,7 +261,10 @@ fn without_the_setting_a_long_call_is_answered_on_its_post_stream() {
     let session = http.open_session();
     let posted = http.mcp(Some(&session), &tools_call(4, "slow", r#"{"ms":500}"#));
     let found = answer(&events(&posted), 4).expect("answered on the POST");
-    assert_eq!(found["result"]["content"][0]["text"], "slept 500", "{found}");
+    assert_eq!(
+        found["result"]["content"][0]["text"], "slept 500",
+        "{found}"
+    );
 }
 
 /// Hostile: a malformed or unknown `Last-Event-ID` gets 200 with an empty stream (an error
@@ -303,5 +320,8 @@ fn another_session_s_event_id_resumes_nothing() {
 
     let mut seen = Vec::new();
     let found = resume_until_answered(&mut owner, &session, last, 9, &mut seen);
-    assert_eq!(found["result"]["content"][0]["text"], "slept 1000", "{found}");
+    assert_eq!(
+        found["result"]["content"][0]["text"], "slept 1000",
+        "{found}"
+    );
 }
