@@ -316,3 +316,89 @@ impl SessionManager for PollingSessions {
         Ok(self.inner.resume(id, last_event_id).await?.right_stream())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    /// rmcp's side of a call: what is sent on the channel, until it is dropped.
+    fn rmcp_stream(
+        mut rx: mpsc::Receiver<ServerSseMessage>,
+    ) -> impl Stream<Item = ServerSseMessage> + Send + 'static {
+        futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+    }
+
+    /// A stand-in for rmcp's event of id `id` (its payload does not matter here).
+    fn event(id: &str) -> ServerSseMessage {
+        ServerSseMessage::priming(id, Duration::from_secs(3))
+    }
+
+    fn ids(events: &[ServerSseMessage]) -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e.event_id.clone().unwrap_or_default())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_stream_past_its_time_ends_with_a_priming_event_after_the_last_one() {
+        let (tx, rx) = mpsc::channel(4);
+        let relay = Relay::start(rmcp_stream(rx));
+        tx.send(event("0/3")).await.unwrap();
+        let got: Vec<_> = relay
+            .clone()
+            .reader(0, Duration::from_millis(50))
+            .collect()
+            .await;
+        assert_eq!(ids(&got), ["0/3", "0/3+poll-1"]);
+        assert_eq!(got[1].retry, Some(RETRY_HINT));
+        assert!(got[1].message.is_none());
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_resumed_stream_starts_after_the_named_event_and_ends_with_the_call() {
+        let (tx, rx) = mpsc::channel(4);
+        let relay = Relay::start(rmcp_stream(rx));
+        tx.send(event("0/1")).await.unwrap();
+        let first: Vec<_> = relay
+            .clone()
+            .reader(0, Duration::from_millis(20))
+            .collect()
+            .await;
+        let last = first.last().and_then(|e| e.event_id.clone()).unwrap();
+        tx.send(event("1/1")).await.unwrap();
+        drop(tx);
+        let from = relay.position_after(&last).expect("a kept event");
+        // The call has ended: the stream ends after its events, long before its time.
+        let rest: Vec<_> = relay
+            .reader(from, Duration::from_secs(3600))
+            .collect()
+            .await;
+        assert_eq!(ids(&rest), ["1/1"]);
+    }
+
+    #[tokio::test]
+    async fn only_the_last_events_are_kept() {
+        let (tx, rx) = mpsc::channel(4);
+        let relay = Relay::start(rmcp_stream(rx));
+        for i in 0..MAX_EVENTS + 2 {
+            tx.send(event(&format!("{i}/0"))).await.unwrap();
+        }
+        drop(tx);
+        // Read once everything is in: a reader running alongside would get every event.
+        let mut changed = relay.changed.subscribe();
+        while relay.with_state(|s| s.done_at.is_none()) {
+            changed.changed().await.unwrap();
+        }
+        let got: Vec<_> = relay
+            .clone()
+            .reader(0, Duration::from_secs(3600))
+            .collect()
+            .await;
+        assert_eq!(got.len(), MAX_EVENTS);
+        assert_eq!(ids(&got[..1]), ["2/0"]);
+        assert!(relay.position_after("1/0").is_none());
+    }
+}
