@@ -7,6 +7,7 @@
 mod common;
 
 use common::Fixture;
+use common::mcp_client::{run_script, step};
 use common::raw_http::{RawHttp, Reply, tools_call};
 use serde_json::Value;
 use std::process::{Child, Command};
@@ -324,4 +325,23 @@ fn another_session_s_event_id_resumes_nothing() {
         found["result"]["content"][0]["text"], "slept 1000",
         "{found}"
     );
+}
+
+/// The official Python client (which resumes per SEP-1699) gets a long call's answer and
+/// its progress, resuming at least once on its own.
+#[test]
+fn the_python_client_resumes_a_long_call_and_gets_its_answer() {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    fx.write("toolhost.toml", POLLING);
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let steps = run_script(
+        "sse_polling.py",
+        &[binary.to_str().unwrap(), fx.root().to_str().unwrap()],
+    );
+    let call = step(&steps, "call");
+    assert_eq!(call["text"], "slept 1000", "{call}");
+    assert_eq!(call["is_error"], false, "{call}");
+    assert_eq!(call["progress"], serde_json::json!([[1.0, 2.0]]), "{call}");
+    assert!(call["resumptions"].as_u64() >= Some(1), "{call}");
 }
