@@ -280,7 +280,7 @@ fn a_garbage_last_event_id_gets_an_empty_stream() {
         "99999999999999999999999999/1",
         "0/424242",
         "-1/0",
-        "0/0+poll-1",
+        "0/0+poll-0-1",
         "",
     ] {
         let reply = resume(&mut http, &session, garbage);

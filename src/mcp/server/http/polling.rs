@@ -24,6 +24,7 @@ use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError, LocalSessionWorker,
 };
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -78,6 +79,9 @@ impl PollingSessions {
 
 /// A call's events as rmcp sends them, kept for its streams (the `POST`'s and resumptions).
 pub(crate) struct Relay {
+    /// Unique in the process: part of the ids of the priming events it adds, so two calls'
+    /// ids never collide even before rmcp's first event (with its own unique id) arrives.
+    number: u64,
     state: Mutex<RelayState>,
     /// Ticks on every new event and at the end.
     changed: watch::Sender<()>,
@@ -96,8 +100,10 @@ struct RelayState {
 impl Relay {
     /// Starts draining `stream` into a new relay.
     fn start(stream: impl Stream<Item = ServerSseMessage> + Send + 'static) -> Arc<Relay> {
+        static NUMBERS: AtomicU64 = AtomicU64::new(0);
         let (changed, _) = watch::channel(());
         let relay = Arc::new(Relay {
+            number: NUMBERS.fetch_add(1, Ordering::Relaxed),
             state: Mutex::new(RelayState {
                 events: VecDeque::new(),
                 dropped: 0,
@@ -185,6 +191,7 @@ impl Reader {
     async fn next_event(&mut self) -> Option<ServerSseMessage> {
         loop {
             self.changed.borrow_and_update();
+            let number = self.relay.number;
             let step = self.relay.with_state(|state| {
                 // Events dropped before this reader got to them are skipped.
                 let at = self.next.max(state.dropped);
@@ -198,7 +205,7 @@ impl Reader {
                 if tokio::time::Instant::now() >= self.deadline {
                     // The stream ends here; the client resumes after this event.
                     state.primings += 1;
-                    let id = format!("poll-{}", state.primings);
+                    let id = format!("poll-{number}-{}", state.primings);
                     let last = state.events.back().and_then(|e| e.event_id.clone());
                     let id = last.map_or(id.clone(), |last| format!("{last}+{id}"));
                     if state.events.len() >= MAX_EVENTS {
@@ -351,7 +358,9 @@ mod tests {
             .reader(0, Duration::from_millis(50))
             .collect()
             .await;
-        assert_eq!(ids(&got), ["0/3", "0/3+poll-1"]);
+        assert_eq!(got.len(), 2, "{:?}", ids(&got));
+        assert_eq!(ids(&got)[0], "0/3");
+        assert_eq!(ids(&got)[1], format!("0/3+poll-{}-1", relay.number));
         assert_eq!(got[1].retry, Some(RETRY_HINT));
         assert!(got[1].message.is_none());
         drop(tx);
