@@ -11,8 +11,7 @@
 # per-scenario table):
 # - resources-*, prompts-*, completion-complete, input-required-result-non-tool-request (an
 #   input request on prompts/get) and the caching checks of the prompts/resources endpoints:
-#   toolhost serves tools only (a later issue adds them);
-# - server-sse-polling: the server would have to close its own SSE stream mid-call.
+#   toolhost serves tools only (a later issue adds them).
 # Last run (0.2.0-alpha.12, 5 December 2026): 2026-07-28 and 2025-11-25 pass apart from
 # those entries: every tools-*, server-stateless (29 of 29 checks, the -32021 ones with the
 # fixture test_missing_capability), every other input-required-result-* (16 of 17),
@@ -20,7 +19,8 @@
 # elicitation-sep1330-enums, caching (tools/list), http-header-validation,
 # http-custom-header-server-validation, json-schema-2020-12, dns-rebinding-protection,
 # server-sse-multiple-streams, sep-2164-resource-not-found, server-initialize,
-# server-session-lifecycle, ping, logging-set-level, and every scenario of the Tasks
+# server-session-lifecycle, server-sse-polling ([serve] sse_poll_after_ms, set below),
+# ping, logging-set-level, and every scenario of the Tasks
 # extension (unscored; a task that asks, prepare asking in rounds).
 #
 # The suite needs Node >= 22 (it uses fs.globSync); the machine may have 20, so Node 22 comes
@@ -62,7 +62,9 @@ rm -rf "$live"
 mkdir -p "$live/tools-lua"
 # The store (task records) lives in the run's directory, not beside the first tool
 # directory (tests/conformance/.toolhost/, in the source tree).
-printf '[store]\npath = "store.sqlite3"\n' >"$live/toolhost.toml"
+# SSE polling (server-sse-polling): a tools/call still running after 1 s gets its stream
+# ended with a priming event; the fixture test_reconnection runs 1.5 s.
+printf '[store]\npath = "store.sqlite3"\n[serve]\nsse_poll_after_ms = 1000\n' >"$live/toolhost.toml"
 (
   cd "$live"
   exec "$binary" --tools-dir "$root/tests/conformance/tools-lua" --tools-dir "$live/tools-lua" \

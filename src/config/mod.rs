@@ -115,6 +115,12 @@ pub(crate) struct ServeConfig {
     /// An HTTP session with no traffic for this long is closed, in milliseconds (default
     /// 300,000); its id then gets 404 and the client starts a new session.
     pub session_idle_ms: Option<u64>,
+    /// SSE polling (SEP-1699), in milliseconds (default: off): on an HTTP session, a
+    /// `tools/call` whose answer has not come this long after its stream opened gets that
+    /// stream ended with a priming event (an event id and a `retry` hint); the client resumes
+    /// with `GET` + `Last-Event-ID` and gets the progress and the answer. Keeps long calls
+    /// alive behind proxies that cut idle or long responses.
+    pub sse_poll_after_ms: Option<u64>,
     /// HTTP connections served at once (default 1,024); more wait in the kernel's accept
     /// queue until one closes.
     pub max_connections: Option<usize>,
@@ -341,6 +347,8 @@ impl LoadedConfig {
         for (key, value) in [
             ("max_sessions", config.serve.max_sessions.map(|n| n as u64)),
             ("session_idle_ms", config.serve.session_idle_ms),
+            // A stream ended at once would deliver nothing but its priming event.
+            ("sse_poll_after_ms", config.serve.sse_poll_after_ms),
             (
                 "max_connections",
                 config.serve.max_connections.map(|n| n as u64),
@@ -519,6 +527,7 @@ mod tests {
         for key in [
             "max_sessions",
             "session_idle_ms",
+            "sse_poll_after_ms",
             "max_connections",
             "header_timeout_ms",
             "input_request_ttl_ms",

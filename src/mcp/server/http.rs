@@ -14,6 +14,9 @@
 //! - bounds on what clients can hold: connections ([`connections`]: `max_connections`,
 //!   `header_timeout_ms`, `TCP_NODELAY`), request bodies ([`body`]) and sessions
 //!   ([`sessions`]: `max_sessions`, `session_idle_ms`);
+//! - SSE polling on sessions (`[serve] sse_poll_after_ms`, [`polling`]): a long
+//!   `tools/call`'s stream is ended with a priming event and resumed by `GET` +
+//!   `Last-Event-ID`;
 //! - `--stateless`: `notifications/cancelled` stops the call it names ([`stateless_cancel`]);
 //!   `logging/setLevel` has no session to apply to and says so;
 //! - graceful shutdown: new connections stop, running calls get `[serve] drain_ms`, then
@@ -22,6 +25,7 @@
 mod auth;
 mod body;
 mod connections;
+mod polling;
 mod sessions;
 pub(crate) mod stateless_cancel;
 
@@ -198,6 +202,10 @@ pub(crate) async fn serve(
         max_body,
         limits.header_timeout,
     ));
+    let polling = Arc::new(polling::PollingSessions::new(
+        sessions.manager.clone(),
+        serve.sse_poll_after_ms.map(Duration::from_millis),
+    ));
     let sessions_closed = CancellationToken::new();
     let mut http_config = StreamableHttpServerConfig::default()
         .with_allowed_origins(origins)
@@ -237,7 +245,7 @@ pub(crate) async fn serve(
             false => Router::new()
                 .nest_service(
                     "/mcp",
-                    StreamableHttpService::new(factory, sessions.manager.clone(), http_config),
+                    StreamableHttpService::new(factory, polling, http_config),
                 )
                 .layer(axum::middleware::from_fn_with_state(
                     sessions.clone(),

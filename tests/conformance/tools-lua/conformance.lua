@@ -56,6 +56,15 @@ tool("test_tool_with_progress", "Reports progress 0, 50, 100 of 100", function(_
   return "Progress test completed"
 end)
 
+-- SSE polling (SEP-1699, server-sse-polling): runs past [serve] sse_poll_after_ms (set to
+-- 1000 by scripts/conformance.sh), so the server ends the POST's stream with a priming event
+-- and the suite resumes with GET + Last-Event-ID to get this answer. Nothing here touches
+-- the transport: any tool that long is treated the same.
+tool("test_reconnection", "Runs 1.5 s, past the server's SSE polling time", function()
+  time.sleep(1500)
+  return "Reconnection test completed"
+end)
+
 tool("test_error_handling", "Always fails", function()
   error("This tool intentionally returns an error for testing", 0)
 end)
