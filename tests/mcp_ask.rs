@@ -8,9 +8,9 @@
 
 mod common;
 
-use common::Fixture;
 use common::mcp_client::{run_script, step};
 use common::raw_http::RawHttp;
+use common::{Fixture, ask_scenarios};
 use serde_json::{Value, json};
 
 const LEGACY: &str = "legacy";
@@ -81,30 +81,9 @@ fn run(fx: &Fixture, transport: &str, mode: &str, spec: Value) -> Vec<Value> {
     )
 }
 
-/// Three calls of `greet` answered accept, decline, cancel: what the handler saw.
 fn answers_reach_the_handler(transport: &str, mode: &str) {
     let fx = fixture();
-    let steps = run(
-        &fx,
-        transport,
-        mode,
-        json!({
-            "elicitation": [
-                {"action": "accept", "content": {"name": "Ada"}},
-                {"action": "decline"},
-                {"action": "cancel"}
-            ],
-            "steps": [
-                {"name": "accept", "call": "greet"},
-                {"name": "decline", "call": "greet"},
-                {"name": "cancel", "call": "greet"}
-            ]
-        }),
-    );
-    assert_eq!(step(&steps, "accept")["text"], "Hello, Ada", "{steps:#?}");
-    assert_eq!(step(&steps, "accept")["asked"], json!(["Your name?"]));
-    assert_eq!(step(&steps, "decline")["text"], "no name: decline");
-    assert_eq!(step(&steps, "cancel")["text"], "no name: cancel");
+    ask_scenarios::answers_reach_the_handler(|spec| run(&fx, transport, mode, spec));
 }
 
 #[test]
@@ -348,40 +327,9 @@ fn a_missing_capability_on_2026_http_is_a_400() {
     assert_eq!(reply.message()["error"]["code"], -32021);
 }
 
-/// `guarded` called twice (the user declines, then accepts); whether each wrote its marker.
 fn approval_asks(transport: &str, mode: &str) {
     let fx = fixture();
-    let steps = run(
-        &fx,
-        transport,
-        mode,
-        json!({
-            "elicitation": [{"action": "decline"}, {"action": "accept", "content": {}}],
-            "steps": [
-                {"name": "declined", "call": "guarded", "args": {"path": "declined.txt"}},
-                {"name": "accepted", "call": "guarded", "args": {"path": "accepted.txt"}}
-            ]
-        }),
-    );
-    let declined = step(&steps, "declined");
-    assert_eq!(declined["ok"], false, "{steps:#?}");
-    assert!(
-        declined["text"]
-            .as_str()
-            .unwrap()
-            .contains("\"error_type\":\"approval_denied\""),
-        "{declined}"
-    );
-    assert_eq!(
-        declined["asked"],
-        json!(["Allow guarded with {\"path\":\"declined.txt\"}?"])
-    );
-    assert!(
-        !fx.root().join("declined.txt").exists(),
-        "a declined call ran"
-    );
-    assert_eq!(step(&steps, "accepted")["text"], "wrote", "{steps:#?}");
-    assert!(fx.root().join("accepted.txt").exists());
+    ask_scenarios::approval_asks(&fx, |spec| run(&fx, transport, mode, spec));
 }
 
 #[test]

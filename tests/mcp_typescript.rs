@@ -13,9 +13,9 @@
 
 mod common;
 
-use common::Fixture;
 use common::mcp_client::step;
 use common::ts_client::run_script;
+use common::{Fixture, ask_scenarios};
 use serde_json::{Value, json};
 
 const LEGACY: &str = "legacy";
@@ -176,30 +176,9 @@ fn roots_of_a_2026_client_narrow_fs_over_stdio() {
     roots_narrow_fs("stdio");
 }
 
-/// Three calls of `greet` answered accept, decline, cancel: what the handler saw.
 fn ask_answers_reach_the_handler(transport: &str, mode: &str) {
     let fx = fixture();
-    let steps = run(
-        &fx,
-        transport,
-        mode,
-        json!({
-            "elicitation": [
-                {"action": "accept", "content": {"name": "Ada"}},
-                {"action": "decline"},
-                {"action": "cancel"}
-            ],
-            "steps": [
-                {"name": "accept", "call": "greet"},
-                {"name": "decline", "call": "greet"},
-                {"name": "cancel", "call": "greet"}
-            ]
-        }),
-    );
-    assert_eq!(step(&steps, "accept")["text"], "Hello, Ada", "{steps:#?}");
-    assert_eq!(step(&steps, "accept")["asked"], json!(["Your name?"]));
-    assert_eq!(step(&steps, "decline")["text"], "no name: decline");
-    assert_eq!(step(&steps, "cancel")["text"], "no name: cancel");
+    let steps = ask_scenarios::answers_reach_the_handler(|spec| run(&fx, transport, mode, spec));
     assert_no_client_errors(&steps);
 }
 
@@ -223,40 +202,10 @@ fn ask_answers_reach_the_handler_on_a_2025_session_over_http() {
     ask_answers_reach_the_handler("http", LEGACY);
 }
 
-/// `guarded` called twice (the user declines, then accepts); whether each wrote its marker.
 fn approval_asks(transport: &str, mode: &str) {
     let fx = fixture();
-    let steps = run(
-        &fx,
-        transport,
-        mode,
-        json!({
-            "elicitation": [{"action": "decline"}, {"action": "accept", "content": {}}],
-            "steps": [
-                {"name": "declined", "call": "guarded", "args": {"path": "declined.txt"}},
-                {"name": "accepted", "call": "guarded", "args": {"path": "accepted.txt"}}
-            ]
-        }),
-    );
-    let declined = step(&steps, "declined");
-    assert_eq!(declined["ok"], false, "{steps:#?}");
-    assert!(
-        declined["text"]
-            .as_str()
-            .unwrap()
-            .contains("\"error_type\":\"approval_denied\""),
-        "{declined}"
-    );
-    assert_eq!(
-        declined["asked"],
-        json!(["Allow guarded with {\"path\":\"declined.txt\"}?"])
-    );
-    assert!(
-        !fx.root().join("declined.txt").exists(),
-        "a declined call ran"
-    );
-    assert_eq!(step(&steps, "accepted")["text"], "wrote", "{steps:#?}");
-    assert!(fx.root().join("accepted.txt").exists());
+    let steps = ask_scenarios::approval_asks(&fx, |spec| run(&fx, transport, mode, spec));
+    assert_no_client_errors(&steps);
 }
 
 #[test]

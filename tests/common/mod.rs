@@ -2,6 +2,7 @@
 //! host built from it, and a blocking call helper.
 #![allow(dead_code)]
 
+pub mod ask_scenarios;
 pub mod fastmcp;
 pub mod mcp_client;
 pub mod pinned_venv;
