@@ -265,7 +265,7 @@ pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
-    Annotations, AskFuture, Asker, CallContext, CallObserver, Capability, HandlerError,
+    Annotations, AskFuture, Asker, CallContext, Caller, CallerKind, CallObserver, Capability, HandlerError,
     InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress, ResultLimit, Root, Sampled,
     ScriptedAsker, TaskSupport, ToolsetSelection,
 };

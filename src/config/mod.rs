@@ -4,9 +4,11 @@
 //! names the key and the line instead of a silently ignored setting.
 
 mod mcp_servers;
+mod serve_auth;
 
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
+pub(crate) use serve_auth::{DEFAULT_TOKEN_NAME, OAuthConfig, TokenConfig};
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
@@ -98,6 +100,12 @@ pub(crate) struct ServeConfig {
     /// CLI; embedders pass the token in `HttpOptions`).
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub auth_token_env: Option<String>,
+    /// Named static bearer tokens (`[[serve.tokens]]`); `auth_token_env`'s is `default`.
+    #[serde(default)]
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub tokens: Vec<TokenConfig>,
+    /// OAuth 2.1 access tokens (`[serve.oauth]`), besides or instead of static tokens.
+    pub oauth: Option<OAuthConfig>,
     /// Browser origins allowed besides `http://localhost*` / `http://127.0.0.1*` (HTTP).
     #[serde(default)]
     pub allowed_origins: Vec<String>,
@@ -388,6 +396,13 @@ impl LoadedConfig {
             }
         }
         mcp_servers::check(&mut config.mcp_servers, base, path)?;
+        serve_auth::check(
+            &config.serve.tokens,
+            config.serve.oauth.as_mut(),
+            config.serve.auth_token_env.is_some(),
+            base,
+            path,
+        )?;
         if let Some(store) = config.store.path.as_mut()
             && store.is_relative()
         {

@@ -118,7 +118,22 @@ fn payload(call: &HookCall<'_>) -> Map<String, Value> {
     map.insert("session_id".into(), json!(call.ctx.session_id));
     map.insert("task_id".into(), json!(call.ctx.task_id));
     map.insert("scope".into(), json!(call.ctx.scope));
+    map.insert("caller".into(), caller_json(&call.ctx.caller));
     map
+}
+
+/// The caller as Lua hooks see it: the shape of the handler's `ctx.caller`.
+fn caller_json(caller: &crate::registry::Caller) -> Value {
+    let mut map = Map::new();
+    map.insert("id".into(), json!(caller.id()));
+    map.insert("kind".into(), json!(caller.kind().as_str()));
+    if let Some(client) = caller.client_id() {
+        map.insert("client_id".into(), json!(client));
+    }
+    if let Some(scopes) = caller.scopes() {
+        map.insert("scopes".into(), json!(scopes));
+    }
+    Value::Object(map)
 }
 
 fn where_(hook: &HookEntry) -> String {

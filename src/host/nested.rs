@@ -126,8 +126,8 @@ impl Host {
     /// `ctx` ready to run on this host: it can make `ctx.call`s.
     pub(super) fn with_caller(&self, ctx: &CallContext) -> CallContext {
         let mut ctx = ctx.clone();
-        if ctx.caller.is_none() {
-            ctx.caller = self.inner.caller.get().cloned();
+        if ctx.tool_caller.is_none() {
+            ctx.tool_caller = self.inner.caller.get().cloned();
         }
         ctx
     }

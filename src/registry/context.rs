@@ -1,6 +1,7 @@
 //! What a handler learns about the call it serves, and the shape of native handlers.
 
 use super::asker::Asker;
+use super::caller::Caller;
 use super::handler_error::HandlerError;
 use super::observe::CallObserver;
 use super::selection::ToolsetSelection;
@@ -32,6 +33,9 @@ pub struct CallContext {
     pub task_id: Option<String>,
     /// The caller's scope overlay (docs/calls.md); `None` sees only global tools.
     pub scope: Option<String>,
+    /// Who made the call (Lua's `ctx.caller`): the static token's name, the OAuth token's
+    /// subject, or the local user (the default). Calls it makes with `ctx.call` inherit it.
+    pub caller: Caller,
     /// The caller's toolset selection (enabled, else the config's `enabled_toolsets`, else
     /// all; minus disabled ones): a tool outside it is `unavailable` to this caller.
     pub toolsets: ToolsetSelection,
@@ -45,7 +49,7 @@ pub struct CallContext {
     /// implicit) narrowed to them, never more.
     pub(crate) fs_roots: Option<Arc<ClientRoots>>,
     /// Runs `ctx.call` (set by the host for every call it runs).
-    pub(crate) caller: Option<Arc<dyn ToolCaller>>,
+    pub(crate) tool_caller: Option<Arc<dyn ToolCaller>>,
     /// How many `ctx.call`s deep this call is (0: called from outside).
     pub(crate) depth: u8,
     /// Answers the call's input requests (`ctx.ask`, `ctx.roots`, `ctx.sample`) and the
@@ -110,6 +114,7 @@ impl std::fmt::Debug for CallContext {
             .field("session_id", &self.session_id)
             .field("task_id", &self.task_id)
             .field("scope", &self.scope)
+            .field("caller", &self.caller)
             .field("toolsets", &self.toolsets)
             .field("cancelled", &self.cancel.is_cancelled())
             .field("observed", &self.observer.is_some())
@@ -143,6 +148,12 @@ impl CallContext {
     /// The caller's scope overlay (docs/calls.md).
     pub fn with_scope(mut self, scope: impl Into<String>) -> Self {
         self.scope = Some(scope.into());
+        self
+    }
+
+    /// Who makes the call (see [`caller`](Self::caller)).
+    pub fn with_caller(mut self, caller: Caller) -> Self {
+        self.caller = caller;
         self
     }
 
@@ -211,7 +222,7 @@ impl CallContext {
     }
 
     /// The context of a call this call makes with `ctx.call` (its `index`-th): same ids,
-    /// scope, selection, observer, roots, asker and cancellation, one level deeper, with the
+    /// caller, scope, selection, observer, roots, asker and cancellation, one level deeper, with the
     /// child's call id and its own prefix for input-request keys.
     pub(crate) fn child(&self, tool_call_id: String, index: u32) -> Self {
         let mut child = self.clone();

@@ -4,6 +4,7 @@
 
 mod asker;
 mod availability;
+mod caller;
 mod context;
 mod entry;
 mod function_schema;
@@ -30,6 +31,7 @@ pub(crate) use availability::{
     Availability, AvailabilityCache, CheckRunner, DEFAULT_CHECK_TTL, Freshness, ProbeFailed,
     ProbeOutcome, Probed,
 };
+pub use caller::{Caller, CallerKind};
 pub use context::CallContext;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};

@@ -13,6 +13,10 @@ const CTX_FIELDS: &[(&str, &str)] = &[
     ("task_id", "string?"),
     ("scope", "string?"),
     (
+        "caller",
+        "{id: string, kind: \"local\"|\"token\"|\"oauth\", client_id?: string, scopes?: string[]} # who made the call (read-only): the static token's name or the OAuth token's sub; local for stdio and the command line; ctx.call passes it on",
+    ),
+    (
         "progress",
         "fun(done: number, total?: number, message?: string) # reports progress to an MCP client that asked for it; else a no-op",
     ),

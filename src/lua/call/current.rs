@@ -36,7 +36,7 @@ impl CurrentCall {
     pub(crate) fn of(tool: &str, domain: &CallerDomain, ctx: &CallContext) -> Option<Arc<Self>> {
         if ctx.observer().is_none()
             && ctx.fs_roots().is_none()
-            && ctx.caller.is_none()
+            && ctx.tool_caller.is_none()
             && ctx.asker().is_none()
         {
             return None;
@@ -46,7 +46,7 @@ impl CurrentCall {
             domain: domain.clone(),
             observer: ctx.observer().cloned(),
             fs_roots: ctx.fs_roots().cloned(),
-            ctx: ctx.caller.is_some().then(|| ctx.clone()),
+            ctx: ctx.tool_caller.is_some().then(|| ctx.clone()),
             children: std::sync::atomic::AtomicU32::new(0),
             asker: ctx.asker().cloned(),
             asking: parking_lot::Mutex::new(Asking::new(ctx.ask_prefix.clone())),

@@ -186,14 +186,22 @@ end
 -- Runs a handler on the current (async) thread as a new call, with a read-only `ctx`
 -- (built here: a Lua table constructor is far cheaper than building it field by field
 -- from Rust).
-local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope, prepared)
+local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope, prepared,
+                      caller_kind, caller_id, client_id, scopes)
   local co = running()
   call_of[co] = {}
   handler_threads[co] = true
+  -- Read-only like ctx: a handler cannot pose as someone else to the tools it calls (they
+  -- get the caller from the host, never from this table).
+  local caller = real_setmetatable({}, {
+    __index = { kind = caller_kind, id = caller_id, client_id = client_id, scopes = scopes },
+    __newindex = refuse_write,
+    __metatable = false,
+  })
   local ctx = real_setmetatable({}, {
     __index = {
       tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
-      task_id = task_id, scope = scope, progress = progress, call = ctx_call,
+      task_id = task_id, scope = scope, caller = caller, progress = progress, call = ctx_call,
       ask = ctx_ask, roots = ctx_roots, sample = ctx_sample, all = ctx_all,
     },
     __newindex = refuse_write,

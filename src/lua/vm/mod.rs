@@ -215,7 +215,7 @@ impl LuaVm {
                 }
                 let running = current::get(&lua).and_then(|call| {
                     let ctx = call.ctx.clone()?;
-                    let caller = ctx.caller.clone()?;
+                    let caller = ctx.tool_caller.clone()?;
                     Some((call, ctx, caller))
                 });
                 let Some((call, ctx, caller)) = running else {
@@ -622,6 +622,14 @@ impl LuaVm {
         task_id: Option<&str>,
         prepared: LuaValue,
     ) -> mlua::Result<LuaValue> {
+        // Scopes exist for OAuth callers only: no table for the others.
+        let scopes = match ctx.caller.scopes() {
+            Some(scopes) => LuaValue::Table(
+                self.lua
+                    .create_sequence_from(scopes.iter().map(String::as_str))?,
+            ),
+            None => LuaValue::Nil,
+        };
         // call_async runs on a recycled coroutine; `invoke` binds it to the handler and
         // builds the read-only ctx.
         self.invoke
@@ -634,6 +642,10 @@ impl LuaVm {
                 task_id,
                 ctx.scope.as_deref(),
                 prepared,
+                ctx.caller.kind().as_str(),
+                ctx.caller.id(),
+                ctx.caller.client_id(),
+                scopes,
             ))
             .await
     }

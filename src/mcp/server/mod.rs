@@ -513,6 +513,7 @@ impl ServerHandler for McpServer {
             responses: request.input_responses,
         });
         let call = Call {
+            caller: tasks::principal::caller_of(&context),
             peer: self.request_peer(&context),
             tool_call_id: self.call_id(&context.id),
             progress_token: context.meta.get_progress_token(),
@@ -526,7 +527,7 @@ impl ServerHandler for McpServer {
                 .client_capabilities()
                 .is_some_and(|caps| caps.supports_tasks());
             if declared {
-                let principal = tasks::principal::of(&context);
+                let principal = call.caller.principal();
                 let declared = context.client_capabilities();
                 return self
                     .call_as_task(call, budget, principal, declared, context.ct.clone())
@@ -565,7 +566,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
         let principal = tasks::principal::of(&context);
-        self.shared.tasks.get(request.task_id, principal).await
+        self.shared.tasks.get(request.task_id, &principal).await
     }
 
     async fn update_task(
@@ -576,7 +577,7 @@ impl ServerHandler for McpServer {
         let principal = tasks::principal::of(&context);
         self.shared
             .tasks
-            .update(request.task_id, request.input_responses, principal)
+            .update(request.task_id, request.input_responses, &principal)
             .await
     }
 
@@ -586,7 +587,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let principal = tasks::principal::of(&context);
-        self.shared.tasks.cancel(request.task_id, principal).await
+        self.shared.tasks.cancel(request.task_id, &principal).await
     }
 }
 
@@ -603,6 +604,8 @@ pub(crate) struct Call {
     pub(crate) progress_token: Option<rmcp::model::ProgressToken>,
     /// Who asked, as the request (or its session) declares it.
     pub(crate) peer: RequestPeer,
+    /// Who made the call, as its transport vouched for it (`ctx.caller`).
+    pub(crate) caller: crate::Caller,
     /// A 2026-07-28 call's capabilities, state and answers (multi-round); `None` for a call
     /// of a 2025-11-25 session, which asks its client directly.
     pub(crate) continuation: Option<input::Continuation>,
@@ -660,7 +663,7 @@ impl McpServer {
     ) -> Result<CallToolResponse, gate::Refused> {
         let _admitted = self.shared.gate.admit(&self.session.slots).await?;
         let args = call.arguments.take().map(Value::Object).unwrap_or_default();
-        let mut ctx = self.context();
+        let mut ctx = self.context().with_caller(call.caller.clone());
         ctx.tool_call_id = Some(call.tool_call_id.clone());
         // Approvals follow `[approval] mcp`.
         ctx = ctx.over_mcp_client();

@@ -123,6 +123,8 @@ fn parse(line: &str, peer: impl FnOnce() -> RequestPeer) -> Option<DirectCall> {
             tool_call_id: raw_id.to_string(),
             progress_token,
             peer: peer(),
+            // The stdio guard serves the local user.
+            caller: crate::Caller::local(),
             continuation: None,
         },
     })

@@ -50,14 +50,14 @@ impl McpServer {
         &self,
         mut call: Call,
         budget: Duration,
-        principal: &'static str,
+        principal: String,
         declared: Option<ClientCapabilities>,
         request: CancellationToken,
     ) -> Result<CallToolResponse, McpError> {
         let token = self.shared.gate.call_token();
         let running = Running::new(token.clone());
         let args = call.arguments.take().map(Value::Object).unwrap_or_default();
-        let mut ctx = self.context();
+        let mut ctx = self.context().with_caller(call.caller.clone());
         ctx.cancel = token;
         ctx.tool_call_id = Some(call.tool_call_id.clone());
         // Approvals follow `[approval] mcp`, as for any call of an MCP client.
@@ -127,7 +127,7 @@ impl McpServer {
         let tasks = &self.shared.tasks;
         let records = tasks.records.clone();
         let made =
-            tokio::task::spawn_blocking(move || records.create(&name, principal, budget + GRACE))
+            tokio::task::spawn_blocking(move || records.create(&name, &principal, budget + GRACE))
                 .await;
         let made = match made {
             Ok(made) => made.map_err(|e| e.to_string()),

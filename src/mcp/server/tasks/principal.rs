@@ -1,33 +1,35 @@
-//! Whose a task is: the principal its transport tells, recorded with the task; `tasks/get`,
-//! `tasks/update` and `tasks/cancel` from another principal find no such task (the same
-//! answer as an unknown id, so a task's existence does not leak either).
+//! Whose a task is: the caller its transport vouched for ([`Caller`]), recorded with the
+//! task as its principal; `tasks/get`, `tasks/update` and `tasks/cancel` from another
+//! principal find no such task (the same answer as an unknown id, so a task's existence does
+//! not leak either).
 //!
-//! Today a transport tells one of two principals: the local user of a stdio server, or
-//! whoever passed the HTTP server's bearer-token check (there is one token, so one HTTP
-//! principal). Processes that share a store file therefore never show a stdio user's tasks
-//! to HTTP callers, nor the reverse. Named tokens or OAuth subjects would be finer
-//! principals of the same kind.
+//! A stdio request comes from the local user. An HTTP request comes from whoever the
+//! bearer-token check identified — a named static token, or an OAuth token's subject —
+//! or, on a loopback server that checks nothing, from an anonymous local client (another
+//! principal than the stdio user, as before there were names). Two tokens' tasks are
+//! therefore invisible to each other, and processes that share a store never show a stdio
+//! user's tasks to HTTP callers, nor the reverse.
 
+use crate::Caller;
 use rmcp::service::{RequestContext, RoleServer};
 
-/// The principal of a stdio request (the user who started the server).
-const LOCAL: &str = "local";
-/// The principal of an HTTP request that passed the bearer-token check.
-#[cfg(feature = "http")]
-const HTTP: &str = "http";
-
-/// The principal `context`'s request came from.
-pub(crate) fn of(context: &RequestContext<RoleServer>) -> &'static str {
+/// The caller `context`'s request came from.
+pub(crate) fn caller_of(context: &RequestContext<RoleServer>) -> Caller {
     // rmcp's streamable-HTTP service puts the HTTP request's parts in every request's
-    // extensions; no other transport does.
+    // extensions; no other transport does. The auth check put the caller in them.
     #[cfg(feature = "http")]
-    if context
-        .extensions
-        .get::<axum::http::request::Parts>()
-        .is_some()
-    {
-        return HTTP;
+    if let Some(parts) = context.extensions.get::<axum::http::request::Parts>() {
+        return parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .unwrap_or_else(Caller::anonymous);
     }
     let _ = context;
-    LOCAL
+    Caller::local()
+}
+
+/// The principal (task owner) of `context`'s request.
+pub(crate) fn of(context: &RequestContext<RoleServer>) -> String {
+    caller_of(context).principal()
 }

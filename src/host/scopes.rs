@@ -1,0 +1,70 @@
+//! `[serve.oauth.scopes]`: which OAuth scopes a call of a tool needs. An entry names a tool,
+//! a toolset (a tool toolset or a `[toolsets.NAME]` composite), or `all`/`*`; a call needs
+//! the scope of every entry that covers its tool, so a narrower entry never lifts a wider
+//! one's requirement.
+
+use super::Host;
+use crate::toolsets::{ALL_NAMES, Toolsets};
+use std::collections::BTreeSet;
+
+impl Host {
+    /// The scopes a call of the tool `name` (as seen from the scope overlay `scope`) needs,
+    /// sorted; empty when `[serve.oauth.scopes]` names none for it.
+    pub(crate) fn required_scopes(&self, name: &str, scope: Option<&str>) -> Vec<String> {
+        let (world, state) = self.current();
+        let config = &world.config.config;
+        let Some(table) = config.serve.oauth.as_ref().map(|o| &o.scopes) else {
+            return Vec::new();
+        };
+        if table.is_empty() || state.lookup(name, scope).is_none() {
+            return Vec::new();
+        }
+        let visible = state.visible(scope);
+        let toolsets = Toolsets::new(&visible, &config.toolsets);
+        let needed: BTreeSet<&String> = table
+            .iter()
+            .filter(|(target, _)| {
+                target.as_str() == name
+                    || ALL_NAMES.contains(&target.as_str())
+                    || toolsets.resolve(std::slice::from_ref(*target)).contains(name)
+            })
+            .map(|(_, needed)| needed)
+            .collect();
+        needed.into_iter().cloned().collect()
+    }
+
+    /// The keys of `[serve.oauth.scopes]` that name no tool, toolset or composite: a typo
+    /// there would leave a tool unprotected, so the server refuses to start.
+    pub(crate) fn unknown_scope_targets(&self) -> Vec<String> {
+        let (world, state) = self.current();
+        let config = &world.config.config;
+        let Some(table) = config.serve.oauth.as_ref().map(|o| &o.scopes) else {
+            return Vec::new();
+        };
+        let known: BTreeSet<&str> = state
+            .all()
+            .flat_map(|tool| [tool.name.as_str(), tool.toolset.as_str()])
+            .chain(config.toolsets.keys().map(String::as_str))
+            .chain(ALL_NAMES)
+            .collect();
+        table
+            .keys()
+            .filter(|target| !known.contains(target.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Every scope `[serve.oauth.scopes]` names, sorted (the metadata's
+    /// `scopes_supported`).
+    pub(crate) fn configured_scopes(&self) -> Vec<String> {
+        let config = self.config();
+        let scopes: BTreeSet<String> = config
+            .config
+            .serve
+            .oauth
+            .iter()
+            .flat_map(|o| o.scopes.values().cloned())
+            .collect();
+        scopes.into_iter().collect()
+    }
+}
