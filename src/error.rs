@@ -68,6 +68,11 @@ pub enum Error {
         /// The address that was bound.
         addr: std::net::SocketAddr,
     },
+    /// The HTTP server's credentials are not usable (two tokens of one name, an unknown tool
+    /// in `[serve.oauth.scopes]`, an unreadable `jwks_file`); the message names the key.
+    #[cfg(feature = "http")]
+    #[error("{0}")]
+    HttpAuth(String),
     /// The HTTP server failed (reading the listener's address, accepting connections).
     #[cfg(feature = "http")]
     #[error("the MCP HTTP server failed: {0}")]

@@ -32,6 +32,19 @@ pub(crate) enum CliError {
          --auth-token-env)"
     )]
     NoToken(String),
+    /// The variable of a `[[serve.tokens]]` entry is unset or empty.
+    #[error(
+        "serve.tokens[{index}].token_env: the token \"{name}\" is in ${variable}, which is \
+         not set or empty"
+    )]
+    NoNamedToken {
+        /// The entry's index.
+        index: usize,
+        /// The token's name.
+        name: String,
+        /// The variable.
+        variable: String,
+    },
     /// A flag's value is not valid; the message names the flag (`NAME …`, `--toolset …`).
     #[error("{0}")]
     Usage(String),

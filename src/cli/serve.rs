@@ -110,18 +110,23 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError>
     Ok(ExitCode::SUCCESS)
 }
 
-/// The HTTP address and options from the flags and `[serve]`; a non-loopback bind needs a
-/// token (checked here too, before anything is bound).
+/// The HTTP address and options from the flags and `[serve]`: the `default` token
+/// (`--auth-token-env`, else `auth_token_env`) and `[[serve.tokens]]`, each read from its
+/// variable now (unset or empty: an error naming the token and the variable, never a
+/// value); a non-loopback bind needs credentials (checked here too, before anything is
+/// bound).
 fn http_options(
     host: &crate::Host,
     addr: &str,
     args: &ServeArgs<'_>,
 ) -> Result<(std::net::SocketAddr, crate::HttpOptions), CliError> {
     let addr = crate::mcp::server::http::parse_addr(addr)?;
+    let config = host.config();
+    let serve = &config.config.serve;
     let source = args
         .auth_token_env
         .map(str::to_string)
-        .or_else(|| host.config().config.serve.auth_token_env.clone());
+        .or_else(|| serve.auth_token_env.clone());
     let mut options = crate::HttpOptions::default().with_stateless(args.stateless);
     if let Some(name) = source {
         match std::env::var(&name) {
@@ -135,6 +140,23 @@ fn http_options(
             }
         }
     }
-    crate::mcp::server::http::check_exposure(addr, &options)?;
+    for (i, token) in serve.tokens.iter().enumerate() {
+        // The config check made sure both are set.
+        let name = token.name.clone().unwrap_or_default();
+        let variable = token.token_env.clone().unwrap_or_default();
+        match std::env::var(&variable) {
+            Ok(value) if !value.trim().is_empty() => {
+                options = options.with_named_token_from(name, value.trim(), variable);
+            }
+            _ => {
+                return Err(CliError::NoNamedToken {
+                    index: i,
+                    name,
+                    variable,
+                });
+            }
+        }
+    }
+    crate::mcp::server::http::check_exposure(addr, &options, serve.oauth.is_some())?;
     Ok((addr, options))
 }

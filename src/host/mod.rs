@@ -18,7 +18,6 @@ mod info;
 mod mcp_servers;
 mod nested;
 mod reload;
-#[cfg(feature = "http")]
 mod scopes;
 #[cfg(feature = "mcp")]
 mod tasks;

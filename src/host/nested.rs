@@ -56,6 +56,18 @@ impl ToolCaller for HostCaller {
                 )
                 .to_json();
             };
+            // The caller's scopes bind the tools its call calls too: a tool it may call
+            // must not lend it one it may not.
+            if let Some(scope) = host.missing_scope(&name, &ctx) {
+                return ToolError::new(
+                    ErrorType::Blocked,
+                    format!(
+                        "[TOOL_ERROR] {name} was not called: it needs the OAuth scope \
+                         \"{scope}\", which the caller's token lacks"
+                    ),
+                )
+                .to_json();
+            }
             // A table for structured results (the tool's own object, not its JSON text).
             match host.handle_function_call(&name, args, &ctx).await {
                 ToolResult::Json(value) | ToolResult::Multimodal(value) => value,

@@ -4,6 +4,7 @@
 //! one's requirement.
 
 use super::Host;
+use crate::registry::CallContext;
 use crate::toolsets::{ALL_NAMES, Toolsets};
 use std::collections::BTreeSet;
 
@@ -33,8 +34,18 @@ impl Host {
         needed.into_iter().cloned().collect()
     }
 
+    /// The first scope the caller of `ctx` lacks for calling `name` (only OAuth callers
+    /// have scopes to lack).
+    pub(crate) fn missing_scope(&self, name: &str, ctx: &CallContext) -> Option<String> {
+        ctx.caller.scopes()?;
+        self.required_scopes(name, ctx.scope.as_deref())
+            .into_iter()
+            .find(|scope| !ctx.caller.may_use(scope))
+    }
+
     /// The keys of `[serve.oauth.scopes]` that name no tool, toolset or composite: a typo
     /// there would leave a tool unprotected, so the server refuses to start.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn unknown_scope_targets(&self) -> Vec<String> {
         let (world, state) = self.current();
         let config = &world.config.config;
@@ -54,8 +65,21 @@ impl Host {
             .collect()
     }
 
+    /// Whether `[serve.oauth.scopes]` names any scope (else no call needs one).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn has_scope_table(&self) -> bool {
+        let config = self.config();
+        config
+            .config
+            .serve
+            .oauth
+            .as_ref()
+            .is_some_and(|o| !o.scopes.is_empty())
+    }
+
     /// Every scope `[serve.oauth.scopes]` names, sorted (the metadata's
     /// `scopes_supported`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn configured_scopes(&self) -> Vec<String> {
         let config = self.config();
         let scopes: BTreeSet<String> = config

@@ -1,10 +1,14 @@
 //! `toolhost serve --http ADDR`: MCP's streamable-HTTP transport at `/mcp` (rmcp's tower
 //! service under axum), with sessions or `--stateless`, and:
 //!
-//! - bearer-token auth (`[serve] auth_token_env` / `--auth-token-env`): a request without
-//!   the right `Authorization: Bearer …` gets 401 with `WWW-Authenticate: Bearer` and a
-//!   JSON-RPC error ([`auth`]); tokens are compared in constant time and never logged. A
-//!   non-loopback bind without a token refuses to start;
+//! - bearer-token auth ([`auth`]): static tokens (`[serve] auth_token_env` /
+//!   `--auth-token-env`, named `default`, and `[[serve.tokens]]`) and OAuth 2.1 access
+//!   tokens (`[serve.oauth]`, [`oauth`], with the RFC 9728 metadata at
+//!   `/.well-known/oauth-protected-resource` ([`metadata`]) and per-tool scopes
+//!   ([`scopes`])); a request without a valid `Authorization: Bearer …` gets 401 with
+//!   `WWW-Authenticate: Bearer` and a JSON-RPC error; tokens are compared in constant time
+//!   and never logged. The caller a token identifies is the call's `ctx.caller`. A
+//!   non-loopback bind without any credentials refuses to start;
 //! - `Origin` validation against DNS rebinding: besides `http://localhost:*`,
 //!   `http://127.0.0.1:*` and `http://[::1]:*`, only `[serve] allowed_origins` (403);
 //!   on a loopback bind the `Host` header must be a loopback name too;
@@ -25,7 +29,10 @@
 mod auth;
 mod body;
 mod connections;
+mod metadata;
+mod oauth;
 mod polling;
+pub(crate) mod scopes;
 mod sessions;
 pub(crate) mod stateless_cancel;
 
@@ -54,11 +61,14 @@ const LOCAL_ORIGINS: &[&str] = &["http://localhost:*", "http://127.0.0.1:*", "ht
 pub struct HttpOptions {
     /// No sessions: every request stands alone (behind a load balancer).
     pub stateless: bool,
-    /// The bearer token clients must send, if any (required on a non-loopback address).
+    /// The bearer token clients must send, if any (required on a non-loopback address,
+    /// unless named tokens or `[serve.oauth]` are there); its callers are named `default`.
     pub bearer_token: Option<String>,
     /// Where the token came from, for the server's log (e.g. an environment variable's
     /// name; never told to a client).
     pub(crate) token_source: Option<String>,
+    /// More tokens, by name (the caller's id), with where each came from.
+    pub(crate) named_tokens: Vec<(String, String, Option<String>)>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -68,6 +78,14 @@ impl std::fmt::Debug for HttpOptions {
             .field(
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field(
+                "named_tokens",
+                &self
+                    .named_tokens
+                    .iter()
+                    .map(|(name, _, _)| name)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -84,6 +102,30 @@ impl HttpOptions {
     pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
         self
+    }
+
+    /// Also accept `token`, whose callers are `name` (`ctx.caller.id`; kind `token`).
+    pub fn with_named_token(mut self, name: impl Into<String>, token: impl Into<String>) -> Self {
+        self.named_tokens.push((name.into(), token.into(), None));
+        self
+    }
+
+    /// A named token read from the environment variable `source` (named in the log).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn with_named_token_from(
+        mut self,
+        name: impl Into<String>,
+        token: impl Into<String>,
+        source: impl Into<String>,
+    ) -> Self {
+        self.named_tokens
+            .push((name.into(), token.into(), Some(source.into())));
+        self
+    }
+
+    /// Whether any static token is set.
+    fn has_tokens(&self) -> bool {
+        self.bearer_token.is_some() || !self.named_tokens.is_empty()
     }
 
     /// Names where the token came from in the server's log of a refusal (`$NAME`).
@@ -132,9 +174,14 @@ pub(crate) enum BadAddr {
     },
 }
 
-/// Refuses a setup that would expose the tools unauthenticated beyond this machine.
-pub(crate) fn check_exposure(addr: SocketAddr, options: &HttpOptions) -> crate::Result<()> {
-    if addr.ip().is_loopback() || options.bearer_token.is_some() {
+/// Refuses a setup that would expose the tools unauthenticated beyond this machine
+/// (`oauth`: `[serve.oauth]` is set).
+pub(crate) fn check_exposure(
+    addr: SocketAddr,
+    options: &HttpOptions,
+    oauth: bool,
+) -> crate::Result<()> {
+    if addr.ip().is_loopback() || options.has_tokens() || oauth {
         return Ok(());
     }
     Err(crate::Error::Exposed { addr })
@@ -175,8 +222,12 @@ pub(crate) async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> crate::Result<()> {
     let addr = listener.local_addr().map_err(crate::Error::Http)?;
-    check_exposure(addr, &options)?;
     let config = shared.host.config();
+    check_exposure(addr, &options, config.config.serve.oauth.is_some())?;
+    let oauth = match &config.config.serve.oauth {
+        Some(oauth) => Some(oauth_gate(&shared, oauth).await?),
+        None => None,
+    };
     let serve = &config.config.serve;
     let origins: Vec<String> = LOCAL_ORIGINS
         .iter()
@@ -253,11 +304,20 @@ pub(crate) async fn serve(
                 )),
         }
     };
+    let (tokens, source) = static_tokens(options)?;
     let auth = auth::Auth {
-        token: options.bearer_token.map(|t| Arc::from(t.into_bytes())),
-        source: Arc::from(options.token_source.unwrap_or_default()),
+        tokens,
+        source: Arc::from(source),
+        oauth: oauth.clone(),
         body_timeout: limits.header_timeout,
         max_bytes: max_body,
+    };
+    let public = match &oauth {
+        Some(oauth) => Router::new()
+            .route(metadata::PATH, get(metadata::serve))
+            .route(&format!("{}/{{*resource}}", metadata::PATH), get(metadata::serve))
+            .with_state(oauth.metadata.clone()),
+        None => Router::new(),
     };
     // Outermost first: the token, then the body's deadline, then (sessions) the cap or
     // (stateless) the cancellation tracker.
@@ -278,6 +338,7 @@ pub(crate) async fn serve(
                 .route("/healthz", get(healthz))
                 .with_state(shared.clone()),
         )
+        .merge(public)
         .layer(axum::middleware::from_fn(close_after_refusal));
 
     let stop_accepting = CancellationToken::new();
@@ -311,6 +372,82 @@ pub(crate) async fn serve(
         server.abort();
     }
     Ok(())
+}
+
+/// The static tokens of `options` (`bearer_token` as `default`) and where they came from,
+/// for the log; two tokens of one name are an error.
+fn static_tokens(options: HttpOptions) -> crate::Result<(Arc<[auth::StaticToken]>, String)> {
+    let default = options.bearer_token.map(|token| {
+        (
+            crate::config::DEFAULT_TOKEN_NAME.to_string(),
+            token,
+            options.token_source,
+        )
+    });
+    let mut tokens = Vec::new();
+    let mut sources = Vec::new();
+    for (name, token, source) in default.into_iter().chain(options.named_tokens) {
+        if tokens.iter().any(|t: &auth::StaticToken| t.name == name) {
+            return Err(crate::Error::HttpAuth(format!(
+                "two bearer tokens are named \"{name}\" (the --auth-token-env / \
+                 [serve] auth_token_env token is named \"default\")"
+            )));
+        }
+        if let Some(source) = source {
+            sources.push(format!("${source}"));
+        }
+        tokens.push(auth::StaticToken {
+            name,
+            token: token.into_bytes(),
+        });
+    }
+    Ok((tokens.into(), sources.join(", ")))
+}
+
+/// The OAuth check of `[serve.oauth]`: its scope table names only known tools and toolsets,
+/// and its keys load (a `jwks_file` must; an unreachable `jwks_url` is logged and tried
+/// again on the first token).
+async fn oauth_gate(
+    shared: &Arc<Shared>,
+    config: &crate::config::OAuthConfig,
+) -> crate::Result<Arc<auth::OAuthGate>> {
+    let host = &shared.host;
+    if let Some(target) = host.unknown_scope_targets().first() {
+        return Err(crate::Error::HttpAuth(format!(
+            "serve.oauth.scopes.{target}: no tool, toolset or [toolsets] composite is named \
+             \"{target}\""
+        )));
+    }
+    // The config check made sure both are set and exactly one key source is.
+    let issuer = config.issuer.clone().unwrap_or_default();
+    let audience = config.audience.clone().unwrap_or_default();
+    let source = match (&config.jwks_url, &config.jwks_file) {
+        (Some(url), _) => oauth::Source::Url(url.clone()),
+        (None, Some(file)) => oauth::Source::File(file.clone()),
+        (None, None) => {
+            return Err(crate::Error::HttpAuth(
+                "serve.oauth: jwks_url or jwks_file is required".to_string(),
+            ));
+        }
+    };
+    let from_file = matches!(source, oauth::Source::File(_));
+    let verifier = oauth::Verifier::new(issuer.clone(), audience.clone(), source)
+        .map_err(crate::Error::HttpAuth)?;
+    match verifier.load().await {
+        Ok(0) => tracing::warn!("OAuth: the issuer's JWKS holds no usable key"),
+        Ok(_) => {}
+        Err(why) if from_file => return Err(crate::Error::HttpAuth(why)),
+        Err(why) => tracing::warn!("OAuth: cannot load the signing keys yet: {why}"),
+    }
+    let metadata = metadata::Metadata::new(&issuer, &audience, &host.configured_scopes());
+    Ok(Arc::new(auth::OAuthGate {
+        verifier,
+        metadata: Arc::new(metadata),
+        scopes: scopes::ScopeCheck {
+            host: host.clone(),
+            scope: shared.selection.scope.clone(),
+        },
+    }))
 }
 
 /// `GET /healthz`.
@@ -378,15 +515,22 @@ mod tests {
         let public: SocketAddr = "0.0.0.0:1".parse().unwrap();
         let loopback: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let open = HttpOptions::default();
-        assert!(check_exposure(loopback, &open).is_ok());
-        let refused = check_exposure(public, &open).unwrap_err().to_string();
+        assert!(check_exposure(loopback, &open, false).is_ok());
+        let refused = check_exposure(public, &open, false).unwrap_err().to_string();
         assert!(refused.contains("auth_token_env"), "{refused}");
-        assert!(check_exposure(public, &open.with_bearer_token("t")).is_ok());
+        assert!(check_exposure(public, &open, true).is_ok());
+        let named = HttpOptions::default().with_named_token("ci", "t");
+        assert!(check_exposure(public, &named, false).is_ok());
+        assert!(check_exposure(public, &open.with_bearer_token("t"), false).is_ok());
     }
 
     #[test]
     fn tokens_never_show_in_debug_output() {
-        let options = HttpOptions::default().with_bearer_token("s3cret");
-        assert!(!format!("{options:?}").contains("s3cret"));
+        let options = HttpOptions::default()
+            .with_bearer_token("s3cret")
+            .with_named_token("ci", "t0ps3cret");
+        let shown = format!("{options:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("ci"), "{shown}");
     }
 }

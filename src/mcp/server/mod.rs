@@ -74,6 +74,10 @@ pub(crate) const DEFAULT_DRAIN_MS: u64 = 10_000;
 /// The log level of a session that never sent `logging/setLevel`.
 const DEFAULT_LOG_LEVEL: LogLevel = LogLevel::Warning;
 
+/// The JSON-RPC error code of a `tools/call` refused because the caller's OAuth token lacks
+/// the tool's scope (`[serve.oauth.scopes]`; the HTTP answer is 403 `insufficient_scope`).
+pub(crate) const INSUFFICIENT_SCOPE: i32 = -32003;
+
 /// Default `[serve] list_ttl_ms`: how long a 2026-07-28 client may reuse a `tools/list`
 /// answer. Zero: a listing may change at any reload, and a subscription's
 /// `tools/list_changed` cannot reach a client that does not listen, so only an answer
@@ -521,6 +525,23 @@ impl ServerHandler for McpServer {
             arguments: request.arguments,
             continuation,
         };
+        // `[serve.oauth.scopes]`: the HTTP layer answers 403 first; this holds whatever the
+        // route.
+        if call.caller.scopes().is_some()
+            && let Some(scope) = self
+                .shared
+                .host
+                .missing_scope(&call.name, &self.context().with_caller(call.caller.clone()))
+        {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode(INSUFFICIENT_SCOPE),
+                format!(
+                    "insufficient scope: {} needs the OAuth scope \"{scope}\"",
+                    call.name
+                ),
+                Some(serde_json::json!({"scope": scope})),
+            ));
+        }
         // A `task` tool: a task for a client of the Tasks extension (docs/mcp-server.md#tasks).
         if let Some((support, budget)) = self.shared.host.task_tool(&call.name, &self.context()) {
             let declared = context
