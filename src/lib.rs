@@ -265,8 +265,8 @@ pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
 pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
-    Annotations, AskFuture, Asker, CallContext, Caller, CallerKind, CallObserver, Capability, HandlerError,
-    InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress, ResultLimit, Root, Sampled,
-    ScriptedAsker, TaskSupport, ToolsetSelection,
+    Annotations, AskFuture, Asker, CallContext, CallObserver, Caller, CallerKind, Capability,
+    HandlerError, InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress, ResultLimit,
+    Root, Sampled, ScriptedAsker, TaskSupport, ToolsetSelection,
 };
 pub use store::{Store, StoreError};

@@ -96,7 +96,12 @@ fn an_unauthenticated_request_gets_a_json_rpc_401_that_names_no_variable() {
         }
         let reply = http.request("POST", "/mcp", &headers, body.as_bytes());
         assert_eq!(reply.status, 401, "{}", reply.text());
-        assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
+        // RFC 6750 §3: a sent token that is refused is an `invalid_token`.
+        let challenge = match message {
+            "invalid bearer token" => "Bearer error=\"invalid_token\"",
+            _ => "Bearer",
+        };
+        assert_eq!(reply.header("www-authenticate"), Some(challenge));
         assert!(
             reply
                 .header("content-type")

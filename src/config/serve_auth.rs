@@ -68,8 +68,10 @@ pub(crate) fn check(
             .ok_or_else(|| invalid(format!("{key}.token_env: missing or empty")))?;
         if !names.insert(name.to_string()) {
             let taken = match name {
-                DEFAULT_TOKEN_NAME if has_default_token => " (serve.auth_token_env's token is \
-                                                            named \"default\")",
+                DEFAULT_TOKEN_NAME if has_default_token => {
+                    " (serve.auth_token_env's token is \
+                                                            named \"default\")"
+                }
                 _ => "",
             };
             return Err(invalid(format!(

@@ -27,7 +27,9 @@ impl Host {
             .filter(|(target, _)| {
                 target.as_str() == name
                     || ALL_NAMES.contains(&target.as_str())
-                    || toolsets.resolve(std::slice::from_ref(*target)).contains(name)
+                    || toolsets
+                        .resolve(std::slice::from_ref(*target))
+                        .contains(name)
             })
             .map(|(_, needed)| needed)
             .collect();

@@ -315,7 +315,10 @@ pub(crate) async fn serve(
     let public = match &oauth {
         Some(oauth) => Router::new()
             .route(metadata::PATH, get(metadata::serve))
-            .route(&format!("{}/{{*resource}}", metadata::PATH), get(metadata::serve))
+            .route(
+                &format!("{}/{{*resource}}", metadata::PATH),
+                get(metadata::serve),
+            )
             .with_state(oauth.metadata.clone()),
         None => Router::new(),
     };
@@ -516,7 +519,9 @@ mod tests {
         let loopback: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let open = HttpOptions::default();
         assert!(check_exposure(loopback, &open, false).is_ok());
-        let refused = check_exposure(public, &open, false).unwrap_err().to_string();
+        let refused = check_exposure(public, &open, false)
+            .unwrap_err()
+            .to_string();
         assert!(refused.contains("auth_token_env"), "{refused}");
         assert!(check_exposure(public, &open, true).is_ok());
         let named = HttpOptions::default().with_named_token("ci", "t");

@@ -131,7 +131,11 @@ pub(crate) async fn authenticate(
     if let Some(oauth) = &auth.oauth
         && caller.scopes().is_some()
     {
-        request = match oauth.scopes.check(request, &caller, &auth, &oauth.metadata).await {
+        request = match oauth
+            .scopes
+            .check(request, &caller, &auth, &oauth.metadata)
+            .await
+        {
             Ok(request) => request,
             Err(forbidden) => return forbidden,
         };
@@ -276,7 +280,10 @@ mod tests {
             },
         ];
         assert_eq!(static_caller(&tokens, "two"), Some(Caller::token("ci")));
-        assert_eq!(static_caller(&tokens, "one"), Some(Caller::token("default")));
+        assert_eq!(
+            static_caller(&tokens, "one"),
+            Some(Caller::token("default"))
+        );
         assert_eq!(static_caller(&tokens, "three"), None);
         assert_eq!(static_caller(&tokens, ""), None);
     }

@@ -120,8 +120,8 @@ impl Verifier {
         {
             return Err(Invalid("the algorithm does not match the key".into()));
         }
-        let key = DecodingKey::from_jwk(&jwk)
-            .map_err(|_| Invalid("signed by an unusable key".into()))?;
+        let key =
+            DecodingKey::from_jwk(&jwk).map_err(|_| Invalid("signed by an unusable key".into()))?;
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.issuer]);
         validation.set_audience(&[&self.audience]);
@@ -130,7 +130,9 @@ impl Verifier {
         validation.validate_nbf = true;
         let data = jsonwebtoken::decode::<Claims>(token, &key, &validation)
             .map_err(|e| Invalid(reason(e.kind())))?;
-        Ok(data.claims.into_caller())
+        data.claims
+            .into_caller()
+            .ok_or_else(|| Invalid(reason(&ErrorKind::MissingRequiredClaim("sub".into()))))
     }
 
     /// The key `kid` (`""`: the token names none, so the only key), reloading the keys
@@ -173,7 +175,8 @@ impl Verifier {
 /// The claims read from a token (beyond those `jsonwebtoken` validates).
 #[derive(serde::Deserialize)]
 struct Claims {
-    sub: String,
+    /// Required (checked after decoding: a missing one is named like the other claims).
+    sub: Option<String>,
     client_id: Option<String>,
     azp: Option<String>,
     /// RFC 8693/9068: space-separated.
@@ -183,7 +186,8 @@ struct Claims {
 }
 
 impl Claims {
-    fn into_caller(self) -> Caller {
+    fn into_caller(self) -> Option<Caller> {
+        let sub = self.sub.filter(|s| !s.is_empty())?;
         let mut scopes: Vec<String> = self
             .scope
             .iter()
@@ -192,7 +196,7 @@ impl Claims {
             .collect();
         scopes.sort();
         scopes.dedup();
-        Caller::oauth(self.sub, self.client_id.or(self.azp), scopes)
+        Some(Caller::oauth(sub, self.client_id.or(self.azp), scopes))
     }
 }
 

@@ -2,7 +2,7 @@
 //! hostile or broken key server gets [`FETCH_TIMEOUT`] and [`MAX_JWKS_BYTES`], never the
 //! host's memory or a request's whole life.
 
-use jsonwebtoken::jwk::Jwk;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -89,11 +89,19 @@ pub(super) fn parse(bytes: &[u8]) -> Result<Keys, String> {
         let Ok(jwk) = serde_json::from_value::<Jwk>(key) else {
             continue;
         };
-        // Symmetric keys are never accepted: HS* with a published key is forgeable.
-        if matches!(
+        // Public signing keys only: symmetric keys are never accepted (HS* with a
+        // published key is forgeable), nor keys of unknown types or for encryption.
+        let signing = !matches!(
+            jwk.common.public_key_use,
+            Some(jsonwebtoken::jwk::PublicKeyUse::Encryption)
+        );
+        let public = matches!(
             jwk.algorithm,
-            jsonwebtoken::jwk::AlgorithmParameters::OctetKey(_)
-        ) {
+            AlgorithmParameters::RSA(_)
+                | AlgorithmParameters::EllipticCurve(_)
+                | AlgorithmParameters::OctetKeyPair(_)
+        );
+        if !(signing && public) {
             continue;
         }
         keys.insert(jwk.common.key_id.clone().unwrap_or_default(), jwk);
@@ -110,6 +118,7 @@ mod tests {
         let jwks = br#"{"keys":[
             {"kty":"oct","kid":"hmac","k":"c2VjcmV0"},
             {"kty":"XYZ","kid":"odd"},
+            {"kty":"OKP","crv":"Ed25519","kid":"enc","use":"enc","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"},
             {"kty":"OKP","crv":"Ed25519","kid":"ed","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}
         ]}"#;
         let keys = parse(jwks).unwrap();
