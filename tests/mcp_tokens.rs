@@ -92,7 +92,10 @@ impl Session {
         };
         let init = session.send(common::raw_http::INITIALIZE);
         assert_eq!(init.status, 200, "{}", init.text());
-        session.id = init.header("mcp-session-id").expect("a session").to_string();
+        session.id = init
+            .header("mcp-session-id")
+            .expect("a session")
+            .to_string();
         let done = session.send(common::raw_http::INITIALIZED);
         assert_eq!(done.status, 202, "{}", done.text());
         session
@@ -120,7 +123,9 @@ impl Session {
     fn whoami(&mut self) -> Value {
         let reply = self.send(&tools_call(5, "whoami", "{}"));
         let message = reply.message();
-        let text = message["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        let text = message["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
         serde_json::from_str(text).unwrap_or_else(|_| panic!("{message}"))
     }
 }
@@ -132,9 +137,8 @@ fn each_named_token_is_its_own_caller() {
         .iter()
         .map(|token| Session::open(&server, token).whoami())
         .collect();
-    let expected = ["default", "ci", "nightly"].map(|id| {
-        json!({ "id": id, "kind": "token", "has_scopes": false })
-    });
+    let expected = ["default", "ci", "nightly"]
+        .map(|id| json!({ "id": id, "kind": "token", "has_scopes": false }));
     assert_eq!(callers, expected);
 }
 
@@ -240,9 +244,16 @@ fn a_bad_token_entry_is_an_error_naming_its_key() {
 fn a_stdio_caller_is_local() {
     let fx = Fixture::new();
     fx.tool("tools.lua", TOOLS);
-    let output = fx.toolhost().args(["call", "whoami", "{}"]).output().unwrap();
+    let output = fx
+        .toolhost()
+        .args(["call", "whoami", "{}"])
+        .output()
+        .unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8_lossy(&output.stdout);
     let caller: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|_| panic!("{stdout}"));
-    assert_eq!(caller, json!({ "id": "local", "kind": "local", "has_scopes": false }));
+    assert_eq!(
+        caller,
+        json!({ "id": "local", "kind": "local", "has_scopes": false })
+    );
 }
