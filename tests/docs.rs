@@ -638,7 +638,11 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
         ("mcp_servers", "`[mcp_servers.NAME]`", "[mcp_servers.x]"),
     ];
     // Tables inside a section, documented as `table.key` rows of it.
-    let nested = [("mcp_servers", "tools", "[mcp_servers.x.tools]")];
+    let nested = [
+        ("mcp_servers", "tools", "[mcp_servers.x.tools]"),
+        ("serve", "tokens", "[[serve.tokens]]"),
+        ("serve", "oauth", "[serve.oauth]"),
+    ];
 
     let mut accepted: BTreeSet<(String, String)> = BTreeSet::new();
     for key in accepted_keys("") {
