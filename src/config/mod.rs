@@ -8,7 +8,9 @@ mod serve_auth;
 
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
-pub(crate) use serve_auth::{DEFAULT_TOKEN_NAME, OAuthConfig, TokenConfig};
+#[cfg(feature = "http")]
+pub(crate) use serve_auth::DEFAULT_TOKEN_NAME;
+pub(crate) use serve_auth::{OAuthConfig, TokenConfig};
 
 use crate::error::{Error, Result};
 use serde::Deserialize;

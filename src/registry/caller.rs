@@ -121,6 +121,7 @@ impl Caller {
 
     /// Who owns what this caller creates (tasks): the kind and the id, so a token named
     /// `alice` and an OAuth subject `alice` are different owners.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn principal(&self) -> String {
         format!("{}:{}", self.kind().as_str(), self.id())
     }
