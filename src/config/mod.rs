@@ -8,8 +8,6 @@ mod serve_auth;
 
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
-#[cfg(feature = "http")]
-pub(crate) use serve_auth::DEFAULT_TOKEN_NAME;
 pub(crate) use serve_auth::{OAuthConfig, TokenConfig};
 
 use crate::error::{Error, Result};

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The token name `[serve] auth_token_env` (and `--auth-token-env`) stands for.
-pub(crate) const DEFAULT_TOKEN_NAME: &str = "default";
+const DEFAULT_TOKEN_NAME: &str = crate::registry::Caller::DEFAULT_TOKEN;
 
 /// `[[serve.tokens]]`: a named static bearer token.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -56,6 +56,10 @@ const LOCAL: &str = "local";
 const ANONYMOUS: &str = "anonymous";
 
 impl Caller {
+    /// The name of the static token of `[serve] auth_token_env` / `--auth-token-env` (and
+    /// of `HttpOptions::with_bearer_token`'s).
+    pub const DEFAULT_TOKEN: &'static str = "default";
+
     /// The local user (stdio, the command line, in-process calls).
     pub fn local() -> Self {
         Self(None)

@@ -28,6 +28,7 @@
 
 mod auth;
 mod body;
+mod challenge;
 mod connections;
 mod metadata;
 mod oauth;
@@ -224,10 +225,7 @@ pub(crate) async fn serve(
     let addr = listener.local_addr().map_err(crate::Error::Http)?;
     let config = shared.host.config();
     check_exposure(addr, &options, config.config.serve.oauth.is_some())?;
-    let oauth = match &config.config.serve.oauth {
-        Some(oauth) => Some(oauth_gate(&shared, oauth).await?),
-        None => None,
-    };
+    let oauth = oauth_gate(&shared).await?;
     let serve = &config.config.serve;
     let origins: Vec<String> = LOCAL_ORIGINS
         .iter()
@@ -382,7 +380,7 @@ pub(crate) async fn serve(
 fn static_tokens(options: HttpOptions) -> crate::Result<(Arc<[auth::StaticToken]>, String)> {
     let default = options.bearer_token.map(|token| {
         (
-            crate::config::DEFAULT_TOKEN_NAME.to_string(),
+            crate::Caller::DEFAULT_TOKEN.to_string(),
             token,
             options.token_source,
         )
@@ -407,32 +405,35 @@ fn static_tokens(options: HttpOptions) -> crate::Result<(Arc<[auth::StaticToken]
     Ok((tokens.into(), sources.join(", ")))
 }
 
-/// The OAuth check of `[serve.oauth]`: its scope table names only known tools and toolsets,
-/// and its keys load (a `jwks_file` must; an unreachable `jwks_url` is logged and tried
-/// again on the first token).
-async fn oauth_gate(
-    shared: &Arc<Shared>,
-    config: &crate::config::OAuthConfig,
-) -> crate::Result<Arc<auth::OAuthGate>> {
+/// The OAuth check of `[serve.oauth]` (`None` when it is not set): its scope table names
+/// only known tools and toolsets, and its keys load (a `jwks_file` must; an unreachable
+/// `jwks_url` is logged and tried again on the first token).
+async fn oauth_gate(shared: &Arc<Shared>) -> crate::Result<Option<Arc<auth::OAuthGate>>> {
     let host = &shared.host;
+    let (issuer, audience, source) = {
+        let config = host.config();
+        let Some(oauth) = &config.config.serve.oauth else {
+            return Ok(None);
+        };
+        // The config check made sure both are set and exactly one key source is.
+        let source = match (&oauth.jwks_url, &oauth.jwks_file) {
+            (Some(url), _) => oauth::Source::Url(url.clone()),
+            (None, Some(file)) => oauth::Source::File(file.clone()),
+            (None, None) => {
+                return Err(crate::Error::HttpAuth(
+                    "serve.oauth: jwks_url or jwks_file is required".to_string(),
+                ));
+            }
+        };
+        let issuer = oauth.issuer.clone().unwrap_or_default();
+        (issuer, oauth.audience.clone().unwrap_or_default(), source)
+    };
     if let Some(target) = host.unknown_scope_targets().first() {
         return Err(crate::Error::HttpAuth(format!(
             "serve.oauth.scopes.{target}: no tool, toolset or [toolsets] composite is named \
              \"{target}\""
         )));
     }
-    // The config check made sure both are set and exactly one key source is.
-    let issuer = config.issuer.clone().unwrap_or_default();
-    let audience = config.audience.clone().unwrap_or_default();
-    let source = match (&config.jwks_url, &config.jwks_file) {
-        (Some(url), _) => oauth::Source::Url(url.clone()),
-        (None, Some(file)) => oauth::Source::File(file.clone()),
-        (None, None) => {
-            return Err(crate::Error::HttpAuth(
-                "serve.oauth: jwks_url or jwks_file is required".to_string(),
-            ));
-        }
-    };
     let from_file = matches!(source, oauth::Source::File(_));
     let verifier = oauth::Verifier::new(issuer.clone(), audience.clone(), source)
         .map_err(crate::Error::HttpAuth)?;
@@ -443,14 +444,14 @@ async fn oauth_gate(
         Err(why) => tracing::warn!("OAuth: cannot load the signing keys yet: {why}"),
     }
     let metadata = metadata::Metadata::new(&issuer, &audience, &host.configured_scopes());
-    Ok(Arc::new(auth::OAuthGate {
+    Ok(Some(Arc::new(auth::OAuthGate {
         verifier,
         metadata: Arc::new(metadata),
         scopes: scopes::ScopeCheck {
             host: host.clone(),
             scope: shared.selection.scope.clone(),
         },
-    }))
+    })))
 }
 
 /// `GET /healthz`.

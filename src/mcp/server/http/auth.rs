@@ -15,12 +15,13 @@
 //! token from (an environment variable's name) is the operator's business: it goes to the
 //! server's log at warn, never to an unauthenticated caller.
 
+use super::challenge::json_rpc_error;
 use super::metadata::Metadata;
 use super::oauth::{Invalid, Verifier};
 use crate::Caller;
 use axum::body::{Body, HttpBody};
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use std::sync::Arc;
@@ -133,7 +134,12 @@ pub(crate) async fn authenticate(
     {
         request = match oauth
             .scopes
-            .check(request, &caller, &auth, &oauth.metadata)
+            .check(
+                request,
+                &caller,
+                (auth.max_bytes, auth.body_timeout),
+                &oauth.metadata,
+            )
             .await
         {
             Ok(request) => request,
@@ -212,38 +218,6 @@ fn refused(refusal: &Refusal, metadata_url: Option<&str>, raw_id: Option<&str>) 
         &challenge,
         raw_id,
     )
-}
-
-/// An HTTP error answer with a `WWW-Authenticate: Bearer` challenge of `params` and a
-/// JSON-RPC error body.
-pub(super) fn json_rpc_error(
-    status: StatusCode,
-    code: i64,
-    message: &str,
-    params: &[String],
-    raw_id: Option<&str>,
-) -> Response {
-    let error = serde_json::json!({"code": code, "message": message});
-    let body = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":{},\"error\":{error}}}",
-        raw_id.unwrap_or("null")
-    );
-    let mut response = Response::new(Body::from(body));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    let challenge = match params {
-        [] => "Bearer".to_string(),
-        params => format!("Bearer {}", params.join(", ")),
-    };
-    // Every part is ours or checked to be header-safe; a failure would be a bug, and then a
-    // bare challenge is still a correct one.
-    let value = HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer"));
-    headers.insert(header::WWW_AUTHENTICATE, value);
-    response
 }
 
 #[cfg(test)]

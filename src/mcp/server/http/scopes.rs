@@ -8,7 +8,7 @@
 //! client learns what it could do with more scopes; the listing is no secret once a caller
 //! is authenticated).
 
-use super::auth::{Auth, json_rpc_error};
+use super::challenge::json_rpc_error;
 use super::metadata::Metadata;
 use crate::Caller;
 use axum::body::Body;
@@ -42,7 +42,7 @@ impl ScopeCheck {
         &self,
         request: Request,
         caller: &Caller,
-        auth: &Auth,
+        (max_bytes, body_timeout): (usize, std::time::Duration),
         metadata: &Metadata,
     ) -> Result<Request, Response> {
         if request.method() != Method::POST || !self.host.has_scope_table() {
@@ -50,7 +50,7 @@ impl ScopeCheck {
         }
         let url = metadata.url(&request);
         let (parts, body) = request.into_parts();
-        let bytes = super::body::read_limited(body, auth.max_bytes, auth.body_timeout).await?;
+        let bytes = super::body::read_limited(body, max_bytes, body_timeout).await?;
         for tool in called_tools(&bytes) {
             if let Some(scope) = self.missing(&tool, caller) {
                 tracing::warn!(
