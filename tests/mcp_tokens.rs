@@ -185,6 +185,34 @@ fn one_tokens_tasks_are_invisible_to_another() {
 }
 
 #[test]
+fn a_session_opened_with_one_token_is_unknown_to_another() {
+    let server = start();
+    let ci = Session::open(&server, "ci-secret");
+    let mut borrowed = Session {
+        http: RawHttp::connect(&server.authority),
+        id: ci.id.clone(),
+        authorization: "Bearer nightly-secret".to_string(),
+    };
+    let reply = borrowed.send(&tools_call(8, "whoami", "{}"));
+    assert_eq!(reply.status, 404, "{}", reply.text());
+    // A refusal closes its connection: the stream is asked for on a new one.
+    let stream = RawHttp::connect(&server.authority).request(
+        "GET",
+        "/mcp",
+        &[
+            ("Accept", "text/event-stream"),
+            ("Authorization", "Bearer nightly-secret"),
+            ("Mcp-Session-Id", ci.id.as_str()),
+        ],
+        b"",
+    );
+    assert_eq!(stream.status, 404, "{}", stream.text());
+    // Its owner goes on using it.
+    let mut owner = ci;
+    assert_eq!(owner.whoami()["id"], "ci");
+}
+
+#[test]
 fn a_named_token_whose_variable_is_unset_stops_the_start_naming_it() {
     let fx = Fixture::new();
     fx.tool("tools.lua", TOOLS);

@@ -34,6 +34,7 @@ mod metadata;
 mod oauth;
 mod polling;
 pub(crate) mod scopes;
+mod session_owner;
 mod sessions;
 pub(crate) mod stateless_cancel;
 
@@ -243,8 +244,9 @@ pub(crate) async fn serve(
     let max_body = serve
         .max_request_bytes
         .unwrap_or(super::guard::DEFAULT_MAX_LINE_BYTES);
+    let max_sessions = serve.max_sessions.unwrap_or(sessions::DEFAULT_MAX_SESSIONS);
     let sessions = Arc::new(sessions::Sessions::new(
-        serve.max_sessions.unwrap_or(sessions::DEFAULT_MAX_SESSIONS),
+        max_sessions,
         serve
             .session_idle_ms
             .map_or(sessions::DEFAULT_SESSION_IDLE, Duration::from_millis),
@@ -299,6 +301,13 @@ pub(crate) async fn serve(
                 .layer(axum::middleware::from_fn_with_state(
                     sessions.clone(),
                     sessions::cap,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    Arc::new(session_owner::Owners::new(
+                        sessions.manager.clone(),
+                        max_sessions,
+                    )),
+                    session_owner::bind,
                 )),
         }
     };
@@ -320,8 +329,8 @@ pub(crate) async fn serve(
             .with_state(oauth.metadata.clone()),
         None => Router::new(),
     };
-    // Outermost first: the token, then the body's deadline, then (sessions) the cap or
-    // (stateless) the cancellation tracker.
+    // Outermost first: the token, then the body's deadline, then (sessions) the session's
+    // owner and the cap or (stateless) the cancellation tracker.
     let app = mcp
         .layer(axum::middleware::from_fn_with_state(
             body::BodyLimits {
