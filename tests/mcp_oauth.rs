@@ -398,3 +398,71 @@ fn an_unknown_tool_in_the_scope_table_stops_the_start_naming_the_key() {
         "{stderr}"
     );
 }
+
+#[test]
+fn clock_skew_within_a_minute_is_tolerated() {
+    let key = Key::new("k1", 15);
+    let keys = JwksServer::start(jwks(&[&key]));
+    let server = start(&keys);
+    let mut skewed = claims("ivy");
+    skewed["exp"] = json!(now() - 20);
+    skewed["nbf"] = json!(now() + 20);
+    let reply = server.post(Some(&key.sign(&skewed)), &tools_call(1, "whoami", "{}"));
+    assert_eq!(structured(&reply)["id"], "ivy");
+}
+
+#[test]
+fn an_audience_list_that_contains_this_server_is_accepted() {
+    let key = Key::new("k1", 16);
+    let keys = JwksServer::start(jwks(&[&key]));
+    let server = start(&keys);
+    let mut both = claims("jo");
+    both["aud"] = json!(["https://other.test", AUDIENCE]);
+    let reply = server.post(Some(&key.sign(&both)), &tools_call(1, "whoami", "{}"));
+    assert_eq!(structured(&reply)["id"], "jo");
+}
+
+#[test]
+fn static_tokens_work_beside_oauth() {
+    let key = Key::new("k1", 17);
+    let keys = JwksServer::start(jwks(&[&key]));
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    let toml = format!(
+        "[[serve.tokens]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\n{}",
+        config(&format!("jwks_url = \"{}\"", keys.url))
+    );
+    fx.write("toolhost.toml", toml);
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .env("CI_TOKEN", "ci-secret")
+        .args([
+            "--cache-dir",
+            "cache",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--stateless",
+        ]);
+    let (child, url) = common::spawn_http_server(command);
+    let server = Server {
+        child,
+        authority: url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .to_string(),
+        _fx: fx,
+    };
+    let static_caller = structured(&server.call("ci-secret", "whoami"));
+    assert_eq!(
+        (&static_caller["id"], &static_caller["kind"]),
+        (&json!("ci"), &json!("token"))
+    );
+    // A static token is not limited by scopes.
+    let admin = server.call("ci-secret", "drop_tables");
+    assert_eq!(admin.message()["result"]["content"][0]["text"], "dropped");
+    let oauth_caller = structured(&server.call(&key.sign(&claims("kim")), "whoami"));
+    assert_eq!(oauth_caller["kind"], "oauth");
+}
