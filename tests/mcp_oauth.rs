@@ -466,3 +466,23 @@ fn static_tokens_work_beside_oauth() {
     let oauth_caller = structured(&server.call(&key.sign(&claims("kim")), "whoami"));
     assert_eq!(oauth_caller["kind"], "oauth");
 }
+
+#[test]
+fn an_oversized_jwks_loads_no_keys_and_the_server_goes_on() {
+    let key = Key::new("k1", 18);
+    // Valid JSON, far over the 256 KiB bound.
+    let padding = "x".repeat(400 * 1024);
+    let bloated = format!(
+        "{{\"keys\":{},\"padding\":\"{padding}\"}}",
+        serde_json::to_value(jwks(&[&key]).parse::<Value>().unwrap()["keys"].clone()).unwrap()
+    );
+    let keys = JwksServer::start(bloated);
+    let server = start(&keys);
+    let reply = server.post(
+        Some(&key.sign(&claims("x"))),
+        &tools_call(1, "whoami", "{}"),
+    );
+    assert_eq!(reply.status, 401, "{}", reply.text());
+    let health = RawHttp::connect(&server.authority).request("GET", "/healthz", &[], b"");
+    assert_eq!(health.status, 200);
+}

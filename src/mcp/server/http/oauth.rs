@@ -136,7 +136,8 @@ impl Verifier {
     }
 
     /// The key `kid` (`""`: the token names none, so the only key), reloading the keys
-    /// when it is unknown (at most once per [`REFETCH_INTERVAL`]) or they are old.
+    /// when it is unknown or they are old, at most once per [`REFETCH_INTERVAL`] (old keys
+    /// keep working while a reload fails).
     async fn key(&self, kid: &str) -> Option<jsonwebtoken::jwk::Jwk> {
         let (found, stale) = self.lookup(kid);
         if found.is_some() && !stale {
@@ -148,8 +149,9 @@ impl Verifier {
         if found_now.is_some() && !stale_now {
             return found_now;
         }
-        let may_reload = stale_now || last.is_none_or(|at| at.elapsed() >= REFETCH_INTERVAL);
-        if !may_reload {
+        // Rate-limited whatever the reason: a key server that is down must not be asked
+        // (and waited for) on every request once the keys are old.
+        if last.is_some_and(|at| at.elapsed() < REFETCH_INTERVAL) {
             return found_now;
         }
         *last = Some(Instant::now());
