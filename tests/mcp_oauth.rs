@@ -486,3 +486,63 @@ fn an_oversized_jwks_loads_no_keys_and_the_server_goes_on() {
     let health = RawHttp::connect(&server.authority).request("GET", "/healthz", &[], b"");
     assert_eq!(health.status, 200);
 }
+
+#[test]
+fn a_bad_oauth_table_is_an_error_naming_its_key() {
+    let cases = [
+        (
+            "[serve.oauth]\naudience = \"a\"\njwks_file = \"k.json\"\n",
+            "serve.oauth.issuer",
+        ),
+        (
+            "[serve.oauth]\nissuer = \"i\"\njwks_file = \"k.json\"\n",
+            "serve.oauth.audience",
+        ),
+        (
+            "[serve.oauth]\nissuer = \"i\"\naudience = \"a\"\n",
+            "jwks_url or jwks_file is required",
+        ),
+        (
+            "[serve.oauth]\nissuer = \"i\"\naudience = \"a\"\njwks_file = \"k.json\"\n\
+             jwks_url = \"https://i/jwks\"\n",
+            "not both",
+        ),
+        (
+            "[serve.oauth]\nissuer = \"i\"\naudience = \"a\"\njwks_url = \"http://idp.example/jwks\"\n",
+            "serve.oauth.jwks_url: must be an https:// URL",
+        ),
+        (
+            "[serve.oauth]\nissuer = \"i\"\naudience = \"a\"\njwks_file = \"k.json\"\n\
+             [serve.oauth.scopes]\nadmin = \"two words\"\n",
+            "serve.oauth.scopes.admin",
+        ),
+        (
+            "[serve.oauth]\nissuer = \"i\"\naudience = \"a\"\njwks_file = \"k.json\"\nalgorithms = []\n",
+            "algorithms",
+        ),
+    ];
+    for (toml, expected) in cases {
+        let fx = Fixture::new();
+        fx.tool("tools.lua", TOOLS);
+        fx.write("toolhost.toml", toml);
+        let output = fx.toolhost().arg("list").output().unwrap();
+        assert!(!output.status.success(), "{toml}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{toml}\n{stderr}");
+    }
+}
+
+#[test]
+fn an_unreadable_jwks_file_stops_the_start() {
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    fx.write("toolhost.toml", config("jwks_file = \"missing.json\""));
+    let output = fx
+        .toolhost()
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("serve.oauth.jwks_file"), "{stderr}");
+}

@@ -7,6 +7,7 @@
 ---@field session_id string?
 ---@field task_id string?
 ---@field scope string?
+---@field caller {id: string, kind: "local"|"token"|"oauth", client_id?: string, scopes?: string[]} # who made the call (read-only): the static token's name or the OAuth token's sub; local for stdio and the command line; ctx.call passes it on
 ---@field progress fun(done: number, total?: number, message?: string) # reports progress to an MCP client that asked for it; else a no-op
 ---@field call fun(name: string, args?: table): string|table # calls another tool through the whole pipeline as this call (awaits; depth limit 8); a table for structured results and errors (error_type)
 ---@field ask fun(request: {message: string, schema: table, key?: string}): {action: "accept"|"decline"|"cancel", content?: table} # asks the user (MCP elicitation; a flat object schema); cancel when nobody can be asked
