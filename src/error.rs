@@ -62,7 +62,8 @@ pub enum Error {
     #[error(
         "refusing to serve on {addr} without a token: anyone who can reach it could run the \
          tools. Set [serve] auth_token_env = \"NAME\" (or --auth-token-env NAME) and put the \
-         token in that environment variable, or bind a loopback address such as 127.0.0.1"
+         token in that environment variable (or add [[serve.tokens]] or [serve.oauth]), or \
+         bind a loopback address such as 127.0.0.1"
     )]
     Exposed {
         /// The address that was bound.
