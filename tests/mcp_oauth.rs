@@ -546,3 +546,43 @@ fn an_unreadable_jwks_file_stops_the_start() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("serve.oauth.jwks_file"), "{stderr}");
 }
+
+/// The official Python client, sending each credential as its `Authorization` header,
+/// reaches `whoami` as that caller.
+#[test]
+fn the_official_client_calls_as_each_token_and_the_oauth_subject() {
+    let key = Key::new("k1", 19);
+    let fx = Fixture::new();
+    fx.tool("tools.lua", TOOLS);
+    fx.write("keys.json", jwks(&[&key]));
+    fx.write(
+        "toolhost.toml",
+        format!(
+            "[serve]\nauth_token_env = \"MAIN_TOKEN\"\n[[serve.tokens]]\nname = \"ci\"\n\
+             token_env = \"CI_TOKEN\"\n{}",
+            config("jwks_file = \"keys.json\"")
+        ),
+    );
+    let mut oauth = claims("lee");
+    oauth["azp"] = json!("python-client");
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let token = key.sign(&oauth);
+    let steps = common::mcp_client::run_script(
+        "caller.py",
+        &[
+            binary.to_str().unwrap(),
+            fx.root().to_str().unwrap(),
+            &token,
+        ],
+    );
+    let caller = |step: &str| common::mcp_client::step(&steps, step)["caller"].clone();
+    assert_eq!(
+        caller("default"),
+        json!({ "id": "default", "kind": "token", "client_id": "none", "scopes": "" })
+    );
+    assert_eq!(caller("ci")["id"], "ci");
+    assert_eq!(
+        caller("oauth"),
+        json!({ "id": "lee", "kind": "oauth", "client_id": "python-client", "scopes": "" })
+    );
+}
