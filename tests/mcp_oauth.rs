@@ -586,3 +586,39 @@ fn the_official_client_calls_as_each_token_and_the_oauth_subject() {
         json!({ "id": "lee", "kind": "oauth", "client_id": "python-client", "scopes": "" })
     );
 }
+
+/// Entries for a tool and for a toolset covering it both apply: the call needs both scopes.
+#[test]
+fn a_tool_entry_and_its_toolsets_entry_are_both_needed() {
+    let key = Key::new("k1", 20);
+    let fx = Fixture::new();
+    fx.write("keys.json", jwks(&[&key]));
+    let server = start_with(
+        fx,
+        &format!(
+            "{}relay = \"mcp:relay\"\nident = \"mcp:ident\"\n",
+            config("jwks_file = \"keys.json\"")
+        ),
+    );
+    let with_scopes = |scopes: &str| {
+        let mut c = claims("mo");
+        c["scope"] = json!(scopes);
+        key.sign(&c)
+    };
+    let call = tools_call(1, "relay", r#"{"tool":"whoami"}"#);
+    let only_relay = server.post(Some(&with_scopes("mcp:relay")), &call);
+    assert_eq!(only_relay.status, 403, "{}", only_relay.text());
+    assert!(
+        only_relay.text().contains("mcp:ident"),
+        "{}",
+        only_relay.text()
+    );
+    let only_ident = server.post(Some(&with_scopes("mcp:ident")), &call);
+    assert!(
+        only_ident.text().contains("mcp:relay"),
+        "{}",
+        only_ident.text()
+    );
+    let both = server.post(Some(&with_scopes("mcp:ident mcp:relay")), &call);
+    assert_eq!(structured(&both)["id"], "mo");
+}

@@ -22,14 +22,22 @@ impl Host {
         }
         let visible = state.visible(scope);
         let toolsets = Toolsets::new(&visible, &config.toolsets);
+        // Only toolset names are resolved (resolving a tool's name would warn of an unknown
+        // toolset on every call).
+        let toolset_names: BTreeSet<&str> = visible
+            .iter()
+            .map(|tool| tool.toolset.as_str())
+            .chain(config.toolsets.keys().map(String::as_str))
+            .collect();
         let needed: BTreeSet<&String> = table
             .iter()
             .filter(|(target, _)| {
                 target.as_str() == name
                     || ALL_NAMES.contains(&target.as_str())
-                    || toolsets
-                        .resolve(std::slice::from_ref(*target))
-                        .contains(name)
+                    || (toolset_names.contains(target.as_str())
+                        && toolsets
+                            .resolve(std::slice::from_ref(*target))
+                            .contains(name))
             })
             .map(|(_, needed)| needed)
             .collect();
