@@ -16,6 +16,7 @@ use std::process::{Child, Command};
 // The proxy and the one-request-per-connection client, shared with the fleet bench.
 #[path = "../../benches/common/fleet_net.rs"]
 mod fleet_net;
+#[allow(unused_imports)]
 pub use fleet_net::{Answer, Proxy, post_once};
 
 /// The variable replicas read the shared state key from (`[serve] state_key_env`).
@@ -163,7 +164,11 @@ pub fn request(
     capabilities: Value,
 ) -> Result<Value, String> {
     params["_meta"] = meta(capabilities);
-    let name = params["name"].as_str().map(str::to_string);
+    // `Mcp-Name` mirrors the request's target: a tool's name, or a task's id.
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .map(str::to_string);
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
     let mut headers = vec![("MCP-Protocol-Version", MODERN), ("Mcp-Method", method)];
     if let Some(name) = name.as_deref() {
