@@ -320,3 +320,23 @@ fn a_replica_with_another_state_key_refuses_the_fleets_sealed_round() {
     let message = refused["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("state_key_env"), "{refused}");
 }
+
+#[test]
+fn an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiting() {
+    let fx = fixture();
+    let fleet = fleet(&fx, Mode::Stateless, 2);
+    let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
+    let id = waiting_confirm(a, b);
+    // Over [store] max_value_bytes (1 MiB) once kept with the task, under the 4 MiB body cap.
+    let huge = json!({ "taskId": id, "inputResponses": {
+        "q1": { "action": "accept", "content": { "confirm": true, "pad": "x".repeat(1_500_000) } } } });
+    let refused = request(b, "tasks/update", huge, asking()).expect("answered");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("max_value_bytes"), "{message}");
+    let still = result(a, "tasks/get", json!({ "taskId": id }), asking());
+    assert_eq!(still["status"], "input_required", "{still}");
+    result(b, "tasks/update", confirm_update(&id, "q1"), asking());
+    let done = until(a, &id, "completed", |task| task["status"] == "completed");
+    assert_eq!(text(&done["result"]), "deleted a.txt", "{done}");
+}
