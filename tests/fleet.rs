@@ -151,7 +151,11 @@ fn sixteen_clients_bumping_through_three_replicas_count_exactly_3200() {
     let seen = burst(&proxy.authority, |_| {});
     assert_eq!(seen.failed, 0, "no call may fail with every replica up");
     let distinct: BTreeSet<u64> = seen.acknowledged.iter().copied().collect();
-    assert_eq!(distinct.len(), CLIENTS * CALLS_EACH, "a count was answered twice");
+    assert_eq!(
+        distinct.len(),
+        CLIENTS * CALLS_EACH,
+        "a count was answered twice"
+    );
     assert_eq!(final_count(&proxy.authority), 3_200);
     let served = proxy.served();
     assert!(served.iter().all(|&n| n > 0), "not spread: {served:?}");
@@ -179,7 +183,11 @@ fn a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_tw
         seen.failed
     );
     let distinct: BTreeSet<u64> = seen.acknowledged.iter().copied().collect();
-    assert_eq!(distinct.len() as u64, acknowledged, "a count was answered twice");
+    assert_eq!(
+        distinct.len() as u64,
+        acknowledged,
+        "a count was answered twice"
+    );
     let total = final_count(&proxy.authority);
     assert!(
         total >= acknowledged,
@@ -263,7 +271,12 @@ fn responses_for_unasked_keys_via_another_replica_are_ignored_and_a_late_update_
     let fleet = fleet(&fx, Mode::Stateless, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let id = waiting_confirm(a, b);
-    result(b, "tasks/update", confirm_update(&id, "not-asked"), asking());
+    result(
+        b,
+        "tasks/update",
+        confirm_update(&id, "not-asked"),
+        asking(),
+    );
     let still = result(a, "tasks/get", json!({ "taskId": id }), asking());
     assert_eq!(still["status"], "input_required", "{still}");
     assert!(still["inputRequests"].get("q1").is_some(), "{still}");
@@ -286,7 +299,8 @@ fn sealed_round_continues_on_another_replica(mode: Mode) {
     let state = first["requestState"].as_str().expect("a sealed state");
     let mut retry = call("greet", json!({}));
     retry["requestState"] = json!(state);
-    retry["inputResponses"] = json!({ "who": { "action": "accept", "content": { "name": "Ada" } } });
+    retry["inputResponses"] =
+        json!({ "who": { "action": "accept", "content": { "name": "Ada" } } });
     let done = result(b, "tools/call", retry, asking());
     assert_eq!(text(&done), "Hello, Ada", "{done}");
 }
@@ -314,7 +328,8 @@ fn a_replica_with_another_state_key_refuses_the_fleets_sealed_round() {
     );
     let mut retry = call("greet", json!({}));
     retry["requestState"] = first["requestState"].clone();
-    retry["inputResponses"] = json!({ "who": { "action": "accept", "content": { "name": "Eve" } } });
+    retry["inputResponses"] =
+        json!({ "who": { "action": "accept", "content": { "name": "Eve" } } });
     let refused = request(&stranger.authority, "tools/call", retry, asking()).expect("answered");
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     let message = refused["error"]["message"].as_str().unwrap_or_default();

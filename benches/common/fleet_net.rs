@@ -128,11 +128,7 @@ impl Answer {
 
 /// POSTs `body` to `/mcp` on a new connection (`Connection: close`) and reads the whole
 /// answer; `Err` says what went wrong instead of panicking (an upstream may be killed).
-pub fn post_once(
-    authority: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> Result<Answer, String> {
+pub fn post_once(authority: &str, headers: &[(&str, &str)], body: &[u8]) -> Result<Answer, String> {
     let mut stream = TcpStream::connect(authority).map_err(|e| format!("connect: {e}"))?;
     // A liveness bound, not a timing assertion: an answer never takes this long.
     stream

@@ -192,4 +192,3 @@ pub fn result(authority: &str, method: &str, params: Value, capabilities: Value)
         .cloned()
         .unwrap_or_else(|| panic!("{method} via {authority} failed: {answer}"))
 }
-

@@ -5,8 +5,8 @@
 //!
 //! Split so the protocol glue stays thin over a service that knows no transport:
 //! - [`records`]: the task records in the store's backend (durable, with a TTL);
-//! - [`round`]: a task's input requests and the responses taken, in its record
-//!   (`input_required`, `tasks/update`);
+//! - [`round`], [`round_store`]: a task's input requests and the responses taken, in its
+//!   record (`input_required`, `tasks/update`);
 //! - [`runner`]: the tasks running in this process (cancellation, last progress);
 //! - [`input`]: a running handler's wait for its input round;
 //! - [`watch`]: the one watcher per process that carries a cancellation or an answer
@@ -25,21 +25,22 @@ mod input;
 pub(crate) mod principal;
 mod records;
 mod round;
+mod round_store;
 mod runner;
 mod watch;
 
 use crate::Host;
 use clock::iso8601;
 use records::{TaskRecord, TaskRecords};
-use round::{StoredRound, Taken};
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CreateTaskResult, DetailedTask, GetTaskResult, InputResponses, Task, TaskPayload, TaskStatus,
 };
+use round::{StoredRound, Taken};
 use runner::Runner;
-use watch::Watcher;
 use std::sync::Arc;
 use std::time::Duration;
+use watch::Watcher;
 
 /// Default `[serve] task_ttl_ms`: an hour.
 pub(crate) const DEFAULT_TASK_TTL_MS: u64 = 3_600_000;
