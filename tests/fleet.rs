@@ -35,6 +35,9 @@ registry.register{ name = "count", toolset = "t",
 registry.register{ name = "late_marker", toolset = "t", task = "required", timeout_ms = 60000,
   schema = { description = "Writes a marker after a while", parameters = { type = "object" } },
   handler = function() time.sleep(20000) fs.write("marker.txt", "written") return "done" end }
+registry.register{ name = "halfway", toolset = "t", task = "required", timeout_ms = 60000,
+  schema = { description = "Reports progress, then waits", parameters = { type = "object" } },
+  handler = function(_, ctx) ctx.progress(1, 2, "halfway") time.sleep(20000) return "done" end }
 registry.register{ name = "confirm", toolset = "t", task = "optional", timeout_ms = 60000,
   schema = { description = "Asks, then answers", parameters = { type = "object",
     properties = { file = { type = "string" } } } },
@@ -354,4 +357,22 @@ fn an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiti
     result(b, "tasks/update", confirm_update(&id, "q1"), asking());
     let done = until(a, &id, "completed", |task| task["status"] == "completed");
     assert_eq!(text(&done["result"]), "deleted a.txt", "{done}");
+}
+
+#[test]
+fn a_tasks_progress_shows_through_another_replica() {
+    let fx = fixture();
+    let fleet = fleet(&fx, Mode::Stateless, 2);
+    let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
+    let id = start_task(a, "halfway", json!({}));
+    let reported = until(b, &id, "showing its progress", |task| {
+        task["statusMessage"] == "1/2: halfway"
+    });
+    assert_eq!(reported["status"], "working", "{reported}");
+    result(b, "tasks/cancel", json!({ "taskId": id }), asking());
+    until(b, &id, "stopped", |task| {
+        task["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains("handler has stopped"))
+    });
 }

@@ -182,6 +182,8 @@ impl TaskRecords {
                 TaskEnd::Completed(result) => {
                     record.status = TaskStatus::Completed;
                     record.result = Some(result);
+                    // The last progress report was about the work, not its end.
+                    record.message = None;
                 }
                 TaskEnd::Failed { message, error } => {
                     record.status = TaskStatus::Failed;
@@ -193,6 +195,19 @@ impl TaskRecords {
                     record.message = Some(CANCELLED.into());
                 }
             }
+            true
+        })
+        .map(drop)
+    }
+
+    /// Writes the working task `id`'s last progress report as its status message, for the
+    /// processes that do not run it.
+    pub(crate) fn note_progress(&self, id: &str, message: String) -> Result<(), StoreError> {
+        self.change(id, |record| {
+            if record.status.is_terminal() {
+                return false;
+            }
+            record.message = Some(message);
             true
         })
         .map(drop)

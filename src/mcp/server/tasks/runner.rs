@@ -23,6 +23,9 @@ pub(crate) struct Running {
     requested: AtomicBool,
     /// The handler's last progress report, as a status message.
     progress: Mutex<Option<String>>,
+    /// Set by a progress report, cleared once the watcher wrote it to the record (where
+    /// other processes sharing the store read it).
+    progress_unsaved: AtomicBool,
     /// Its wait for input (`input_required`).
     pub(crate) inputs: Inputs,
     /// Its id and records, once the task exists (its input rounds are written there).
@@ -36,6 +39,7 @@ impl Running {
             cancel,
             requested: AtomicBool::new(false),
             progress: Mutex::new(None),
+            progress_unsaved: AtomicBool::new(false),
             inputs: Inputs::default(),
             task: OnceLock::new(),
         })
@@ -49,6 +53,15 @@ impl Running {
     /// The task's id and records (`None` before it exists).
     pub(crate) fn task(&self) -> Option<&(String, Arc<TaskRecords>)> {
         self.task.get()
+    }
+
+    /// The last progress report if it has not been written to the record yet (it then
+    /// counts as written).
+    pub(crate) fn unsaved_progress(&self) -> Option<String> {
+        if !self.progress_unsaved.swap(false, Ordering::AcqRel) {
+            return None;
+        }
+        self.progress.lock().clone()
     }
 
     /// Whether `tasks/cancel` stopped the call.
@@ -70,6 +83,7 @@ impl CallObserver for Running {
             None => done,
         };
         *self.progress.lock() = Some(text);
+        self.progress_unsaved.store(true, Ordering::Release);
     }
 }
 

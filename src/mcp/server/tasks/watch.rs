@@ -2,8 +2,9 @@
 //! sharing its store. `tasks/cancel` and `tasks/update` through another process change
 //! only the task's record; one watcher per task service (one per `serve` process, not
 //! one per task) reads the records of the tasks running here every [`INTERVAL`] while
-//! any runs, cancels the handler of a task recorded cancelled and hands a complete input
-//! round to the handler waiting on it. It polls rather than listens so that it works the
+//! any runs, cancels the handler of a task recorded cancelled, hands a complete input
+//! round to the handler waiting on it, and writes a handler's new progress report to its
+//! record (so `tasks/get` through another process shows it too). It polls rather than listens so that it works the
 //! same on every store backend; with no task running it sleeps until one starts.
 
 use super::StoredRound;
@@ -78,8 +79,13 @@ async fn watch(runner: Weak<Runner>, records: Arc<TaskRecords>, stop: Cancellati
                                 if !running.cancel_requested() && strong.cancel(&id) {
                                     tracing::debug!("task {id}: cancelled through another server");
                                 }
-                            } else if let Some(round) = record.round {
+                                continue;
+                            }
+                            if let Some(round) = record.round {
                                 deliver(&records, &id, &running, round).await;
+                            }
+                            if let Some(progress) = running.unsaved_progress() {
+                                save_progress(&records, &id, progress).await;
                             }
                         }
                         Ok(None) => {}
@@ -124,5 +130,19 @@ pub(crate) async fn deliver(
         // handler's next round or its end replaces it.
         Ok(Err(e)) => tracing::debug!("task {id}: answered round not cleared: {e}"),
         Err(e) => tracing::debug!("task {id}: answered round not cleared: {e}"),
+    }
+}
+
+/// Writes the running task `id`'s last progress report to its record.
+async fn save_progress(records: &Arc<TaskRecords>, id: &str, progress: String) {
+    let saved = {
+        let (records, id) = (records.clone(), id.to_string());
+        tokio::task::spawn_blocking(move || records.note_progress(&id, progress)).await
+    };
+    match saved {
+        Ok(Ok(())) => {}
+        // Only other processes miss it; this one shows its own.
+        Ok(Err(e)) => tracing::debug!("task {id}: progress not recorded: {e}"),
+        Err(e) => tracing::debug!("task {id}: progress not recorded: {e}"),
     }
 }
