@@ -376,3 +376,22 @@ fn a_tasks_progress_shows_through_another_replica() {
             .is_some_and(|m| m.contains("handler has stopped"))
     });
 }
+
+#[test]
+fn a_2025_session_opened_on_one_replica_is_unknown_to_another() {
+    let fx = fixture();
+    let fleet = fleet(&fx, Mode::Sessions, 2);
+    let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
+    let session = common::raw_http::RawHttp::connect(a).open_session();
+    // Why docs/fleet.md asks for affinity (or --stateless) for 2025-11-25 sessions.
+    let elsewhere = common::raw_http::RawHttp::connect(b).mcp(
+        Some(&session),
+        &common::raw_http::tools_call(1, "count", "{}"),
+    );
+    assert_eq!(elsewhere.status, 404, "{}", elsewhere.text());
+    let home = common::raw_http::RawHttp::connect(a).mcp(
+        Some(&session),
+        &common::raw_http::tools_call(2, "count", "{}"),
+    );
+    assert_eq!(home.status, 200, "{}", home.text());
+}
