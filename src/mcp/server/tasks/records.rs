@@ -168,10 +168,10 @@ impl TaskRecords {
     fn record_end(&self, id: &str, end: TaskEnd) -> Result<(), StoreError> {
         self.change(id, move |record| {
             if record.status.is_terminal() {
-                // A cancelled task whose handler has now stopped says so: a client (or a
-                // process other than the one that ran it) then knows it will do nothing
-                // more.
-                if matches!(end, TaskEnd::Cancelled) && record.status == TaskStatus::Cancelled {
+                // A cancelled task whose handler has now ended (stopped by the
+                // cancellation, or done just before it took effect) says so: a client, or
+                // a process other than the one that ran it, then knows it does nothing more.
+                if record.status == TaskStatus::Cancelled {
                     record.message = Some(STOPPED.into());
                     return true;
                 }
@@ -293,7 +293,7 @@ const LOST: &str = "the server running this task stopped before it finished";
 /// The status message of a cancelled task.
 const CANCELLED: &str = "cancelled by tasks/cancel";
 /// The status message of a cancelled task once its handler has stopped.
-pub(crate) const STOPPED: &str = "cancelled by tasks/cancel; its handler has stopped";
+const STOPPED: &str = "cancelled by tasks/cancel; its handler has stopped";
 
 /// A JSON-RPC error object.
 pub(crate) fn rpc_error(code: i32, message: &str) -> JsonObject {
@@ -379,6 +379,8 @@ mod tests {
         let record = records.get(&id).unwrap().unwrap();
         assert_eq!(record.status, TaskStatus::Cancelled);
         assert_eq!(record.result, None);
+        // The handler's end after the cancellation is only told.
+        assert_eq!(record.message.as_deref(), Some(STOPPED));
     }
 
     #[test]
