@@ -58,14 +58,44 @@ registry.register{ name = "greet", toolset = "t",
   end }
 "#;
 
+/// Every scenario runs on every store backend the fleet may share; each backend is a module
+/// of tests named after the scenarios (`sqlite::…`). A shared PostgreSQL database is one
+/// more line: `scenarios!(postgres => super::Backend::postgres(); …)`.
+macro_rules! scenarios {
+    ($backend:ident => $make:expr; $($scenario:ident),* $(,)?) => {
+        mod $backend {
+            $(
+                #[test]
+                fn $scenario() {
+                    super::$scenario(&$make)
+                }
+            )*
+        }
+    };
+}
+
+scenarios!(sqlite => super::Backend::Sqlite;
+    sixteen_clients_bumping_through_three_replicas_count_exactly_3200,
+    a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_twice,
+    a_task_created_via_one_replica_is_polled_and_cancelled_via_another_and_its_handler_stops,
+    a_tasks_input_round_is_answered_through_another_replica,
+    responses_for_unasked_keys_via_another_replica_are_ignored_and_a_late_update_is_refused,
+    a_sealed_input_request_round_started_on_one_stateless_replica_is_answered_on_another,
+    a_sealed_input_request_round_continues_on_another_replica_with_sessions_for_2026_clients,
+    a_replica_with_another_state_key_refuses_the_fleets_sealed_round,
+    an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiting,
+    a_tasks_progress_shows_through_another_replica,
+    a_2025_session_opened_on_one_replica_is_unknown_to_another,
+);
+
 fn fixture() -> Fixture {
     let fx = Fixture::new();
     fx.tool("tools.lua", TOOLS);
     fx
 }
 
-fn fleet(fx: &Fixture, mode: Mode, count: usize) -> Fleet {
-    Fleet::start(fx, &Backend::Sqlite, mode, count, "[runtime]\nvms = 2\n")
+fn fleet(fx: &Fixture, backend: &Backend, mode: Mode, count: usize) -> Fleet {
+    Fleet::start(fx, backend, mode, count, "[runtime]\nvms = 2\n")
 }
 
 /// What a client declares: elicitation and the Tasks extension.
@@ -146,10 +176,9 @@ fn final_count(authority: &str) -> u64 {
     text(&counted).parse().expect("a count")
 }
 
-#[test]
-fn sixteen_clients_bumping_through_three_replicas_count_exactly_3200() {
+fn sixteen_clients_bumping_through_three_replicas_count_exactly_3200(backend: &Backend) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Stateless, 3);
+    let fleet = fleet(&fx, backend, Mode::Stateless, 3);
     let proxy = Proxy::start(fleet.authorities());
     let seen = burst(&proxy.authority, |_| {});
     assert_eq!(seen.failed, 0, "no call may fail with every replica up");
@@ -164,10 +193,11 @@ fn sixteen_clients_bumping_through_three_replicas_count_exactly_3200() {
     assert!(served.iter().all(|&n| n > 0), "not spread: {served:?}");
 }
 
-#[test]
-fn a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_twice() {
+fn a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_twice(
+    backend: &Backend,
+) {
     let fx = fixture();
-    let fleet = Arc::new(Mutex::new(fleet(&fx, Mode::Stateless, 3)));
+    let fleet = Arc::new(Mutex::new(fleet(&fx, backend, Mode::Stateless, 3)));
     let proxy = Proxy::start(fleet.lock().unwrap().authorities());
     let (killed_send, killed) = mpsc::channel();
     let seen = burst(&proxy.authority, |acks| {
@@ -214,10 +244,11 @@ fn start_task(authority: &str, name: &str, arguments: Value) -> String {
     created["taskId"].as_str().expect("a task id").to_string()
 }
 
-#[test]
-fn a_task_created_via_one_replica_is_polled_and_cancelled_via_another_and_its_handler_stops() {
+fn a_task_created_via_one_replica_is_polled_and_cancelled_via_another_and_its_handler_stops(
+    backend: &Backend,
+) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Stateless, 2);
+    let fleet = fleet(&fx, backend, Mode::Stateless, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let id = start_task(a, "late_marker", json!({}));
     let polled = result(b, "tasks/get", json!({ "taskId": id }), asking());
@@ -256,10 +287,9 @@ fn waiting_confirm(a: &str, b: &str) -> String {
     id
 }
 
-#[test]
-fn a_tasks_input_round_is_answered_through_another_replica() {
+fn a_tasks_input_round_is_answered_through_another_replica(backend: &Backend) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Stateless, 2);
+    let fleet = fleet(&fx, backend, Mode::Stateless, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let id = waiting_confirm(a, b);
     let ack = result(b, "tasks/update", confirm_update(&id, "q1"), asking());
@@ -268,10 +298,11 @@ fn a_tasks_input_round_is_answered_through_another_replica() {
     assert_eq!(text(&done["result"]), "deleted a.txt", "{done}");
 }
 
-#[test]
-fn responses_for_unasked_keys_via_another_replica_are_ignored_and_a_late_update_is_refused() {
+fn responses_for_unasked_keys_via_another_replica_are_ignored_and_a_late_update_is_refused(
+    backend: &Backend,
+) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Stateless, 2);
+    let fleet = fleet(&fx, backend, Mode::Stateless, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let id = waiting_confirm(a, b);
     result(
@@ -289,9 +320,9 @@ fn responses_for_unasked_keys_via_another_replica_are_ignored_and_a_late_update_
     assert_eq!(late["error"]["code"], -32602, "{late}");
 }
 
-fn sealed_round_continues_on_another_replica(mode: Mode) {
+fn sealed_round_continues_on_another_replica(backend: &Backend, mode: Mode) {
     let fx = fixture();
-    let fleet = fleet(&fx, mode, 2);
+    let fleet = fleet(&fx, backend, mode, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let first = result(a, "tools/call", call("greet", json!({})), asking());
     assert_eq!(first["resultType"], "input_required", "{first}");
@@ -308,21 +339,22 @@ fn sealed_round_continues_on_another_replica(mode: Mode) {
     assert_eq!(text(&done), "Hello, Ada", "{done}");
 }
 
-#[test]
-fn a_sealed_input_request_round_started_on_one_stateless_replica_is_answered_on_another() {
-    sealed_round_continues_on_another_replica(Mode::Stateless);
+fn a_sealed_input_request_round_started_on_one_stateless_replica_is_answered_on_another(
+    backend: &Backend,
+) {
+    sealed_round_continues_on_another_replica(backend, Mode::Stateless);
 }
 
-#[test]
-fn a_sealed_input_request_round_continues_on_another_replica_with_sessions_for_2026_clients() {
-    sealed_round_continues_on_another_replica(Mode::Sessions);
+fn a_sealed_input_request_round_continues_on_another_replica_with_sessions_for_2026_clients(
+    backend: &Backend,
+) {
+    sealed_round_continues_on_another_replica(backend, Mode::Sessions);
 }
 
-#[test]
-fn a_replica_with_another_state_key_refuses_the_fleets_sealed_round() {
+fn a_replica_with_another_state_key_refuses_the_fleets_sealed_round(backend: &Backend) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Stateless, 1);
-    let stranger = Fleet::stranger(&fx, &Backend::Sqlite, Mode::Stateless);
+    let fleet = fleet(&fx, backend, Mode::Stateless, 1);
+    let stranger = Fleet::stranger(&fx, backend, Mode::Stateless);
     let first = result(
         &fleet.replicas[0].authority,
         "tools/call",
@@ -339,10 +371,11 @@ fn a_replica_with_another_state_key_refuses_the_fleets_sealed_round() {
     assert!(message.contains("state_key_env"), "{refused}");
 }
 
-#[test]
-fn an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiting() {
+fn an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiting(
+    backend: &Backend,
+) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Stateless, 2);
+    let fleet = fleet(&fx, backend, Mode::Stateless, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let id = waiting_confirm(a, b);
     // Over [store] max_value_bytes (1 MiB) once kept with the task, under the 4 MiB body cap.
@@ -359,10 +392,9 @@ fn an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiti
     assert_eq!(text(&done["result"]), "deleted a.txt", "{done}");
 }
 
-#[test]
-fn a_tasks_progress_shows_through_another_replica() {
+fn a_tasks_progress_shows_through_another_replica(backend: &Backend) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Stateless, 2);
+    let fleet = fleet(&fx, backend, Mode::Stateless, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let id = start_task(a, "halfway", json!({}));
     let reported = until(b, &id, "showing its progress", |task| {
@@ -377,10 +409,9 @@ fn a_tasks_progress_shows_through_another_replica() {
     });
 }
 
-#[test]
-fn a_2025_session_opened_on_one_replica_is_unknown_to_another() {
+fn a_2025_session_opened_on_one_replica_is_unknown_to_another(backend: &Backend) {
     let fx = fixture();
-    let fleet = fleet(&fx, Mode::Sessions, 2);
+    let fleet = fleet(&fx, backend, Mode::Sessions, 2);
     let (a, b) = (&fleet.replicas[0].authority, &fleet.replicas[1].authority);
     let session = common::raw_http::RawHttp::connect(a).open_session();
     // Why docs/fleet.md asks for affinity (or --stateless) for 2025-11-25 sessions.

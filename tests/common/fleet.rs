@@ -27,13 +27,19 @@ const STATE_KEY: &str = "fleet-test-state-key-0123456789abcdef";
 pub const MODERN: &str = "2026-07-28";
 
 /// Where the replicas of a fleet keep their shared state.
-#[derive(Debug, Clone)]
 pub enum Backend {
     /// One SQLite file in the fixture, opened by every replica.
     Sqlite,
-    /// One PostgreSQL database (`url` with its password; passed in the children's
-    /// environment only, as `TOOLHOST_DATABASE_URL`).
-    Postgres { url: String },
+    /// One PostgreSQL database of its own (dropped with the backend); its URL, password
+    /// included, goes to the children's environment only, as `TOOLHOST_DATABASE_URL`.
+    Postgres(super::pg::TestDb),
+}
+
+impl Backend {
+    /// A fresh PostgreSQL database on the main test cluster.
+    pub fn postgres() -> Self {
+        Backend::Postgres(super::pg::TestDb::new())
+    }
 }
 
 impl Backend {
@@ -41,7 +47,7 @@ impl Backend {
     fn store_toml(&self) -> String {
         match self {
             Backend::Sqlite => "[store]\npath = \"fleet-store.sqlite3\"\n".into(),
-            Backend::Postgres { .. } => {
+            Backend::Postgres(_) => {
                 "[store]\nbackend = \"postgres\"\nurl_env = \"TOOLHOST_DATABASE_URL\"\n".into()
             }
         }
@@ -51,7 +57,7 @@ impl Backend {
     fn env(&self) -> Vec<(&'static str, String)> {
         match self {
             Backend::Sqlite => Vec::new(),
-            Backend::Postgres { url } => vec![("TOOLHOST_DATABASE_URL", url.clone())],
+            Backend::Postgres(db) => vec![("TOOLHOST_DATABASE_URL", db.url())],
         }
     }
 }
