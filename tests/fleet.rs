@@ -209,6 +209,11 @@ fn a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_tw
     });
     killed.try_recv().expect("the replica was killed mid-burst");
     let acknowledged = seen.acknowledged.len() as u64;
+    eprintln!(
+        "burst with a kill: {acknowledged} acknowledged, {} failed, connections per replica {:?}",
+        seen.failed,
+        proxy.served()
+    );
     // The two replicas left (the proxy skips the dead one) served the rest of the burst.
     assert!(
         seen.acknowledged.len() > CLIENTS * CALLS_EACH * 2 / 3,
