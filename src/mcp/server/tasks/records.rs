@@ -242,16 +242,25 @@ impl TaskRecords {
             return Ok(false);
         }
         let mut found = false;
-        self.store.update(&key(id), |old| {
-            let Some(old) = old else { return Ok(None) };
+        let changed = self.store.update(&key(id), |old| {
+            let Some(old) = old else {
+                return Err(Box::new(Unchanged));
+            };
             let mut record: TaskRecord = serde_json::from_value(old)?;
             found = true;
-            if edit(&mut record) {
-                record.updated_ms = now_ms();
+            if !edit(&mut record) {
+                // Aborting writes nothing: a refused or idle change (an update answering
+                // no request, a watcher's repeated close) costs no write transaction.
+                return Err(Box::new(Unchanged));
             }
+            record.updated_ms = now_ms();
             Ok(Some(to_value(&record)))
-        })?;
-        Ok(found)
+        });
+        match changed {
+            Ok(_) => Ok(found),
+            Err(StoreError::Aborted(why)) if why.is::<Unchanged>() => Ok(found),
+            Err(e) => Err(e),
+        }
     }
 
     fn read(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -285,6 +294,11 @@ impl TaskRecords {
         }
     }
 }
+
+/// The edit of [`TaskRecords::change`] changed nothing: the update is abandoned.
+#[derive(Debug, thiserror::Error)]
+#[error("the task record is unchanged")]
+struct Unchanged;
 
 /// JSON-RPC's internal error.
 pub(crate) const INTERNAL_ERROR: i32 = -32603;

@@ -173,6 +173,23 @@ mod tests {
     }
 
     #[test]
+    fn an_update_answering_nothing_leaves_the_record_as_it_was() {
+        let records = records();
+        let id = working(&records);
+        records.open_round(&id, 1, requests(&["a"])).unwrap();
+        let before = records.get(&id).unwrap().unwrap();
+        // Past the millisecond of the last write, so a rewrite would show.
+        while super::now_ms() <= before.updated_ms {
+            std::thread::yield_now();
+        }
+        let taken = records
+            .answer(&id, responses(&[("zzz", json!(1))]))
+            .unwrap();
+        assert!(matches!(taken, Taken::Some { taken: 0, .. }), "{taken:?}");
+        assert_eq!(records.get(&id).unwrap().unwrap(), before);
+    }
+
+    #[test]
     fn closing_a_round_leaves_a_later_one() {
         let records = records();
         let id = working(&records);
