@@ -58,11 +58,14 @@ registry.register{ name = "greet", toolset = "t",
   end }
 "#;
 
-/// Every scenario runs on every store backend the fleet may share; each backend is a module
-/// of tests named after the scenarios (`sqlite::…`). A shared PostgreSQL database is one
-/// more line: `scenarios!(postgres => super::Backend::postgres(); …)`.
+/// Every scenario runs on every store backend the fleet may share: one module of tests per
+/// backend, named after the scenarios (`sqlite::…`). A shared PostgreSQL database is one
+/// more entry in the list: `postgres => super::Backend::postgres()`.
 macro_rules! scenarios {
-    ($backend:ident => $make:expr; $($scenario:ident),* $(,)?) => {
+    ([$($backend:ident => $make:expr),* $(,)?] $scenarios:tt) => {
+        $( scenarios!(@backend $backend, $make, $scenarios); )*
+    };
+    (@backend $backend:ident, $make:expr, [$($scenario:ident),* $(,)?]) => {
         mod $backend {
             $(
                 #[test]
@@ -74,18 +77,21 @@ macro_rules! scenarios {
     };
 }
 
-scenarios!(sqlite => super::Backend::Sqlite;
-    sixteen_clients_bumping_through_three_replicas_count_exactly_3200,
-    a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_twice,
-    a_task_created_via_one_replica_is_polled_and_cancelled_via_another_and_its_handler_stops,
-    a_tasks_input_round_is_answered_through_another_replica,
-    responses_for_unasked_keys_via_another_replica_are_ignored_and_a_late_update_is_refused,
-    a_sealed_input_request_round_started_on_one_stateless_replica_is_answered_on_another,
-    a_sealed_input_request_round_continues_on_another_replica_with_sessions_for_2026_clients,
-    a_replica_with_another_state_key_refuses_the_fleets_sealed_round,
-    an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiting,
-    a_tasks_progress_shows_through_another_replica,
-    a_2025_session_opened_on_one_replica_is_unknown_to_another,
+scenarios!(
+    [sqlite => super::Backend::Sqlite]
+    [
+        sixteen_clients_bumping_through_three_replicas_count_exactly_3200,
+        a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_twice,
+        a_task_created_via_one_replica_is_polled_and_cancelled_via_another_and_its_handler_stops,
+        a_tasks_input_round_is_answered_through_another_replica,
+        responses_for_unasked_keys_via_another_replica_are_ignored_and_a_late_update_is_refused,
+        a_sealed_input_request_round_started_on_one_stateless_replica_is_answered_on_another,
+        a_sealed_input_request_round_continues_on_another_replica_with_sessions_for_2026_clients,
+        a_replica_with_another_state_key_refuses_the_fleets_sealed_round,
+        an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiting,
+        a_tasks_progress_shows_through_another_replica,
+        a_2025_session_opened_on_one_replica_is_unknown_to_another,
+    ]
 );
 
 fn fixture() -> Fixture {
