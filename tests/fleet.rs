@@ -91,6 +91,7 @@ scenarios!(
         an_oversized_response_via_another_replica_is_refused_and_the_task_keeps_waiting,
         a_tasks_progress_shows_through_another_replica,
         a_2025_session_opened_on_one_replica_is_unknown_to_another,
+        the_official_python_client_runs_a_multi_round_call_and_bumps_across_replicas,
     ]
 );
 
@@ -436,4 +437,26 @@ fn a_2025_session_opened_on_one_replica_is_unknown_to_another(backend: &Backend)
         &common::raw_http::tools_call(2, "count", "{}"),
     );
     assert_eq!(home.status, 200, "{}", home.text());
+}
+
+fn the_official_python_client_runs_a_multi_round_call_and_bumps_across_replicas(backend: &Backend) {
+    let fx = fixture();
+    let fleet = fleet(&fx, backend, Mode::Stateless, 3);
+    let proxy = Proxy::start(fleet.authorities());
+    let url = format!("http://{}/mcp", proxy.authority);
+    let steps = common::mcp_client::run_script("fleet.py", &[&url, "30"]);
+    let asked = common::mcp_client::step(&steps, "asked");
+    assert_eq!(asked["message"], "Your name?", "{asked}");
+    let greet = common::mcp_client::step(&steps, "greet");
+    assert_eq!(greet["text"], "Hello, Ada", "{greet}");
+    assert_eq!(greet["error"], false, "{greet}");
+    let counts = common::mcp_client::step(&steps, "bumps")["counts"].clone();
+    let counts: Vec<u64> = serde_json::from_value(counts).expect("counts");
+    assert_eq!(
+        counts,
+        (1..=30).collect::<Vec<u64>>(),
+        "each bump counted once, in order"
+    );
+    let served = proxy.served();
+    assert!(served.iter().all(|&n| n >= 10), "not spread: {served:?}");
 }
