@@ -4,11 +4,12 @@
 //! one per task) reads the records of the tasks running here every [`INTERVAL`] while
 //! any runs, cancels the handler of a task recorded cancelled, hands a complete input
 //! round to the handler waiting on it, and writes a handler's new progress report to its
-//! record (so `tasks/get` through another process shows it too). It polls rather than listens so that it works the
-//! same on every store backend; with no task running it sleeps until one starts.
+//! record (so `tasks/get` through another process shows it too). It polls rather than
+//! listens so that it works the same on every store backend; with no task running it
+//! sleeps until one starts.
 
 use super::StoredRound;
-use super::records::TaskRecords;
+use super::records::{TaskRecord, TaskRecords};
 use super::runner::{Runner, Running};
 use rmcp::model::TaskStatus;
 use std::sync::{Arc, OnceLock, Weak};
@@ -37,6 +38,7 @@ impl Watcher {
     }
 }
 
+/// The watcher's loop: until `stop`, or until the runner is gone.
 async fn watch(runner: Weak<Runner>, records: Arc<TaskRecords>, stop: CancellationToken) {
     loop {
         let Some(strong) = runner.upgrade() else {
@@ -67,27 +69,11 @@ async fn watch(runner: Weak<Runner>, records: Arc<TaskRecords>, stop: Cancellati
         match read {
             Ok(found) => {
                 for (id, record) in found {
+                    let Some(strong) = runner.upgrade() else {
+                        return;
+                    };
                     match record {
-                        Ok(Some(record)) => {
-                            let Some(strong) = runner.upgrade() else {
-                                return;
-                            };
-                            let Some(running) = strong.get(&id) else {
-                                continue;
-                            };
-                            if record.status == TaskStatus::Cancelled {
-                                if !running.cancel_requested() && strong.cancel(&id) {
-                                    tracing::debug!("task {id}: cancelled through another server");
-                                }
-                                continue;
-                            }
-                            if let Some(round) = record.round {
-                                deliver(&records, &id, &running, round).await;
-                            }
-                            if let Some(progress) = running.unsaved_progress() {
-                                save_progress(&records, &id, progress).await;
-                            }
-                        }
+                        Ok(Some(record)) => act(&strong, &records, &id, record).await,
                         Ok(None) => {}
                         // A store that cannot be read now is read again next time.
                         Err(e) => tracing::debug!("task {id}: record not read: {e}"),
@@ -100,6 +86,25 @@ async fn watch(runner: Weak<Runner>, records: Arc<TaskRecords>, stop: Cancellati
             () = tokio::time::sleep(INTERVAL) => {}
             () = stop.cancelled() => return,
         }
+    }
+}
+
+/// Brings what the record of the task `id` says to its handler, if it runs here.
+async fn act(runner: &Runner, records: &Arc<TaskRecords>, id: &str, record: TaskRecord) {
+    let Some(running) = runner.get(id) else {
+        return;
+    };
+    if record.status == TaskStatus::Cancelled {
+        if !running.cancel_requested() && runner.cancel(id) {
+            tracing::debug!("task {id}: cancelled through another server");
+        }
+        return;
+    }
+    if let Some(round) = record.round {
+        deliver(records, id, &running, round).await;
+    }
+    if let Some(progress) = running.unsaved_progress() {
+        save_progress(records, id, progress).await;
     }
 }
 
