@@ -91,6 +91,11 @@ printf '[tool_search]\nenabled = "off"\n' > "$mcp_dir/toolhost.toml"
 "$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 \
   "$(pwd)/$fastmcp/bin/python" "$(pwd)/target/bench-workloads/133/workload.json" >> "$out/mcp.txt" 2>/dev/null || true
 
+# A fleet: echo calls from 16 callers through a round-robin proxy to one and to three
+# `serve --http --stateless` replicas sharing a store (benches/fleet.rs prints one JSON
+# line). On two cores the replicas share the CPU: reported, not asserted.
+cargo bench --quiet --bench fleet 2>/dev/null | tee "$out/fleet.txt" >&2 || true
+
 # Tool search quality on the labelled query set (tests/search_quality.rs prints one JSON line).
 cargo test --release --quiet --test search_quality -- --nocapture 2>/dev/null \
   | grep '"tool_search_recall_at_3"' > "$out/search_quality.txt" || true

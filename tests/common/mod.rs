@@ -4,6 +4,7 @@
 
 pub mod ask_scenarios;
 pub mod fastmcp;
+pub mod fleet;
 pub mod mcp_client;
 pub mod oauth;
 pub mod pg;

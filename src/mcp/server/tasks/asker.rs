@@ -2,10 +2,13 @@
 //! tool's `prepare`) no task exists and the request is still open: its input requests are
 //! the request's own (multi-round `input_required` results on 2026-07-28, server→client
 //! requests on a 2025-11-25 session). After the handover the client holds only a task id:
-//! a request puts the task in `input_required` ([`Inputs::ask`]), `tasks/get` shows it and
-//! `tasks/update` answers it, on both revisions (the extension's way; a session may be gone
-//! by then). The handler is still running meanwhile, so nothing is replayed inside a task.
+//! a request puts the task in `input_required` (the round is written to the task's record),
+//! `tasks/get` shows it and `tasks/update` answers it, through any server sharing the
+//! store, on both revisions (the extension's way; a session may be gone by then). The
+//! handler is still running meanwhile, so nothing is replayed inside a task.
 
+use super::input::{Answers, AskError};
+use super::records::TaskRecords;
 use super::runner::Running;
 use crate::mcp::server::input::session::declares;
 use crate::mcp::server::input::wire;
@@ -18,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub(crate) struct TaskAsker {
     /// The request's asker (`None`: nobody to ask before the task exists).
     request: Option<Arc<dyn Asker>>,
-    /// The task's entry, whose [`Inputs`](super::input::Inputs) hold its input requests.
+    /// The task's entry, whose [`Inputs`](super::input::Inputs) wait for its answers.
     running: Arc<Running>,
     /// What the client declared (the request's `_meta`, or the session's `initialize`).
     declared: Option<ClientCapabilities>,
@@ -60,7 +63,7 @@ impl TaskAsker {
                 Err(message) => unsendable.push(Some(message)),
             }
         }
-        let answers = match self.running.inputs.ask(wire_requests).await {
+        let answers = match wait_for_answers(&self.running, wire_requests).await {
             Ok(answers) => answers,
             Err(why) => {
                 let message = format!("the task's input request failed: {why}");
@@ -118,5 +121,65 @@ impl Asker for TaskAsker {
         self.declared
             .as_ref()
             .is_some_and(|declared| declares(declared, capability))
+    }
+}
+
+/// Asks `requests` as one round of the task `running` and waits until each has a response
+/// (taken by `tasks/update` through any server, delivered by the watcher or the update
+/// itself); dropping the future withdraws the round.
+async fn wait_for_answers(running: &Running, requests: InputRequests) -> Result<Answers, AskError> {
+    if requests.is_empty() {
+        return Ok(Answers::new());
+    }
+    // Asked only after the handover, when the task exists.
+    let Some((id, records)) = running.task().cloned() else {
+        return Err(AskError::Closed);
+    };
+    let (n, answered) = running.inputs.open(&requests)?;
+    let mut withdraw = Withdraw {
+        running,
+        task: Some((id.clone(), records.clone())),
+        n,
+    };
+    let opened = tokio::task::spawn_blocking(move || records.open_round(&id, n, requests)).await;
+    match opened {
+        Ok(Ok(true)) => {}
+        // The task ended (cancelled) before its round was recorded.
+        Ok(Ok(false)) => return Err(AskError::Closed),
+        Ok(Err(e)) => return Err(AskError::NotRecorded(e.to_string())),
+        Err(e) => return Err(AskError::NotRecorded(e.to_string())),
+    }
+    let answers = answered.await.map_err(|_| AskError::Closed);
+    if answers.is_ok() {
+        // Delivered: the deliverer takes the round out of the record.
+        withdraw.task = None;
+    }
+    answers
+}
+
+/// Withdraws round `n` when its asker stops waiting (its handler ended): the task no longer
+/// shows requests nobody waits for.
+struct Withdraw<'a> {
+    running: &'a Running,
+    /// The record to take the round out of (`None`: nothing to take out).
+    task: Option<(String, Arc<TaskRecords>)>,
+    n: u64,
+}
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.running.inputs.withdraw(self.n);
+        let Some((id, records)) = self.task.take() else {
+            return;
+        };
+        let n = self.n;
+        // Best effort, off this thread: the task's end clears the round anyway.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn_blocking(move || {
+                if let Err(e) = records.close_round(&id, n) {
+                    tracing::debug!("task {id}: withdrawn round not cleared: {e}");
+                }
+            });
+        }
     }
 }

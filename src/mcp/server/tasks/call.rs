@@ -146,7 +146,9 @@ impl McpServer {
             }
         };
         abandoned.disarm();
+        running.became(&id, tasks.records.clone());
         tasks.runner.insert(&id, running.clone());
+        tasks.watcher.ensure(&tasks.runner, &tasks.records);
         let _ = reply.send(Some(id.clone()));
         let (records, runner, task_id) = (tasks.records.clone(), tasks.runner.clone(), id.clone());
         tokio::spawn(async move {

@@ -1,16 +1,17 @@
-//! A task's input requests (the extension's `input_required` status): the running handler
-//! asks a round of requests with [`Inputs::ask`] and waits; `tasks/get` shows them as the
-//! task's `inputRequests`; `tasks/update` delivers the client's responses with
-//! [`Inputs::answer`], and once every request of the round has one the handler goes on.
+//! A running task's wait for input (the extension's `input_required` status), on the side
+//! of the process whose handler waits: the handler opens a round with [`Inputs::open`]
+//! and waits on it; the round's requests and the client's responses live in the task's
+//! record ([`super::round`]), so `tasks/get` and `tasks/update` work through any process
+//! sharing the store; once the record holds a response to every request, whoever sees it
+//! first (the `tasks/update` of this process, or the watcher polling the store for
+//! updates taken by another) hands the answers over with [`Inputs::deliver`].
 //!
-//! The rules are the extension's: a key is used once over the task's life; responses for
-//! keys that are not outstanding are ignored; a partial set leaves the task waiting for the
-//! rest. A `tasks/update` for a task that waits on nothing is refused with a clear error
-//! (there is nothing its responses could answer). The state lives in the process that runs
-//! the handler: the handler is what waits.
+//! What stays here is what only the waiting process can know: the round it waits on (a
+//! round is numbered, so answers to an older one never wake a newer one), every key
+//! issued over the task's life (a key is used once), and whether the task was cancelled.
 
 use parking_lot::Mutex;
-use rmcp::model::{InputRequests, InputResponses};
+use rmcp::model::InputRequests;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use tokio::sync::oneshot;
@@ -18,7 +19,7 @@ use tokio::sync::oneshot;
 /// The answers of one round, by key.
 pub(crate) type Answers = BTreeMap<String, Value>;
 
-/// One task's exchange of input requests and responses.
+/// One task's wait for input.
 #[derive(Default)]
 pub(crate) struct Inputs {
     state: Mutex<State>,
@@ -26,14 +27,12 @@ pub(crate) struct Inputs {
 
 #[derive(Default)]
 struct State {
-    /// Requests of the current round not answered yet.
-    outstanding: InputRequests,
-    /// Answers of the current round so far.
-    answered: Answers,
+    /// The number of the last round opened (0: none yet).
+    round: u64,
+    /// Wakes the handler once its round is answered.
+    waiter: Option<oneshot::Sender<Answers>>,
     /// Every key issued over the task's life (a key is never reused).
     issued: BTreeSet<String>,
-    /// Wakes the handler once the round is answered.
-    waiter: Option<oneshot::Sender<Answers>>,
     /// The task was cancelled: nothing more is asked or answered.
     closed: bool,
 }
@@ -50,93 +49,60 @@ pub(crate) enum AskError {
     /// The task was cancelled.
     #[error("the task was cancelled")]
     Closed,
+    /// The round could not be recorded where clients read it.
+    #[error("its input requests could not be recorded: {0}")]
+    NotRecorded(String),
 }
 
-/// `tasks/update` for a task that waits on no input request.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the task is not waiting for input")]
-pub(crate) struct NothingWaits;
-
 impl Inputs {
-    /// Asks `requests` as one round and waits until each has a response (in
-    /// `tasks/update`s); dropping the future withdraws the round.
-    pub(crate) async fn ask(&self, requests: InputRequests) -> Result<Answers, AskError> {
-        if requests.is_empty() {
-            return Ok(Answers::new());
-        }
-        let answered = {
-            let mut state = self.state.lock();
-            if state.closed {
-                return Err(AskError::Closed);
-            }
-            if state.waiter.is_some() {
-                return Err(AskError::Busy);
-            }
-            if let Some(key) = requests.keys().find(|key| state.issued.contains(*key)) {
-                return Err(AskError::KeyReused(key.clone()));
-            }
-            state.issued.extend(requests.keys().cloned());
-            state.outstanding = requests;
-            state.answered.clear();
-            let (send, answered) = oneshot::channel();
-            state.waiter = Some(send);
-            answered
-        };
-        let withdraw = Withdraw(self);
-        let answers = answered.await.map_err(|_| AskError::Closed);
-        drop(withdraw);
-        answers
-    }
-
-    /// The requests waiting for a response (`None` when the task waits on none).
-    pub(crate) fn outstanding(&self) -> Option<InputRequests> {
-        let state = self.state.lock();
-        (!state.outstanding.is_empty()).then(|| state.outstanding.clone())
-    }
-
-    /// Takes the responses to outstanding requests (others are ignored) and wakes the
-    /// handler once the round is complete; answers how many were taken.
-    pub(crate) fn answer(&self, responses: InputResponses) -> Result<usize, NothingWaits> {
+    /// Opens a round asking `requests`: its number and where its answers arrive.
+    pub(crate) fn open(
+        &self,
+        requests: &InputRequests,
+    ) -> Result<(u64, oneshot::Receiver<Answers>), AskError> {
         let mut state = self.state.lock();
-        if state.outstanding.is_empty() {
-            return Err(NothingWaits);
+        if state.closed {
+            return Err(AskError::Closed);
         }
-        let mut taken = 0;
-        for (key, response) in responses {
-            if state.outstanding.remove(&key).is_some() {
-                state.answered.insert(key, response);
-                taken += 1;
-            }
+        if state.waiter.is_some() {
+            return Err(AskError::Busy);
         }
-        if state.outstanding.is_empty() {
-            let answers = std::mem::take(&mut state.answered);
-            if let Some(waiter) = state.waiter.take() {
-                // The handler may have stopped meanwhile; then nobody needs the answers.
-                let _ = waiter.send(answers);
-            }
+        if let Some(key) = requests.keys().find(|key| state.issued.contains(*key)) {
+            return Err(AskError::KeyReused(key.clone()));
         }
-        Ok(taken)
+        state.issued.extend(requests.keys().cloned());
+        state.round += 1;
+        let (send, answered) = oneshot::channel();
+        state.waiter = Some(send);
+        Ok((state.round, answered))
+    }
+
+    /// Hands `answers` to the handler waiting on round `round`; `false` when it waits on
+    /// no such round (delivered already, withdrawn, a later round, cancelled).
+    pub(crate) fn deliver(&self, round: u64, answers: Answers) -> bool {
+        let mut state = self.state.lock();
+        if state.round != round {
+            return false;
+        }
+        match state.waiter.take() {
+            // The handler may have stopped meanwhile; then nobody needs the answers.
+            Some(waiter) => waiter.send(answers).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Stops waiting on round `round` (its asker went away).
+    pub(crate) fn withdraw(&self, round: u64) {
+        let mut state = self.state.lock();
+        if state.round == round {
+            state.waiter = None;
+        }
     }
 
     /// Ends the exchange (the task was cancelled): a waiting round fails, no other starts.
     pub(crate) fn close(&self) {
         let mut state = self.state.lock();
         state.closed = true;
-        state.outstanding.clear();
-        state.answered.clear();
-        state.waiter = None;
-    }
-}
-
-/// Withdraws the round when its asker stops waiting (its handler ended): the task no
-/// longer shows requests nobody waits for.
-struct Withdraw<'a>(&'a Inputs);
-
-impl Drop for Withdraw<'_> {
-    fn drop(&mut self) {
-        let mut state = self.0.state.lock();
-        state.outstanding.clear();
-        state.answered.clear();
         state.waiter = None;
     }
 }
@@ -146,7 +112,6 @@ mod tests {
     use super::*;
     use rmcp::model::InputRequest;
     use serde_json::json;
-    use std::sync::Arc;
 
     fn requests(keys: &[&str]) -> InputRequests {
         keys.iter()
@@ -160,7 +125,7 @@ mod tests {
             .collect()
     }
 
-    fn responses(pairs: &[(&str, Value)]) -> InputResponses {
+    fn answers(pairs: &[(&str, Value)]) -> Answers {
         pairs
             .iter()
             .map(|(key, value)| (key.to_string(), value.clone()))
@@ -168,69 +133,43 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_round_resumes_once_every_request_is_answered_and_others_are_ignored() {
-        let inputs = Arc::new(Inputs::default());
-        let asking = tokio::spawn({
-            let inputs = inputs.clone();
-            async move { inputs.ask(requests(&["a", "b"])).await }
-        });
-        while inputs.outstanding().is_none() {
-            tokio::task::yield_now().await;
-        }
-        let taken = inputs.answer(responses(&[("a", json!(1)), ("zzz", json!(0))]));
-        assert_eq!(taken, Ok(1));
-        assert_eq!(
-            inputs
-                .outstanding()
-                .map(|o| o.into_keys().collect::<Vec<_>>()),
-            Some(vec!["b".to_string()])
-        );
-        assert_eq!(inputs.answer(responses(&[("b", json!(2))])), Ok(1));
-        let answers = asking.await.expect("joins").expect("answered");
-        assert_eq!(answers, responses(&[("a", json!(1)), ("b", json!(2))]));
-        assert_eq!(inputs.outstanding(), None);
-    }
-
-    #[tokio::test]
-    async fn an_update_with_nothing_waiting_is_refused() {
+    async fn answers_reach_the_round_they_were_given_for_once() {
         let inputs = Inputs::default();
-        assert_eq!(
-            inputs.answer(responses(&[("a", json!(1))])),
-            Err(NothingWaits)
-        );
+        let (round, answered) = inputs.open(&requests(&["a"])).expect("opens");
+        assert!(!inputs.deliver(round + 1, answers(&[("a", json!(0))])));
+        assert!(inputs.deliver(round, answers(&[("a", json!(1))])));
+        assert!(!inputs.deliver(round, answers(&[("a", json!(2))])), "twice");
+        assert_eq!(answered.await, Ok(answers(&[("a", json!(1))])));
     }
 
     #[tokio::test]
     async fn a_key_is_never_asked_twice_in_a_task() {
-        let inputs = Arc::new(Inputs::default());
-        let first = tokio::spawn({
-            let inputs = inputs.clone();
-            async move { inputs.ask(requests(&["k"])).await }
-        });
-        while inputs.outstanding().is_none() {
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(inputs.answer(responses(&[("k", json!(true))])), Ok(1));
-        first.await.expect("joins").expect("answered");
+        let inputs = Inputs::default();
+        let (round, _answered) = inputs.open(&requests(&["k"])).expect("opens");
+        assert_eq!(inputs.open(&requests(&["j"])).err(), Some(AskError::Busy));
+        assert!(inputs.deliver(round, answers(&[("k", json!(true))])));
         assert_eq!(
-            inputs.ask(requests(&["k"])).await,
-            Err(AskError::KeyReused("k".into()))
+            inputs.open(&requests(&["k"])).err(),
+            Some(AskError::KeyReused("k".into()))
         );
     }
 
     #[tokio::test]
-    async fn cancelling_fails_the_waiting_round_and_withdraws_its_requests() {
-        let inputs = Arc::new(Inputs::default());
-        let asking = tokio::spawn({
-            let inputs = inputs.clone();
-            async move { inputs.ask(requests(&["a"])).await }
-        });
-        while inputs.outstanding().is_none() {
-            tokio::task::yield_now().await;
-        }
+    async fn cancelling_fails_the_waiting_round_and_refuses_new_ones() {
+        let inputs = Inputs::default();
+        let (round, answered) = inputs.open(&requests(&["a"])).expect("opens");
         inputs.close();
-        assert_eq!(asking.await.expect("joins"), Err(AskError::Closed));
-        assert_eq!(inputs.outstanding(), None);
-        assert_eq!(inputs.ask(requests(&["b"])).await, Err(AskError::Closed));
+        assert!(answered.await.is_err());
+        assert!(!inputs.deliver(round, answers(&[("a", json!(1))])));
+        assert_eq!(inputs.open(&requests(&["b"])).err(), Some(AskError::Closed));
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_round_takes_no_answers() {
+        let inputs = Inputs::default();
+        let (round, _answered) = inputs.open(&requests(&["a"])).expect("opens");
+        inputs.withdraw(round);
+        assert!(!inputs.deliver(round, answers(&[("a", json!(1))])));
+        assert!(inputs.open(&requests(&["b"])).is_ok(), "a new round opens");
     }
 }

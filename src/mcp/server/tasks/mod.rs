@@ -5,8 +5,12 @@
 //!
 //! Split so the protocol glue stays thin over a service that knows no transport:
 //! - [`records`]: the task records in the store's backend (durable, with a TTL);
+//! - [`round`], [`round_store`]: a task's input requests and the responses taken, in its
+//!   record (`input_required`, `tasks/update`);
 //! - [`runner`]: the tasks running in this process (cancellation, last progress);
-//! - [`input`]: a running task's input requests (`input_required`, `tasks/update`);
+//! - [`input`]: a running handler's wait for its input round;
+//! - [`watch`]: the one watcher per process that carries a cancellation or an answer
+//!   recorded through another process (sharing the store) to the handler running here;
 //! - [`asker`]: the asker of a call made as a task (the request's rounds before the task
 //!   exists, the task's input requests after);
 //! - [`call`]: a `tools/call` becoming a task (the gate, `prepare`, the handover, how it
@@ -20,7 +24,10 @@ mod clock;
 mod input;
 pub(crate) mod principal;
 mod records;
+mod round;
+mod round_store;
 mod runner;
+mod watch;
 
 use crate::Host;
 use clock::iso8601;
@@ -29,9 +36,11 @@ use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CreateTaskResult, DetailedTask, GetTaskResult, InputResponses, Task, TaskPayload, TaskStatus,
 };
+use round::{StoredRound, Taken};
 use runner::Runner;
 use std::sync::Arc;
 use std::time::Duration;
+use watch::Watcher;
 
 /// Default `[serve] task_ttl_ms`: an hour.
 pub(crate) const DEFAULT_TASK_TTL_MS: u64 = 3_600_000;
@@ -42,6 +51,7 @@ const POLL_INTERVAL_MS: u64 = 500;
 pub(crate) struct TaskService {
     records: Arc<TaskRecords>,
     runner: Arc<Runner>,
+    watcher: Watcher,
 }
 
 impl TaskService {
@@ -60,6 +70,7 @@ impl TaskService {
                 Duration::from_millis(ttl_ms),
             )),
             runner: Arc::new(Runner::default()),
+            watcher: Watcher::default(),
         }
     }
 
@@ -76,13 +87,16 @@ impl TaskService {
             .filter(|record| record.owner == principal)
             .ok_or_else(|| not_found(&id))?;
         let mut waiting = None;
-        if record.status == TaskStatus::Working
-            && let Some(running) = self.runner.get(&id)
-        {
+        if record.status == TaskStatus::Working {
             if let Some(progress) = self.runner.progress(&id) {
                 record.message = Some(progress);
             }
-            waiting = running.inputs.outstanding();
+            // From the record: the task may run in another process sharing the store.
+            waiting = record
+                .round
+                .take()
+                .filter(|round| !round.complete())
+                .map(|round| round.outstanding);
         }
         let mut task = detailed(&id, record);
         if let Some(input_requests) = waiting {
@@ -91,9 +105,9 @@ impl TaskService {
         Ok(GetTaskResult::new(task))
     }
 
-    /// `tasks/cancel`: stops the task if it runs here, and records it cancelled unless it
-    /// has ended (a task of another process sharing the store is recorded cancelled; that
-    /// process keeps the record as it is when its call ends).
+    /// `tasks/cancel`: records the task cancelled unless it has ended, and stops it if it
+    /// runs here (a task running in another process sharing the store is stopped by that
+    /// process's watcher).
     pub(crate) async fn cancel(&self, id: String, principal: &str) -> Result<(), McpError> {
         // Another principal's task is as unknown as a missing one.
         self.get(id.clone(), principal).await?;
@@ -112,10 +126,10 @@ impl TaskService {
         Ok(())
     }
 
-    /// `tasks/update`: input responses for a task waiting on input requests (its handler
-    /// runs in this process). Responses to keys that are not outstanding are ignored, as
-    /// the extension says; an update for a task that waits on nothing is refused
-    /// (`-32602`), and so is one for an unknown task.
+    /// `tasks/update`: input responses for a task waiting on input requests, wherever its
+    /// handler runs (the responses go to its record). Responses to keys that are not
+    /// outstanding are ignored, as the extension says; an update for a task that waits on
+    /// nothing is refused (`-32602`), and so is one for an unknown task.
     pub(crate) async fn update(
         &self,
         id: String,
@@ -124,24 +138,41 @@ impl TaskService {
     ) -> Result<(), McpError> {
         let task = self.get(id.clone(), principal).await?;
         let status = task.task.status();
-        let nothing_waits = || {
-            McpError::invalid_params(
+        let records = self.records.clone();
+        let taken = {
+            let id = id.clone();
+            tokio::task::spawn_blocking(move || records.answer(&id, responses)).await
+        };
+        let taken = match taken {
+            Ok(Ok(taken)) => taken,
+            // A client's responses too large to keep are its own problem, said so.
+            Ok(Err(crate::StoreError::ValueTooLarge { size, limit })) => {
+                return Err(McpError::invalid_params(
+                    format!(
+                        "task {id}: the input responses cannot be kept ({size} bytes with the task, over [store] max_value_bytes {limit})"
+                    ),
+                    None,
+                ));
+            }
+            Ok(Err(e)) => return Err(internal(format!("updating task {id} failed: {e}"))),
+            Err(e) => return Err(internal(format!("updating task {id} failed: {e}"))),
+        };
+        match taken {
+            Taken::NothingWaits => Err(McpError::invalid_params(
                 format!(
                     "task {id} is not waiting for input (status {}): there is no input request for these responses",
                     status_name(status)
                 ),
                 None,
-            )
-        };
-        let Some(running) = self.runner.get(&id) else {
-            return Err(nothing_waits());
-        };
-        match running.inputs.answer(responses) {
-            Ok(taken) => {
+            )),
+            Taken::Some { taken, round } => {
                 tracing::debug!("task {id}: {taken} input response(s) taken");
+                // Here at once; a task of another process gets them from its watcher.
+                if let Some(running) = self.runner.get(&id) {
+                    watch::deliver(&self.records, &id, &running, round).await;
+                }
                 Ok(())
             }
-            Err(input::NothingWaits) => Err(nothing_waits()),
         }
     }
 }

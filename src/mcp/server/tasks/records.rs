@@ -9,6 +9,7 @@
 //! as `failed`.
 
 use super::clock::now_ms;
+use super::round::StoredRound;
 use crate::{Store, StoreError};
 use rmcp::model::{JsonObject, TaskStatus};
 use serde::{Deserialize, Serialize};
@@ -49,6 +50,10 @@ pub(crate) struct TaskRecord {
     /// The JSON-RPC error of a failed task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) error: Option<JsonObject>,
+    /// The input requests its handler waits on, and the responses taken so far: in the
+    /// record, so every process sharing the store shows and answers them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) round: Option<StoredRound>,
 }
 
 /// How a task ended.
@@ -115,6 +120,7 @@ impl TaskRecords {
             message: None,
             result: None,
             error: None,
+            round: None,
         };
         self.store.set(&key(&id), &to_value(&record))?;
         Ok((id, record))
@@ -134,7 +140,7 @@ impl TaskRecords {
             self.store.delete(&key(id))?;
             return Ok(None);
         }
-        if !record.status.is_terminal() && now > record.deadline_ms {
+        if lost(&record, now) {
             record.status = TaskStatus::Failed;
             record.message = Some(LOST.into());
             record.error = Some(rpc_error(INTERNAL_ERROR, LOST));
@@ -162,12 +168,22 @@ impl TaskRecords {
     fn record_end(&self, id: &str, end: TaskEnd) -> Result<(), StoreError> {
         self.change(id, move |record| {
             if record.status.is_terminal() {
-                return;
+                // A cancelled task whose handler has now ended (stopped by the
+                // cancellation, or done just before it took effect) says so: a client, or
+                // a process other than the one that ran it, then knows it does nothing more.
+                if record.status == TaskStatus::Cancelled {
+                    record.message = Some(STOPPED.into());
+                    return true;
+                }
+                return false;
             }
+            record.round = None;
             match end {
                 TaskEnd::Completed(result) => {
                     record.status = TaskStatus::Completed;
                     record.result = Some(result);
+                    // The last progress report was about the work, not its end.
+                    record.message = None;
                 }
                 TaskEnd::Failed { message, error } => {
                     record.status = TaskStatus::Failed;
@@ -179,6 +195,20 @@ impl TaskRecords {
                     record.message = Some(CANCELLED.into());
                 }
             }
+            true
+        })
+        .map(drop)
+    }
+
+    /// Writes the working task `id`'s last progress report as its status message, for the
+    /// processes that do not run it.
+    pub(crate) fn note_progress(&self, id: &str, message: String) -> Result<(), StoreError> {
+        self.change(id, |record| {
+            if record.status.is_terminal() {
+                return false;
+            }
+            record.message = Some(message);
+            true
         })
         .map(drop)
     }
@@ -189,22 +219,48 @@ impl TaskRecords {
         if self.get(id)?.is_none() {
             return Ok(false);
         }
-        self.finish(id, TaskEnd::Cancelled)?;
+        self.change(id, |record| {
+            if record.status.is_terminal() {
+                return false;
+            }
+            record.round = None;
+            record.status = TaskStatus::Cancelled;
+            record.message = Some(CANCELLED.into());
+            true
+        })?;
         Ok(true)
     }
 
-    /// Applies `edit` to the record `id` atomically; `false` when there is none.
-    fn change(&self, id: &str, edit: impl FnOnce(&mut TaskRecord)) -> Result<bool, StoreError> {
+    /// Applies `edit` to the record `id` atomically (`edit` answers whether it changed
+    /// anything: only a change moves `updated_ms`); `false` when there is no record.
+    pub(super) fn change(
+        &self,
+        id: &str,
+        edit: impl FnOnce(&mut TaskRecord) -> bool,
+    ) -> Result<bool, StoreError> {
+        if !is_id(id) {
+            return Ok(false);
+        }
         let mut found = false;
-        self.store.update(&key(id), |old| {
-            let Some(old) = old else { return Ok(None) };
+        let changed = self.store.update(&key(id), |old| {
+            let Some(old) = old else {
+                return Err(Box::new(Unchanged));
+            };
             let mut record: TaskRecord = serde_json::from_value(old)?;
             found = true;
-            edit(&mut record);
+            if !edit(&mut record) {
+                // Aborting writes nothing: a refused or idle change (an update answering
+                // no request, a watcher's repeated close) costs no write transaction.
+                return Err(Box::new(Unchanged));
+            }
             record.updated_ms = now_ms();
             Ok(Some(to_value(&record)))
-        })?;
-        Ok(found)
+        });
+        match changed {
+            Ok(_) => Ok(found),
+            Err(StoreError::Aborted(why)) if why.is::<Unchanged>() => Ok(found),
+            Err(e) => Err(e),
+        }
     }
 
     fn read(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -239,12 +295,19 @@ impl TaskRecords {
     }
 }
 
+/// The edit of [`TaskRecords::change`] changed nothing: the update is abandoned.
+#[derive(Debug, thiserror::Error)]
+#[error("the task record is unchanged")]
+struct Unchanged;
+
 /// JSON-RPC's internal error.
 pub(crate) const INTERNAL_ERROR: i32 = -32603;
 /// Why a task left `working` without its process.
 const LOST: &str = "the server running this task stopped before it finished";
 /// The status message of a cancelled task.
 const CANCELLED: &str = "cancelled by tasks/cancel";
+/// The status message of a cancelled task once its handler has stopped.
+const STOPPED: &str = "cancelled by tasks/cancel; its handler has stopped";
 
 /// A JSON-RPC error object.
 pub(crate) fn rpc_error(code: i32, message: &str) -> JsonObject {
@@ -252,6 +315,11 @@ pub(crate) fn rpc_error(code: i32, message: &str) -> JsonObject {
     error.insert("code".into(), code.into());
     error.insert("message".into(), message.into());
     error
+}
+
+/// Whether `record` is still `working` past its deadline: its process stopped.
+pub(super) fn lost(record: &TaskRecord, now: u64) -> bool {
+    !record.status.is_terminal() && now > record.deadline_ms
 }
 
 fn expired(record: &TaskRecord, now: u64) -> bool {
@@ -325,6 +393,8 @@ mod tests {
         let record = records.get(&id).unwrap().unwrap();
         assert_eq!(record.status, TaskStatus::Cancelled);
         assert_eq!(record.result, None);
+        // The handler's end after the cancellation is only told.
+        assert_eq!(record.message.as_deref(), Some(STOPPED));
     }
 
     #[test]
