@@ -249,6 +249,7 @@ mod search;
 #[cfg(feature = "mcp")]
 mod shutdown;
 mod store;
+mod telemetry;
 mod toolsets;
 
 pub use definitions::{Definitions, Format, Selection, UnknownFormat};

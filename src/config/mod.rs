@@ -4,9 +4,11 @@
 //! names the key and the line instead of a silently ignored setting.
 
 mod mcp_servers;
+mod observability;
 
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
+pub(crate) use observability::{AuditConfig, TelemetryConfig};
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
@@ -61,6 +63,12 @@ pub(crate) struct Config {
     /// External MCP servers whose tools join the registry.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Traces and metrics.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
+    /// The audit log.
+    #[serde(default)]
+    pub audit: AuditConfig,
 }
 
 /// `[store]`: where `store` keeps its values.

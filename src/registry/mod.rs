@@ -5,6 +5,7 @@
 mod asker;
 mod availability;
 mod context;
+mod decisions;
 mod entry;
 mod function_schema;
 mod handler_error;
@@ -31,6 +32,7 @@ pub(crate) use availability::{
     ProbeOutcome, Probed,
 };
 pub use context::CallContext;
+pub(crate) use decisions::Decisions;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;

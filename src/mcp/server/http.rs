@@ -25,6 +25,7 @@
 mod auth;
 mod body;
 mod connections;
+pub(crate) mod metrics;
 mod polling;
 mod sessions;
 pub(crate) mod stateless_cancel;
@@ -59,6 +60,8 @@ pub struct HttpOptions {
     /// Where the token came from, for the server's log (e.g. an environment variable's
     /// name; never told to a client).
     pub(crate) token_source: Option<String>,
+    /// `GET /metrics`, when the binary installed a metrics recorder.
+    pub(crate) metrics: Option<metrics::MetricsRoute>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -83,6 +86,13 @@ impl HttpOptions {
     /// Require `Authorization: Bearer <token>` on `/mcp`.
     pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer_token = Some(token.into());
+        self
+    }
+
+    /// Serves `GET /metrics` (rendered by `render`; without the token when `public`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn with_metrics(mut self, render: metrics::Render, public: bool) -> Self {
+        self.metrics = Some(metrics::MetricsRoute { render, public });
         self
     }
 
@@ -253,6 +263,12 @@ pub(crate) async fn serve(
                 )),
         }
     };
+    // `/metrics` behind the token like `/mcp`, or (`metrics_public`) beside it.
+    let (mcp, public_metrics) = match options.metrics {
+        Some(route) if route.public => (mcp, Some(metrics::router(route.render))),
+        Some(route) => (mcp.merge(metrics::router(route.render)), None),
+        None => (mcp, None),
+    };
     let auth = auth::Auth {
         token: options.bearer_token.map(|t| Arc::from(t.into_bytes())),
         source: Arc::from(options.token_source.unwrap_or_default()),
@@ -278,6 +294,7 @@ pub(crate) async fn serve(
                 .route("/healthz", get(healthz))
                 .with_state(shared.clone()),
         )
+        .merge(public_metrics.unwrap_or_default())
         .layer(axum::middleware::from_fn(close_after_refusal));
 
     let stop_accepting = CancellationToken::new();

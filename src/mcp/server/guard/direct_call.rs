@@ -92,6 +92,10 @@ pub(super) fn take(server: &McpServer, line: &str) -> Option<DirectCall> {
         // A task tool's call may become a task or be refused: rmcp's way decides.
         parse(line, || server.session_peer())
             .filter(|direct| !server.is_task_tool(&direct.call.name))
+            .map(|mut direct| {
+                direct.call.origin = server.session_origin();
+                direct
+            })
     } else {
         None
     }
@@ -124,6 +128,7 @@ fn parse(line: &str, peer: impl FnOnce() -> RequestPeer) -> Option<DirectCall> {
             progress_token,
             peer: peer(),
             continuation: None,
+            origin: crate::mcp::server::origin::Origin::stdio(None),
         },
     })
 }
