@@ -69,9 +69,11 @@ fn serve(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
         true => Some(super::telemetry::install_metrics()?),
         false => None,
     };
-    let render = metrics.clone().map(|handle| -> crate::mcp::server::http::metrics::Render {
-        std::sync::Arc::new(move || handle.render())
-    });
+    let render = metrics
+        .clone()
+        .map(|handle| -> crate::mcp::server::http::metrics::Render {
+            std::sync::Arc::new(move || handle.render())
+        });
     let metrics_addr = match args.metrics {
         Some(addr) => Some(crate::mcp::server::http::parse_addr(addr)?),
         None => None,

@@ -23,8 +23,8 @@ const DEFAULT_SERVICE_NAME: &str = "toolhost";
 
 /// Buckets (seconds) of the duration histograms: 100 µs to 30 s.
 const BUCKETS: &[f64] = &[
-    0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
-    10.0, 30.0,
+    0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    30.0,
 ];
 
 /// The trace exporter's `tracing` layer for `serve`, when `config` asks for traces.

@@ -38,7 +38,6 @@ use crate::config::LoadedConfig;
 use crate::definitions::{self, Definitions, DefinitionsMemo, Inputs, RenderCache, Selection};
 use crate::discovery::{ToolDir, Verdict};
 use crate::dispatch::{CallEnv, CallOutcome, ErrorType, Pipeline, ToolError, ToolResult};
-use tracing::Instrument;
 use crate::lua::VmPool;
 use crate::registry::{AvailabilityCache, CallContext, Registry, RegistryState, ToolEntry};
 use crate::search::SearchPlans;
@@ -47,6 +46,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// The state a reload replaces as a whole.
 struct World {

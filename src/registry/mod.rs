@@ -32,8 +32,8 @@ pub(crate) use availability::{
     ProbeOutcome, Probed,
 };
 pub use context::CallContext;
-pub(crate) use decisions::Decisions;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
+pub(crate) use decisions::Decisions;
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;
 pub use handler_error::HandlerError;

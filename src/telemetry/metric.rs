@@ -61,7 +61,10 @@ pub(crate) fn describe() {
         Unit::Seconds,
         "store operations, by backend and operation"
     );
-    describe_counter!(STORE_ERRORS, "Failed store operations, by backend and operation");
+    describe_counter!(
+        STORE_ERRORS,
+        "Failed store operations, by backend and operation"
+    );
     describe_gauge!(MCP_SERVER_UP, "1 while an external MCP server is connected");
     describe_gauge!(SESSIONS, "Open MCP sessions, by transport");
     describe_counter!(AUDIT_WRITE_ERRORS, "Audit lines that could not be written");
@@ -79,6 +82,12 @@ pub(crate) fn tool_label(name: &str, outcome: &str, error_type: Option<&str>) ->
 /// Counts a call the host stopped for `reason` (`deadline` or `memory`).
 pub(crate) fn vm_kill(reason: &'static str) {
     counter!(VM_KILLS, "reason" => reason).increment(1);
+}
+
+/// Counts a reload (`ok`: it replaced the tools) and the load errors it found.
+pub(crate) fn reloaded(ok: bool, load_errors: usize) {
+    counter!(RELOADS, "outcome" => if ok { "ok" } else { "error" }).increment(1);
+    counter!(LOAD_ERRORS).increment(load_errors as u64);
 }
 
 /// Marks the external MCP server `server` up or down.
@@ -100,5 +109,55 @@ impl OpenSession {
 impl Drop for OpenSession {
     fn drop(&mut self) {
         gauge!(SESSIONS, "transport" => self.0).decrement(1.0);
+    }
+}
+
+/// A call waiting for its VM (`toolhost.calls.queued`) until [`start`](Self::start)ed or
+/// dropped.
+pub(crate) struct Queued(bool);
+
+impl Queued {
+    /// Counts a call as queued.
+    pub(crate) fn new() -> Self {
+        let on = enabled();
+        if on {
+            gauge!(CALLS_QUEUED).increment(1.0);
+        }
+        Self(on)
+    }
+
+    /// The call starts on its VM: running (`toolhost.calls.running`) until the returned
+    /// guard is dropped.
+    pub(crate) fn start(self) -> Running {
+        // Dropping `self` counts the call out of the queue.
+        Running::new(self.0)
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if self.0 {
+            gauge!(CALLS_QUEUED).decrement(1.0);
+        }
+    }
+}
+
+/// A call running on its VM until dropped.
+pub(crate) struct Running(bool);
+
+impl Running {
+    fn new(on: bool) -> Self {
+        if on {
+            gauge!(CALLS_RUNNING).increment(1.0);
+        }
+        Self(on)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.0 {
+            gauge!(CALLS_RUNNING).decrement(1.0);
+        }
     }
 }

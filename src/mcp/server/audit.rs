@@ -73,7 +73,10 @@ impl AuditLog {
     /// The audit log `[audit]` asks for (`None`: no `path`), a relative path taken from
     /// `base` (the config file's directory). `Err` names the path and why it cannot be
     /// written.
-    pub(crate) fn open(settings: Settings<'_>, base: Option<&Path>) -> Result<Option<Self>, String> {
+    pub(crate) fn open(
+        settings: Settings<'_>,
+        base: Option<&Path>,
+    ) -> Result<Option<Self>, String> {
         let Some(path) = settings.path else {
             return Ok(None);
         };
@@ -162,7 +165,11 @@ impl Sink {
                 if *max_bytes > 0 && *size > 0 && *size + len > *max_bytes {
                     let rotated = rotated_name(path);
                     std::fs::rename(&*path, &rotated).map_err(|e| {
-                        format!("cannot rotate {} to {}: {e}", path.display(), rotated.display())
+                        format!(
+                            "cannot rotate {} to {}: {e}",
+                            path.display(),
+                            rotated.display()
+                        )
                     })?;
                     *file = append(path)?;
                     *size = 0;
@@ -188,7 +195,12 @@ fn append(path: &Path) -> Result<File, String> {
         .create(true)
         .append(true)
         .open(path)
-        .map_err(|e| format!("[audit] path: cannot open {} for writing: {e}", path.display()))
+        .map_err(|e| {
+            format!(
+                "[audit] path: cannot open {} for writing: {e}",
+                path.display()
+            )
+        })
 }
 
 /// Who called. Today: `local` (stdio) or `http` (any HTTP client that passed the
@@ -210,7 +222,12 @@ fn canonical(args: &Value) -> String {
             Value::Object(map) => {
                 let mut entries: Vec<_> = map.iter().collect();
                 entries.sort_by(|a, b| a.0.cmp(b.0));
-                Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), sorted(v))).collect())
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.clone(), sorted(v)))
+                        .collect(),
+                )
             }
             Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
             other => other.clone(),
@@ -283,6 +300,9 @@ mod tests {
         let a = json!({"b": 1, "a": {"y": [1, {"q": 1, "p": 2}], "x": null}});
         let b = json!({"a": {"x": null, "y": [1, {"p": 2, "q": 1}]}, "b": 1});
         assert_eq!(canonical(&a), canonical(&b));
-        assert_eq!(canonical(&a), r#"{"a":{"x":null,"y":[1,{"p":2,"q":1}]},"b":1}"#);
+        assert_eq!(
+            canonical(&a),
+            r#"{"a":{"x":null,"y":[1,{"p":2,"q":1}]},"b":1}"#
+        );
     }
 }

@@ -221,6 +221,8 @@ pub(crate) type OriginalIds = Arc<dyn Fn(i64) -> Option<String> + Send + Sync>;
 
 /// One client's session.
 struct Session {
+    /// Counts the session as open (`mcp.server.sessions`) while it lives.
+    _open: crate::telemetry::metric::OpenSession,
     /// `logging/setLevel`'s level (`None`: never set).
     log_level: Mutex<Option<LoggingLevel>>,
     /// What `initialize` declared (`None`: no `initialize`, a 2026-07-28 connection).
@@ -274,6 +276,11 @@ impl McpServer {
         Self {
             shared,
             session: Arc::new(Session {
+                // The stdio guard maps ids; HTTP sessions do not.
+                _open: crate::telemetry::metric::OpenSession::open(match ids.is_some() {
+                    true => "stdio",
+                    false => "http",
+                }),
                 log_level: Mutex::new(None),
                 declared: Mutex::new(None),
                 listen_baselines: Mutex::default(),

@@ -35,12 +35,7 @@ impl Origin {
         let header = |name: &str| -> Option<String> {
             #[cfg(feature = "http")]
             {
-                parts?
-                    .headers
-                    .get(name)?
-                    .to_str()
-                    .ok()
-                    .map(str::to_string)
+                parts?.headers.get(name)?.to_str().ok().map(str::to_string)
             }
             #[cfg(not(feature = "http"))]
             {
@@ -59,10 +54,12 @@ impl Origin {
             .get_tracestate()
             .map(str::to_string)
             .or_else(|| header("tracestate"));
-        let client = context
-            .meta
-            .client_info()
-            .or_else(|| context.peer.peer_info().map(|info| info.client_info.clone()));
+        let client = context.meta.client_info().or_else(|| {
+            context
+                .peer
+                .peer_info()
+                .map(|info| info.client_info.clone())
+        });
         Self {
             transport: if parts.is_some() { "http" } else { "stdio" },
             session_id: header("mcp-session-id"),

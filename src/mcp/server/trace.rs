@@ -7,8 +7,8 @@
 
 use super::gate::Refused;
 use super::origin::Origin;
-use rmcp::model::CallToolResponse;
 use crate::telemetry::{EXECUTE_TOOL, SPAN_TARGET, metric};
+use rmcp::model::CallToolResponse;
 use std::collections::HashMap;
 use std::time::Instant;
 use tracing::Span;

@@ -33,7 +33,10 @@ pub(crate) fn router(render: Render) -> Router {
                 // Rendering walks every metric: off the async workers.
                 match tokio::task::spawn_blocking(move || render()).await {
                     Ok(text) => (
-                        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+                        [(
+                            header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8",
+                        )],
                         text,
                     )
                         .into_response(),
