@@ -38,6 +38,9 @@ where
     let Some(endpoint) = &config.endpoint else {
         return Ok(None);
     };
+    // reqwest is built without a crypto provider of its own (an `https://` collector):
+    // ring, as for the MCP servers' connections.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let mut exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)

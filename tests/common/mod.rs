@@ -5,6 +5,7 @@
 pub mod ask_scenarios;
 pub mod fastmcp;
 pub mod mcp_client;
+pub mod otlp;
 pub mod pg;
 pub mod pinned_venv;
 pub mod raw_http;

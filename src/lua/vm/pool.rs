@@ -138,7 +138,7 @@ impl VmPool {
         let queued = crate::telemetry::metric::Queued::new();
         let job: VmJob = Box::new(move |vm| {
             Box::pin(async move {
-                let _running = queued.start();
+                let running = queued.start();
                 let started = Instant::now();
                 // A caller that gives up (a cancelled call) drops its receiver: the work is
                 // dropped too, which stops a Lua handler at once.
@@ -148,6 +148,9 @@ impl VmPool {
                     out = &mut work => Some(out),
                     () = answer.closed() => None,
                 };
+                // Counted out before the answer leaves: whoever has the answer sees the
+                // call no longer running.
+                drop(running);
                 if let Some(out) = out {
                     let _ = answer.send((out, started.elapsed() < SPIN));
                 }
