@@ -134,10 +134,10 @@ fn traces_url(base: &str) -> String {
 /// Exports the spans still buffered and stops the exporter (bounded: an unreachable
 /// collector does not hold the exit up for long).
 pub(super) fn flush() {
-    if let Some(provider) = PROVIDER.get() {
-        if let Err(e) = provider.shutdown_with_timeout(Duration::from_secs(5)) {
-            tracing::warn!("cannot flush the trace exporter: {e}");
-        }
+    if let Some(provider) = PROVIDER.get()
+        && let Err(e) = provider.shutdown_with_timeout(Duration::from_secs(5))
+    {
+        tracing::warn!("cannot flush the trace exporter: {e}");
     }
 }
 

@@ -63,11 +63,13 @@ pub(crate) struct Config {
     /// External MCP servers whose tools join the registry.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
-    /// Traces and metrics.
+    /// Traces and metrics (read by the binary and the MCP server).
     #[serde(default)]
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub telemetry: TelemetryConfig,
-    /// The audit log.
+    /// The audit log (the MCP server's).
     #[serde(default)]
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub audit: AuditConfig,
 }
 

@@ -2,6 +2,8 @@
 //! at their one place each. Names are OpenTelemetry-style (dotted); the Prometheus
 //! exporter writes them with underscores and unit suffixes
 //! (`mcp.server.operation.duration` → `mcp_server_operation_duration_seconds`).
+// The MCP server and the binary record some of these; the library alone does not.
+#![cfg_attr(not(feature = "mcp"), allow(dead_code))]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
