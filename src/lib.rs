@@ -271,3 +271,4 @@ pub use registry::{
     ScriptedAsker, TaskSupport, ToolsetSelection,
 };
 pub use store::{Store, StoreError};
+pub use telemetry::metric::describe as enable_metrics;

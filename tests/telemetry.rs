@@ -474,3 +474,58 @@ fn an_unknown_telemetry_key_names_the_key() {
     assert!(!out.status.success());
     assert!(stderr.contains("otlp_endpiont"), "{stderr}");
 }
+
+#[test]
+fn a_malformed_traceparent_starts_a_trace_of_its_own() {
+    let receiver = Receiver::start();
+    let fx = Fixture::new();
+    write_tools(
+        &fx,
+        &format!("[telemetry]\notlp_endpoint = {:?}\n", receiver.endpoint()),
+    );
+    let (server, url) = http_server(fx.root());
+    let mut http = RawHttp::connect(&authority(&url));
+    let session = http.open_session();
+    let long_name = "x".repeat(5000);
+    for (id, name, traceparent) in [
+        (1, "echo", "00-not-hex-at-all-01".to_string()),
+        (2, "echo", format!("00-{}-{PARENT_ID}-01", "f".repeat(4000))),
+        (
+            3,
+            long_name.as_str(),
+            format!("00-{TRACE_ID}-{PARENT_ID}-01"),
+        ),
+    ] {
+        let reply = http.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("traceparent", &traceparent),
+            ],
+            tools_call(id, name, "{}").as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let spans = receiver.wait_for(|spans| {
+        spans.iter().filter(|s| s.name == "tools/call echo").count() == 2
+            && spans.iter().any(|s| s.name.starts_with("tools/call xxx"))
+    });
+    stop(server);
+    for span in spans.iter().filter(|s| s.name == "tools/call echo") {
+        assert_eq!(span.parent_span_id, "", "a root span: {span:?}");
+        assert_ne!(span.trace_id, TRACE_ID);
+    }
+    // A made-up name of 5,000 bytes is cut on the span.
+    let long = spans
+        .iter()
+        .find(|s| s.name.starts_with("tools/call xxx"))
+        .unwrap();
+    assert!(
+        long.name.len() <= "tools/call ".len() + 128,
+        "{}",
+        long.name.len()
+    );
+}

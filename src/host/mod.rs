@@ -349,6 +349,7 @@ impl Host {
 /// The span of one call through the pipeline (`execute_tool {name}`, OpenTelemetry's
 /// GenAI name); disabled (free) unless traces are exported.
 fn call_span(name: &str) -> tracing::Span {
+    let name = crate::telemetry::span_name(name);
     tracing::info_span!(
         target: crate::telemetry::SPAN_TARGET,
         "execute_tool",

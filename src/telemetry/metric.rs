@@ -43,9 +43,11 @@ pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
-/// Describes every metric to the installed recorder (units and help text); call once after
-/// installing one, and turns the per-call metrics on.
-pub(crate) fn describe() {
+/// Turns toolhost's metrics on and describes them (units, help text) to the `metrics`
+/// recorder installed in this process (docs/telemetry.md#metrics): an embedder that
+/// installs its own recorder calls it once after; `toolhost serve` does it for its
+/// Prometheus recorder. Until then the metrics that would allocate per call are skipped.
+pub fn describe() {
     ENABLED.store(true, Ordering::Relaxed);
     describe_histogram!(
         OPERATION_DURATION,
@@ -161,5 +163,18 @@ impl Drop for Running {
         if self.0 {
             gauge!(CALLS_RUNNING).decrement(1.0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn made_up_and_refused_names_share_one_label() {
+        assert_eq!(tool_label("echo", "ok", None), "echo");
+        assert_eq!(tool_label("echo", "error", Some("timeout")), "echo");
+        assert_eq!(tool_label("x1", "error", Some("unknown_tool")), "_unknown");
+        assert_eq!(tool_label("x2", "refused", Some("busy")), "_unknown");
     }
 }

@@ -35,6 +35,7 @@ impl RequestTrace {
         origin: &Origin,
         record_arguments: bool,
     ) -> Self {
+        let tool = crate::telemetry::span_name(tool);
         let span = tracing::info_span!(
             target: SPAN_TARGET,
             "mcp_request",
