@@ -529,3 +529,37 @@ fn a_malformed_traceparent_starts_a_trace_of_its_own() {
         long.name.len()
     );
 }
+
+#[test]
+fn a_listing_has_a_server_span_under_the_clients_trace() {
+    let receiver = Receiver::start();
+    let fx = Fixture::new();
+    write_tools(
+        &fx,
+        &format!("[telemetry]\notlp_endpoint = {:?}\n", receiver.endpoint()),
+    );
+    let (server, url) = http_server(fx.root());
+    let mut http = RawHttp::connect(&authority(&url));
+    let session = http.open_session();
+    let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
+    let reply = http.request(
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Mcp-Session-Id", &session),
+            ("traceparent", &traceparent),
+        ],
+        br#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let spans = receiver.wait_for(|spans| spans.iter().any(|s| s.name == "tools/list"));
+    stop(server);
+    let listing = named(&spans, "tools/list");
+    assert_eq!(listing.kind, 2);
+    assert_eq!(listing.trace_id, TRACE_ID);
+    assert_eq!(listing.parent_span_id, PARENT_ID);
+    assert_eq!(listing.attr("mcp.method.name"), Some("tools/list"));
+    assert_eq!(listing.attr("jsonrpc.request.id"), Some("5"));
+}

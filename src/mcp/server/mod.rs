@@ -504,11 +504,21 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        // Definitions may run `check_fn` probes (Lua): never on an async worker.
+        let started = std::time::Instant::now();
+        let span = trace::listing_span(
+            &self.call_id(&context.id),
+            self.request_peer(&context).protocol.as_str(),
+            &origin::Origin::of_request(&context),
+        );
+        // Definitions may run `check_fn` probes (Lua): never on an async worker. The span
+        // goes along (the probes' spans are its children).
         let server = self.clone();
-        let tools = tokio::task::spawn_blocking(move || server.tools())
+        let listing = span.clone();
+        let tools = tokio::task::spawn_blocking(move || listing.in_scope(|| server.tools()))
             .await
-            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
+            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None));
+        trace::listed(started, tools.is_ok());
+        let tools = tools?;
         // Sorted by name already (the definitions are): the same answer for the same tools.
         let mut result = ListToolsResult::with_all_items(tools);
         if self.request_peer(&context).is_stateless_revision() {

@@ -16,6 +16,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 /// The `mcp.method.name` of a tool call.
 const TOOLS_CALL: &str = "tools/call";
+/// The `mcp.method.name` of a listing.
+const TOOLS_LIST: &str = "tools/list";
 
 /// One `tools/call` being served: its span and when it started.
 pub(crate) struct RequestTrace {
@@ -50,24 +52,7 @@ impl RequestTrace {
             error.type = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
         );
-        // Everything below costs only when the span is recorded.
-        if !span.is_disabled() {
-            if let Some(session) = &origin.session_id {
-                span.set_attribute("mcp.session.id", session.clone());
-            }
-            if let Some(parent) = &origin.traceparent {
-                let mut carrier = HashMap::with_capacity(2);
-                carrier.insert("traceparent".to_string(), parent.clone());
-                if let Some(state) = &origin.tracestate {
-                    carrier.insert("tracestate".to_string(), state.clone());
-                }
-                // A malformed value extracts as no parent: the span starts its own trace.
-                let cx = opentelemetry::global::get_text_map_propagator(|propagator| {
-                    propagator.extract(&carrier)
-                });
-                let _ = span.set_parent(cx);
-            }
-        }
+        adopt(&span, origin);
         Self {
             span,
             started: Instant::now(),
@@ -116,6 +101,60 @@ impl RequestTrace {
             )
             .record(self.started.elapsed().as_secs_f64());
         }
+    }
+}
+
+/// The server span of a `tools/list` request (`request_id`, protocol `protocol`) from
+/// `origin`.
+pub(crate) fn listing_span(request_id: &str, protocol: &str, origin: &Origin) -> Span {
+    let span = tracing::info_span!(
+        target: SPAN_TARGET,
+        "mcp_request",
+        otel.name = TOOLS_LIST,
+        otel.kind = "server",
+        mcp.method.name = TOOLS_LIST,
+        mcp.protocol.version = protocol,
+        jsonrpc.request.id = request_id,
+        network.transport = origin.network_transport(),
+        error.type = tracing::field::Empty,
+    );
+    adopt(&span, origin);
+    span
+}
+
+/// Records a `tools/list` that took since `started` (`ok`: it answered a listing).
+pub(crate) fn listed(started: Instant, ok: bool) {
+    if metric::enabled() {
+        metrics::histogram!(
+            metric::OPERATION_DURATION,
+            "method" => TOOLS_LIST,
+            "tool" => "",
+            "outcome" => if ok { "ok" } else { "error" },
+        )
+        .record(started.elapsed().as_secs_f64());
+    }
+}
+
+/// Gives the request span `span` its session and its parent: the trace context `origin`
+/// carried. Costs nothing when the span is not recorded.
+fn adopt(span: &Span, origin: &Origin) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(session) = &origin.session_id {
+        span.set_attribute("mcp.session.id", session.clone());
+    }
+    if let Some(parent) = &origin.traceparent {
+        let mut carrier = HashMap::with_capacity(2);
+        carrier.insert("traceparent".to_string(), parent.clone());
+        if let Some(state) = &origin.tracestate {
+            carrier.insert("tracestate".to_string(), state.clone());
+        }
+        // A malformed value extracts as no parent: the span starts its own trace.
+        let cx = opentelemetry::global::get_text_map_propagator(|propagator| {
+            propagator.extract(&carrier)
+        });
+        let _ = span.set_parent(cx);
     }
 }
 
