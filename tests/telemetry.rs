@@ -134,7 +134,7 @@ fn a_request_span_parents_the_call_its_stages_a_ctx_call_and_the_store() {
 
     let call = named(&spans, "execute_tool outer");
     assert_eq!(call.parent_span_id, request.span_id);
-    for stage in ["availability", "hooks", "handler"] {
+    for stage in ["availability", "hooks", "approval", "handler"] {
         let span = named(&spans, &format!("toolhost.{stage} outer"));
         assert_eq!(span.parent_span_id, call.span_id, "{stage}");
     }
