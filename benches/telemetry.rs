@@ -14,6 +14,8 @@ use tracing_subscriber::layer::SubscriberExt;
 
 fn main() {
     let endpoint = sink();
+    // reqwest is built without a crypto provider (as `serve` does: ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
