@@ -67,9 +67,15 @@ where
     let targets = tracing_subscriber::filter::Targets::new()
         .with_target(crate::telemetry::SPAN_TARGET, tracing::Level::TRACE);
     Ok(Some(tracing_subscriber::Layer::with_filter(
+        // Per span, only the attributes toolhost sets: no source location, thread or
+        // busy/idle timing (each costs allocations on every span of every call).
         tracing_opentelemetry::layer()
             .with_tracer(tracer)
-            .with_tracked_inactivity(false),
+            .with_tracked_inactivity(false)
+            .with_location(false)
+            .with_threads(false)
+            .with_level(false)
+            .with_target(false),
         targets,
     )))
 }

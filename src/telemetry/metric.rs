@@ -116,6 +116,18 @@ impl Drop for OpenSession {
     }
 }
 
+/// The VM pool's gauges, looked up once (after the recorder is installed: only then are
+/// they used) rather than at each of a call's four changes.
+fn queued_gauge() -> &'static metrics::Gauge {
+    static GAUGE: std::sync::OnceLock<metrics::Gauge> = std::sync::OnceLock::new();
+    GAUGE.get_or_init(|| gauge!(CALLS_QUEUED))
+}
+
+fn running_gauge() -> &'static metrics::Gauge {
+    static GAUGE: std::sync::OnceLock<metrics::Gauge> = std::sync::OnceLock::new();
+    GAUGE.get_or_init(|| gauge!(CALLS_RUNNING))
+}
+
 /// A call waiting for its VM (`toolhost.calls.queued`) until [`start`](Self::start)ed or
 /// dropped.
 pub(crate) struct Queued(bool);
@@ -125,7 +137,7 @@ impl Queued {
     pub(crate) fn new() -> Self {
         let on = enabled();
         if on {
-            gauge!(CALLS_QUEUED).increment(1.0);
+            queued_gauge().increment(1.0);
         }
         Self(on)
     }
@@ -141,7 +153,7 @@ impl Queued {
 impl Drop for Queued {
     fn drop(&mut self) {
         if self.0 {
-            gauge!(CALLS_QUEUED).decrement(1.0);
+            queued_gauge().decrement(1.0);
         }
     }
 }
@@ -152,7 +164,7 @@ pub(crate) struct Running(bool);
 impl Running {
     fn new(on: bool) -> Self {
         if on {
-            gauge!(CALLS_RUNNING).increment(1.0);
+            running_gauge().increment(1.0);
         }
         Self(on)
     }
@@ -161,7 +173,7 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         if self.0 {
-            gauge!(CALLS_RUNNING).decrement(1.0);
+            running_gauge().decrement(1.0);
         }
     }
 }
