@@ -14,12 +14,14 @@ const TOOLS: &str = r#"
 registry.register{ name = "echo", toolset = "t",
   schema = { description = "Echo", parameters = { type = "object" } },
   handler = function(args) return args end }
-registry.register{ name = "outer", toolset = "t",
+registry.register{ name = "outer", toolset = "t", requires_approval = true,
+  check_fn = function() return true end,
   schema = { description = "Calls echo", parameters = { type = "object" } },
   handler = function(args, ctx)
     store.set("seen", true)
     return ctx.call("echo", { via = "outer" })
   end }
+registry.hook("pre_tool_call", function(call) end)
 "#;
 
 /// The W3C trace context the client sends.
@@ -92,7 +94,8 @@ fn a_request_span_parents_the_call_its_stages_a_ctx_call_and_the_store() {
     write_tools(
         &fx,
         &format!(
-            "[telemetry]\notlp_endpoint = {:?}\nservice_name = \"edge\"\n",
+            "[telemetry]\notlp_endpoint = {:?}\nservice_name = \"edge\"\n\
+             [approval]\nmcp = \"allow\"\n",
             receiver.endpoint()
         ),
     );
@@ -143,6 +146,13 @@ fn a_request_span_parents_the_call_its_stages_a_ctx_call_and_the_store() {
     assert_eq!(
         child.parent_span_id, handler.span_id,
         "the ctx.call under its caller's handler"
+    );
+    // Stages with no work have no span: echo has no probe and needs no approval.
+    assert!(!spans.iter().any(|s| s.name == "toolhost.availability echo"));
+    assert!(!spans.iter().any(|s| s.name == "toolhost.approval echo"));
+    assert!(
+        spans.iter().any(|s| s.name == "toolhost.hooks echo"),
+        "the hook sees it"
     );
     let store = named(&spans, "store.set");
     assert_eq!(store.parent_span_id, handler.span_id);

@@ -199,7 +199,10 @@ impl Pipeline {
     /// Stages 4 to 7 of an admitted call: its result, or the error that stopped it.
     async fn through_handler(&self, env: &CallEnv<'_>, call: &mut Call<'_>) -> ToolResult {
         // Stage 4: pre_tool_call hooks.
-        let hooked = stage_span("hooks", call.name).entered();
+        // A stage's span only where the stage has work: most calls run no hook, need no
+        // approval and have no probe, and a span costs an exporter several microseconds.
+        let has_hooks = !self.hooks.is_empty() || !call.hooks.is_empty();
+        let hooked = stage_span_if(has_hooks, "hooks", call.name).entered();
         let hook_approval = hooks::pre_tool_call(&self.hooks, call);
         drop(hooked);
         let ctx: &CallContext = call.ctx;
@@ -221,8 +224,7 @@ impl Pipeline {
                 return (*blocked).into();
             }
         };
-        let approval_required =
-            decisions.is_some() && approval::required(env.config, call, hook_approval.is_some());
+        let approval_required = approval::required(env.config, call, hook_approval.is_some());
         // Stage 5: approval (asking the user over MCP waits at most the call's deadline).
         let budget = std::time::Duration::from_millis(
             call.tool.timeout_ms.unwrap_or(
@@ -234,7 +236,7 @@ impl Pipeline {
         );
         if let Some(refusal) =
             approval::approve(&*self.approver, env.config, call, hook_approval, budget)
-                .instrument(stage_span("approval", call.name))
+                .instrument(stage_span_if(approval_required, "approval", call.name))
                 .await
         {
             if let Some(decisions) = decisions {
@@ -257,6 +259,14 @@ impl Pipeline {
     }
 }
 
+/// [`stage_span`] when `wanted`, else no span.
+fn stage_span_if(wanted: bool, stage: &'static str, tool: &str) -> tracing::Span {
+    match wanted {
+        true => stage_span(stage, tool),
+        false => tracing::Span::none(),
+    }
+}
+
 /// The span of one stage of a call of `tool` (`toolhost.{stage} {tool}`), a child of the
 /// call's; disabled (free) unless traces are exported.
 fn stage_span(stage: &'static str, tool: &str) -> tracing::Span {
@@ -271,7 +281,8 @@ fn stage_span(stage: &'static str, tool: &str) -> tracing::Span {
 impl CallEnv<'_> {
     /// Whether `tool` is available to `scope`, its `check_fn` (if it must run) on `vm`.
     fn available(&self, vm: &LuaVm, tool: &ToolEntry, scope: Option<&str>) -> Availability {
-        let _probe = stage_span("availability", &tool.name).entered();
+        // Only a `check_fn` takes time here (the rest is a lookup).
+        let _probe = stage_span_if(tool.check_fn.is_some(), "availability", &tool.name).entered();
         self.availability
             .availability(tool, scope, self.state.generation(), Instant::now(), vm)
     }
