@@ -15,7 +15,7 @@ trap 'rm -rf "$out"' EXIT
 
 cargo build --release --quiet
 # divan benches (workloads are generated into target/bench-workloads on first use)
-for bench in discovery definitions calls store; do
+for bench in discovery definitions calls store telemetry; do
   cargo bench --quiet --bench "$bench" 2>/dev/null | tee "$out/$bench.txt" >&2
 done
 # The floor under serve's CPU per MCP call: one round trip between two parked threads

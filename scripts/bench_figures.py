@@ -32,7 +32,7 @@ def medians(text):
 def main():
     out, as_json = Path(sys.argv[1]), sys.argv[2] == "true"
     rows = {}
-    for bench in ["discovery", "definitions", "calls", "store"]:
+    for bench in ["discovery", "definitions", "calls", "store", "telemetry"]:
         path = out / f"{bench}.txt"
         if path.exists():
             rows.update({f"{bench}/{k}": v for k, v in medians(path.read_text()).items()})
@@ -52,6 +52,8 @@ def main():
     put("definitions_memo_us_133", "memo_hit/133", 1e6)
     put("definitions_recompute_us_1000", "recompute/1000", 1e6)
     put("call_echo_us", "calls/call_echo", 1e6)
+    # The same call with spans exported over OTLP/HTTP and metrics recorded.
+    put("call_echo_us_telemetry", "telemetry/call_echo_telemetry", 1e6)
     put("call_echo_coerce_us", "call_echo_coerce", 1e6)
     put("raw_lua_echo_us", "raw_lua_echo", 1e6)
     put("tool_search_us_1000", "tool_search_1000", 1e6)
@@ -99,7 +101,7 @@ def main():
                 key = (step["step"], step["server"], step["mode"], step["sessions"])
                 http.setdefault(key, []).append(step)
         # Rounds alternate between the servers; the median of each server's rounds.
-        suffixes = {"toolhost": "", "fastmcp": "_fastmcp"}
+        suffixes = {"toolhost": "", "fastmcp": "_fastmcp", "toolhost_telemetry": "_telemetry"}
         for server, rounds in stdio.items():
             suffix = suffixes.get(server, "_" + server)
             figures["mcp_calls_per_s" + suffix] = round(

@@ -3,16 +3,22 @@ and against a FastMCP server (scripts/fastmcp_echo_server.py) in the same run; f
 calls per second and the server's CPU time per call (all its threads, from /proc). Also the
 peak RSS of `toolhost serve` on the 1,000-tool workload with 2 VMs after a call.
 
+Also toolhost with everything an operator turns on (`toolhost_telemetry`: spans exported
+over OTLP/HTTP to a local receiver in this script, `--metrics`, the audit log to a file).
+
 Prints one JSON line per measurement:
-  {"step": "stdio", "server": "toolhost"|"fastmcp", "calls_per_s": ..., "cpu_us_per_call": ...}
+  {"step": "stdio", "server": "toolhost"|"toolhost_telemetry"|"fastmcp", "calls_per_s": ...,
+   "cpu_us_per_call": ...}
   {"step": "serve_rss", "serve_rss_mb_1000": ...}
 
 usage: mcp_stdio_bench.py TOOLHOST WORKDIR_133 WORKDIR_1000 FASTMCP_PYTHON WORKLOAD_133_JSON
 """
 import asyncio
+import http.server
 import json
 import os
 import sys
+import threading
 import time
 
 from mcp import ClientSession, StdioServerParameters
@@ -58,6 +64,42 @@ def serve_config(workdir):
     with open(path, "w") as f:
         f.write(text + '\n[tool_search]\nenabled = "off"\n')
     return path
+
+
+class Sink(http.server.BaseHTTPRequestHandler):
+    """A local OTLP/HTTP receiver: reads each export and answers 200."""
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def otlp_sink():
+    """Starts the receiver; its base URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def telemetry_params(binary, workdir, endpoint):
+    """serve with traces exported to `endpoint`, metrics on a listener, an audit log."""
+    path = os.path.join(workdir, "bench-telemetry.toml")
+    with open(serve_config(workdir)) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text + f'\n[telemetry]\notlp_endpoint = "{endpoint}"\n'
+                f'[audit]\npath = "{workdir}/bench-audit.log"\nmax_bytes = 10000000\n')
+    return StdioServerParameters(
+        command=binary,
+        args=["--cache-dir", workdir + "/cache", "--config", path,
+              "--tools-dir", workdir + "/tools-lua", "-q", "serve", "--metrics", "127.0.0.1:0"],
+        cwd=workdir, env={"PATH": os.environ.get("PATH", "")})
 
 
 def serve_params(binary, workdir):
@@ -118,9 +160,11 @@ async def main():
         command=fastmcp_python,
         args=[os.path.join(os.path.dirname(__file__), "fastmcp_echo_server.py"), workload],
         env={"PATH": os.environ.get("PATH", "")})
-    # Alternated, so both see the same machine state.
+    telemetry = telemetry_params(binary, work133, otlp_sink())
+    # Alternated, so all see the same machine state.
     for _ in range(2):
         await measure("toolhost", toolhost)
+        await measure("toolhost_telemetry", telemetry)
         await measure("fastmcp", fastmcp)
     await serve_rss(binary, work1000)
 

@@ -249,6 +249,7 @@ mod search;
 #[cfg(feature = "mcp")]
 mod shutdown;
 mod store;
+mod telemetry;
 mod toolsets;
 
 pub use definitions::{Definitions, Format, Selection, UnknownFormat};
@@ -270,3 +271,4 @@ pub use registry::{
     Root, Sampled, ScriptedAsker, TaskSupport, ToolsetSelection,
 };
 pub use store::{Store, StoreError};
+pub use telemetry::metric::describe as enable_metrics;

@@ -636,6 +636,8 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
         ("serve", "`[serve]`", "[serve]"),
         ("store", "`[store]`", "[store]"),
         ("mcp_servers", "`[mcp_servers.NAME]`", "[mcp_servers.x]"),
+        ("telemetry", "`[telemetry]`", "[telemetry]"),
+        ("audit", "`[audit]`", "[audit]"),
     ];
     // Tables inside a section, documented as `table.key` rows of it.
     let nested = [

@@ -20,6 +20,7 @@ mod new;
 mod schema;
 mod serve;
 mod stubs;
+mod telemetry;
 mod test;
 mod watch;
 
@@ -98,6 +99,10 @@ enum Command {
         /// (overrides [serve] auth_token_env).
         #[arg(long, value_name = "NAME", requires = "http")]
         auth_token_env: Option<String>,
+        /// Serve Prometheus metrics at http://ADDR/metrics (HOST:PORT, or PORT for
+        /// loopback); for a stdio server (an HTTP server also has them at /metrics).
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<String>,
     },
     /// Reload on every change to the tool directories or config; print each reload.
     Watch,
@@ -158,7 +163,26 @@ pub fn run() -> ExitCode {
         cli.command,
         Command::Check { .. } | Command::Discover { .. } | Command::Watch
     );
-    init_logging(cli.verbose, cli.quiet, serving, reports_problems);
+    // Traces are set up with logging (one subscriber), before anything loads: `serve`
+    // reads `[telemetry]` first.
+    let telemetry = serving.then(|| {
+        let config = crate::Host::telemetry_config(cli.config.as_deref());
+        telemetry::TelemetrySettings::resolve(
+            config.otlp_endpoint.as_deref(),
+            config.service_name.as_deref(),
+            |name| std::env::var(name).ok(),
+        )
+    });
+    if let Err(problem) = init_logging(
+        cli.verbose,
+        cli.quiet,
+        serving,
+        reports_problems,
+        telemetry.as_ref(),
+    ) {
+        eprintln!("toolhost: {problem}");
+        return ExitCode::from(2);
+    }
     // A one-shot command interrupted ends its MCP servers before it goes.
     #[cfg(feature = "mcp-client")]
     if !serving {
@@ -180,6 +204,7 @@ pub fn run() -> ExitCode {
             http,
             stateless,
             auth_token_env,
+            metrics,
         } => serve::run(
             &cli,
             &serve::ServeArgs {
@@ -189,6 +214,7 @@ pub fn run() -> ExitCode {
                 http: http.as_deref(),
                 stateless: *stateless,
                 auth_token_env: auth_token_env.as_deref(),
+                metrics: metrics.as_deref(),
             },
         ),
         Command::Watch => watch::run(&cli),
@@ -222,7 +248,13 @@ fn parse_format(text: &str) -> Result<Format, crate::UnknownFormat> {
     text.parse()
 }
 
-fn init_logging(verbose: u8, quiet: bool, serving: bool, reports_problems: bool) {
+fn init_logging(
+    verbose: u8,
+    quiet: bool,
+    serving: bool,
+    reports_problems: bool,
+    telemetry: Option<&telemetry::TelemetrySettings>,
+) -> Result<(), String> {
     let default = match (quiet, verbose + u8::from(!serving)) {
         (true, _) => "error",
         (false, 0) => "warn",
@@ -242,13 +274,25 @@ fn init_logging(verbose: u8, quiet: bool, serving: bool, reports_problems: bool)
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TOOLHOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .without_time()
-        .init();
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    // Each layer filters for itself: the log lines by `TOOLHOST_LOG`, the exporter exactly
+    // the spans meant for it (with no exporter, those spans stay disabled).
+    let logs = tracing_subscriber::Layer::with_filter(
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .without_time(),
+        filter,
+    );
+    let registry = tracing_subscriber::registry().with(logs);
+    let traces = match telemetry {
+        Some(settings) => telemetry::trace_layer(settings)?,
+        None => None,
+    };
+    registry.with(traces).init();
+    Ok(())
 }
 
 /// Builds a one-VM host, runs `command` with it, and lets the process exit without tearing

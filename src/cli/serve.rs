@@ -1,6 +1,7 @@
 //! `toolhost serve [--toolsets a,b] [--disable c] [--watch] [--http ADDR [--stateless]
-//! [--auth-token-env NAME]]`: the MCP server on stdio, or on streamable HTTP. SIGINT and
-//! SIGTERM shut it down gracefully (running calls get `[serve] drain_ms`), exit 0.
+//! [--auth-token-env NAME]] [--metrics ADDR]`: the MCP server on stdio, or on streamable
+//! HTTP. SIGINT and SIGTERM shut it down gracefully (running calls get `[serve]
+//! drain_ms`), exit 0; the trace exporter is flushed on the way out.
 
 use super::Cli;
 use super::error::{CliError, io};
@@ -17,10 +18,19 @@ pub(super) struct ServeArgs<'a> {
     pub(super) http: Option<&'a str>,
     pub(super) stateless: bool,
     pub(super) auth_token_env: Option<&'a str>,
+    pub(super) metrics: Option<&'a str>,
+}
+
+/// Serves until the client closes stdin (stdio) or a signal arrives, then flushes the
+/// spans not yet exported.
+pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
+    let served = serve(cli, args);
+    super::telemetry::flush();
+    served
 }
 
 /// Serves until the client closes stdin (stdio) or a signal arrives.
-pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
+fn serve(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
     // Over stdio one client sends one message at a time: a single-threaded runtime keeps
     // the reader, rmcp and the writer on one thread, where each message used to wake two
     // workers (thread switches were most of a call's CPU). Lua runs on the VMs' own threads
@@ -53,10 +63,41 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError>
         scope: cli.scope.clone(),
         ..Selection::default()
     };
-    let http = match args.http {
-        Some(addr) => Some(http_options(&host, addr, args)?),
+    // Metrics are recorded when something can read them: the HTTP server's `/metrics`,
+    // or `--metrics ADDR`.
+    let metrics = match args.http.is_some() || args.metrics.is_some() {
+        true => Some(super::telemetry::install_metrics()?),
+        false => None,
+    };
+    let render = metrics
+        .clone()
+        .map(|handle| -> crate::mcp::server::http::metrics::Render {
+            std::sync::Arc::new(move || handle.render())
+        });
+    let metrics_addr = match args.metrics {
+        Some(addr) => Some(crate::mcp::server::http::parse_addr(addr)?),
         None => None,
     };
+    let http = match args.http {
+        Some(addr) => {
+            let (addr, mut options) = http_options(&host, addr, args)?;
+            if let Some(render) = &render {
+                let public = host.config().config.telemetry.metrics_public;
+                options = options.with_metrics(render.clone(), public);
+            }
+            Some((addr, options))
+        }
+        None => None,
+    };
+    // An audit log that cannot be written stops the start (a write failing later is
+    // reported on stderr and counted, and the call still answers).
+    {
+        let config = host.config();
+        let base = config.path.as_deref().and_then(std::path::Path::parent);
+        let audit = &config.config.audit;
+        crate::mcp::server::audit_check(audit.path.as_deref(), audit.max_bytes, base)
+            .map_err(CliError::Usage)?;
+    }
     let watcher = match args.watch {
         true => Some(host.watch()?),
         false => None,
@@ -77,6 +118,30 @@ pub(super) fn run(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError>
     // The watcher reloads the host; every session hears of reloads that change its tools.
     let mut writer_done = None;
     let served = runtime.block_on(async {
+        let metrics_stop = tokio_util::sync::CancellationToken::new();
+        if let Some(handle) = metrics {
+            tokio::spawn(super::telemetry::upkeep(handle));
+        }
+        if let (Some(addr), Some(render)) = (metrics_addr, render) {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(io(format!("cannot listen on {addr} (--metrics)")))?;
+            let bound = listener
+                .local_addr()
+                .map_err(io("cannot read the bound address"))?;
+            if !quiet {
+                eprintln!("toolhost: serving metrics at http://{bound}/metrics");
+            }
+            let stop = metrics_stop.clone();
+            tokio::spawn(async move {
+                if let Err(e) =
+                    crate::mcp::server::http::metrics::serve_metrics(listener, render, stop).await
+                {
+                    tracing::error!("the metrics listener stopped: {e}");
+                }
+            });
+        }
+        let _stop_metrics = metrics_stop.drop_guard();
         let served: Result<(), CliError> = match http {
             Some((addr, options)) => {
                 let listener = tokio::net::TcpListener::bind(addr)

@@ -4,10 +4,12 @@
 //! names the key and the line instead of a silently ignored setting.
 
 mod mcp_servers;
+mod observability;
 mod serve_auth;
 
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
+pub(crate) use observability::{AuditConfig, TelemetryConfig};
 pub(crate) use serve_auth::{OAuthConfig, TokenConfig};
 
 use crate::error::{Error, Result};
@@ -63,6 +65,14 @@ pub(crate) struct Config {
     /// External MCP servers whose tools join the registry.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Traces and metrics (read by the binary and the MCP server).
+    #[serde(default)]
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub telemetry: TelemetryConfig,
+    /// The audit log (the MCP server's).
+    #[serde(default)]
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub audit: AuditConfig,
 }
 
 /// `[store]`: where `store` keeps its values.

@@ -58,6 +58,13 @@ impl Approver for PolicyApprover {
 /// is listed in `[approval] tools`, or a hook asked, `hook_approval` holding its message)
 /// and it is not given. A panicking approver fails closed; the user's answer over MCP is
 /// awaited at most `budget` (the call's deadline), then counts as a refusal.
+/// Whether `call` needs approval: its tool requires it, `[approval] tools` lists it, or a
+/// hook asked for it (`hook_asked`).
+pub(super) fn required(config: &Config, call: &Call<'_>, hook_asked: bool) -> bool {
+    let listed = config.approval.tools.iter().any(|t| t == call.name);
+    call.tool.requires_approval || listed || hook_asked
+}
+
 pub(super) async fn approve(
     approver: &dyn Approver,
     config: &Config,
@@ -66,8 +73,7 @@ pub(super) async fn approve(
     budget: Duration,
 ) -> Option<ToolError> {
     let name = call.name;
-    let listed = config.approval.tools.iter().any(|t| t == name);
-    if !(call.tool.requires_approval || listed || hook_approval.is_some()) {
+    if !required(config, call, hook_approval.is_some()) {
         return None;
     }
     let reason = hook_approval.as_ref().and_then(|m| m.as_deref());

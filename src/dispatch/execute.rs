@@ -134,6 +134,12 @@ fn failure_error(
     budget_ms: u64,
     failure: HandlerFailure,
 ) -> ToolError {
+    // The host's kills, counted where they are told apart.
+    match failure {
+        HandlerFailure::Memory => crate::telemetry::metric::vm_kill("memory"),
+        HandlerFailure::Timeout => crate::telemetry::metric::vm_kill("deadline"),
+        _ => {}
+    }
     match failure {
         HandlerFailure::Raised(message) => {
             ToolError::execution_failed(ErrorType::HandlerError, message)

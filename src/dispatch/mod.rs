@@ -62,6 +62,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// Default `default_max_result_size_chars`.
 pub(crate) const DEFAULT_MAX_RESULT_SIZE_CHARS: u64 = 100_000;
@@ -198,10 +199,32 @@ impl Pipeline {
     /// Stages 4 to 7 of an admitted call: its result, or the error that stopped it.
     async fn through_handler(&self, env: &CallEnv<'_>, call: &mut Call<'_>) -> ToolResult {
         // Stage 4: pre_tool_call hooks.
-        let hook_approval = match hooks::pre_tool_call(&self.hooks, call) {
-            Ok(approval) => approval,
-            Err(blocked) => return (*blocked).into(),
+        // A stage's span only where the stage has work: most calls run no hook, need no
+        // approval and have no probe, and a span costs an exporter several microseconds.
+        let has_hooks = !self.hooks.is_empty() || !call.hooks.is_empty();
+        let hooked = stage_span_if(has_hooks, "hooks", call.name).entered();
+        let hook_approval = hooks::pre_tool_call(&self.hooks, call);
+        drop(hooked);
+        let ctx: &CallContext = call.ctx;
+        let decisions = ctx.decisions.as_deref();
+        let hook_approval = match hook_approval {
+            Ok(approval) => {
+                if let Some(decisions) = decisions {
+                    decisions.set_hooks(match approval {
+                        Some(_) => "approval_requested",
+                        None => "proceed",
+                    });
+                }
+                approval
+            }
+            Err(blocked) => {
+                if let Some(decisions) = decisions {
+                    decisions.set_hooks("blocked");
+                }
+                return (*blocked).into();
+            }
         };
+        let approval_required = approval::required(env.config, call, hook_approval.is_some());
         // Stage 5: approval (asking the user over MCP waits at most the call's deadline).
         let budget = std::time::Duration::from_millis(
             call.tool.timeout_ms.unwrap_or(
@@ -212,22 +235,54 @@ impl Pipeline {
             ),
         );
         if let Some(refusal) =
-            approval::approve(&*self.approver, env.config, call, hook_approval, budget).await
+            approval::approve(&*self.approver, env.config, call, hook_approval, budget)
+                .instrument(stage_span_if(approval_required, "approval", call.name))
+                .await
         {
+            if let Some(decisions) = decisions {
+                decisions.set_approval("denied");
+            }
             return refusal.into();
+        }
+        if let Some(decisions) = decisions.filter(|_| approval_required) {
+            decisions.set_approval("approved");
         }
         // Stage 6: validation.
         if let Err(invalid) = validate::validate(call.tool, &call.args) {
             return (*invalid).into();
         }
         // Stage 7: middleware around the handler.
-        handler::run(&self.middleware, env.config, call).await
+        let span = stage_span("handler", call.name);
+        handler::run(&self.middleware, env.config, call)
+            .instrument(span)
+            .await
     }
+}
+
+/// [`stage_span`] when `wanted`, else no span.
+fn stage_span_if(wanted: bool, stage: &'static str, tool: &str) -> tracing::Span {
+    match wanted {
+        true => stage_span(stage, tool),
+        false => tracing::Span::none(),
+    }
+}
+
+/// The span of one stage of a call of `tool` (`toolhost.{stage} {tool}`), a child of the
+/// call's; disabled (free) unless traces are exported.
+fn stage_span(stage: &'static str, tool: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: crate::telemetry::SPAN_TARGET,
+        "stage",
+        otel.name = %format_args!("toolhost.{stage} {tool}"),
+        gen_ai.tool.name = tool,
+    )
 }
 
 impl CallEnv<'_> {
     /// Whether `tool` is available to `scope`, its `check_fn` (if it must run) on `vm`.
     fn available(&self, vm: &LuaVm, tool: &ToolEntry, scope: Option<&str>) -> Availability {
+        // Only a `check_fn` takes time here (the rest is a lookup).
+        let _probe = stage_span_if(tool.check_fn.is_some(), "availability", &tool.name).entered();
         self.availability
             .availability(tool, scope, self.state.generation(), Instant::now(), vm)
     }

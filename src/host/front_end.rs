@@ -35,4 +35,17 @@ impl Host {
     pub(crate) fn end_mcp_servers_on_signal() {
         crate::mcp_client::end_on_signal();
     }
+
+    /// `[telemetry]` of the config file the host would read (`config_file`, else
+    /// `$TOOLHOST_CONFIG`, else `./toolhost.toml`), read before the host is built: the
+    /// trace exporter is set up with logging, before the first tool file loads. A file
+    /// that cannot be read gives the defaults here (the host reports it when it builds).
+    #[cfg(feature = "cli")]
+    pub(crate) fn telemetry_config(
+        config_file: Option<&std::path::Path>,
+    ) -> crate::config::TelemetryConfig {
+        crate::config::LoadedConfig::discover(config_file)
+            .map(|loaded| loaded.config.telemetry)
+            .unwrap_or_default()
+    }
 }

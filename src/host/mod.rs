@@ -47,6 +47,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
+use tracing::Instrument;
 
 /// The state a reload replaces as a whole.
 struct World {
@@ -316,25 +317,68 @@ impl Host {
         let needs = request.needs();
         let host = self.clone();
         let on_vm = world.clone();
-        let run = world.pool.run(&needs, move |vm| async move {
-            let world = on_vm;
-            let env = host.env(&world, &state);
-            let token = ctx.cancel.clone();
-            let pipeline = host.inner.pipeline.run(&env, &vm, request, &ctx);
-            vm.cancellable(token, pipeline).await
+        // The call's span (under the caller's: the MCP request's, or the calling handler's
+        // for a `ctx.call`) goes with the work to the VM's thread.
+        let span = call_span(name);
+        let on_vm_span = span.clone();
+        let run = world.pool.run(&needs, move |vm| {
+            async move {
+                let world = on_vm;
+                let env = host.env(&world, &state);
+                let token = ctx.cancel.clone();
+                let pipeline = host.inner.pipeline.run(&env, &vm, request, &ctx);
+                vm.cancellable(token, pipeline).await
+            }
+            .instrument(on_vm_span)
         });
         // Cancelling answers at once; dropping `run` drops the call on its VM (a Lua handler
         // stops at once, a `proc.run` child is killed), and the token stops any probe or
         // hook that is running there.
         let answer = tokio::select! {
             biased;
-            () = cancel.cancelled() => return cancelled(name).into(),
-            answer = run => answer,
+            () = cancel.cancelled() => cancelled(name).into(),
+            answer = run => answer.unwrap_or_else(|gone| {
+                ToolResult::from(ToolError::execution_failed(ErrorType::HandlerError, gone.0))
+                    .into()
+            }),
         };
-        answer.unwrap_or_else(|gone| {
-            ToolResult::from(ToolError::execution_failed(ErrorType::HandlerError, gone.0)).into()
-        })
+        called(&span, name, &answer.result);
+        answer
     }
+}
+
+/// The span of one call through the pipeline (`execute_tool {name}`, OpenTelemetry's
+/// GenAI name); disabled (free) unless traces are exported.
+fn call_span(name: &str) -> tracing::Span {
+    let name = crate::telemetry::span_name(name);
+    tracing::info_span!(
+        target: crate::telemetry::SPAN_TARGET,
+        "execute_tool",
+        otel.name = %format_args!("{} {name}", crate::telemetry::EXECUTE_TOOL),
+        gen_ai.operation.name = crate::telemetry::EXECUTE_TOOL,
+        gen_ai.tool.name = name,
+        error.type = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    )
+}
+
+/// Records how a call of `name` ended: its span's error, the tool-call counter.
+fn called(span: &tracing::Span, name: &str, result: &ToolResult) {
+    let error_type = result.error_type().map(ErrorType::as_str);
+    if let Some(kind) = error_type {
+        span.record("error.type", kind);
+        span.record("otel.status_code", "error");
+    }
+    if !crate::telemetry::metric::enabled() {
+        return;
+    }
+    metrics::counter!(
+        crate::telemetry::metric::TOOL_CALLS,
+        "tool" => crate::telemetry::metric::tool_label(name, "", error_type),
+        "outcome" => if error_type.is_some() { "error" } else { "ok" },
+        "error_type" => error_type.unwrap_or(""),
+    )
+    .increment(1);
 }
 
 /// The result of a call its caller cancelled.

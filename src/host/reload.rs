@@ -143,6 +143,7 @@ impl Host {
         let (world, state, sources) = match built {
             Ok(parts) => parts,
             Err(error) => {
+                crate::telemetry::metric::reloaded(false, errors.len());
                 return ReloadEvent {
                     errors,
                     failed: Some(format!(
@@ -182,6 +183,7 @@ impl Host {
             duration_ms: started.elapsed().as_millis() as u64,
             failed: None,
         };
+        crate::telemetry::metric::reloaded(true, event.errors.len());
         // Nobody listening is fine.
         let _ = self.inner.reloads.send(event.clone());
         tracing::info!(target: "toolhost::load", "{}", event.summary());

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Default time starting a server (spawn, handshake, first listing) may take.
 pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -193,12 +194,33 @@ impl Link {
                 )));
             }
         };
-        let request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let mut request = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
+        let span = super::trace::client_span(&self.name, tool);
+        super::trace::inject(&span, &mut request);
+        let answer = self
+            .call_traced(&peer, request, caller, registered, shape)
+            .instrument(span.clone())
+            .await;
+        if answer.is_err() {
+            super::trace::failed(&span, "unreachable");
+        }
+        answer
+    }
+
+    /// [`call`](Self::call) of the prepared `request`, inside its span.
+    async fn call_traced(
+        &self,
+        peer: &Peer<RoleClient>,
+        request: CallToolRequestParams,
+        caller: Caller,
+        registered: &str,
+        shape: ResultShape,
+    ) -> Result<Value, Unreachable> {
         let unreachable = |source| Unreachable::Call {
             server: self.name.clone(),
             source: Box::new(source),
         };
-        let sent = SentCall::send(&peer, request).await.map_err(unreachable)?;
+        let sent = SentCall::send(peer, request).await.map_err(unreachable)?;
         // Held until the answer: the relay ends with the call. (The server could only report
         // before this if it answered before this task went on from sending, which a send
         // into rmcp's queue does not wait for.)
@@ -220,6 +242,8 @@ impl Link {
     }
 
     fn set(&self, status: Status, peer: Option<Peer<RoleClient>>, listing: Option<Listing>) {
+        // Starting counts as down: no call reaches the server yet.
+        crate::telemetry::metric::mcp_server_up(&self.name, matches!(status, Status::Up));
         let mut known = self.known.lock();
         known.status = status;
         known.peer = peer;

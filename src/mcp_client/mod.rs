@@ -23,6 +23,7 @@ mod result;
 mod screen;
 mod stdio;
 mod tools;
+mod trace;
 
 pub(crate) use link::Status;
 

@@ -64,6 +64,9 @@ pub struct CallContext {
     /// once when there is none), just before the handler starts; it answers the task's id
     /// once the task exists (`None`: no task, the call goes on as a plain one).
     pub(crate) handover: Option<Handover>,
+    /// Where the pipeline notes its hook and approval decisions for the audit log (set by
+    /// the MCP server for the calls it audits).
+    pub(crate) decisions: Option<Arc<super::Decisions>>,
 }
 
 /// What a task tool's call calls between `prepare` and its handler (see
@@ -221,6 +224,21 @@ impl CallContext {
         self
     }
 
+    /// This context with a place where the pipeline notes its hook and approval decisions
+    /// (read them with [`decisions`](Self::decisions) after the call).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn noting_decisions(mut self) -> Self {
+        self.decisions = Some(Arc::default());
+        self
+    }
+
+    /// The hooks' and the approval's decisions about the call, when this context notes
+    /// them (`None` for a stage that did not decide).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn decisions(&self) -> Option<(Option<&'static str>, Option<&'static str>)> {
+        self.decisions.as_ref().map(|decisions| decisions.get())
+    }
+
     /// The context of a call this call makes with `ctx.call` (its `index`-th): same ids,
     /// caller, scope, selection, observer, roots, asker and cancellation, one level deeper, with the
     /// child's call id and its own prefix for input-request keys.
@@ -228,6 +246,8 @@ impl CallContext {
         let mut child = self.clone();
         // The task is the parent's: a tool it calls runs inside it, never becomes one.
         child.handover = None;
+        // Audited as the caller's call: the child's own decisions are not the caller's.
+        child.decisions = None;
         child.tool_call_id = Some(tool_call_id);
         child.depth = self.depth.saturating_add(1);
         child.ask_prefix = format!("{}c{index}.", self.ask_prefix);

@@ -6,6 +6,7 @@ mod asker;
 mod availability;
 mod caller;
 mod context;
+mod decisions;
 mod entry;
 mod function_schema;
 mod handler_error;
@@ -34,6 +35,7 @@ pub(crate) use availability::{
 pub use caller::{Caller, CallerKind};
 pub use context::CallContext;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
+pub(crate) use decisions::Decisions;
 pub(crate) use entry::{FnRole, Handler, HookEntry, HookEvent, LuaFnId, Probe, Source, ToolEntry};
 pub(crate) use function_schema::FunctionSchema;
 pub use handler_error::HandlerError;

@@ -16,6 +16,7 @@
 
 mod memory;
 mod nested;
+mod observed;
 mod sqlite;
 mod wait;
 

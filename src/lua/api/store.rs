@@ -63,7 +63,7 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                     to_lua(
                         lua,
                         store
-                            .get(&ns, &key, &wait(lua))
+                            .observed("get", |store| store.get(&ns, &key, &wait(lua)))
                             .map_err(|e| raise(lua, "get", e))?,
                     )
                 })
@@ -81,14 +81,14 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                     move |lua, (ns, key, value): (String, String, LuaValue)| {
                         if value.is_nil() {
                             store
-                                .delete(&ns, &key, &wait(lua))
+                                .observed("delete", |store| store.delete(&ns, &key, &wait(lua)))
                                 .map_err(|e| raise(lua, "set", e))?;
                             return Ok(());
                         }
                         let json = convert::lua_to_json(lua, &value, Mode::Data)
                             .map_err(|e| failure("store", "set", e))?;
                         store
-                            .set(&ns, &key, &json, &wait(lua))
+                            .observed("set", |store| store.set(&ns, &key, &json, &wait(lua)))
                             .map_err(|e| raise(lua, "set", e))
                     },
                 )
@@ -103,7 +103,7 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                 let store = ctx.store.clone();
                 function(lua, move |lua, (ns, key): (String, String)| {
                     store
-                        .delete(&ns, &key, &wait(lua))
+                        .observed("delete", |store| store.delete(&ns, &key, &wait(lua)))
                         .map_err(|e| raise(lua, "delete", e))
                 })
             },
@@ -130,7 +130,9 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                             }
                         };
                         let keys = store
-                            .list(&ns, prefix.as_deref().unwrap_or(""), limit, &wait(lua))
+                            .observed("list", |store| {
+                                store.list(&ns, prefix.as_deref().unwrap_or(""), limit, &wait(lua))
+                            })
                             .map_err(|e| raise(lua, "list", e))?;
                         let keys = Value::Array(keys.into_iter().map(Value::String).collect());
                         convert::json_to_lua(lua, &keys)
@@ -150,21 +152,23 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                     move |lua, (ns, key, change): (String, String, Function)| {
                         let bound = wait(lua);
                         let new = store
-                            .update(
-                                &ns,
-                                &key,
-                                |old| {
-                                    let old = to_lua(lua, old)?;
-                                    let new: LuaValue = change.call(old).map_err(|e| {
-                                        crate::lua::error_text::lua_error_message(&e)
-                                    })?;
-                                    if new.is_nil() {
-                                        return Ok(None);
-                                    }
-                                    Ok(Some(convert::lua_to_json(lua, &new, Mode::Data)?))
-                                },
-                                &bound,
-                            )
+                            .observed("update", |store| {
+                                store.update(
+                                    &ns,
+                                    &key,
+                                    |old| {
+                                        let old = to_lua(lua, old)?;
+                                        let new: LuaValue = change.call(old).map_err(|e| {
+                                            crate::lua::error_text::lua_error_message(&e)
+                                        })?;
+                                        if new.is_nil() {
+                                            return Ok(None);
+                                        }
+                                        Ok(Some(convert::lua_to_json(lua, &new, Mode::Data)?))
+                                    },
+                                    &bound,
+                                )
+                            })
                             .map_err(|e| raise(lua, "update", e))?;
                         to_lua(lua, new)
                     },
@@ -197,7 +201,7 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
                             }
                         };
                         let sum = store
-                            .incr(&ns, &key, &by, &wait(lua))
+                            .observed("incr", |store| store.incr(&ns, &key, &by, &wait(lua)))
                             .map_err(|e| raise(lua, "incr", e))?;
                         convert::json_to_lua(lua, &sum)
                     },

@@ -135,8 +135,10 @@ impl VmPool {
         slot.in_flight.fetch_add(1, Ordering::AcqRel);
         let _busy = Busy(&slot.in_flight);
         let (mut answer, answered) = oneshot::channel::<(T, bool)>();
+        let queued = crate::telemetry::metric::Queued::new();
         let job: VmJob = Box::new(move |vm| {
             Box::pin(async move {
+                let running = queued.start();
                 let started = Instant::now();
                 // A caller that gives up (a cancelled call) drops its receiver: the work is
                 // dropped too, which stops a Lua handler at once.
@@ -146,6 +148,9 @@ impl VmPool {
                     out = &mut work => Some(out),
                     () = answer.closed() => None,
                 };
+                // Counted out before the answer leaves: whoever has the answer sees the
+                // call no longer running.
+                drop(running);
                 if let Some(out) = out {
                     let _ = answer.send((out, started.elapsed() < SPIN));
                 }

@@ -31,6 +31,7 @@ mod body;
 mod challenge;
 mod connections;
 mod metadata;
+pub(crate) mod metrics;
 mod oauth;
 mod polling;
 pub(crate) mod scopes;
@@ -71,6 +72,8 @@ pub struct HttpOptions {
     pub(crate) token_source: Option<String>,
     /// More tokens, by name (the caller's id), with where each came from.
     pub(crate) named_tokens: Vec<(String, String, Option<String>)>,
+    /// `GET /metrics`, when the binary installed a metrics recorder.
+    pub(crate) metrics: Option<metrics::MetricsRoute>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -128,6 +131,13 @@ impl HttpOptions {
     /// Whether any static token is set.
     fn has_tokens(&self) -> bool {
         self.bearer_token.is_some() || !self.named_tokens.is_empty()
+    }
+
+    /// Serves `GET /metrics` (rendered by `render`; without the token when `public`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn with_metrics(mut self, render: metrics::Render, public: bool) -> Self {
+        self.metrics = Some(metrics::MetricsRoute { render, public });
+        self
     }
 
     /// Names where the token came from in the server's log of a refusal (`$NAME`).
@@ -311,7 +321,14 @@ pub(crate) async fn serve(
                 )),
         }
     };
+    let metrics_route = options.metrics.clone();
     let (tokens, source) = static_tokens(options)?;
+    // `/metrics` behind the token like `/mcp`, or (`metrics_public`) beside it.
+    let (mcp, public_metrics) = match metrics_route {
+        Some(route) if route.public => (mcp, Some(metrics::router(route.render))),
+        Some(route) => (mcp.merge(metrics::router(route.render)), None),
+        None => (mcp, None),
+    };
     let auth = auth::Auth {
         tokens,
         source: Arc::from(source),
@@ -349,6 +366,7 @@ pub(crate) async fn serve(
                 .with_state(shared.clone()),
         )
         .merge(public)
+        .merge(public_metrics.unwrap_or_default())
         .layer(axum::middleware::from_fn(close_after_refusal));
 
     let stop_accepting = CancellationToken::new();

@@ -27,6 +27,7 @@
 // today negotiate earlier versions, where they are part of the protocol.
 #![allow(deprecated)]
 
+mod audit;
 mod content;
 pub(crate) mod gate;
 pub(crate) mod guard;
@@ -36,12 +37,15 @@ pub(crate) mod http;
 pub(crate) mod input;
 mod listing;
 mod observer;
+pub(crate) mod origin;
 pub(crate) mod request_peer;
 mod roots;
+mod served;
 #[cfg(feature = "cli")]
 pub(crate) mod stdio;
 mod subscriptions;
 mod tasks;
+mod trace;
 
 use crate::{CallContext, Definitions, Format, Host, LogLevel, Selection};
 use content::to_call_result;
@@ -67,6 +71,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::Semaphore;
+
+/// Checks that the audit log `[audit]` asks for can be written (`base`: the config file's
+/// directory); the message names the path and the reason.
+#[cfg(feature = "cli")]
+pub(crate) fn audit_check(
+    path: Option<&std::path::Path>,
+    max_bytes: Option<u64>,
+    base: Option<&std::path::Path>,
+) -> Result<(), String> {
+    let settings = audit::Settings {
+        path,
+        arguments: false,
+        max_bytes,
+    };
+    audit::AuditLog::open(settings, base).map(drop)
+}
 
 /// Default `[serve] drain_ms`.
 pub(crate) const DEFAULT_DRAIN_MS: u64 = 10_000;
@@ -109,6 +129,10 @@ pub(crate) struct Shared {
     sealer: input::seal::Sealer,
     /// The Tasks extension's tasks (records in the store, the ones running here).
     tasks: tasks::TaskService,
+    /// The audit log (`[audit]`), if there is one.
+    audit: Option<audit::AuditLog>,
+    /// `[telemetry] record_arguments`.
+    record_arguments: bool,
 }
 
 impl Shared {
@@ -142,6 +166,19 @@ impl Shared {
             ))
             .unwrap_or_else(|e| panic!("no random key for request states: {e}"))
         });
+        let base = config.path.as_deref().and_then(std::path::Path::parent);
+        let audit = &config.config.audit;
+        let settings = audit::Settings {
+            path: audit.path.as_deref(),
+            arguments: audit.arguments,
+            max_bytes: audit.max_bytes,
+        };
+        let audit = audit::AuditLog::open(settings, base).unwrap_or_else(|problem| {
+            // `toolhost serve` refuses to start on this; an embedder is told here.
+            tracing::error!("{problem}; no audit log");
+            None
+        });
+        let record_arguments = config.config.telemetry.record_arguments;
         drop(config);
         let tasks = tasks::TaskService::new(&host);
         Arc::new(Self {
@@ -158,6 +195,8 @@ impl Shared {
             list_ttl_ms,
             sealer,
             tasks,
+            audit,
+            record_arguments,
         })
     }
 
@@ -186,6 +225,8 @@ pub(crate) type OriginalIds = Arc<dyn Fn(i64) -> Option<String> + Send + Sync>;
 
 /// One client's session.
 struct Session {
+    /// Counts the session as open (`mcp.server.sessions`) while it lives.
+    _open: crate::telemetry::metric::OpenSession,
     /// `logging/setLevel`'s level (`None`: never set).
     log_level: Mutex<Option<LoggingLevel>>,
     /// What `initialize` declared (`None`: no `initialize`, a 2026-07-28 connection).
@@ -239,6 +280,11 @@ impl McpServer {
         Self {
             shared,
             session: Arc::new(Session {
+                // The stdio guard maps ids; HTTP sessions do not.
+                _open: crate::telemetry::metric::OpenSession::open(match ids.is_some() {
+                    true => "stdio",
+                    false => "http",
+                }),
                 log_level: Mutex::new(None),
                 declared: Mutex::new(None),
                 listen_baselines: Mutex::default(),
@@ -348,6 +394,15 @@ impl McpServer {
         peer
     }
 
+    /// Where a call of this (stdio) session comes from: its client as it declared itself
+    /// at `initialize`.
+    pub(crate) fn session_origin(&self) -> origin::Origin {
+        let peer = self.session.peer.lock().clone();
+        origin::Origin::stdio(
+            peer.and_then(|peer| peer.peer_info().map(|info| info.client_info.clone())),
+        )
+    }
+
     /// The declared client of the request behind `context`.
     fn request_peer(&self, context: &RequestContext<RoleServer>) -> RequestPeer {
         if let Some(peer) = RequestPeer::from_meta(&context.meta) {
@@ -453,11 +508,21 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        // Definitions may run `check_fn` probes (Lua): never on an async worker.
+        let started = std::time::Instant::now();
+        let span = trace::listing_span(
+            &self.call_id(&context.id),
+            self.request_peer(&context).protocol.as_str(),
+            &origin::Origin::of_request(&context),
+        );
+        // Definitions may run `check_fn` probes (Lua): never on an async worker. The span
+        // goes along (the probes' spans are its children).
         let server = self.clone();
-        let tools = tokio::task::spawn_blocking(move || server.tools())
+        let listing = span.clone();
+        let tools = tokio::task::spawn_blocking(move || listing.in_scope(|| server.tools()))
             .await
-            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None))?;
+            .map_err(|e| McpError::internal_error(format!("listing tools failed: {e}"), None));
+        trace::listed(started, tools.is_ok());
+        let tools = tools?;
         // Sorted by name already (the definitions are): the same answer for the same tools.
         let mut result = ListToolsResult::with_all_items(tools);
         if self.request_peer(&context).is_stateless_revision() {
@@ -524,6 +589,7 @@ impl ServerHandler for McpServer {
             name: request.name.into_owned(),
             arguments: request.arguments,
             continuation,
+            origin: origin::Origin::of_request(&context),
         };
         // `[serve.oauth.scopes]`: the HTTP layer answers 403 first; this holds whatever the
         // route.
@@ -630,6 +696,8 @@ pub(crate) struct Call {
     /// A 2026-07-28 call's capabilities, state and answers (multi-round); `None` for a call
     /// of a 2025-11-25 session, which asks its client directly.
     pub(crate) continuation: Option<input::Continuation>,
+    /// Where the call came from (transport, client, trace context).
+    pub(crate) origin: origin::Origin,
 }
 
 impl McpServer {
@@ -672,19 +740,24 @@ impl McpServer {
         }
     }
 
-    /// Runs `call` through the whole pipeline once the gate admits it; its progress and
-    /// log lines go to `sink`, and `cancelled` resolving stops it (it then answers
-    /// `cancelled`). A 2026-07-28 call that stops for input answers `input_required`.
-    /// `Err` is the gate's refusal, a refused multi-round state, or a missing capability.
-    pub(crate) async fn run_call(
+    /// Runs `call` (admitted by the gate, its arguments `args`) through the whole
+    /// pipeline; its progress and log lines go to `sink`, and `cancelled` resolving stops
+    /// it (it then answers `cancelled`). A 2026-07-28 call that stops for input answers
+    /// `input_required`. `Err` is a refused multi-round state or a missing capability.
+    /// What the pipeline made of it goes to `reached` (telemetry, the audit log).
+    async fn run_admitted(
         &self,
-        mut call: Call,
+        call: Call,
         sink: Sink,
         cancelled: impl std::future::Future<Output = ()>,
+        args: &Value,
+        reached: &mut served::Reached,
     ) -> Result<CallToolResponse, gate::Refused> {
-        let _admitted = self.shared.gate.admit(&self.session.slots).await?;
-        let args = call.arguments.take().map(Value::Object).unwrap_or_default();
+        let args = args.clone();
         let mut ctx = self.context().with_caller(call.caller.clone());
+        if self.shared.audit.is_some() {
+            ctx = ctx.noting_decisions();
+        }
         ctx.tool_call_id = Some(call.tool_call_id.clone());
         // Approvals follow `[approval] mcp`.
         ctx = ctx.over_mcp_client();
@@ -716,6 +789,8 @@ impl McpServer {
                 }
             }
         };
+        reached.decisions = ctx.decisions().unwrap_or_default();
+        reached.error_type = outcome.result.error_type().map(crate::ErrorType::as_str);
         // The observer in `ctx` must go before the reports can finish.
         drop(ctx);
         if let Some(reports) = reports {

@@ -92,6 +92,10 @@ pub(super) fn take(server: &McpServer, line: &str) -> Option<DirectCall> {
         // A task tool's call may become a task or be refused: rmcp's way decides.
         parse(line, || server.session_peer())
             .filter(|direct| !server.is_task_tool(&direct.call.name))
+            .map(|mut direct| {
+                direct.call.origin = server.session_origin();
+                direct
+            })
     } else {
         None
     }
@@ -126,6 +130,7 @@ fn parse(line: &str, peer: impl FnOnce() -> RequestPeer) -> Option<DirectCall> {
             // The stdio guard serves the local user.
             caller: crate::Caller::local(),
             continuation: None,
+            origin: crate::mcp::server::origin::Origin::stdio(None),
         },
     })
 }
