@@ -102,7 +102,8 @@ fn a_request_span_parents_the_call_its_stages_a_ctx_call_and_the_store() {
     let (server, url) = http_server(fx.root());
     let (session, answer) = traced_call(&url, 7, "outer", r#"{"secret":"s3"}"#);
     assert_eq!(answer["result"]["isError"], false, "{answer}");
-    let spans = receiver.wait_for(|spans| spans.iter().any(|s| s.name == "execute_tool echo"));
+    // The request's span ends last (spans are exported in the order they end).
+    let spans = receiver.wait_for(|spans| spans.iter().any(|s| s.name == "tools/call outer"));
     stop(server);
 
     let request = named(&spans, "tools/call outer");
@@ -239,7 +240,9 @@ fn a_trace_crosses_from_one_toolhost_to_another() {
         spans
             .iter()
             .any(|s| s.service == "inner" && s.name == "tools/call greet")
-            && spans.iter().any(|s| s.service == "outer" && s.kind == 3)
+            && spans
+                .iter()
+                .any(|s| s.service == "outer" && s.name == "tools/call mcp__inner__greet")
     });
     stop(outer);
     stop(inner);
