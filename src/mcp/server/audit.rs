@@ -55,6 +55,8 @@ pub(crate) struct Entry<'a> {
     pub(crate) request_id: &'a str,
     /// Where the call came from.
     pub(crate) origin: &'a Origin,
+    /// Who called (`ctx.caller`).
+    pub(crate) caller: &'a crate::Caller,
     /// The tool's name as called.
     pub(crate) tool: &'a str,
     /// The arguments as the client sent them.
@@ -124,7 +126,7 @@ impl AuditLog {
         let mut line = json!({
             "time": rfc3339_now(),
             "request_id": entry.request_id,
-            "caller": caller(entry.origin),
+            "caller": caller(entry.caller),
             "client": entry.origin.client.as_ref().map(|(name, version)| {
                 json!({ "name": name, "version": version })
             }),
@@ -203,15 +205,13 @@ fn append(path: &Path) -> Result<File, String> {
         })
 }
 
-/// Who called. Today: `local` (stdio) or `http` (any HTTP client that passed the
-/// server's authentication). HOOK for the identity work: once `CallContext::caller` exists
-/// (named tokens, OAuth), the line takes the call's own caller (`id`, `kind`,
-/// `client_id`) from there instead.
-fn caller(origin: &Origin) -> Value {
-    match origin.transport {
-        "stdio" => json!({ "id": "local", "kind": "local" }),
-        _ => json!({ "id": "http", "kind": "http" }),
+/// Who called: the call's own caller (`ctx.caller`: its kind, id and OAuth client id).
+fn caller(caller: &crate::Caller) -> Value {
+    let mut value = json!({ "id": caller.id(), "kind": caller.kind().as_str() });
+    if let Some(client_id) = caller.client_id() {
+        value["client_id"] = json!(client_id);
     }
+    value
 }
 
 /// The arguments as canonical JSON: object keys sorted at every level (`serde_json`'s map

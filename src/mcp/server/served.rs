@@ -38,6 +38,7 @@ impl McpServer {
         let name = call.name.clone();
         let request_id = call.tool_call_id.clone();
         let origin = call.origin.clone();
+        let caller = call.caller.clone();
         let args = call.arguments.take().map(Value::Object).unwrap_or_default();
         trace.arguments(&args);
         let mut reached = None;
@@ -63,6 +64,7 @@ impl McpServer {
             log.write(&super::audit::Entry {
                 request_id: &request_id,
                 origin: &origin,
+                caller: &caller,
                 tool: &name,
                 args: &args,
                 decisions: reached.decisions,
