@@ -14,17 +14,19 @@
 //! cancellation, and after [`BUSY_TIMEOUT`] at most (see [`Wait`]). Store calls from inside
 //! an `update` function are refused at once (see `nested`).
 
+mod backend;
 mod memory;
 mod nested;
 mod sqlite;
 mod wait;
 
+pub(crate) use backend::{Health, Row};
 pub(crate) use nested::inside_update;
 pub(crate) use wait::Wait;
 
-use parking_lot::Mutex;
+use backend::Backend;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default `[store] max_value_bytes`.
@@ -114,24 +116,17 @@ pub enum StoreError {
     },
 }
 
-/// Where values live.
-enum Backend {
-    Memory(memory::Memory),
-    Sqlite(sqlite::Sqlite),
-}
-
 /// The host's store: every namespace, one backend.
 pub(crate) struct StoreInner {
-    backend: Backend,
+    backend: Box<dyn Backend>,
     max_value_bytes: usize,
-    /// Serialises this process's read-modify-writes (SQLite's lock covers other processes).
-    writer: Mutex<()>,
 }
 
 /// The store as an embedder sees it: the `builtin` namespace, shared with the built-in Lua
-/// tools. Operations block briefly (SQLite); called on a worker of a multi-threaded tokio
-/// runtime they run under `block_in_place`, so the worker's other tasks move elsewhere. A
-/// wait for another writer's lock ends after 5 s with [`StoreError::Locked`].
+/// tools. Operations block briefly (SQLite, PostgreSQL); called on a worker of a
+/// multi-threaded tokio runtime they run under `block_in_place`, so the worker's other
+/// tasks move elsewhere. A wait for another writer's lock ends after 5 s with
+/// [`StoreError::Locked`].
 #[derive(Clone)]
 pub struct Store {
     inner: std::sync::Arc<StoreInner>,
@@ -148,38 +143,41 @@ impl std::fmt::Debug for Store {
 
 impl std::fmt::Debug for StoreInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.path() {
-            Some(path) => write!(f, "StoreInner(sqlite: {})", path.display()),
-            None => f.write_str("StoreInner(memory)"),
-        }
+        write!(
+            f,
+            "StoreInner({}: {})",
+            self.backend.name(),
+            self.backend.location()
+        )
     }
 }
 
 impl StoreInner {
     /// A store in memory.
     pub(crate) fn memory(max_value_bytes: usize) -> Self {
-        Self {
-            backend: Backend::Memory(memory::Memory::default()),
-            max_value_bytes,
-            writer: Mutex::new(()),
-        }
+        Self::with_backend(Box::new(memory::Memory::default()), max_value_bytes)
     }
 
     /// A store in the SQLite file `path` (opened on first use).
     pub(crate) fn sqlite(path: PathBuf, max_value_bytes: usize) -> Self {
+        Self::with_backend(Box::new(sqlite::Sqlite::new(path)), max_value_bytes)
+    }
+
+    fn with_backend(backend: Box<dyn Backend>, max_value_bytes: usize) -> Self {
         Self {
-            backend: Backend::Sqlite(sqlite::Sqlite::new(path)),
+            backend,
             max_value_bytes,
-            writer: Mutex::new(()),
         }
     }
 
-    /// The file, for SQLite stores.
-    pub(crate) fn path(&self) -> Option<&Path> {
-        match &self.backend {
-            Backend::Sqlite(sqlite) => Some(sqlite.path()),
-            Backend::Memory(_) => None,
-        }
+    /// The backend's name (`memory`, `sqlite`, `postgres`).
+    pub(crate) fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Whether the backend can serve calls now (answered within a short bound).
+    pub(crate) fn health(&self) -> Health {
+        self.backend.health()
     }
 
     fn check_key(key: &str) -> Result<(), StoreError> {
@@ -212,10 +210,7 @@ impl StoreInner {
     ) -> Result<Option<Value>, StoreError> {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
-        let text = match &self.backend {
-            Backend::Memory(memory) => memory.get(ns, key),
-            Backend::Sqlite(sqlite) => sqlite.get(ns, key, wait)?,
-        };
+        let text = self.backend.get(ns, key, wait)?;
         Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
     }
 
@@ -230,23 +225,14 @@ impl StoreInner {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
         let text = self.encode(value)?;
-        match &self.backend {
-            Backend::Memory(memory) => {
-                memory.set(ns, key, text);
-                Ok(())
-            }
-            Backend::Sqlite(sqlite) => sqlite.set(ns, key, &text, wait),
-        }
+        self.backend.set(ns, key, &text, wait)
     }
 
     /// Removes `key` from `ns`; true when it was there.
     pub(crate) fn delete(&self, ns: &str, key: &str, wait: &Wait) -> Result<bool, StoreError> {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
-        match &self.backend {
-            Backend::Memory(memory) => Ok(memory.delete(ns, key)),
-            Backend::Sqlite(sqlite) => sqlite.delete(ns, key, wait),
-        }
+        self.backend.delete(ns, key, wait)
     }
 
     /// Keys of `ns` starting with `prefix`, sorted, at most `limit` (capped at
@@ -260,10 +246,7 @@ impl StoreInner {
     ) -> Result<Vec<String>, StoreError> {
         nested::refuse_inside_update()?;
         let limit = limit.min(MAX_LIST);
-        match &self.backend {
-            Backend::Memory(memory) => Ok(memory.list(ns, prefix, limit)),
-            Backend::Sqlite(sqlite) => sqlite.list(ns, prefix, limit, wait),
-        }
+        self.backend.list(ns, prefix, limit, wait)
     }
 
     /// Atomically replaces the value under `key` with `change(old)` (`None`: delete). If
@@ -281,32 +264,27 @@ impl StoreInner {
     ) -> Result<Option<Value>, StoreError> {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
-        let change = |old| {
-            let _inside = nested::InsideUpdate::enter();
-            change(old)
-        };
-        let _writer = wait.lock(&self.writer)?;
-        match &self.backend {
-            Backend::Memory(memory) => {
-                let old = memory
-                    .get(ns, key)
-                    .and_then(|text| serde_json::from_str(&text).ok());
-                let new = change(old).map_err(StoreError::Aborted)?;
-                match &new {
-                    Some(value) => memory.set(ns, key, self.encode(value)?),
-                    None => {
-                        memory.delete(ns, key);
-                    }
-                }
-                Ok(new)
-            }
-            Backend::Sqlite(sqlite) => sqlite.update(ns, key, wait, |old| {
+        let mut new = None;
+        self.backend.update(
+            ns,
+            key,
+            wait,
+            Box::new(|old: Option<String>| {
                 let old = old.and_then(|text| serde_json::from_str(&text).ok());
-                let new = change(old).map_err(StoreError::Aborted)?;
-                let text = new.as_ref().map(|value| self.encode(value)).transpose()?;
-                Ok((new, text))
+                let changed = {
+                    let _inside = nested::InsideUpdate::enter();
+                    change(old)
+                }
+                .map_err(StoreError::Aborted)?;
+                let text = changed
+                    .as_ref()
+                    .map(|value| self.encode(value))
+                    .transpose()?;
+                new = changed;
+                Ok(text)
             }),
-        }
+        )?;
+        Ok(new)
     }
 
     /// Atomically adds `by` to the number under `key` (missing: 0); returns the sum.
