@@ -67,13 +67,74 @@ pub(crate) struct Config {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct StoreConfig {
-    /// `"sqlite"` (default) or `"memory"`.
+    /// `"sqlite"` (default), `"memory"` or `"postgres"`.
     pub backend: Option<StoreBackend>,
     /// The SQLite file (default: `.toolhost/store.sqlite3` beside the config file, see
     /// [`default_store_path`]); relative to the config file.
     pub path: Option<PathBuf>,
     /// Largest value, as JSON text (default 1 MiB).
     pub max_value_bytes: Option<usize>,
+    /// PostgreSQL: the environment variable holding the connection URL (default
+    /// `TOOLHOST_DATABASE_URL`; the URL holds the password, so it is never in the file).
+    pub url_env: Option<String>,
+    /// PostgreSQL: the schema the tables live in (default `toolhost`).
+    pub pg_schema: Option<String>,
+    /// PostgreSQL: most connections open at once (default 8).
+    pub pool_size: Option<usize>,
+    /// PostgreSQL: longest wait for a new connection, in milliseconds (default 5,000).
+    pub connect_timeout_ms: Option<u64>,
+}
+
+/// Default `[store] url_env`.
+pub(crate) const DEFAULT_URL_ENV: &str = "TOOLHOST_DATABASE_URL";
+
+impl StoreConfig {
+    /// Checks the keys against the backend they belong to (a key the chosen backend does
+    /// not read is an error, not silently ignored) and their values.
+    fn check(&self) -> std::result::Result<(), String> {
+        let postgres = self.backend == Some(StoreBackend::Postgres);
+        let postgres_keys = [
+            ("url_env", self.url_env.is_some()),
+            ("pg_schema", self.pg_schema.is_some()),
+            ("pool_size", self.pool_size.is_some()),
+            ("connect_timeout_ms", self.connect_timeout_ms.is_some()),
+        ];
+        if !postgres && let Some((key, _)) = postgres_keys.iter().find(|(_, set)| *set) {
+            return Err(format!(
+                "store.{key}: only used with backend = \"postgres\" (the backend is {})",
+                match self.backend {
+                    Some(StoreBackend::Memory) => "\"memory\"",
+                    _ => "\"sqlite\"",
+                }
+            ));
+        }
+        if postgres && self.path.is_some() {
+            return Err(
+                "store.path: the SQLite file is not used with backend = \"postgres\"".into(),
+            );
+        }
+        if self.backend == Some(StoreBackend::Memory) && self.path.is_some() {
+            return Err("store.path: no file is used with backend = \"memory\"".into());
+        }
+        if self.pool_size == Some(0) {
+            return Err("store.pool_size: must be at least 1".into());
+        }
+        if self.connect_timeout_ms == Some(0) {
+            return Err("store.connect_timeout_ms: must be at least 1".into());
+        }
+        if let Some(var) = &self.url_env
+            && (var.is_empty() || var.contains('='))
+        {
+            return Err(format!(
+                "store.url_env: '{var}' is not an environment variable name"
+            ));
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(schema) = &self.pg_schema {
+            crate::store::check_pg_schema(schema).map_err(|e| format!("store.pg_schema: {e}"))?;
+        }
+        Ok(())
+    }
 }
 
 /// `[store] backend`.
@@ -84,6 +145,8 @@ pub(crate) enum StoreBackend {
     Sqlite,
     /// In memory: gone with the process.
     Memory,
+    /// A PostgreSQL database: durable, shared by every replica.
+    Postgres,
 }
 
 /// `[serve]`: the MCP server.
@@ -379,6 +442,13 @@ impl LoadedConfig {
                 message: "store.max_value_bytes: must be at least 1".to_string(),
             });
         }
+        config
+            .store
+            .check()
+            .map_err(|message| Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
         // Plugin directories and the store file are relative to the config file, so a config
         // works from any cwd.
         let base = path.parent().unwrap_or(Path::new(""));

@@ -18,6 +18,8 @@ mod info;
 mod mcp_servers;
 mod nested;
 mod reload;
+#[cfg(feature = "cli")]
+mod store_admin;
 #[cfg(feature = "mcp")]
 mod tasks;
 #[cfg(feature = "cli")]

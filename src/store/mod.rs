@@ -17,11 +17,20 @@
 mod backend;
 mod memory;
 mod nested;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
+mod transfer;
 mod wait;
 
 pub(crate) use backend::{Health, Row};
 pub(crate) use nested::inside_update;
+#[cfg(feature = "postgres")]
+pub(crate) use postgres::connect::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, Settings as PostgresSettings,
+    check_schema as check_pg_schema,
+};
+pub(crate) use transfer::{export, import};
 pub(crate) use wait::Wait;
 
 use backend::Backend;
@@ -103,6 +112,15 @@ pub enum StoreError {
         "out of time while waiting for the store's write lock (the deadline passed or the call was cancelled)"
     )]
     OutOfTime,
+    /// PostgreSQL could not be reached, or refused an operation. `server` is
+    /// `host:port/database`: never the URL or the password.
+    #[error("store (PostgreSQL at {server}): {message}")]
+    Postgres {
+        /// The server and database.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Another writer kept the lock for 5 s (the longest wait, also when the caller's
     /// deadline is further away).
     #[error(
@@ -163,6 +181,17 @@ impl StoreInner {
         Self::with_backend(Box::new(sqlite::Sqlite::new(path)), max_value_bytes)
     }
 
+    /// A store in the PostgreSQL database `settings` names (connected on first use). The
+    /// error says what is wrong without the URL.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(
+        settings: &PostgresSettings,
+        max_value_bytes: usize,
+    ) -> Result<Self, String> {
+        let backend = postgres::Postgres::new(settings)?;
+        Ok(Self::with_backend(Box::new(backend), max_value_bytes))
+    }
+
     fn with_backend(backend: Box<dyn Backend>, max_value_bytes: usize) -> Self {
         Self {
             backend,
@@ -178,6 +207,46 @@ impl StoreInner {
     /// Whether the backend can serve calls now (answered within a short bound).
     pub(crate) fn health(&self) -> Health {
         self.backend.health()
+    }
+
+    /// Where the data is, for messages (never a secret).
+    pub(crate) fn location(&self) -> String {
+        self.backend.location()
+    }
+
+    /// Up to `page` rows after `after`, in (namespace, key) byte order (export).
+    pub(crate) fn rows(
+        &self,
+        after: Option<(&str, &str)>,
+        page: usize,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.backend.rows(after, page, &Wait::default())
+    }
+
+    /// Writes every row in one transaction (import): each key and value is checked as
+    /// `set` checks it (and each value must be JSON) before anything is written.
+    pub(crate) fn load(&self, rows: &[Row]) -> Result<(), StoreError> {
+        for row in rows {
+            self.check_row(row)?;
+        }
+        self.backend.load(rows, &Wait::default())
+    }
+
+    /// Checks a row as `set` checks a key and a value.
+    pub(crate) fn check_row(&self, row: &Row) -> Result<(), StoreError> {
+        Self::check_key(&row.key)?;
+        if row.value.len() > self.max_value_bytes {
+            return Err(StoreError::ValueTooLarge {
+                size: row.value.len(),
+                limit: self.max_value_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates or upgrades the backend's tables now (PostgreSQL; others: nothing to do).
+    pub(crate) fn migrate(&self) -> Result<(), StoreError> {
+        self.backend.migrate(&Wait::default())
     }
 
     fn check_key(key: &str) -> Result<(), StoreError> {

@@ -28,10 +28,16 @@ impl Wait {
         Self { deadline, cancel }
     }
 
-    /// Until when an operation starting now may wait.
-    fn until(&self, started: Instant) -> Instant {
+    /// Until when an operation starting at `started` may wait.
+    pub(super) fn until(&self, started: Instant) -> Instant {
         let cap = started + BUSY_TIMEOUT;
         self.deadline.map_or(cap, |deadline| deadline.min(cap))
+    }
+
+    /// The caller's cancellation, if it has one.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(super) fn cancel_token(&self) -> Option<CancellationToken> {
+        self.cancel.clone()
     }
 
     /// True once the caller is out of time: its deadline passed or it was cancelled.
