@@ -8,6 +8,7 @@ pub mod mcp_client;
 pub mod pg;
 pub mod pinned_venv;
 pub mod raw_http;
+pub mod stores;
 pub mod ts_client;
 
 use serde_json::Value;
