@@ -610,6 +610,71 @@ mod tests {
     }
 
     #[test]
+    fn a_store_key_the_backend_would_not_read_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        for (toml, key) in [
+            ("[store]\nurl_env = \"DB\"\n", "store.url_env"),
+            (
+                "[store]\nbackend = \"sqlite\"\npg_schema = \"x\"\n",
+                "store.pg_schema",
+            ),
+            (
+                "[store]\nbackend = \"memory\"\npool_size = 2\n",
+                "store.pool_size",
+            ),
+            (
+                "[store]\nconnect_timeout_ms = 2\n",
+                "store.connect_timeout_ms",
+            ),
+            (
+                "[store]\nbackend = \"postgres\"\npath = \"s.db\"\n",
+                "store.path",
+            ),
+            (
+                "[store]\nbackend = \"memory\"\npath = \"s.db\"\n",
+                "store.path",
+            ),
+        ] {
+            std::fs::write(&path, toml).unwrap();
+            let err = LoadedConfig::load(&path).unwrap_err().to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_postgres_store_values_are_errors_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let mut cases = vec![
+            ("pool_size = 0", "store.pool_size"),
+            ("connect_timeout_ms = 0", "store.connect_timeout_ms"),
+            ("url_env = \"\"", "store.url_env"),
+        ];
+        if cfg!(feature = "postgres") {
+            cases.push(("pg_schema = \"Robert'); DROP\"", "store.pg_schema"));
+        }
+        for (line, key) in cases {
+            std::fs::write(&path, format!("[store]\nbackend = \"postgres\"\n{line}\n")).unwrap();
+            let err = LoadedConfig::load(&path).unwrap_err().to_string();
+            assert!(err.contains(key), "{line}: {err}");
+        }
+        std::fs::write(&path, "[store]\nbackend = \"mysql\"\n").unwrap();
+        let err = LoadedConfig::load(&path).unwrap_err().to_string();
+        assert!(err.contains("mysql") && err.contains("postgres"), "{err}");
+        std::fs::write(
+            &path,
+            "[store]\nbackend = \"postgres\"\nurl_env = \"DB_URL\"\npg_schema = \"tools_2\"\n\
+             pool_size = 4\nconnect_timeout_ms = 100\n",
+        )
+        .unwrap();
+        let store = LoadedConfig::load(&path).unwrap().config.store;
+        assert_eq!(store.backend, Some(StoreBackend::Postgres));
+        assert_eq!(store.url_env.as_deref(), Some("DB_URL"));
+        assert_eq!(store.pool_size, Some(4));
+    }
+
+    #[test]
     fn the_example_config_parses_with_every_key_uncommented() {
         let example = include_str!("../../toolhost.toml");
         let uncommented: String = example

@@ -18,7 +18,7 @@ impl Host {
     pub(crate) fn configured_store(
         config_file: Option<&Path>,
         tools_dirs: &[PathBuf],
-    ) -> crate::Result<StoreAdmin> {
+    ) -> crate::error::Result<StoreAdmin> {
         let loaded = LoadedConfig::discover(config_file)?;
         let store = super::builder::make_store(
             None,

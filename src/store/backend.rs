@@ -11,6 +11,7 @@ use super::wait::Wait;
 
 /// One stored row: a value's JSON text under a key of a namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub(crate) struct Row {
     /// The namespace (`builtin`, `plugin:<id>`, `host:tasks`).
     pub ns: String,
@@ -28,6 +29,7 @@ pub(crate) type Change<'a> =
 
 /// Whether a backend can serve calls now (for `/healthz`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 pub(crate) struct Health {
     /// True when a call would reach the data.
     pub ok: bool,
@@ -35,6 +37,7 @@ pub(crate) struct Health {
     pub message: Option<String>,
 }
 
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
 impl Health {
     /// Healthy.
     pub(crate) fn ok() -> Self {
@@ -90,6 +93,7 @@ pub(crate) trait Backend: Send + Sync {
         change: Change<'_>,
     ) -> Result<(), StoreError>;
 
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     /// Up to `page` rows after `after` (by namespace, then key, in byte order; from the
     /// first row when `None`): export reads every row, page by page.
     fn rows(
@@ -99,13 +103,16 @@ pub(crate) trait Backend: Send + Sync {
         wait: &Wait,
     ) -> Result<Vec<Row>, StoreError>;
 
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     /// Writes every row (replacing what is under their keys) in one transaction: all of
     /// them or none.
     fn load(&self, rows: &[Row], wait: &Wait) -> Result<(), StoreError>;
 
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     /// Whether calls would reach the data now, answered within a short bound.
     fn health(&self) -> Health;
 
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     /// Creates or upgrades what the backend keeps its rows in (tables, schema), if it has
     /// such a thing; otherwise nothing to do.
     fn migrate(&self, wait: &Wait) -> Result<(), StoreError> {

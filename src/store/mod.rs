@@ -20,6 +20,7 @@ mod nested;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod sqlite;
+#[cfg(feature = "cli")]
 mod transfer;
 mod wait;
 
@@ -30,6 +31,7 @@ pub(crate) use postgres::connect::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, Settings as PostgresSettings,
     check_schema as check_pg_schema,
 };
+#[cfg(feature = "cli")]
 pub(crate) use transfer::{export, import};
 pub(crate) use wait::Wait;
 
@@ -200,21 +202,25 @@ impl StoreInner {
     }
 
     /// The backend's name (`memory`, `sqlite`, `postgres`).
+    #[cfg_attr(not(any(feature = "cli", feature = "http")), allow(dead_code))]
     pub(crate) fn backend_name(&self) -> &'static str {
         self.backend.name()
     }
 
     /// Whether the backend can serve calls now (answered within a short bound).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn health(&self) -> Health {
         self.backend.health()
     }
 
     /// Where the data is, for messages (never a secret).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn location(&self) -> String {
         self.backend.location()
     }
 
     /// Up to `page` rows after `after`, in (namespace, key) byte order (export).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn rows(
         &self,
         after: Option<(&str, &str)>,
@@ -224,7 +230,9 @@ impl StoreInner {
     }
 
     /// Writes every row in one transaction (import): each key and value is checked as
-    /// `set` checks it (and each value must be JSON) before anything is written.
+    /// `set` checks them before anything is written (the caller made the values JSON
+    /// text).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn load(&self, rows: &[Row]) -> Result<(), StoreError> {
         for row in rows {
             self.check_row(row)?;
@@ -233,6 +241,7 @@ impl StoreInner {
     }
 
     /// Checks a row as `set` checks a key and a value.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn check_row(&self, row: &Row) -> Result<(), StoreError> {
         Self::check_key(&row.key)?;
         if row.value.len() > self.max_value_bytes {
@@ -245,6 +254,7 @@ impl StoreInner {
     }
 
     /// Creates or upgrades the backend's tables now (PostgreSQL; others: nothing to do).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn migrate(&self) -> Result<(), StoreError> {
         self.backend.migrate(&Wait::default())
     }

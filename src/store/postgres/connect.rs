@@ -79,7 +79,7 @@ pub(super) struct Target {
 pub(super) fn parse(url: &str) -> Result<Target, String> {
     let config: Config = url.parse().map_err(|e: tokio_postgres::Error| {
         // The driver's parse errors name the option, not its value; scrub anyway.
-        let text = e.to_string();
+        let text = super::errors::describe(&e);
         format!(
             "the PostgreSQL URL is not valid ({})",
             scrub_url_parts(&text, url)

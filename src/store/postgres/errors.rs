@@ -89,7 +89,7 @@ impl Server {
 
 /// An error and its causes, `: `-joined (the driver's "error connecting to server" hides the
 /// useful part, "Connection refused", in its source).
-fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn describe(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
