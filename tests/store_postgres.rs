@@ -422,3 +422,41 @@ fn healthz_answers_soon_with_the_store_failing_when_postgres_hangs() {
     // A liveness bound (the check gives up after 2 s; the connect timeout is 60 s).
     assert!(took < Duration::from_secs(20), "took {took:?}");
 }
+
+#[test]
+fn sslmode_require_refuses_an_untrusted_certificate_and_disable_and_prefer_connect() {
+    let db = TestDb::new();
+    let fx = fixture();
+    // The test server's certificate is Debian's self-signed "snakeoil" one (or it has no
+    // TLS at all): `require` must refuse it rather than go on unverified or unencrypted.
+    let required = pg_host(&fx, &format!("{}?sslmode=require", db.url()));
+    let error = required
+        .store()
+        .set("k", &json!(1))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(&format!(
+            "PostgreSQL at 127.0.0.1:{}/{}",
+            pg::MAIN_PORT,
+            db.name
+        )),
+        "{error}"
+    );
+    assert!(
+        error.contains("TLS") || error.contains("certificate") || error.contains("tls"),
+        "{error}"
+    );
+    assert!(!error.contains(pg::PASSWORD), "{error}");
+    for mode in ["disable", "prefer"] {
+        let host = pg_host(&fx, &format!("{}?sslmode={mode}", db.url()));
+        host.store()
+            .set(mode, &json!(mode))
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+    }
+    assert_eq!(
+        db.query("SELECT count(*) FROM toolhost.kv"),
+        "2",
+        "require wrote nothing"
+    );
+}

@@ -197,12 +197,19 @@ impl deadpool_postgres::Connect for Connector {
                         && error.to_string().contains("TLS") =>
                 {
                     if !self.warned.swap(true, Ordering::Relaxed) {
-                        tracing::warn!(
+                        let message = format!(
                             "store: PostgreSQL at {}: the TLS handshake failed ({}); \
                              sslmode=prefer goes on without TLS (sslmode=require refuses)",
                             self.server.label,
-                            self.server.scrub(&error.to_string())
+                            self.server.scrub(&super::errors::describe(&error))
                         );
+                        // On loopback there is no network to protect: a local server's
+                        // self-signed certificate (Debian's default) is not news.
+                        if loopback(&config) {
+                            tracing::debug!("{message}");
+                        } else {
+                            tracing::warn!("{message}");
+                        }
                     }
                     let mut plain = config.clone();
                     plain.ssl_mode(SslMode::Disable);
@@ -213,6 +220,19 @@ impl deadpool_postgres::Connect for Connector {
             }
         })
     }
+}
+
+/// True when every host of `config` is this machine.
+fn loopback(config: &Config) -> bool {
+    config.get_hosts().iter().all(|host| match host {
+        Host::Tcp(name) => {
+            name == "localhost"
+                || name
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        }
+        Host::Unix(_) => true,
+    })
 }
 
 /// Runs a connection's I/O until it ends (the client is then closed, and the pool replaces

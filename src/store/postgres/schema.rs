@@ -57,10 +57,26 @@ async fn apply(
         )
         .await
         .map_err(failed)?;
+    // A schema an administrator made beforehand is used as it is: CREATE SCHEMA (even
+    // IF NOT EXISTS) needs the CREATE privilege on the database, which a deploy role may
+    // lack.
+    let exists = transaction
+        .query_opt(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1",
+            &[&db.schema],
+        )
+        .await
+        .map_err(failed)?
+        .is_some();
+    if !exists {
+        transaction
+            .batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .await
+            .map_err(failed)?;
+    }
     transaction
         .batch_execute(&format!(
-            "CREATE SCHEMA IF NOT EXISTS {schema};
-             CREATE TABLE IF NOT EXISTS {schema}.schema_version (
+            "CREATE TABLE IF NOT EXISTS {schema}.schema_version (
                  version integer PRIMARY KEY,
                  applied_at timestamptz NOT NULL DEFAULT now()
              );"
