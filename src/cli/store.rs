@@ -29,8 +29,13 @@ pub(crate) enum StoreCommand {
 /// Runs `toolhost store …`.
 pub(crate) fn run(cli: &Cli, command: &StoreCommand) -> Result<ExitCode, CliError> {
     let store = Host::configured_store(cli.config.as_deref(), &cli.tools_dir)?;
-    let failed =
-        |message: String| CliError::Usage(format!("store {}: {message}", store.location()));
+    // The store's errors name the file or the server themselves.
+    let verb = match command {
+        StoreCommand::Migrate => "migrate",
+        StoreCommand::Export { .. } => "export",
+        StoreCommand::Import { .. } => "import",
+    };
+    let failed = |message: String| CliError::Usage(format!("store {verb}: {message}"));
     match command {
         StoreCommand::Migrate => {
             store.migrate().map_err(failed)?;
