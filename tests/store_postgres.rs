@@ -460,3 +460,103 @@ fn sslmode_require_refuses_an_untrusted_certificate_and_disable_and_prefer_conne
         "require wrote nothing"
     );
 }
+
+#[test]
+fn serve_starts_while_postgres_is_unreachable_and_serves_the_tools_that_do_not_use_it() {
+    let fx = fixture();
+    fx.write("toolhost.toml", "[store]\nbackend = \"postgres\"\n");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .env(
+            "TOOLHOST_DATABASE_URL",
+            format!("postgres://u:serve-pw-31@127.0.0.1:{port}/down"),
+        )
+        .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
+    let (mut child, url) = common::spawn_http_server(command);
+    let authority = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut http = common::raw_http::RawHttp::connect(&authority);
+    let health = http.request("GET", "/healthz", &[], b"").message();
+    assert_eq!(health["status"], "degraded", "{health}");
+    assert_eq!(health["store"]["ok"], false, "{health}");
+    let session = http.open_session();
+    let echo = http.mcp(
+        Some(&session),
+        &common::raw_http::tools_call(1, "echo", "{}"),
+    );
+    assert_eq!(
+        echo.message()["result"]["content"][0]["text"],
+        "echo",
+        "{}",
+        echo.text()
+    );
+    let put = http.mcp(
+        Some(&session),
+        &common::raw_http::tools_call(2, "put", r#"{"key":"k","value":1}"#),
+    );
+    let text = put.message()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        text.contains(&format!("PostgreSQL at 127.0.0.1:{port}/down")),
+        "{text}"
+    );
+    assert!(!text.contains("serve-pw-31"), "{text}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_cancelled_call_ends_its_wait_on_the_server_too() {
+    let db = TestDb::new();
+    let fx = fixture();
+    fx.tool(
+        "long.lua",
+        r#"registry.register{ name = "long_set", toolset = "t", timeout_ms = 60000,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() store.set("k", 2) return "written" end }"#,
+    );
+    let host = pg_host(&fx, &db.url());
+    assert_eq!(
+        call(&host, "put", json!({"key": "k", "value": 1})),
+        json!("ok")
+    );
+    let _lock = common::stores::RowLock::hold(&db, "k");
+    let waiting_on_the_server = || {
+        db.query(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'toolhost' \
+             AND wait_event_type = 'Lock'",
+        )
+    };
+    let runtime = common::two_worker_runtime();
+    let ctx = toolhost::CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let call = {
+        let host = host.clone();
+        runtime.spawn(async move { host.handle_function_call("long_set", json!({}), &ctx).await })
+    };
+    assert!(
+        common::wait_until(Duration::from_secs(30), || waiting_on_the_server() == "1"),
+        "the set never waited for the row"
+    );
+    cancel.cancel();
+    assert!(runtime.block_on(call).unwrap().is_error());
+    // Well before its lock_timeout (the 5 s cap), the server stopped waiting: the
+    // abandoned connection's query was cancelled.
+    assert!(
+        common::wait_until(Duration::from_secs(3), || waiting_on_the_server() == "0"),
+        "the server kept waiting for the row"
+    );
+}
