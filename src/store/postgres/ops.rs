@@ -51,6 +51,10 @@ pub(super) async fn get(
 ) -> Result<Option<String>, Failure> {
     with_client!(&db, until, |client| {
         let statement = format!("SELECT value FROM {} WHERE ns = $1 AND key = $2", db.kv);
+        let statement = client
+            .prepare_cached(&statement)
+            .await
+            .map_err(|e| db.server.failed(&e))?;
         client
             .query_opt(&statement, &[&ns, &key])
             .await
@@ -78,6 +82,10 @@ pub(super) async fn set(
              ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value",
             db.kv
         );
+        let statement = transaction
+            .prepare_cached(&statement)
+            .await
+            .map_err(failed)?;
         transaction
             .execute(&statement, &[&ns, &key, &text])
             .await
@@ -100,6 +108,10 @@ pub(super) async fn delete(
             .await
             .map_err(failed)?;
         let statement = format!("DELETE FROM {} WHERE ns = $1 AND key = $2", db.kv);
+        let statement = transaction
+            .prepare_cached(&statement)
+            .await
+            .map_err(failed)?;
         let removed = transaction
             .execute(&statement, &[&ns, &key])
             .await
@@ -123,6 +135,10 @@ pub(super) async fn list(
             "SELECT key FROM {} WHERE ns = $1 AND key >= $2 ORDER BY key LIMIT $3",
             db.kv
         );
+        let statement = client
+            .prepare_cached(&statement)
+            .await
+            .map_err(|e| db.server.failed(&e))?;
         let rows = client
             .query(&statement, &[&ns, &prefix, &(limit as i64)])
             .await
@@ -163,6 +179,8 @@ pub(super) async fn update(
             "SELECT value FROM {} WHERE ns = $1 AND key = $2 FOR UPDATE",
             db.kv
         );
+        let insert = transaction.prepare_cached(&insert).await.map_err(failed)?;
+        let select = transaction.prepare_cached(&select).await.map_err(failed)?;
         // Inserted: the key was missing and this transaction holds the new row. Not
         // inserted: the row exists; lock it. It may be deleted (and committed) between the
         // two statements: then try again.
@@ -194,6 +212,10 @@ pub(super) async fn update(
             Some(text) => {
                 let statement =
                     format!("UPDATE {} SET value = $3 WHERE ns = $1 AND key = $2", db.kv);
+                let statement = transaction
+                    .prepare_cached(&statement)
+                    .await
+                    .map_err(failed)?;
                 transaction
                     .execute(&statement, &[&ns, &key, &text])
                     .await
@@ -201,6 +223,10 @@ pub(super) async fn update(
             }
             None => {
                 let statement = format!("DELETE FROM {} WHERE ns = $1 AND key = $2", db.kv);
+                let statement = transaction
+                    .prepare_cached(&statement)
+                    .await
+                    .map_err(failed)?;
                 transaction
                     .execute(&statement, &[&ns, &key])
                     .await
