@@ -28,10 +28,12 @@ const CALLER_GRACE: Duration = Duration::from_millis(750);
 pub(super) struct Runner {
     runtime: Option<tokio::runtime::Runtime>,
     handle: tokio::runtime::Handle,
+    /// The server's label, for the error of a runtime that stopped.
+    server: String,
 }
 
 impl Runner {
-    pub(super) fn new() -> std::io::Result<Self> {
+    pub(super) fn new(server: String) -> std::io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("toolhost-postgres")
@@ -41,6 +43,7 @@ impl Runner {
         Ok(Self {
             runtime: Some(runtime),
             handle,
+            server,
         })
     }
 
@@ -73,6 +76,7 @@ impl Runner {
         Pending {
             receiver,
             until: until + SERVER_FIRST + CALLER_GRACE,
+            server: self.server.clone(),
         }
     }
 
@@ -101,6 +105,7 @@ pub(super) struct Pending<T> {
     receiver: Receiver<Result<T, Failure>>,
     /// When the caller stops waiting, whatever the runtime does.
     until: Instant,
+    server: String,
 }
 
 impl<T> Pending<T> {
@@ -114,7 +119,7 @@ impl<T> Pending<T> {
                 Err(wait.gave_up(started))
             }
             Err(RecvTimeoutError::Disconnected) => Err(StoreError::Postgres {
-                server: "-".to_string(),
+                server: self.server,
                 message: "the store's runtime stopped (the host is shutting down)".to_string(),
             }),
         }

@@ -69,7 +69,8 @@ impl Postgres {
     pub(super) fn new(settings: &Settings) -> Result<Self, String> {
         connect::check_schema(&settings.schema).map_err(|e| format!("pg_schema: {e}"))?;
         let target = connect::parse(&settings.url)?;
-        let runner = Runner::new().map_err(|e| format!("cannot start its runtime: {e}"))?;
+        let runner = Runner::new(target.server.label.clone())
+            .map_err(|e| format!("cannot start its runtime: {e}"))?;
         let pool = connect::pool(&target, settings)?;
         let schema = settings.schema.clone();
         let db = Arc::new(Db {
@@ -169,7 +170,12 @@ impl Backend for Postgres {
         let left = (until + call::SERVER_FIRST).saturating_duration_since(Instant::now());
         let Ok(old) = old_receiver.recv_timeout(left) else {
             drop(new_sender);
-            return pending.wait(wait, started);
+            // An `Ok` here would be a transaction that got the row just too late and
+            // rolled back when it found no new value coming: the update did not happen.
+            return match pending.wait(wait, started) {
+                Ok(()) => Err(wait.gave_up(started)),
+                Err(error) => Err(error),
+            };
         };
         // On this thread: it is a Lua function, holding the row until it returns.
         let new = change(old)?;
