@@ -560,3 +560,26 @@ fn a_cancelled_call_ends_its_wait_on_the_server_too() {
         "the server kept waiting for the row"
     );
 }
+
+#[test]
+fn hostile_keys_are_data_and_a_nul_character_is_a_clear_error() {
+    let db = TestDb::new();
+    let fx = fixture();
+    let host = pg_host(&fx, &db.url());
+    // SQL in a key or value is stored as it is (every statement takes parameters).
+    let sneaky = "k'); DROP TABLE toolhost.kv; --";
+    assert_eq!(
+        call(&host, "put", json!({"key": sneaky, "value": sneaky})),
+        json!("ok")
+    );
+    let out = call(&host, "get", json!({"key": sneaky}));
+    assert_eq!(out, json!(json!({"value": sneaky}).to_string()));
+    // PostgreSQL's text cannot hold NUL: an error naming it, nothing else breaks.
+    let out = call(&host, "put", json!({"key": "a\u{0}b", "value": 1}));
+    assert!(error_of(&out).contains("NUL character"), "{out}");
+    assert_eq!(
+        call(&host, "put", json!({"key": "after", "value": 1})),
+        json!("ok")
+    );
+    assert_eq!(db.query("SELECT count(*) FROM toolhost.kv"), "2");
+}

@@ -240,6 +240,12 @@ impl StoreInner {
         self.backend.load(rows, &Wait::default())
     }
 
+    /// `[store] max_value_bytes`.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn max_value_bytes(&self) -> usize {
+        self.max_value_bytes
+    }
+
     /// Checks a row as `set` checks a key and a value.
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn check_row(&self, row: &Row) -> Result<(), StoreError> {

@@ -11,6 +11,9 @@ use std::io::{BufRead, Write};
 
 /// Rows read per page while exporting.
 const PAGE: usize = 500;
+/// How much longer than `[store] max_value_bytes` an import line may be: the key, the
+/// namespace, and a value written less compactly (escapes, spaces) than the store keeps it.
+const LINE_SLACK: usize = 64 * 1024;
 
 /// Why an export or import stopped.
 #[derive(Debug, thiserror::Error)]
@@ -112,10 +115,15 @@ pub(crate) fn import(store: &StoreInner, input: &mut dyn BufRead) -> Result<usiz
     let mut rows = Vec::new();
     let mut text = String::new();
     let mut line = 0;
+    // A line is read only this far: a file of one endless line is refused, not buffered.
+    let most = store
+        .max_value_bytes()
+        .saturating_mul(8)
+        .saturating_add(LINE_SLACK);
     loop {
         text.clear();
         line += 1;
-        let read = input
+        let read = std::io::Read::take(&mut *input, most as u64 + 1)
             .read_line(&mut text)
             .map_err(|source| match source.kind() {
                 std::io::ErrorKind::InvalidData => TransferError::Line {
@@ -129,6 +137,12 @@ pub(crate) fn import(store: &StoreInner, input: &mut dyn BufRead) -> Result<usiz
             })?;
         if read == 0 {
             break;
+        }
+        if read > most {
+            return Err(TransferError::Line {
+                line,
+                message: format!("longer than {most} bytes"),
+            });
         }
         if text.trim().is_empty() {
             continue;
@@ -151,4 +165,73 @@ pub(crate) fn import(store: &StoreInner, input: &mut dyn BufRead) -> Result<usiz
     }
     store.load(&rows)?;
     Ok(rows.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn import_text(store: &StoreInner, text: &str) -> Result<usize, TransferError> {
+        import(store, &mut std::io::Cursor::new(text.as_bytes().to_vec()))
+    }
+
+    #[test]
+    fn an_export_imports_back_to_the_same_rows_in_byte_order() {
+        let store = StoreInner::memory(1 << 20);
+        let text = "{\"ns\":\"plugin:a\",\"key\":\"z\",\"value\":{ \"b\" : [1, 2.5] }}\n\
+                    \n\
+                    {\"ns\":\"builtin\",\"key\":\"\u{e9}\",\"value\":\"x\"}\n\
+                    {\"ns\":\"builtin\",\"key\":\"B\",\"value\":null}\n";
+        assert_eq!(import_text(&store, text).unwrap(), 3);
+        let mut out = Vec::new();
+        assert_eq!(export(&store, &mut out).unwrap(), 3);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"ns\":\"builtin\",\"key\":\"B\",\"value\":null}\n\
+             {\"ns\":\"builtin\",\"key\":\"\u{e9}\",\"value\":\"x\"}\n\
+             {\"ns\":\"plugin:a\",\"key\":\"z\",\"value\":{\"b\":[1,2.5]}}\n"
+        );
+    }
+
+    #[test]
+    fn a_bad_line_is_named_and_nothing_is_imported() {
+        let good = "{\"ns\":\"builtin\",\"key\":\"a\",\"value\":1}\n";
+        for (bad, expected) in [
+            ("not json", "line 2: not a row"),
+            ("{\"ns\":\"builtin\",\"key\":\"b\"}", "line 2: not a row"),
+            (
+                "{\"ns\":\"builtin\",\"key\":\"b\",\"value\":1,\"extra\":2}",
+                "unknown field",
+            ),
+            ("{\"ns\":\"builtin\",\"key\":\"b\",\"value\":\"", "line 2"),
+            (
+                &format!(
+                    "{{\"ns\":\"builtin\",\"key\":\"{}\",\"value\":1}}",
+                    "k".repeat(600)
+                ),
+                "key of 600 bytes",
+            ),
+        ] {
+            let store = StoreInner::memory(1 << 20);
+            let error = import_text(&store, &format!("{good}{bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(expected), "{bad}: {error}");
+            assert!(error.contains("nothing was imported"), "{bad}: {error}");
+            assert!(store.rows(None, 10).unwrap().is_empty(), "{bad}: written");
+        }
+    }
+
+    #[test]
+    fn an_endless_line_is_refused_without_reading_it_all() {
+        let store = StoreInner::memory(16);
+        let endless = std::io::Read::chain(
+            std::io::Cursor::new(b"{\"ns\":\"builtin\",\"key\":\"k\",\"value\":\"".to_vec()),
+            std::io::repeat(b'x'),
+        );
+        let error = import(&store, &mut std::io::BufReader::new(endless))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("line 1: longer than"), "{error}");
+    }
 }
