@@ -41,7 +41,7 @@ impl Wait {
     }
 
     /// True once the caller is out of time: its deadline passed or it was cancelled.
-    fn out_of_time(&self) -> bool {
+    pub(super) fn out_of_time(&self) -> bool {
         self.cancel.as_ref().is_some_and(|t| t.is_cancelled())
             || self.deadline.is_some_and(|d| Instant::now() >= d)
     }

@@ -115,6 +115,10 @@ impl<T> Pending<T> {
         match self.receiver.recv_timeout(left) {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(Failure::Store(error))) => Err(error),
+            Ok(Err(Failure::NoConnection(error))) => match wait.out_of_time() {
+                true => Err(StoreError::OutOfTime),
+                false => Err(error),
+            },
             Ok(Err(Failure::TimedOut)) | Err(RecvTimeoutError::Timeout) => {
                 Err(wait.gave_up(started))
             }
@@ -145,7 +149,7 @@ impl Checkout {
                 db: db.clone(),
             }),
             Ok(Err(error)) => Err(db.server.pool_failed(&error)),
-            Err(_) => Err(Failure::Store(db.server.error(
+            Err(_) => Err(Failure::NoConnection(db.server.error(
                 "cannot connect: no connection within the call's time (the server does not \
                  answer, or every pooled connection is busy)",
             ))),

@@ -129,15 +129,20 @@ fn scrub_url_parts(text: &str, url: &str) -> String {
     out
 }
 
-/// The pool for `target` (no connection is made until one is needed).
-pub(super) fn pool(target: &Target, settings: &Settings) -> Result<Pool, String> {
+/// The pool for `target`, connecting through `tls` (no connection is made until one is
+/// needed).
+pub(super) fn pool(
+    target: &Target,
+    settings: &Settings,
+    tls: MakeRustlsConnect,
+) -> Result<Pool, String> {
     let mut config = target.config.clone();
     config.connect_timeout(settings.connect_timeout);
     config.application_name("toolhost");
     let manager = Manager::from_connect(
         config,
         Connector {
-            tls: tls(),
+            tls,
             server: target.server.clone(),
             warned: Arc::new(AtomicBool::new(false)),
         },

@@ -19,6 +19,9 @@ pub(super) enum Failure {
     TimedOut,
     /// Anything else, ready for the caller.
     Store(StoreError),
+    /// No connection came before the call's time ran out: the call's deadline (or its
+    /// cancellation) when that is what ended it, else this error.
+    NoConnection(StoreError),
 }
 
 /// Names the server and scrubs the password out of messages.

@@ -71,7 +71,9 @@ impl Postgres {
         let target = connect::parse(&settings.url)?;
         let runner = Runner::new(target.server.label.clone())
             .map_err(|e| format!("cannot start its runtime: {e}"))?;
-        let pool = connect::pool(&target, settings)?;
+        // The system's root certificates are read once per store.
+        let tls = connect::tls();
+        let pool = connect::pool(&target, settings, tls.clone())?;
         let schema = settings.schema.clone();
         let db = Arc::new(Db {
             pool,
@@ -79,7 +81,7 @@ impl Postgres {
             kv: format!("{}.kv", schema::quote(&schema)),
             schema,
             migrated: tokio::sync::OnceCell::new(),
-            tls: connect::tls(),
+            tls,
             runner_handle: runner.handle().clone(),
         });
         Ok(Self { db, runner })

@@ -13,11 +13,15 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 /// `SET LOCAL` statements bounding the transaction's statements and lock waits by `until`
-/// (at least 1 ms: 0 would mean "no limit").
+/// (at least 1 ms: 0 would mean "no limit"). Rounded up, plus a millisecond: a server
+/// timeout must not end the wait before the caller's deadline, or the caller, not yet out
+/// of time, would take it for the 5 s cap (`Locked`) instead of its deadline (`OutOfTime`).
 pub(super) fn timeouts(until: Instant) -> String {
     let ms = until
         .saturating_duration_since(Instant::now())
-        .as_millis()
+        .as_micros()
+        .div_ceil(1000)
+        .saturating_add(1)
         .clamp(1, i32::MAX as u128);
     format!(
         "SET LOCAL statement_timeout = {ms}; SET LOCAL lock_timeout = {ms}; \
