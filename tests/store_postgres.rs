@@ -583,3 +583,57 @@ fn hostile_keys_are_data_and_a_nul_character_is_a_clear_error() {
     );
     assert_eq!(db.query("SELECT count(*) FROM toolhost.kv"), "2");
 }
+
+#[test]
+fn an_update_holding_one_key_does_not_hold_up_updates_of_other_keys() {
+    let db = TestDb::new();
+    let fx = fixture();
+    fx.tool(
+        "slow.lua",
+        r#"
+registry.register{ name = "slow_update", toolset = "t", timeout_ms = 60000,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() return store.update("a", function() while true do end end) end }
+registry.register{ name = "other_update", toolset = "t", timeout_ms = 2000,
+  schema = { description = "d", parameters = { type = "object" } },
+  handler = function() store.update("b", function(old) return (old or 0) + 1 end) return "written" end }
+"#,
+    );
+    let host = Host::builder()
+        .tools_dir(fx.tools())
+        .cache_dir(fx.cache())
+        .default_config()
+        .postgres_store(db.url())
+        .vms(2)
+        .build()
+        .unwrap();
+    assert_eq!(
+        call(&host, "put", json!({"key": "a", "value": 0})),
+        json!("ok")
+    );
+    let runtime = common::two_worker_runtime();
+    let ctx = toolhost::CallContext::default();
+    let cancel = ctx.cancel.clone();
+    let slow = {
+        let host = host.clone();
+        runtime.spawn(async move {
+            host.handle_function_call("slow_update", json!({}), &ctx)
+                .await
+        })
+    };
+    assert!(
+        common::wait_until(Duration::from_secs(30), || {
+            pg::psql(
+                db.port,
+                &db.name,
+                "SELECT 1 FROM toolhost.kv WHERE ns = 'builtin' AND key = 'a' FOR UPDATE NOWAIT",
+            )
+            .is_err()
+        }),
+        "the slow update never held its row"
+    );
+    // Row locks, not a lock of this process: another key's update goes ahead.
+    assert_eq!(call(&host, "other_update", json!({})), json!("written"));
+    cancel.cancel();
+    assert!(runtime.block_on(slow).unwrap().is_error());
+}
