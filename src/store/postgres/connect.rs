@@ -6,7 +6,8 @@
 //! certificate must chain to a root certificate of the system (rustls with ring, the roots
 //! `rustls-native-certs` finds, as `https://` MCP servers use); `prefer` (the driver's
 //! default) encrypts when the server offers TLS with a trusted certificate and otherwise
-//! goes on unencrypted, as its name promises (a warning says so once, a debug line for a server on this machine).
+//! goes on unencrypted, as its name promises (a warning says so once; a debug line for a
+//! server on this machine).
 
 use super::errors::Server;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
