@@ -18,6 +18,8 @@ cargo build --release --quiet
 for bench in discovery definitions calls store telemetry; do
   cargo bench --quiet --bench "$bench" 2>/dev/null | tee "$out/$bench.txt" >&2
 done
+# The store on PostgreSQL (needs the local server of scripts/pg-setup.sh; skipped without).
+cargo bench --quiet --bench store_postgres 2>/dev/null | tee "$out/store_postgres.txt" >&2 || true
 # The floor under serve's CPU per MCP call: one round trip between two parked threads
 # (benches/thread_hop.rs prints one JSON line).
 cargo bench --quiet --bench thread_hop 2>/dev/null | tee "$out/thread_hop.txt" >&2 || true

@@ -32,7 +32,7 @@ def medians(text):
 def main():
     out, as_json = Path(sys.argv[1]), sys.argv[2] == "true"
     rows = {}
-    for bench in ["discovery", "definitions", "calls", "store", "telemetry"]:
+    for bench in ["discovery", "definitions", "calls", "store", "telemetry", "store_postgres"]:
         path = out / f"{bench}.txt"
         if path.exists():
             rows.update({f"{bench}/{k}": v for k, v in medians(path.read_text()).items()})
@@ -60,6 +60,8 @@ def main():
     put("store_get_us", "store_get", 1e6)
     put("store_set_us", "store_set", 1e6)
     put("store_update_us", "store_update", 1e6)
+    put("store_get_us_postgres", "store_get_postgres", 1e6)
+    put("store_update_us_postgres", "store_update_postgres", 1e6)
     reload = next((v for k, v in rows.items() if k.endswith("reload/133")), None)
     if reload is not None:
         figures["reload_visible_ms_133"] = round(200 + reload * 1e3, 3)

@@ -82,6 +82,11 @@ pub enum Error {
     /// invalid schema, collision without `override`).
     #[error("native tool rejected: {0}")]
     NativeTool(String),
+    /// The store cannot be set up: `[store]` names a backend this build lacks, or the
+    /// PostgreSQL URL is missing or invalid. The message names the key or the variable,
+    /// never the URL (it holds a password).
+    #[error("cannot set up the store: {0}")]
+    Store(String),
 }
 
 /// Shorthand for results whose error is [`Error`].

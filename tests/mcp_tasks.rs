@@ -34,7 +34,17 @@ impl Server {
 
     /// [`Self::start`] with more `serve` arguments.
     fn start_with(fx: &Fixture, tasks: bool, serve_args: &[&str]) -> Self {
-        let mut server = Self::spawn(fx, serve_args);
+        Self::start_with_env(fx, tasks, serve_args, &[])
+    }
+
+    /// [`Self::start_with`] with variables set for the server.
+    fn start_with_env(
+        fx: &Fixture,
+        tasks: bool,
+        serve_args: &[&str],
+        env: &[(&str, String)],
+    ) -> Self {
+        let mut server = Self::spawn_env(fx, serve_args, env);
         let capabilities = match tasks {
             true => json!({ "extensions": { TASKS: {} } }),
             false => json!({}),
@@ -62,9 +72,14 @@ impl Server {
     }
 
     fn spawn(fx: &Fixture, serve_args: &[&str]) -> Self {
+        Self::spawn_env(fx, serve_args, &[])
+    }
+
+    fn spawn_env(fx: &Fixture, serve_args: &[&str], env: &[(&str, String)]) -> Self {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .args(["--cache-dir", "cache", "-q", "serve"])
             .args(serve_args)
             .stdin(Stdio::piped())
@@ -351,6 +366,38 @@ fn a_finished_tasks_result_is_read_after_a_restart() {
     let task = second.result("tasks/get", json!({ "taskId": id }));
     assert_eq!(task["status"], "completed", "{task}");
     assert_eq!(task["result"]["content"][0]["text"], "42", "{task}");
+}
+
+#[test]
+#[cfg(feature = "postgres")]
+fn task_records_live_in_postgres_with_the_store_and_another_process_reads_them() {
+    let db = common::pg::TestDb::new();
+    let fx = fixture();
+    fx.write(
+        "toolhost.toml",
+        "[runtime]\nvms = 2\n[serve]\ntask_ttl_ms = 600000\n[store]\nbackend = \"postgres\"\n",
+    );
+    let env = [("TOOLHOST_DATABASE_URL", db.url())];
+    let mut first = Server::start_with_env(&fx, true, &[], &env);
+    let created = start_task(&mut first, "sum", json!({ "a": 20, "b": 22 }));
+    let id = created["taskId"].as_str().unwrap().to_string();
+    assert_eq!(first.settled(&id)["status"], "completed");
+    // Another process on the same database (a second replica) reads the task.
+    let mut second = Server::start_with_env(&fx, true, &[], &env);
+    let task = second.result("tasks/get", json!({ "taskId": id }));
+    assert_eq!(task["status"], "completed", "{task}");
+    assert_eq!(task["result"]["content"][0]["text"], "42", "{task}");
+    first.stop();
+    second.stop();
+    assert_ne!(
+        db.query("SELECT count(*) FROM toolhost.kv WHERE ns = 'host:tasks'"),
+        "0",
+        "the records are rows of the database"
+    );
+    assert!(
+        !fx.root().join(".toolhost").exists(),
+        "no SQLite file was made"
+    );
 }
 
 #[test]

@@ -1,12 +1,18 @@
-//! The durable `store` (SQLite): values survive restarts and are shared by processes,
-//! updates are atomic across sessions and processes, a killed process loses no
-//! acknowledged write, namespaces isolate plugins, limits and broken files give clear
-//! errors.
+//! The durable `store`: values survive restarts and are shared by processes, updates are
+//! atomic across sessions and processes, a killed process loses no acknowledged write,
+//! namespaces isolate plugins, limits and broken files give clear errors.
+//!
+//! One suite for every backend: a test written with `on_backends!` runs against each
+//! backend it lists (memory, SQLite, PostgreSQL with a database of its own), as
+//! `NAME::sqlite`, `NAME::postgres`, ...; SQLite-file tests (corrupt files, the default
+//! file's place) are plain tests.
 
+#[macro_use]
 mod common;
 
 use common::{Fixture, call};
 use serde_json::{Value, json};
+use toolhost::Host;
 
 const TOOLS: &str = r#"
 registry.register{ name = "put", toolset = "t", parallel_safe = true,
@@ -44,166 +50,187 @@ fn value_of(host: &toolhost::Host, key: &str) -> Value {
     parsed["value"].clone()
 }
 
-#[test]
-fn values_survive_a_host_restart() {
-    let fx = fixture();
-    {
-        let host = fx.host();
+on_backends!(
+    values_survive_a_host_restart,
+    [sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        {
+            let host = backend.host(&fx);
+            assert_eq!(
+                call(&host, "put", json!({"key": "k", "value": {"n": 1}})),
+                json!("ok")
+            );
+        }
+        let host = backend.host(&fx);
+        assert_eq!(value_of(&host, "k"), json!({"n": 1}));
+    }
+);
+
+on_backends!(
+    another_process_sees_the_writes,
+    [sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        fx.write("toolhost.toml", backend.config());
+        assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .envs(backend.env())
+            .args([
+                "--cache-dir",
+                "cache",
+                "call",
+                "put",
+                r#"{"key": "from_cli", "value": 7}"#,
+            ])
+            .assert()
+            .success();
+        // This process, on the same store.
+        let host = backend.host(&fx);
+        assert_eq!(value_of(&host, "from_cli"), json!(7));
+        call(&host, "put", json!({"key": "from_host", "value": "x"}));
+        let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .envs(backend.env())
+            .args([
+                "--cache-dir",
+                "cache",
+                "call",
+                "get",
+                r#"{"key": "from_host"}"#,
+            ])
+            .assert()
+            .success()
+            .get_output()
+            .clone();
         assert_eq!(
-            call(&host, "put", json!({"key": "k", "value": {"n": 1}})),
-            json!("ok")
+            String::from_utf8_lossy(&out.stdout).trim(),
+            r#"{"value":"x"}"#
         );
     }
-    let host = fx.host();
-    assert_eq!(value_of(&host, "k"), json!({"n": 1}));
-}
+);
 
-#[test]
-fn another_process_sees_the_writes() {
-    let fx = fixture();
-    fx.write("toolhost.toml", "[store]\npath = \"store.sqlite3\"\n");
-    assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args([
-            "--cache-dir",
-            "cache",
-            "call",
-            "put",
-            r#"{"key": "from_cli", "value": 7}"#,
-        ])
-        .assert()
-        .success();
-    // This process, on the same file.
-    let host = fx.host();
-    assert_eq!(value_of(&host, "from_cli"), json!(7));
-    call(&host, "put", json!({"key": "from_host", "value": "x"}));
-    let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args([
-            "--cache-dir",
-            "cache",
-            "call",
-            "get",
-            r#"{"key": "from_host"}"#,
-        ])
-        .assert()
-        .success()
-        .get_output()
-        .clone();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        r#"{"value":"x"}"#
-    );
-}
+on_backends!(
+    a_raising_update_writes_nothing,
+    [memory, sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        let host = backend.host(&fx);
+        assert_eq!(call(&host, "bump", json!({})), json!("1"));
+        let out = call(&host, "fail_update", json!({}));
+        assert_eq!(out["error_type"], "handler_error");
+        assert!(
+            out["error"].as_str().unwrap().contains("changed my mind"),
+            "{out}"
+        );
+        assert_eq!(call(&host, "bump", json!({})), json!("2"));
+    }
+);
 
-#[test]
-fn a_raising_update_writes_nothing() {
-    let fx = fixture();
-    let host = fx.host();
-    assert_eq!(call(&host, "bump", json!({})), json!("1"));
-    let out = call(&host, "fail_update", json!({}));
-    assert_eq!(out["error_type"], "handler_error");
-    assert!(
-        out["error"].as_str().unwrap().contains("changed my mind"),
-        "{out}"
-    );
-    assert_eq!(call(&host, "bump", json!({})), json!("2"));
-}
+on_backends!(
+    concurrent_updates_in_one_process_are_exact,
+    [memory, sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        let host = backend.host(&fx);
+        let runtime = common::two_worker_runtime();
+        runtime.block_on(async {
+            let ctx = toolhost::CallContext::default();
+            let calls = (0..400)
+                .map(|_| toolhost::FunctionCall::new("bump", json!({})))
+                .collect::<Vec<_>>();
+            let outs = host.handle_function_calls(calls, &ctx).await;
+            assert!(outs.iter().all(|o| !o.is_error()), "{outs:?}");
+        });
+        assert_eq!(call(&host, "bump", json!({})), json!("401"));
+    }
+);
 
-#[test]
-fn concurrent_updates_in_one_process_are_exact() {
-    let fx = fixture();
-    let host = fx.host();
-    let runtime = common::two_worker_runtime();
-    runtime.block_on(async {
-        let ctx = toolhost::CallContext::default();
-        let calls = (0..400)
-            .map(|_| toolhost::FunctionCall::new("bump", json!({})))
-            .collect::<Vec<_>>();
-        let outs = host.handle_function_calls(calls, &ctx).await;
-        assert!(outs.iter().all(|o| !o.is_error()), "{outs:?}");
-    });
-    assert_eq!(call(&host, "bump", json!({})), json!("401"));
-}
-
-#[test]
-fn plugins_cannot_read_or_clobber_each_others_keys() {
-    let fx = Fixture::new();
-    fx.tool(
-        "core.lua",
-        r#"registry.register{ name = "core_get", toolset = "t",
+on_backends!(
+    plugins_cannot_read_or_clobber_each_others_keys,
+    [memory, sqlite, postgres],
+    |backend| {
+        let fx = Fixture::new();
+        fx.tool(
+            "core.lua",
+            r#"registry.register{ name = "core_get", toolset = "t",
   schema = { description = "d", parameters = { type = "object" } },
   handler = function() return json.encode({ v = store.get("secret") }) end }"#,
-    );
-    for (id, value) in [("alpha", "a"), ("beta", "b")] {
-        fx.write(
-            &format!("{id}/tool.lua"),
-            format!(
-                r#"registry.register{{ name = "{id}_set", toolset = "{id}",
+        );
+        for (id, value) in [("alpha", "a"), ("beta", "b")] {
+            fx.write(
+                &format!("{id}/tool.lua"),
+                format!(
+                    r#"registry.register{{ name = "{id}_set", toolset = "{id}",
   schema = {{ description = "d", parameters = {{ type = "object" }} }},
   handler = function() store.set("secret", "{value}") return "set" end }}
 registry.register{{ name = "{id}_get", toolset = "{id}",
   schema = {{ description = "d", parameters = {{ type = "object" }} }},
   handler = function() return json.encode({{ v = store.get("secret") }}) end }}"#
-            ),
-        );
-    }
-    let host = fx.host_with(
-        "[plugins.alpha]\ndir = \"alpha\"\ncapabilities = [\"store\", \"json\"]\n\
+                ),
+            );
+        }
+        let host = backend.host_with(
+            &fx,
+            "[plugins.alpha]\ndir = \"alpha\"\ncapabilities = [\"store\", \"json\"]\n\
          [plugins.beta]\ndir = \"beta\"\ncapabilities = [\"store\", \"json\"]\n",
-    );
-    assert_eq!(call(&host, "alpha_set", json!({})), json!("set"));
-    assert_eq!(call(&host, "alpha_get", json!({})), json!(r#"{"v":"a"}"#));
-    assert_eq!(
-        call(&host, "beta_get", json!({})),
-        json!("{}"),
-        "beta sees nothing"
-    );
-    assert_eq!(
-        call(&host, "core_get", json!({})),
-        json!("{}"),
-        "builtin sees nothing"
-    );
-    assert_eq!(call(&host, "beta_set", json!({})), json!("set"));
-    assert_eq!(
-        call(&host, "alpha_get", json!({})),
-        json!(r#"{"v":"a"}"#),
-        "not clobbered"
-    );
-    // The embedder shares the built-in namespace.
-    host.store().set("secret", &json!("core")).unwrap();
-    assert_eq!(call(&host, "core_get", json!({})), json!(r#"{"v":"core"}"#));
-}
+        );
+        assert_eq!(call(&host, "alpha_set", json!({})), json!("set"));
+        assert_eq!(call(&host, "alpha_get", json!({})), json!(r#"{"v":"a"}"#));
+        assert_eq!(
+            call(&host, "beta_get", json!({})),
+            json!("{}"),
+            "beta sees nothing"
+        );
+        assert_eq!(
+            call(&host, "core_get", json!({})),
+            json!("{}"),
+            "builtin sees nothing"
+        );
+        assert_eq!(call(&host, "beta_set", json!({})), json!("set"));
+        assert_eq!(
+            call(&host, "alpha_get", json!({})),
+            json!(r#"{"v":"a"}"#),
+            "not clobbered"
+        );
+        // The embedder shares the built-in namespace.
+        host.store().set("secret", &json!("core")).unwrap();
+        assert_eq!(call(&host, "core_get", json!({})), json!(r#"{"v":"core"}"#));
+    }
+);
 
-#[test]
-fn limits_give_errors_naming_them() {
-    let fx = fixture();
-    let host = fx.host_with("[store]\nmax_value_bytes = 100\n");
-    let long_key = "k".repeat(513);
-    let out = call(&host, "put", json!({"key": long_key, "value": 1}));
-    assert!(
-        out["error"]
-            .as_str()
-            .unwrap()
-            .contains("key of 513 bytes is over the limit of 512 bytes"),
-        "{out}"
-    );
-    let out = call(
-        &host,
-        "put",
-        json!({"key": "big", "value": "x".repeat(200)}),
-    );
-    assert!(
-        out["error"]
-            .as_str()
-            .unwrap()
-            .contains("over [store] max_value_bytes (100)"),
-        "{out}"
-    );
-    assert_eq!(value_of(&host, "big"), Value::Null, "nothing written");
-}
+on_backends!(
+    limits_give_errors_naming_them,
+    [memory, sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        let host = backend.host_with(&fx, "[store]\nmax_value_bytes = 100\n");
+        let long_key = "k".repeat(513);
+        let out = call(&host, "put", json!({"key": long_key, "value": 1}));
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap()
+                .contains("key of 513 bytes is over the limit of 512 bytes"),
+            "{out}"
+        );
+        let out = call(
+            &host,
+            "put",
+            json!({"key": "big", "value": "x".repeat(200)}),
+        );
+        assert!(
+            out["error"]
+                .as_str()
+                .unwrap()
+                .contains("over [store] max_value_bytes (100)"),
+            "{out}"
+        );
+        assert_eq!(value_of(&host, "big"), Value::Null, "nothing written");
+    }
+);
 
 #[test]
 fn a_corrupt_store_file_is_reported_and_left_untouched() {
@@ -230,69 +257,77 @@ fn a_corrupt_store_file_is_reported_and_left_untouched() {
     assert!(!fx.root().join("store.sqlite3-wal").exists());
 }
 
-#[test]
-fn a_killed_process_loses_no_acknowledged_write() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::{Command, Stdio};
-    let fx = fixture();
-    fx.write("toolhost.toml", "[store]\npath = \"store.sqlite3\"\n");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
-        .current_dir(fx.root())
-        .env_remove("TOOLHOST_CONFIG")
-        .args(["--cache-dir", "cache", "-q", "serve"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("serve starts");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    writeln!(
+on_backends!(
+    a_killed_process_loses_no_acknowledged_write,
+    [sqlite, postgres],
+    |backend| {
+        use std::io::{BufRead, BufReader, Write};
+        use std::process::{Command, Stdio};
+        let fx = fixture();
+        fx.write("toolhost.toml", backend.config());
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+            .current_dir(fx.root())
+            .env_remove("TOOLHOST_CONFIG")
+            .envs(backend.env())
+            .args(["--cache-dir", "cache", "-q", "serve"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("serve starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        writeln!(
         stdin,
         r#"{{"jsonrpc":"2.0","id":"init","method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{{}},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
     )
     .unwrap();
-    lines.next().expect("initialize answered").unwrap();
-    writeln!(
-        stdin,
-        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-    )
-    .unwrap();
-    // A burst of writes, all in flight at once.
-    for i in 0..400 {
+        lines.next().expect("initialize answered").unwrap();
         writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+        )
+        .unwrap();
+        // A burst of writes, all in flight at once.
+        for i in 0..400 {
+            writeln!(
             stdin,
             r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"put","arguments":{{"key":"k{i}","value":{i}}}}}}}"#
         )
         .unwrap();
-    }
-    stdin.flush().unwrap();
-    let mut acknowledged = Vec::new();
-    while acknowledged.len() < 100 {
-        let line = lines.next().expect("an answer").unwrap();
-        let answer: Value = serde_json::from_str(&line).unwrap();
-        if answer["result"]["content"][0]["text"] == "ok" {
-            acknowledged.push(answer["id"].as_u64().unwrap());
+        }
+        stdin.flush().unwrap();
+        let mut acknowledged = Vec::new();
+        while acknowledged.len() < 100 {
+            let line = lines.next().expect("an answer").unwrap();
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["result"]["content"][0]["text"] == "ok" {
+                acknowledged.push(answer["id"].as_u64().unwrap());
+            }
+        }
+        child.kill().unwrap(); // SIGKILL, in the middle of the burst
+        child.wait().unwrap();
+        let host = backend.host(&fx);
+        for i in acknowledged {
+            assert_eq!(
+                value_of(&host, &format!("k{i}")),
+                json!(i),
+                "acknowledged write k{i}"
+            );
         }
     }
-    child.kill().unwrap(); // SIGKILL, in the middle of the burst
-    child.wait().unwrap();
-    let host = fx.host();
-    for i in acknowledged {
-        assert_eq!(
-            value_of(&host, &format!("k{i}")),
-            json!(i),
-            "acknowledged write k{i}"
-        );
-    }
-}
+);
 
-/// `sessions` MCP sessions over `servers` processes, 200 increments each.
-fn increments_over_mcp(servers: usize, sessions: usize) -> Value {
+/// `sessions` MCP sessions over `servers` processes sharing `backend`, 200 increments each.
+fn increments_over_mcp(
+    backend: &common::stores::Backend,
+    servers: usize,
+    sessions: usize,
+) -> Value {
     let fx = fixture();
-    fx.write("toolhost.toml", "[store]\npath = \"store.sqlite3\"\n");
+    fx.write("toolhost.toml", backend.config());
     let binary = assert_cmd::cargo::cargo_bin!("toolhost");
-    let steps = common::mcp_client::run_script(
+    let steps = common::mcp_client::run_script_with_env(
         "store_load.py",
         &[
             binary.to_str().unwrap(),
@@ -301,23 +336,30 @@ fn increments_over_mcp(servers: usize, sessions: usize) -> Value {
             &sessions.to_string(),
             "200",
         ],
+        &backend.env(),
     );
     common::mcp_client::step(&steps, "store_load").clone()
 }
 
-#[test]
-fn sixteen_mcp_sessions_of_200_increments_count_exactly_3200() {
-    let load = increments_over_mcp(1, 16);
-    assert_eq!(load["failed"], 0, "{load}");
-    assert_eq!(load["count"], 3200, "{load}");
-}
+on_backends!(
+    sixteen_mcp_sessions_of_200_increments_count_exactly_3200,
+    [sqlite, postgres],
+    |backend| {
+        let load = increments_over_mcp(backend, 1, 16);
+        assert_eq!(load["failed"], 0, "{load}");
+        assert_eq!(load["count"], 3200, "{load}");
+    }
+);
 
-#[test]
-fn two_processes_sharing_the_file_count_exactly_3200() {
-    let load = increments_over_mcp(2, 16);
-    assert_eq!(load["failed"], 0, "{load}");
-    assert_eq!(load["count"], 3200, "{load}");
-}
+on_backends!(
+    two_processes_sharing_the_store_count_exactly_3200,
+    [sqlite, postgres],
+    |backend| {
+        let load = increments_over_mcp(backend, 2, 16);
+        assert_eq!(load["failed"], 0, "{load}");
+        assert_eq!(load["count"], 3200, "{load}");
+    }
+);
 
 // ---- Round three: per-project default file, nested calls, deadlines, corrupt pages ----
 
@@ -461,88 +503,84 @@ registry.register{ name = "incr_then_nested", toolset = "t",
   end }
 "#;
 
-#[test]
-fn nested_store_calls_inside_an_update_fail_at_once() {
-    let fx = fixture();
-    fx.tool("nest.lua", NESTED);
-    fx.write(
-        "tools-lua/lib/shared.lua",
-        "local M = {}\nfunction M.touch() store.set(\"x\", 1) end\nreturn M\n",
-    );
-    // The other process uses the same file as this host.
-    fx.write("toolhost.toml", "[store]\npath = \"store.sqlite3\"\n");
-    let host = fx.host();
-    let bound = std::time::Duration::from_secs(20);
-    for name in [
-        "nested_get",
-        "nested_set",
-        "nested_delete",
-        "nested_list",
-        "nested_update",
-        "nested_incr",
-        "nested_other_file",
-        "nested_ctx_call",
-    ] {
-        let out = call_within(&host, name, json!({}), bound);
-        let message = out["error"].as_str().unwrap_or_default();
-        assert!(
-            message.contains("inside a store.update function"),
-            "{name}: {out}"
+on_backends!(
+    nested_store_calls_inside_an_update_fail_at_once,
+    [memory, sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        fx.tool("nest.lua", NESTED);
+        fx.write(
+            "tools-lua/lib/shared.lua",
+            "local M = {}\nfunction M.touch() store.set(\"x\", 1) end\nreturn M\n",
         );
-        assert_ne!(out["error_type"], "timeout", "{name}: {out}");
-        // Fully usable afterwards: by the next call in this process ...
+        // The other process uses the same store as this host.
+        fx.write("toolhost.toml", backend.config());
+        let host = backend.host(&fx);
+        let bound = std::time::Duration::from_secs(20);
+        for name in [
+            "nested_get",
+            "nested_set",
+            "nested_delete",
+            "nested_list",
+            "nested_update",
+            "nested_incr",
+            "nested_other_file",
+            "nested_ctx_call",
+        ] {
+            let out = call_within(&host, name, json!({}), bound);
+            let message = out["error"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("inside a store.update function"),
+                "{name}: {out}"
+            );
+            assert_ne!(out["error_type"], "timeout", "{name}: {out}");
+            // Fully usable afterwards: by the next call in this process ...
+            assert_eq!(
+                call_within(&host, "put", json!({"key": "next", "value": name}), bound),
+                json!("ok"),
+                "{name}"
+            );
+            // ... and by another process.
+            if backend.shared() {
+                let args = format!(r#"{{"key": "other", "value": "{name}"}}"#);
+                fx.toolhost()
+                    .args(["call", "put", &args])
+                    .env("HOME", fx.root())
+                    .envs(backend.env())
+                    .timeout(bound)
+                    .assert()
+                    .success();
+                assert_eq!(value_of(&host, "other"), json!(name), "{name}");
+            }
+        }
+        let out = call_within(&host, "incr_then_nested", json!({}), bound);
+        let out: Value = serde_json::from_str(out.as_str().unwrap_or("{}")).unwrap();
+        assert_eq!(out["ok"], false, "{out}");
+        assert_eq!(out["after"], 1, "{out}");
         assert_eq!(
-            call_within(&host, "put", json!({"key": "next", "value": name}), bound),
-            json!("ok"),
-            "{name}"
+            value_of(&host, "outer"),
+            Value::Null,
+            "no nested update wrote"
         );
-        // ... and by another process.
-        let args = format!(r#"{{"key": "other", "value": "{name}"}}"#);
-        fx.toolhost()
-            .args(["call", "put", &args])
-            .env("HOME", fx.root())
-            .timeout(bound)
-            .assert()
-            .success();
-        assert_eq!(value_of(&host, "other"), json!(name), "{name}");
-    }
-    let out = call_within(&host, "incr_then_nested", json!({}), bound);
-    let out: Value = serde_json::from_str(out.as_str().unwrap_or("{}")).unwrap();
-    assert_eq!(out["ok"], false, "{out}");
-    assert_eq!(out["after"], 1, "{out}");
-    assert_eq!(
-        value_of(&host, "outer"),
-        Value::Null,
-        "no nested update wrote"
-    );
-    // The embedder's `Store` refuses the same way.
-    let store = host.store();
-    let error = store
-        .update("outer", |_| {
-            store.set("x", &json!(1)).map_err(|e| e.to_string())?;
-            Ok(Some(json!(1)))
-        })
-        .unwrap_err();
-    assert!(
-        error.to_string().contains("inside a store.update function"),
-        "{error}"
-    );
-    // And so does the memory backend (its update held a lock of its own).
-    let memory = fx.builder().memory_store().build().unwrap();
-    for name in ["nested_update", "nested_incr", "nested_set", "nested_get"] {
-        let out = call_within(&memory, name, json!({}), bound);
-        let message = out["error"].as_str().unwrap_or_default();
+        // The embedder's `Store` refuses the same way.
+        let store = host.store();
+        let error = store
+            .update("outer", |_| {
+                store.set("x", &json!(1)).map_err(|e| e.to_string())?;
+                Ok(Some(json!(1)))
+            })
+            .unwrap_err();
         assert!(
-            message.contains("inside a store.update function"),
-            "memory, {name}: {out}"
+            error.to_string().contains("inside a store.update function"),
+            "{error}"
+        );
+        assert_eq!(
+            call_within(&host, "bump", json!({}), bound),
+            json!("1"),
+            "the store is usable"
         );
     }
-    assert_eq!(
-        call_within(&memory, "bump", json!({}), bound),
-        json!("1"),
-        "memory store usable"
-    );
-}
+);
 
 /// Holds the store file's write lock (as another process's transaction would) until dropped.
 fn hold_write_lock(file: &std::path::Path) -> rusqlite::Connection {
@@ -551,12 +589,14 @@ fn hold_write_lock(file: &std::path::Path) -> rusqlite::Connection {
     holder
 }
 
-#[test]
-fn a_store_wait_for_another_writer_keeps_the_calls_deadline() {
-    let fx = fixture();
-    fx.tool(
-        "short.lua",
-        r#"
+on_backends!(
+    a_store_wait_for_another_writer_keeps_the_calls_deadline,
+    [sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        fx.tool(
+            "short.lua",
+            r#"
 local bodies = {
   short_set = function() store.set("k", 1) return "written" end,
   short_update = function() store.update("k", function() return 2 end) return "written" end,
@@ -572,34 +612,36 @@ for name, body in pairs(bodies) do
     schema = { description = "d", parameters = { type = "object" } }, handler = body }
 end
 "#,
-    );
-    let host = fx.host();
-    // The file exists and is in WAL mode before the other writer takes its lock.
-    assert_eq!(
-        call(&host, "put", json!({"key": "k", "value": 0})),
-        json!("ok")
-    );
-    let holder = hold_write_lock(&fx.store_file());
-    for name in [
-        "short_set",
-        "short_update",
-        "short_incr",
-        "short_delete",
-        "short_pcall_set",
-    ] {
-        let started = std::time::Instant::now();
-        let out = call_within(&host, name, json!({}), std::time::Duration::from_secs(20));
-        assert_eq!(out["error_type"], "timeout", "{name}: {out}");
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(3),
-            "{name} ended after {:?}, its deadline is 500 ms",
-            started.elapsed()
         );
+        let host = backend.host(&fx);
+        // The store (file in WAL mode, tables, row) exists before the other writer takes its
+        // lock (PostgreSQL: from psql, `BEGIN; SELECT … FOR UPDATE; SELECT pg_sleep(30)`).
+        assert_eq!(
+            call(&host, "put", json!({"key": "k", "value": 0})),
+            json!("ok")
+        );
+        let holder = backend.hold_lock(&fx, "k");
+        for name in [
+            "short_set",
+            "short_update",
+            "short_incr",
+            "short_delete",
+            "short_pcall_set",
+        ] {
+            let started = std::time::Instant::now();
+            let out = call_within(&host, name, json!({}), std::time::Duration::from_secs(20));
+            assert_eq!(out["error_type"], "timeout", "{name}: {out}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(3),
+                "{name} ended after {:?}, its deadline is 500 ms",
+                started.elapsed()
+            );
+        }
+        drop(holder);
+        // The lock gone, the store works.
+        assert_eq!(call(&host, "short_set", json!({})), json!("written"));
     }
-    drop(holder);
-    // The lock gone, the store works.
-    assert_eq!(call(&host, "short_set", json!({})), json!("written"));
-}
+);
 
 /// A real store file of several pages, made by the store, then closed.
 fn store_file_with_pages(fx: &Fixture) -> Vec<u8> {
@@ -681,26 +723,14 @@ fn a_store_file_with_corrupt_pages_is_never_written() {
     }
 }
 
-/// Waits (within 30 s) until `file`'s write lock is taken by someone else.
-fn until_write_locked(file: &std::path::Path) {
-    let probe = rusqlite::Connection::open(file).unwrap();
-    probe.busy_timeout(std::time::Duration::ZERO).unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while probe.execute_batch("BEGIN IMMEDIATE; ROLLBACK").is_ok() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the lock was never taken"
-        );
-        std::thread::yield_now();
-    }
-}
-
-#[test]
-fn a_store_wait_for_another_vms_update_keeps_the_calls_deadline() {
-    let fx = fixture();
-    fx.tool(
-        "slow.lua",
-        r#"
+on_backends!(
+    a_store_wait_for_another_vms_update_keeps_the_calls_deadline,
+    [sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        fx.tool(
+            "slow.lua",
+            r#"
 registry.register{ name = "slow_update", toolset = "t", timeout_ms = 60000,
   schema = { description = "d", parameters = { type = "object" } },
   handler = function(args, ctx)
@@ -710,57 +740,61 @@ registry.register{ name = "short_update", toolset = "t", timeout_ms = 500,
   schema = { description = "d", parameters = { type = "object" } },
   handler = function() store.update("k", function() return 2 end) return "written" end }
 "#,
-    );
-    let host = fx.builder().vms(2).build().unwrap();
-    assert_eq!(
-        call(&host, "put", json!({"key": "k", "value": 0})),
-        json!("ok")
-    );
-    let runtime = common::two_worker_runtime();
-    let ctx = toolhost::CallContext::default();
-    let cancel = ctx.cancel.clone();
-    let slow = {
-        let host = host.clone();
-        runtime.spawn(async move {
-            host.handle_function_call("slow_update", json!({}), &ctx)
-                .await
-        })
-    };
-    // The slow update now holds this process's writer lock (and the file's).
-    until_write_locked(&fx.store_file());
-    let started = std::time::Instant::now();
-    let out = call_within(
-        &host,
-        "short_update",
-        json!({}),
-        std::time::Duration::from_secs(20),
-    );
-    assert_eq!(out["error_type"], "timeout", "{out}");
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(3),
-        "ended after {:?}, its deadline is 500 ms",
-        started.elapsed()
-    );
-    cancel.cancel();
-    let slow = runtime.block_on(slow).unwrap();
-    assert!(slow.is_error(), "{slow}");
-    assert_eq!(
-        call_within(
+        );
+        let host = backend.builder(&fx).vms(2).build().unwrap();
+        assert_eq!(
+            call(&host, "put", json!({"key": "k", "value": 0})),
+            json!("ok")
+        );
+        let runtime = common::two_worker_runtime();
+        let ctx = toolhost::CallContext::default();
+        let cancel = ctx.cancel.clone();
+        let slow = {
+            let host = host.clone();
+            runtime.spawn(async move {
+                host.handle_function_call("slow_update", json!({}), &ctx)
+                    .await
+            })
+        };
+        // The slow update now holds the key (SQLite: this process's writer lock and the
+        // file's; PostgreSQL: the row).
+        backend.until_locked(&fx, "k");
+        let started = std::time::Instant::now();
+        let out = call_within(
             &host,
             "short_update",
             json!({}),
-            std::time::Duration::from_secs(20)
-        ),
-        json!("written")
-    );
-}
+            std::time::Duration::from_secs(20),
+        );
+        assert_eq!(out["error_type"], "timeout", "{out}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(3),
+            "ended after {:?}, its deadline is 500 ms",
+            started.elapsed()
+        );
+        cancel.cancel();
+        let slow = runtime.block_on(slow).unwrap();
+        assert!(slow.is_error(), "{slow}");
+        assert_eq!(
+            call_within(
+                &host,
+                "short_update",
+                json!({}),
+                std::time::Duration::from_secs(20)
+            ),
+            json!("written")
+        );
+    }
+);
 
-#[test]
-fn a_cancelled_call_stops_waiting_for_the_store_and_frees_its_vm() {
-    let fx = fixture();
-    fx.tool(
-        "wait.lua",
-        r#"
+on_backends!(
+    a_cancelled_call_stops_waiting_for_the_store_and_frees_its_vm,
+    [sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        fx.tool(
+            "wait.lua",
+            r#"
 registry.register{ name = "long_set", toolset = "t", timeout_ms = 60000,
   schema = { description = "d", parameters = { type = "object",
     properties = { marker = { type = "string" } } } },
@@ -770,57 +804,68 @@ registry.register{ name = "long_set", toolset = "t", timeout_ms = 60000,
     return "written"
   end }
 "#,
-    );
-    let config = fx.write(
-        "toolhost.toml",
-        format!(
-            "[sandbox]\nfs_roots = [{:?}]\n",
-            fx.root().display().to_string()
-        ),
-    );
-    let host = fx.builder().config_file(config).vms(1).build().unwrap();
-    assert_eq!(
-        call(&host, "put", json!({"key": "k", "value": 0})),
-        json!("ok")
-    );
-    let holder = hold_write_lock(&fx.store_file());
-    let marker = fx.root().join("marker");
-    let runtime = common::two_worker_runtime();
-    let ctx = toolhost::CallContext::default();
-    let cancel = ctx.cancel.clone();
-    let args = json!({"marker": marker.display().to_string()});
-    let waiting = {
-        let host = host.clone();
-        runtime.spawn(async move { host.handle_function_call("long_set", args, &ctx).await })
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !marker.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "long_set never started"
         );
-        std::thread::yield_now();
+        let config = fx.write(
+            "toolhost.toml",
+            format!(
+                "[sandbox]\nfs_roots = [{:?}]\n",
+                fx.root().display().to_string()
+            ),
+        );
+        let host = backend
+            .apply(
+                Host::builder()
+                    .tools_dir(fx.tools())
+                    .cache_dir(fx.cache())
+                    .config_file(config),
+                &fx,
+            )
+            .vms(1)
+            .build()
+            .unwrap();
+        assert_eq!(
+            call(&host, "put", json!({"key": "k", "value": 0})),
+            json!("ok")
+        );
+        let holder = backend.hold_lock(&fx, "k");
+        let marker = fx.root().join("marker");
+        let runtime = common::two_worker_runtime();
+        let ctx = toolhost::CallContext::default();
+        let cancel = ctx.cancel.clone();
+        let args = json!({"marker": marker.display().to_string()});
+        let waiting = {
+            let host = host.clone();
+            runtime.spawn(async move { host.handle_function_call("long_set", args, &ctx).await })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !marker.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "long_set never started"
+            );
+            std::thread::yield_now();
+        }
+        cancel.cancel();
+        let cancelled_at = std::time::Instant::now();
+        assert!(runtime.block_on(waiting).unwrap().is_error());
+        // The only VM answers the next call well before the 5 s lock wait would have ended.
+        assert_eq!(
+            call_within(
+                &host,
+                "plain",
+                json!({}),
+                std::time::Duration::from_secs(20)
+            ),
+            json!("fine")
+        );
+        assert!(
+            cancelled_at.elapsed() < std::time::Duration::from_secs(3),
+            "the VM was free after {:?}",
+            cancelled_at.elapsed()
+        );
+        drop(holder);
     }
-    cancel.cancel();
-    let cancelled_at = std::time::Instant::now();
-    assert!(runtime.block_on(waiting).unwrap().is_error());
-    // The only VM answers the next call well before the 5 s lock wait would have ended.
-    assert_eq!(
-        call_within(
-            &host,
-            "plain",
-            json!({}),
-            std::time::Duration::from_secs(20)
-        ),
-        json!("fine")
-    );
-    assert!(
-        cancelled_at.elapsed() < std::time::Duration::from_secs(3),
-        "the VM was free after {:?}",
-        cancelled_at.elapsed()
-    );
-    drop(holder);
-}
+);
 
 #[test]
 fn store_waits_outside_calls_keep_the_probe_deadline() {
@@ -913,3 +958,97 @@ fn another_programs_database_is_not_used_as_the_store() {
         );
     }
 }
+
+on_backends!(
+    get_set_delete_list_incr_and_update_mean_the_same_on_every_backend,
+    [memory, sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        let host = backend.host(&fx);
+        let store = host.store();
+        // JSON values of every kind come back as they went in.
+        let values = [
+            json!(null),
+            json!(true),
+            json!(-7),
+            json!(2.5),
+            json!("é \u{1F600} \"quoted\" \\ back"),
+            json!([1, "two", {"three": [3]}]),
+            json!({"nested": {"deep": {"list": [], "empty": {}}}}),
+        ];
+        for (i, value) in values.iter().enumerate() {
+            store.set(&format!("v{i}"), value).unwrap();
+        }
+        for (i, value) in values.iter().enumerate() {
+            assert_eq!(
+                store.get(&format!("v{i}")).unwrap().as_ref(),
+                Some(value),
+                "v{i}"
+            );
+        }
+        assert_eq!(store.get("missing").unwrap(), None);
+        // list: byte order, prefixes holding LIKE's wildcards match literally, limits.
+        for key in ["p%_1", "p%_2", "p%x", "pa", "p\u{e9}", "q"] {
+            store.set(key, &json!(1)).unwrap();
+        }
+        assert_eq!(store.list("p%_", 100).unwrap(), ["p%_1", "p%_2"]);
+        assert_eq!(
+            store.list("p", 100).unwrap(),
+            ["p%_1", "p%_2", "p%x", "pa", "p\u{e9}"]
+        );
+        assert_eq!(store.list("p", 2).unwrap(), ["p%_1", "p%_2"]);
+        assert!(store.list("nothing", 10).unwrap().is_empty());
+        // delete says whether the key was there.
+        assert!(store.delete("q").unwrap());
+        assert!(!store.delete("q").unwrap());
+        assert_eq!(store.get("q").unwrap(), None);
+        // incr: integers stay integers, floats add, a non-number is an error naming the key.
+        assert_eq!(store.incr("n", 5).unwrap(), json!(5));
+        assert_eq!(store.incr("n", -2).unwrap(), json!(3));
+        assert_eq!(store.incr("v3", 1).unwrap(), json!(3.5));
+        let error = store.incr("v4", 1).unwrap_err().to_string();
+        assert!(error.contains("'v4' is not a number"), "{error}");
+        // update: returns the new value; None deletes; an error writes nothing.
+        assert_eq!(
+            store
+                .update("u", |old| Ok(Some(json!({"was": old}))))
+                .unwrap(),
+            Some(json!({"was": null}))
+        );
+        assert_eq!(store.update("u", |_| Ok(None)).unwrap(), None);
+        assert_eq!(store.get("u").unwrap(), None);
+        store.set("u", &json!(1)).unwrap();
+        assert!(store.update("u", |_| Err("no".into())).is_err());
+        assert_eq!(store.get("u").unwrap(), Some(json!(1)));
+        // A missing key's update that fails leaves it missing.
+        assert!(store.update("never", |_| Err("no".into())).is_err());
+        assert_eq!(store.get("never").unwrap(), None);
+    }
+);
+
+on_backends!(
+    sixteen_threads_of_200_updates_of_one_key_count_exactly_3200,
+    [memory, sqlite, postgres],
+    |backend| {
+        let fx = fixture();
+        let host = backend.host(&fx);
+        let threads: Vec<_> = (0..16)
+            .map(|_| {
+                let store = host.store();
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        store
+                            .update("n", |old| {
+                                Ok(Some(json!(old.and_then(|v| v.as_i64()).unwrap_or(0) + 1)))
+                            })
+                            .expect("update");
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(host.store().get("n").unwrap(), Some(json!(3200)));
+    }
+);

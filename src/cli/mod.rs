@@ -19,6 +19,7 @@ mod mcp_servers;
 mod new;
 mod schema;
 mod serve;
+mod store;
 mod stubs;
 mod telemetry;
 mod test;
@@ -146,6 +147,11 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         answers: Option<PathBuf>,
     },
+    /// The store's tables and data: migrate, export, import.
+    Store {
+        #[command(subcommand)]
+        command: store::StoreCommand,
+    },
 }
 
 /// One-shot commands make one call at most: one VM starts fastest.
@@ -231,6 +237,7 @@ pub fn run() -> ExitCode {
             answers,
         } => call::run(&cli, name, args.as_deref(), answers.as_deref()),
         Command::Test { paths, json } => test::run(&cli, paths, *json),
+        Command::Store { command } => store::run(&cli, command),
     };
     // No MCP server child outlives the command, whoever still holds a host.
     #[cfg(feature = "mcp-client")]

@@ -79,13 +79,74 @@ pub(crate) struct Config {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct StoreConfig {
-    /// `"sqlite"` (default) or `"memory"`.
+    /// `"sqlite"` (default), `"memory"` or `"postgres"`.
     pub backend: Option<StoreBackend>,
     /// The SQLite file (default: `.toolhost/store.sqlite3` beside the config file, see
     /// [`default_store_path`]); relative to the config file.
     pub path: Option<PathBuf>,
     /// Largest value, as JSON text (default 1 MiB).
     pub max_value_bytes: Option<usize>,
+    /// PostgreSQL: the environment variable holding the connection URL (default
+    /// `TOOLHOST_DATABASE_URL`; the URL holds the password, so it is never in the file).
+    pub url_env: Option<String>,
+    /// PostgreSQL: the schema the tables live in (default `toolhost`).
+    pub pg_schema: Option<String>,
+    /// PostgreSQL: most connections open at once (default 8).
+    pub pool_size: Option<usize>,
+    /// PostgreSQL: longest wait for a new connection, in milliseconds (default 5,000).
+    pub connect_timeout_ms: Option<u64>,
+}
+
+/// Default `[store] url_env`.
+pub(crate) const DEFAULT_URL_ENV: &str = "TOOLHOST_DATABASE_URL";
+
+impl StoreConfig {
+    /// Checks the keys against the backend they belong to (a key the chosen backend does
+    /// not read is an error, not silently ignored) and their values.
+    fn check(&self) -> std::result::Result<(), String> {
+        let postgres = self.backend == Some(StoreBackend::Postgres);
+        let postgres_keys = [
+            ("url_env", self.url_env.is_some()),
+            ("pg_schema", self.pg_schema.is_some()),
+            ("pool_size", self.pool_size.is_some()),
+            ("connect_timeout_ms", self.connect_timeout_ms.is_some()),
+        ];
+        if !postgres && let Some((key, _)) = postgres_keys.iter().find(|(_, set)| *set) {
+            return Err(format!(
+                "store.{key}: only used with backend = \"postgres\" (the backend is {})",
+                match self.backend {
+                    Some(StoreBackend::Memory) => "\"memory\"",
+                    _ => "\"sqlite\"",
+                }
+            ));
+        }
+        if postgres && self.path.is_some() {
+            return Err(
+                "store.path: the SQLite file is not used with backend = \"postgres\"".into(),
+            );
+        }
+        if self.backend == Some(StoreBackend::Memory) && self.path.is_some() {
+            return Err("store.path: no file is used with backend = \"memory\"".into());
+        }
+        if self.pool_size == Some(0) {
+            return Err("store.pool_size: must be at least 1".into());
+        }
+        if self.connect_timeout_ms == Some(0) {
+            return Err("store.connect_timeout_ms: must be at least 1".into());
+        }
+        if let Some(var) = &self.url_env
+            && (var.is_empty() || var.contains('='))
+        {
+            return Err(format!(
+                "store.url_env: '{var}' is not an environment variable name"
+            ));
+        }
+        #[cfg(feature = "postgres")]
+        if let Some(schema) = &self.pg_schema {
+            crate::store::check_pg_schema(schema).map_err(|e| format!("store.pg_schema: {e}"))?;
+        }
+        Ok(())
+    }
 }
 
 /// `[store] backend`.
@@ -96,6 +157,8 @@ pub(crate) enum StoreBackend {
     Sqlite,
     /// In memory: gone with the process.
     Memory,
+    /// A PostgreSQL database: durable, shared by every replica.
+    Postgres,
 }
 
 /// `[serve]`: the MCP server.
@@ -397,6 +460,13 @@ impl LoadedConfig {
                 message: "store.max_value_bytes: must be at least 1".to_string(),
             });
         }
+        config
+            .store
+            .check()
+            .map_err(|message| Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
         // Plugin directories and the store file are relative to the config file, so a config
         // works from any cwd.
         let base = path.parent().unwrap_or(Path::new(""));
@@ -562,6 +632,71 @@ mod tests {
             let err = LoadedConfig::load(&path).unwrap_err().to_string();
             assert!(err.contains(&format!("serve.{key}")), "{err}");
         }
+    }
+
+    #[test]
+    fn a_store_key_the_backend_would_not_read_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        for (toml, key) in [
+            ("[store]\nurl_env = \"DB\"\n", "store.url_env"),
+            (
+                "[store]\nbackend = \"sqlite\"\npg_schema = \"x\"\n",
+                "store.pg_schema",
+            ),
+            (
+                "[store]\nbackend = \"memory\"\npool_size = 2\n",
+                "store.pool_size",
+            ),
+            (
+                "[store]\nconnect_timeout_ms = 2\n",
+                "store.connect_timeout_ms",
+            ),
+            (
+                "[store]\nbackend = \"postgres\"\npath = \"s.db\"\n",
+                "store.path",
+            ),
+            (
+                "[store]\nbackend = \"memory\"\npath = \"s.db\"\n",
+                "store.path",
+            ),
+        ] {
+            std::fs::write(&path, toml).unwrap();
+            let err = LoadedConfig::load(&path).unwrap_err().to_string();
+            assert!(err.contains(key), "{toml}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_postgres_store_values_are_errors_naming_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        let mut cases = vec![
+            ("pool_size = 0", "store.pool_size"),
+            ("connect_timeout_ms = 0", "store.connect_timeout_ms"),
+            ("url_env = \"\"", "store.url_env"),
+        ];
+        if cfg!(feature = "postgres") {
+            cases.push(("pg_schema = \"Robert'); DROP\"", "store.pg_schema"));
+        }
+        for (line, key) in cases {
+            std::fs::write(&path, format!("[store]\nbackend = \"postgres\"\n{line}\n")).unwrap();
+            let err = LoadedConfig::load(&path).unwrap_err().to_string();
+            assert!(err.contains(key), "{line}: {err}");
+        }
+        std::fs::write(&path, "[store]\nbackend = \"mysql\"\n").unwrap();
+        let err = LoadedConfig::load(&path).unwrap_err().to_string();
+        assert!(err.contains("mysql") && err.contains("postgres"), "{err}");
+        std::fs::write(
+            &path,
+            "[store]\nbackend = \"postgres\"\nurl_env = \"DB_URL\"\npg_schema = \"tools_2\"\n\
+             pool_size = 4\nconnect_timeout_ms = 100\n",
+        )
+        .unwrap();
+        let store = LoadedConfig::load(&path).unwrap().config.store;
+        assert_eq!(store.backend, Some(StoreBackend::Postgres));
+        assert_eq!(store.url_env.as_deref(), Some("DB_URL"));
+        assert_eq!(store.pool_size, Some(4));
     }
 
     #[test]

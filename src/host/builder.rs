@@ -61,9 +61,12 @@ pub struct HostBuilder {
 }
 
 /// Where the store lives, when the builder decides instead of `[store]`.
-enum StoreChoice {
+pub(super) enum StoreChoice {
     File(PathBuf),
     Memory,
+    /// A PostgreSQL URL (the rest of the settings from `[store]`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Postgres(String),
 }
 
 /// Builds an approver from the configured default.
@@ -109,6 +112,16 @@ impl HostBuilder {
     /// when the host is.
     pub fn memory_store(mut self) -> Self {
         self.store = Some(StoreChoice::Memory);
+        self
+    }
+
+    /// Keeps `store` values in the PostgreSQL database `url` names (instead of `[store]`'s
+    /// choice; `pg_schema`, `pool_size` and `connect_timeout_ms` still come from `[store]`).
+    /// The URL may hold a password: it is never logged or put in an error. No connection is
+    /// made before a store call needs one.
+    #[cfg(feature = "postgres")]
+    pub fn postgres_store(mut self, url: impl Into<String>) -> Self {
+        self.store = Some(StoreChoice::Postgres(url.into()));
         self
     }
 
@@ -211,7 +224,12 @@ impl HostBuilder {
             .into_iter()
             .map(|native| native.into_entry().map_err(Error::from))
             .collect::<Result<Vec<_>>>()?;
-        let store = Arc::new(make_store(self.store, &loaded_config, &self.tools_dirs));
+        let store = Arc::new(make_store(
+            self.store,
+            &loaded_config,
+            &self.tools_dirs,
+            &self.env,
+        )?);
         let inputs = BuildInputs {
             tools_dir_flags: self.tools_dirs,
             config_path: loaded_config.path.clone(),
@@ -434,25 +452,41 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
 }
 
 /// The store the builder or `[store]` asks for (opened on first use, so a host whose tools
-/// never use it creates no file). The default file is the project's own (see
-/// [`crate::config::default_store_path`]): beside the config file, else beside the first
-/// tool directory.
-fn make_store(
+/// never use it creates no file and makes no connection). The default file is the
+/// project's own (see [`crate::config::default_store_path`]): beside the config file, else
+/// beside the first tool directory.
+pub(super) fn make_store(
     choice: Option<StoreChoice>,
     loaded: &LoadedConfig,
     tools_dir_flags: &[PathBuf],
-) -> StoreInner {
+    env: &crate::env_vars::EnvVars,
+) -> Result<StoreInner> {
     let config = &loaded.config;
     let limit = config
         .store
         .max_value_bytes
         .unwrap_or(crate::store::DEFAULT_MAX_VALUE_BYTES);
-    match choice {
+    let store = match choice {
         Some(StoreChoice::Memory) => StoreInner::memory(limit),
         Some(StoreChoice::File(path)) => StoreInner::sqlite(path, limit),
+        Some(StoreChoice::Postgres(url)) => postgres_store(url, loaded, limit)?,
         None => match config.store.backend {
             Some(crate::config::StoreBackend::Memory) => StoreInner::memory(limit),
-            _ => StoreInner::sqlite(
+            Some(crate::config::StoreBackend::Postgres) => {
+                let var = config
+                    .store
+                    .url_env
+                    .as_deref()
+                    .unwrap_or(crate::config::DEFAULT_URL_ENV);
+                let url = env.var(var).filter(|url| !url.is_empty()).ok_or_else(|| {
+                    Error::Store(format!(
+                        "[store] backend = \"postgres\" reads the database URL from the \
+                         environment variable {var} (store.url_env), which is not set"
+                    ))
+                })?;
+                postgres_store(url, loaded, limit)?
+            }
+            Some(crate::config::StoreBackend::Sqlite) | None => StoreInner::sqlite(
                 config.store.path.clone().unwrap_or_else(|| {
                     let first_tool_dir = tool_dir_paths(tools_dir_flags, loaded)
                         .into_iter()
@@ -463,5 +497,35 @@ fn make_store(
                 limit,
             ),
         },
-    }
+    };
+    Ok(store)
+}
+
+/// The PostgreSQL store for `url`, with `[store]`'s other settings.
+#[cfg(feature = "postgres")]
+fn postgres_store(url: String, loaded: &LoadedConfig, limit: usize) -> Result<StoreInner> {
+    let store = &loaded.config.store;
+    let settings = crate::store::PostgresSettings {
+        url,
+        schema: store
+            .pg_schema
+            .clone()
+            .unwrap_or_else(|| crate::store::DEFAULT_SCHEMA.to_string()),
+        pool_size: store.pool_size.unwrap_or(crate::store::DEFAULT_POOL_SIZE),
+        connect_timeout: store
+            .connect_timeout_ms
+            .map(std::time::Duration::from_millis)
+            .unwrap_or(crate::store::DEFAULT_CONNECT_TIMEOUT),
+    };
+    StoreInner::postgres(&settings, limit).map_err(Error::Store)
+}
+
+/// Without the `postgres` feature, asking for it is a setup error.
+#[cfg(not(feature = "postgres"))]
+fn postgres_store(_url: String, _loaded: &LoadedConfig, _limit: usize) -> Result<StoreInner> {
+    Err(Error::Store(
+        "[store] backend = \"postgres\": this toolhost was built without the postgres \
+         feature"
+            .to_string(),
+    ))
 }

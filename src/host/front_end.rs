@@ -22,6 +22,22 @@ impl Host {
         crate::registry::ToolName::new(name).map(drop)
     }
 
+    /// The store's backend (`memory`, `sqlite`, `postgres`), whether it can serve calls now
+    /// and why not (no secret). Blocks up to 2 s (PostgreSQL's check): call it off the
+    /// async workers.
+    #[cfg(feature = "http")]
+    pub(crate) fn store_health(&self) -> (&'static str, bool, Option<String>) {
+        let store = &self.inner.inputs.store;
+        let health = store.health();
+        (store.backend_name(), health.ok, health.message)
+    }
+
+    /// The store's backend name (`memory`, `sqlite`, `postgres`).
+    #[cfg(feature = "http")]
+    pub(crate) fn store_backend_name(&self) -> &'static str {
+        self.inner.inputs.store.backend_name()
+    }
+
     /// Stops every MCP server of every host in this process and waits (bounded) for their
     /// children: the CLI calls it before it exits, however it exits.
     #[cfg(feature = "mcp-client")]

@@ -19,6 +19,8 @@ mod mcp_servers;
 mod nested;
 mod reload;
 mod scopes;
+#[cfg(feature = "cli")]
+mod store_admin;
 #[cfg(feature = "mcp")]
 mod tasks;
 #[cfg(feature = "cli")]

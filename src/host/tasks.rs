@@ -6,8 +6,9 @@ use crate::registry::{CallContext, TaskSupport};
 use std::time::Duration;
 
 impl Host {
-    /// The task records' area of the store's backend (the SQLite file, or memory for a
-    /// memory store): a namespace of its own that no tool's `store` reaches.
+    /// The task records' area of the store's backend (the SQLite file, the PostgreSQL
+    /// database shared by every replica, or memory for a memory store): a namespace of its
+    /// own that no tool's `store` reaches.
     pub(crate) fn task_records(&self) -> crate::store::Store {
         crate::store::Store::new(self.inner.inputs.store.clone(), crate::store::TASKS)
     }

@@ -14,18 +14,31 @@
 //! cancellation, and after [`BUSY_TIMEOUT`] at most (see [`Wait`]). Store calls from inside
 //! an `update` function are refused at once (see `nested`).
 
+mod backend;
 mod memory;
 mod nested;
 mod observed;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod sqlite;
+#[cfg(feature = "cli")]
+mod transfer;
 mod wait;
 
+pub(crate) use backend::{Health, Row};
 pub(crate) use nested::inside_update;
+#[cfg(feature = "postgres")]
+pub(crate) use postgres::connect::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE, DEFAULT_SCHEMA, Settings as PostgresSettings,
+    check_schema as check_pg_schema,
+};
+#[cfg(feature = "cli")]
+pub(crate) use transfer::{export, import};
 pub(crate) use wait::Wait;
 
-use parking_lot::Mutex;
+use backend::Backend;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Default `[store] max_value_bytes`.
@@ -102,6 +115,15 @@ pub enum StoreError {
         "out of time while waiting for the store's write lock (the deadline passed or the call was cancelled)"
     )]
     OutOfTime,
+    /// PostgreSQL could not be reached, or refused an operation. `server` is
+    /// `host:port/database`: never the URL or the password.
+    #[error("store (PostgreSQL at {server}): {message}")]
+    Postgres {
+        /// The server and database.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
     /// Another writer kept the lock for 5 s (the longest wait, also when the caller's
     /// deadline is further away).
     #[error(
@@ -115,24 +137,17 @@ pub enum StoreError {
     },
 }
 
-/// Where values live.
-enum Backend {
-    Memory(memory::Memory),
-    Sqlite(sqlite::Sqlite),
-}
-
 /// The host's store: every namespace, one backend.
 pub(crate) struct StoreInner {
-    backend: Backend,
+    backend: Box<dyn Backend>,
     max_value_bytes: usize,
-    /// Serialises this process's read-modify-writes (SQLite's lock covers other processes).
-    writer: Mutex<()>,
 }
 
 /// The store as an embedder sees it: the `builtin` namespace, shared with the built-in Lua
-/// tools. Operations block briefly (SQLite); called on a worker of a multi-threaded tokio
-/// runtime they run under `block_in_place`, so the worker's other tasks move elsewhere. A
-/// wait for another writer's lock ends after 5 s with [`StoreError::Locked`].
+/// tools. Operations block briefly (SQLite, PostgreSQL); called on a worker of a
+/// multi-threaded tokio runtime they run under `block_in_place`, so the worker's other
+/// tasks move elsewhere. A wait for another writer's lock ends after 5 s with
+/// [`StoreError::Locked`].
 #[derive(Clone)]
 pub struct Store {
     inner: std::sync::Arc<StoreInner>,
@@ -149,38 +164,106 @@ impl std::fmt::Debug for Store {
 
 impl std::fmt::Debug for StoreInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.path() {
-            Some(path) => write!(f, "StoreInner(sqlite: {})", path.display()),
-            None => f.write_str("StoreInner(memory)"),
-        }
+        write!(
+            f,
+            "StoreInner({}: {})",
+            self.backend.name(),
+            self.backend.location()
+        )
     }
 }
 
 impl StoreInner {
     /// A store in memory.
     pub(crate) fn memory(max_value_bytes: usize) -> Self {
-        Self {
-            backend: Backend::Memory(memory::Memory::default()),
-            max_value_bytes,
-            writer: Mutex::new(()),
-        }
+        Self::with_backend(Box::new(memory::Memory::default()), max_value_bytes)
     }
 
     /// A store in the SQLite file `path` (opened on first use).
     pub(crate) fn sqlite(path: PathBuf, max_value_bytes: usize) -> Self {
+        Self::with_backend(Box::new(sqlite::Sqlite::new(path)), max_value_bytes)
+    }
+
+    /// A store in the PostgreSQL database `settings` names (connected on first use). The
+    /// error says what is wrong without the URL.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn postgres(
+        settings: &PostgresSettings,
+        max_value_bytes: usize,
+    ) -> Result<Self, String> {
+        let backend = postgres::Postgres::new(settings)?;
+        Ok(Self::with_backend(Box::new(backend), max_value_bytes))
+    }
+
+    fn with_backend(backend: Box<dyn Backend>, max_value_bytes: usize) -> Self {
         Self {
-            backend: Backend::Sqlite(sqlite::Sqlite::new(path)),
+            backend,
             max_value_bytes,
-            writer: Mutex::new(()),
         }
     }
 
-    /// The file, for SQLite stores.
-    pub(crate) fn path(&self) -> Option<&Path> {
-        match &self.backend {
-            Backend::Sqlite(sqlite) => Some(sqlite.path()),
-            Backend::Memory(_) => None,
+    /// The backend's name (`memory`, `sqlite`, `postgres`), as `/healthz` and the metrics
+    /// label it.
+    pub(crate) fn backend_name(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// Whether the backend can serve calls now (answered within a short bound).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn health(&self) -> Health {
+        self.backend.health()
+    }
+
+    /// Where the data is, for messages (never a secret).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn location(&self) -> String {
+        self.backend.location()
+    }
+
+    /// Up to `page` rows after `after`, in (namespace, key) byte order (export).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn rows(
+        &self,
+        after: Option<(&str, &str)>,
+        page: usize,
+    ) -> Result<Vec<Row>, StoreError> {
+        self.backend.rows(after, page, &Wait::default())
+    }
+
+    /// Writes every row in one transaction (import): each key and value is checked as
+    /// `set` checks them before anything is written (the caller made the values JSON
+    /// text).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn load(&self, rows: &[Row]) -> Result<(), StoreError> {
+        for row in rows {
+            self.check_row(row)?;
         }
+        self.backend.load(rows, &Wait::default())
+    }
+
+    /// `[store] max_value_bytes`.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn max_value_bytes(&self) -> usize {
+        self.max_value_bytes
+    }
+
+    /// Checks a row as `set` checks a key and a value.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn check_row(&self, row: &Row) -> Result<(), StoreError> {
+        Self::check_key(&row.key)?;
+        if row.value.len() > self.max_value_bytes {
+            return Err(StoreError::ValueTooLarge {
+                size: row.value.len(),
+                limit: self.max_value_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// Creates or upgrades the backend's tables now (PostgreSQL; others: nothing to do).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn migrate(&self) -> Result<(), StoreError> {
+        self.backend.migrate(&Wait::default())
     }
 
     fn check_key(key: &str) -> Result<(), StoreError> {
@@ -213,10 +296,7 @@ impl StoreInner {
     ) -> Result<Option<Value>, StoreError> {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
-        let text = match &self.backend {
-            Backend::Memory(memory) => memory.get(ns, key),
-            Backend::Sqlite(sqlite) => sqlite.get(ns, key, wait)?,
-        };
+        let text = self.backend.get(ns, key, wait)?;
         Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
     }
 
@@ -231,23 +311,14 @@ impl StoreInner {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
         let text = self.encode(value)?;
-        match &self.backend {
-            Backend::Memory(memory) => {
-                memory.set(ns, key, text);
-                Ok(())
-            }
-            Backend::Sqlite(sqlite) => sqlite.set(ns, key, &text, wait),
-        }
+        self.backend.set(ns, key, &text, wait)
     }
 
     /// Removes `key` from `ns`; true when it was there.
     pub(crate) fn delete(&self, ns: &str, key: &str, wait: &Wait) -> Result<bool, StoreError> {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
-        match &self.backend {
-            Backend::Memory(memory) => Ok(memory.delete(ns, key)),
-            Backend::Sqlite(sqlite) => sqlite.delete(ns, key, wait),
-        }
+        self.backend.delete(ns, key, wait)
     }
 
     /// Keys of `ns` starting with `prefix`, sorted, at most `limit` (capped at
@@ -261,10 +332,7 @@ impl StoreInner {
     ) -> Result<Vec<String>, StoreError> {
         nested::refuse_inside_update()?;
         let limit = limit.min(MAX_LIST);
-        match &self.backend {
-            Backend::Memory(memory) => Ok(memory.list(ns, prefix, limit)),
-            Backend::Sqlite(sqlite) => sqlite.list(ns, prefix, limit, wait),
-        }
+        self.backend.list(ns, prefix, limit, wait)
     }
 
     /// Atomically replaces the value under `key` with `change(old)` (`None`: delete). If
@@ -282,32 +350,27 @@ impl StoreInner {
     ) -> Result<Option<Value>, StoreError> {
         nested::refuse_inside_update()?;
         Self::check_key(key)?;
-        let change = |old| {
-            let _inside = nested::InsideUpdate::enter();
-            change(old)
-        };
-        let _writer = wait.lock(&self.writer)?;
-        match &self.backend {
-            Backend::Memory(memory) => {
-                let old = memory
-                    .get(ns, key)
-                    .and_then(|text| serde_json::from_str(&text).ok());
-                let new = change(old).map_err(StoreError::Aborted)?;
-                match &new {
-                    Some(value) => memory.set(ns, key, self.encode(value)?),
-                    None => {
-                        memory.delete(ns, key);
-                    }
-                }
-                Ok(new)
-            }
-            Backend::Sqlite(sqlite) => sqlite.update(ns, key, wait, |old| {
+        let mut new = None;
+        self.backend.update(
+            ns,
+            key,
+            wait,
+            Box::new(|old: Option<String>| {
                 let old = old.and_then(|text| serde_json::from_str(&text).ok());
-                let new = change(old).map_err(StoreError::Aborted)?;
-                let text = new.as_ref().map(|value| self.encode(value)).transpose()?;
-                Ok((new, text))
+                let changed = {
+                    let _inside = nested::InsideUpdate::enter();
+                    change(old)
+                }
+                .map_err(StoreError::Aborted)?;
+                let text = changed
+                    .as_ref()
+                    .map(|value| self.encode(value))
+                    .transpose()?;
+                new = changed;
+                Ok(text)
             }),
-        }
+        )?;
+        Ok(new)
     }
 
     /// Atomically adds `by` to the number under `key` (missing: 0); returns the sum.

@@ -2,18 +2,10 @@
 //! (`store.{op}`) and the `toolhost.store.operation.duration` / `toolhost.store.errors`
 //! metrics by backend and operation, made here once for every backend.
 
-use super::{Backend, StoreError, StoreInner};
+use super::{StoreError, StoreInner};
 use std::time::Instant;
 
 impl StoreInner {
-    /// The backend's name, as the metrics label it.
-    pub(crate) fn backend_name(&self) -> &'static str {
-        match &self.backend {
-            Backend::Memory(_) => "memory",
-            Backend::Sqlite(_) => "sqlite",
-        }
-    }
-
     /// Runs the store operation `op` (`get`, `set`, …) inside its span, timing it.
     pub(crate) fn observed<T>(
         &self,

@@ -11,11 +11,12 @@
 //! the same way before anything is written.
 
 use super::StoreError;
+use super::backend::{Backend, Change, Health, Row};
 use super::wait::{self, Wait};
 use parking_lot::Mutex;
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior, params};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -30,6 +31,9 @@ pub(super) struct Sqlite {
     broken: Mutex<Option<String>>,
     /// The file passed the integrity check (once per host: it reads every page).
     checked: AtomicBool,
+    /// Serialises this process's updates: a thread waiting here sleeps on a lock instead
+    /// of polling SQLite's busy handler (SQLite's own lock covers other processes).
+    writer: Mutex<()>,
 }
 
 impl Sqlite {
@@ -41,11 +45,8 @@ impl Sqlite {
             idle: Mutex::new(Vec::new()),
             broken: Mutex::new(None),
             checked: AtomicBool::new(false),
+            writer: Mutex::new(()),
         }
-    }
-
-    pub(super) fn path(&self) -> &Path {
-        &self.path
     }
 
     fn unusable(&self, reason: String) -> StoreError {
@@ -162,13 +163,18 @@ impl Sqlite {
             .map_err(Open::from)?;
         Ok(connection)
     }
+}
 
-    pub(super) fn get(
-        &self,
-        ns: &str,
-        key: &str,
-        wait: &Wait,
-    ) -> Result<Option<String>, StoreError> {
+impl Backend for Sqlite {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn get(&self, ns: &str, key: &str, wait: &Wait) -> Result<Option<String>, StoreError> {
         self.with_connection(wait, |connection, started| {
             connection
                 .prepare_cached("SELECT value FROM kv WHERE ns = ?1 AND key = ?2")
@@ -181,13 +187,7 @@ impl Sqlite {
         })
     }
 
-    pub(super) fn set(
-        &self,
-        ns: &str,
-        key: &str,
-        text: &str,
-        wait: &Wait,
-    ) -> Result<(), StoreError> {
+    fn set(&self, ns: &str, key: &str, text: &str, wait: &Wait) -> Result<(), StoreError> {
         self.with_connection(wait, |connection, started| {
             connection
                 .prepare_cached("INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?1, ?2, ?3)")
@@ -197,7 +197,7 @@ impl Sqlite {
         })
     }
 
-    pub(super) fn delete(&self, ns: &str, key: &str, wait: &Wait) -> Result<bool, StoreError> {
+    fn delete(&self, ns: &str, key: &str, wait: &Wait) -> Result<bool, StoreError> {
         self.with_connection(wait, |connection, started| {
             let removed = connection
                 .prepare_cached("DELETE FROM kv WHERE ns = ?1 AND key = ?2")
@@ -207,7 +207,7 @@ impl Sqlite {
         })
     }
 
-    pub(super) fn list(
+    fn list(
         &self,
         ns: &str,
         prefix: &str,
@@ -238,13 +238,14 @@ impl Sqlite {
 
     /// Reads, changes and writes `key` in one immediate transaction: other writers (other
     /// processes too) wait; an error from `change` rolls back.
-    pub(super) fn update<T>(
+    fn update(
         &self,
         ns: &str,
         key: &str,
         wait: &Wait,
-        change: impl FnOnce(Option<String>) -> Result<(T, Option<String>), StoreError>,
-    ) -> Result<T, StoreError> {
+        change: Change<'_>,
+    ) -> Result<(), StoreError> {
+        let _writer = wait.lock(&self.writer)?;
         self.with_connection(wait, |connection, started| {
             let failed = |e| self.failed(e, wait, started);
             let transaction = connection
@@ -259,8 +260,7 @@ impl Sqlite {
                 .optional()
                 .map_err(failed)?;
             // Dropping the transaction on an error rolls it back.
-            let (result, new) = change(old)?;
-            match new {
+            match change(old)? {
                 Some(text) => transaction.execute(
                     "INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?1, ?2, ?3)",
                     params![ns, key, text],
@@ -272,8 +272,67 @@ impl Sqlite {
             }
             .map_err(failed)?;
             transaction.commit().map_err(failed)?;
-            Ok(result)
+            Ok(())
         })
+    }
+
+    fn rows(
+        &self,
+        after: Option<(&str, &str)>,
+        page: usize,
+        wait: &Wait,
+    ) -> Result<Vec<Row>, StoreError> {
+        let (ns, key) = after.unwrap_or(("", ""));
+        // The empty namespace cannot hold keys (tools reach `builtin` and `plugin:<id>`),
+        // but the row ("", "") could: the first page includes it.
+        let op = if after.is_some() { ">" } else { ">=" };
+        let sql = format!(
+            "SELECT ns, key, value FROM kv WHERE (ns, key) {op} (?1, ?2) ORDER BY ns, key LIMIT ?3"
+        );
+        self.with_connection(wait, |connection, started| {
+            let failed = |e| self.failed(e, wait, started);
+            let mut statement = connection.prepare_cached(&sql).map_err(failed)?;
+            let rows = statement
+                .query_map(params![ns, key, page as i64], |row| {
+                    Ok(Row {
+                        ns: row.get(0)?,
+                        key: row.get(1)?,
+                        value: row.get(2)?,
+                    })
+                })
+                .map_err(failed)?;
+            rows.collect::<rusqlite::Result<Vec<Row>>>().map_err(failed)
+        })
+    }
+
+    fn load(&self, rows: &[Row], wait: &Wait) -> Result<(), StoreError> {
+        let _writer = wait.lock(&self.writer)?;
+        self.with_connection(wait, |connection, started| {
+            let failed = |e| self.failed(e, wait, started);
+            let transaction = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(failed)?;
+            {
+                let mut statement = transaction
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO kv (ns, key, value) VALUES (?1, ?2, ?3)",
+                    )
+                    .map_err(failed)?;
+                for row in rows {
+                    statement
+                        .execute(params![row.ns, row.key, row.value])
+                        .map_err(failed)?;
+                }
+            }
+            transaction.commit().map_err(failed)
+        })
+    }
+
+    fn health(&self) -> Health {
+        match self.broken.lock().clone() {
+            Some(reason) => Health::failing(self.unusable(reason).to_string()),
+            None => Health::ok(),
+        }
     }
 }
 

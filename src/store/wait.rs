@@ -28,14 +28,20 @@ impl Wait {
         Self { deadline, cancel }
     }
 
-    /// Until when an operation starting now may wait.
-    fn until(&self, started: Instant) -> Instant {
+    /// Until when an operation starting at `started` may wait.
+    pub(super) fn until(&self, started: Instant) -> Instant {
         let cap = started + BUSY_TIMEOUT;
         self.deadline.map_or(cap, |deadline| deadline.min(cap))
     }
 
+    /// The caller's cancellation, if it has one.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(super) fn cancel_token(&self) -> Option<CancellationToken> {
+        self.cancel.clone()
+    }
+
     /// True once the caller is out of time: its deadline passed or it was cancelled.
-    fn out_of_time(&self) -> bool {
+    pub(super) fn out_of_time(&self) -> bool {
         self.cancel.as_ref().is_some_and(|t| t.is_cancelled())
             || self.deadline.is_some_and(|d| Instant::now() >= d)
     }

@@ -25,6 +25,11 @@ pub fn python() -> PathBuf {
 /// Runs `tests/mcp/SCRIPT` with `args` and returns the JSON objects it printed, one per
 /// line; panics with its output when it fails.
 pub fn run_script(script: &str, args: &[&str]) -> Vec<Value> {
+    run_script_with_env(script, args, &[])
+}
+
+/// [`run_script`] with variables set for the script (and the servers it starts).
+pub fn run_script_with_env(script: &str, args: &[&str], env: &[(&str, String)]) -> Vec<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/mcp")
         .join(script);
@@ -32,6 +37,7 @@ pub fn run_script(script: &str, args: &[&str]) -> Vec<Value> {
         .arg(path)
         .args(args)
         .env_remove("TOOLHOST_CONFIG")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .output()
         .expect("client runs");
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -11,6 +11,7 @@ pub mod otlp;
 pub mod pg;
 pub mod pinned_venv;
 pub mod raw_http;
+pub mod stores;
 pub mod ts_client;
 
 use serde_json::Value;

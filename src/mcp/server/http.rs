@@ -14,7 +14,8 @@
 //!   on a loopback bind the `Host` header must be a loopback name too;
 //! - a request body limit (`[serve] max_request_bytes`, 413 with a JSON-RPC error carrying
 //!   the request's id when its first bytes show it);
-//! - `GET /healthz` → `{"status":"ok","tools":N,"generation":G}` (no token needed);
+//! - `GET /healthz` → `{"status":"ok","tools":N,"generation":G,"store":{"backend":B,"ok":true}}`
+//!   (no token needed; `"degraded"` and the store's message when the store cannot serve);
 //! - bounds on what clients can hold: connections ([`connections`]: `max_connections`,
 //!   `header_timeout_ms`, `TCP_NODELAY`), request bodies ([`body`]) and sessions
 //!   ([`sessions`]: `max_sessions`, `session_idle_ms`);
@@ -481,14 +482,48 @@ async fn oauth_gate(shared: &Arc<Shared>) -> crate::Result<Option<Arc<auth::OAut
     })))
 }
 
-/// `GET /healthz`.
+/// Longest `/healthz` waits for the store's answer (its own check gives up after 2 s).
+const STORE_HEALTH_BOUND: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `GET /healthz`: the tools, and the store's health (`"status": "degraded"` when the store
+/// cannot serve calls: tools that do not use it still work, so the answer stays 200).
 async fn healthz(State(shared): State<Arc<Shared>>) -> Response {
     let host = shared.host.clone();
     let counted =
-        tokio::task::spawn_blocking(move || (host.entries(None).len(), host.generation()))
-            .await
-            .unwrap_or_default();
-    let body = serde_json::json!({"status": "ok", "tools": counted.0, "generation": counted.1});
+        tokio::task::spawn_blocking(move || (host.entries(None).len(), host.generation()));
+    let host = shared.host.clone();
+    let backend_name = host.store_backend_name();
+    let store = tokio::time::timeout(
+        STORE_HEALTH_BOUND,
+        tokio::task::spawn_blocking(move || host.store_health()),
+    );
+    let (counted, store) = tokio::join!(counted, store);
+    let counted = counted.unwrap_or_default();
+    let store = match store {
+        Ok(Ok((backend, true, _))) => serde_json::json!({"backend": backend, "ok": true}),
+        Ok(Ok((backend, false, message))) => {
+            serde_json::json!({"backend": backend, "ok": false, "message": message})
+        }
+        Ok(Err(_)) | Err(_) => serde_json::json!({
+            "backend": backend_name,
+            "ok": false,
+            "message": format!(
+                "no answer from the store within {} s",
+                STORE_HEALTH_BOUND.as_secs()
+            ),
+        }),
+    };
+    let status = if store["ok"] == true {
+        "ok"
+    } else {
+        "degraded"
+    };
+    let body = serde_json::json!({
+        "status": status,
+        "tools": counted.0,
+        "generation": counted.1,
+        "store": store,
+    });
     json_response(StatusCode::OK, &body)
 }
 
