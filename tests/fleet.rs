@@ -3,8 +3,9 @@
 //! increments spread over the replicas lose nothing and count nothing twice, even with a
 //! replica SIGKILLed mid-burst; a task started through one replica is read, answered and
 //! cancelled through another; a sealed 2026-07-28 input-request round continues on another
-//! replica. The store here is one SQLite file; the harness takes the backend as a
-//! parameter.
+//! replica. Every scenario runs twice: on one SQLite file the replicas share, and on one
+//! PostgreSQL database (`sqlite::…`, `postgres::…`); and PostgreSQL restarted under a
+//! burst fails calls cleanly while it is down and loses no acknowledged increment.
 
 mod common;
 
@@ -29,6 +30,9 @@ registry.register{ name = "bump", toolset = "t",
   handler = function()
     return tostring(store.update("count", function(n) return (n or 0) + 1 end))
   end }
+registry.register{ name = "hello", toolset = "t",
+  schema = { description = "Answers without the store", parameters = { type = "object", properties = {} } },
+  handler = function() return "hello" end }
 registry.register{ name = "count", toolset = "t",
   schema = { description = "The shared count", parameters = { type = "object", properties = {} } },
   handler = function() return tostring(store.get("count") or 0) end }
@@ -78,7 +82,7 @@ macro_rules! scenarios {
 }
 
 scenarios!(
-    [sqlite => super::Backend::Sqlite]
+    [sqlite => super::Backend::Sqlite, postgres => super::Backend::postgres()]
     [
         sixteen_clients_bumping_through_three_replicas_count_exactly_3200,
         a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_twice,
@@ -198,6 +202,71 @@ fn sixteen_clients_bumping_through_three_replicas_count_exactly_3200(backend: &B
     assert_eq!(final_count(&proxy.authority), 3_200);
     let served = proxy.served();
     assert!(served.iter().all(|&n| n > 0), "not spread: {served:?}");
+}
+
+/// PostgreSQL (the restart cluster, :5433) stopped a third of the way into a burst over
+/// three replicas: while it is down a store call fails with an error naming the server and
+/// a tool without the store still answers; once it is back the replicas' pools reconnect by
+/// themselves, and every acknowledged increment is there, none counted twice.
+#[test]
+fn postgres_restarted_mid_burst_fails_calls_cleanly_and_loses_no_acknowledged_increment() {
+    let cluster = common::pg::RestartCluster::exclusive();
+    let backend = Backend::Postgres(common::pg::TestDb::on(common::pg::RESTART_PORT));
+    let fx = fixture();
+    let fleet = fleet(&fx, &backend, Mode::Stateless, 3);
+    let proxy = Proxy::start(fleet.authorities());
+    let (outage_send, outage) = mpsc::channel();
+    let seen = burst(&proxy.authority, |acks| {
+        if acks != CLIENTS * CALLS_EACH / 3 {
+            return;
+        }
+        cluster.stop();
+        // The outage as a client sees it (this client's next calls, and everyone else's,
+        // fail the same way until the server is back).
+        let failure = bump(&proxy.authority).expect_err("a store call with PostgreSQL down");
+        let other = request(
+            &proxy.authority,
+            "tools/call",
+            call("hello", json!({})),
+            json!({}),
+        )
+        .expect("an answer");
+        cluster.start();
+        let _ = outage_send.send((failure, other));
+    });
+    let (failure, other) = outage.try_recv().expect("PostgreSQL was stopped mid-burst");
+    assert!(
+        failure.contains("127.0.0.1:5433"),
+        "the error names the server: {failure}"
+    );
+    assert!(
+        !failure.contains(common::pg::PASSWORD),
+        "the error shows the password: {failure}"
+    );
+    assert_eq!(text(&other["result"]), "hello", "{other}");
+    let acknowledged = seen.acknowledged.len() as u64;
+    let distinct: BTreeSet<u64> = seen.acknowledged.iter().copied().collect();
+    assert_eq!(
+        distinct.len() as u64,
+        acknowledged,
+        "a count was answered twice"
+    );
+    // Calls succeed again after the outage: the burst's own later acknowledgements, and
+    // the count read through the proxy.
+    let total = final_count(&proxy.authority);
+    assert!(
+        total >= acknowledged,
+        "acknowledged increments were lost: {total} < {acknowledged}"
+    );
+    assert!(
+        total <= acknowledged + seen.failed as u64,
+        "increments counted twice: {total} > {acknowledged} acknowledged + {} failed",
+        seen.failed
+    );
+    assert!(
+        acknowledged > (CLIENTS * CALLS_EACH / 3) as u64,
+        "no call succeeded after PostgreSQL came back: {acknowledged} acknowledged"
+    );
 }
 
 fn a_replica_killed_mid_burst_loses_no_acknowledged_increment_and_counts_none_twice(
