@@ -3,8 +3,10 @@
 //! Every section rejects unknown keys (`deny_unknown_fields`), so a typo is an error that
 //! names the key and the line instead of a silently ignored setting.
 
+mod limits;
 mod mcp_servers;
 
+pub(crate) use limits::{Limits, LimitsConfig, Rate};
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
 
@@ -61,6 +63,9 @@ pub(crate) struct Config {
     /// External MCP servers whose tools join the registry.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Rate limits (checked when the file is read).
+    #[serde(default)]
+    pub limits: LimitsConfig,
 }
 
 /// `[store]`: where `store` keeps its values.
@@ -445,6 +450,13 @@ impl LoadedConfig {
         config
             .store
             .check()
+            .map_err(|message| Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        config
+            .limits
+            .resolve()
             .map_err(|message| Error::ConfigInvalid {
                 path: path.to_path_buf(),
                 message,
