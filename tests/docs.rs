@@ -636,9 +636,17 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
         ("serve", "`[serve]`", "[serve]"),
         ("store", "`[store]`", "[store]"),
         ("mcp_servers", "`[mcp_servers.NAME]`", "[mcp_servers.x]"),
+        ("limits", "`[limits]`", "[limits]"),
     ];
-    // Tables inside a section, documented as `table.key` rows of it.
-    let nested = [("mcp_servers", "tools", "[mcp_servers.x.tools]")];
+    // Tables inside a section (their path in the section, a TOML header that opens them),
+    // documented as `table.key` rows of it, the path's names and ids left out.
+    let nested = [
+        ("mcp_servers", "tools", "[mcp_servers.x.tools]"),
+        ("limits", "default", "[limits.default]"),
+        ("limits", "tools", "[limits.tools.x]"),
+        ("limits", "callers", "[limits.callers.x]"),
+        ("limits", "callers.tools", "[limits.callers.x.tools.y]"),
+    ];
 
     let mut accepted: BTreeSet<(String, String)> = BTreeSet::new();
     for key in accepted_keys("") {
@@ -661,7 +669,10 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
     for (name, table, header) in nested {
         let heading = tables.iter().find(|t| t.0 == name).expect("known table").1;
         for key in accepted_keys(header) {
-            accepted.insert((heading.into(), format!("{table}.{key}")));
+            let path = format!("{table}.{key}");
+            if !nested.iter().any(|(n, t, _)| *n == name && *t == path) {
+                accepted.insert((heading.into(), path));
+            }
         }
     }
 

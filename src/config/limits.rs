@@ -74,16 +74,6 @@ pub(crate) struct Limits {
     pub caller_tools: BTreeMap<(String, String), Rate>,
 }
 
-impl Limits {
-    /// True when no limit is configured (calls skip the limiter).
-    pub(crate) fn is_empty(&self) -> bool {
-        self.default.is_none()
-            && self.tools.is_empty()
-            && self.callers.is_empty()
-            && self.caller_tools.is_empty()
-    }
-}
-
 impl LimitsConfig {
     /// Checks every table and gives the limits; the error names the key
     /// (`limits.tools.echo.rate: "5/x" is not N/s, N/m or N/h`).

@@ -90,6 +90,8 @@ struct HostInner {
     memo: DefinitionsMemo,
     rendered: RenderCache,
     search: SearchPlans,
+    /// The `[limits]` rate limiters (kept across reloads that keep the limits).
+    limiters: crate::dispatch::Limiters,
     pipeline: Pipeline,
     /// Every reload's event, for MCP sessions (`tools/list_changed`) and other listeners.
     reloads: tokio::sync::broadcast::Sender<ReloadEvent>,
@@ -276,6 +278,7 @@ impl Host {
             spill_dir: &world.spill_dir,
             config_fingerprint: world.config.fingerprint,
             search: &self.inner.search,
+            limits: &self.inner.limiters,
         }
     }
 

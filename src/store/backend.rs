@@ -7,6 +7,7 @@
 //! moved off the async workers), and every wait it makes ends within its [`Wait`].
 
 use super::StoreError;
+use super::gcra::{self, Decision, Gcra};
 use super::wait::Wait;
 
 /// One stored row: a value's JSON text under a key of a namespace.
@@ -111,6 +112,14 @@ pub(crate) trait Backend: Send + Sync {
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     /// Whether calls would reach the data now, answered within a short bound.
     fn health(&self) -> Health;
+
+    /// One step of the shared rate limiter (GCRA) on the row `key` of the host's
+    /// `host:limits` namespace, atomic against every other writer (threads and processes)
+    /// and bounded by `wait` like any store call. The default reads and writes the row
+    /// under [`update`](Self::update), which holds it in every backend.
+    fn rate_take(&self, key: &str, rate: Gcra, wait: &Wait) -> Result<Decision, StoreError> {
+        gcra::take_with_update(self, key, rate, wait)
+    }
 
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     /// Creates or upgrades what the backend keeps its rows in (tables, schema), if it has
