@@ -27,6 +27,7 @@ mod auth;
 mod body;
 mod connections;
 mod polling;
+mod retry_after;
 mod sessions;
 pub(crate) mod stateless_cancel;
 
@@ -263,6 +264,7 @@ pub(crate) async fn serve(
     // Outermost first: the token, then the body's deadline, then (sessions) the cap or
     // (stateless) the cancellation tracker.
     let app = mcp
+        .layer(axum::middleware::from_fn(retry_after::add))
         .layer(axum::middleware::from_fn_with_state(
             body::BodyLimits {
                 timeout: limits.header_timeout,
