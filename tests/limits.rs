@@ -32,7 +32,14 @@ fn serve(fx: &Fixture, env: &[(&str, String)]) -> (std::process::Child, String) 
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0", "--stateless"]);
+        .args([
+            "--cache-dir",
+            "cache",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--stateless",
+        ]);
     let (child, url) = common::spawn_http_server(command);
     let authority = url
         .trim_start_matches("http://")
@@ -54,7 +61,10 @@ impl Drop for Killed {
 }
 
 /// Calls `echo` 10 times, alternating between two servers of `fx`: the replies.
-fn ten_calls_over_two_servers(fx: &Fixture, env: &[(&str, String)]) -> Vec<common::raw_http::Reply> {
+fn ten_calls_over_two_servers(
+    fx: &Fixture,
+    env: &[(&str, String)],
+) -> Vec<common::raw_http::Reply> {
     let (one, a) = serve(fx, env);
     let (two, b) = serve(fx, env);
     let (_one, _two) = (Killed(one), Killed(two));
@@ -71,12 +81,22 @@ fn assert_shared_burst_of_five(replies: &[common::raw_http::Reply]) {
         .iter()
         .filter(|r| r.message()["result"]["content"][0]["text"] == "echo")
         .count();
-    assert_eq!(passed, 5, "{:?}", replies.iter().map(|r| r.text()).collect::<Vec<_>>());
-    for reply in replies.iter().filter(|r| r.message().get("error").is_some()) {
+    assert_eq!(
+        passed,
+        5,
+        "{:?}",
+        replies.iter().map(|r| r.text()).collect::<Vec<_>>()
+    );
+    for reply in replies
+        .iter()
+        .filter(|r| r.message().get("error").is_some())
+    {
         let error = &reply.message()["error"];
         assert_eq!(error["code"], -32029, "{error}");
         assert_eq!(error["data"]["limit"], "limits.tools.echo", "{error}");
-        let ms = error["data"]["retryAfterMs"].as_u64().expect("retryAfterMs");
+        let ms = error["data"]["retryAfterMs"]
+            .as_u64()
+            .expect("retryAfterMs");
         assert!(ms > 0 && ms <= 3_600_000, "{ms}");
         assert!(
             error["message"]
@@ -131,23 +151,34 @@ fn with_the_memory_store_each_process_has_its_own_limits() {
 fn the_cli_answers_a_rate_limited_error_naming_the_limit() {
     let fx = fixture("[limits.tools.echo]\nrate = \"1/h\"\nburst = 1\n");
     // Each `toolhost call` is a process: the default SQLite store carries the count.
-    fx.toolhost().args(["call", "echo", "{}"]).assert().success();
+    fx.toolhost()
+        .args(["call", "echo", "{}"])
+        .assert()
+        .success();
     let output = fx.toolhost().args(["call", "echo", "{}"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
-    let line = stdout.lines().find(|l| l.contains("rate_limited")).unwrap_or_else(|| {
-        panic!("no rate_limited error: {stdout} {}", String::from_utf8_lossy(&output.stderr))
-    });
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("rate_limited"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no rate_limited error: {stdout} {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
     let error: Value = serde_json::from_str(line).expect("a JSON error");
     assert_eq!(error["error_type"], "rate_limited");
     assert_eq!(error["limit"], "limits.tools.echo");
-    assert!(error["retry_after_ms"].as_u64().is_some_and(|ms| ms > 0), "{error}");
+    assert!(
+        error["retry_after_ms"].as_u64().is_some_and(|ms| ms > 0),
+        "{error}"
+    );
 }
 
 #[test]
 fn a_ctx_call_counts_against_the_same_limits() {
-    let fx = fixture(
-        "[store]\nbackend = \"memory\"\n[limits.tools.echo]\nrate = \"1/h\"\nburst = 1\n",
-    );
+    let fx =
+        fixture("[store]\nbackend = \"memory\"\n[limits.tools.echo]\nrate = \"1/h\"\nburst = 1\n");
     fx.tool(
         "relay.lua",
         r#"registry.register{
@@ -160,7 +191,10 @@ fn a_ctx_call_counts_against_the_same_limits() {
 }"#,
     );
     let host = fx.host_with(&std::fs::read_to_string(fx.root().join("toolhost.toml")).unwrap());
-    assert_eq!(common::call(&host, "relay", json!({})), json!("{\"got\":\"echo\"}"));
+    assert_eq!(
+        common::call(&host, "relay", json!({})),
+        json!("{\"got\":\"echo\"}")
+    );
     assert_eq!(
         common::call(&host, "relay", json!({})),
         json!("{\"got\":\"rate_limited\"}")
@@ -173,14 +207,26 @@ fn a_ctx_call_counts_against_the_same_limits() {
 #[test]
 fn a_bad_rate_stops_the_binary_naming_the_key() {
     for (body, expected) in [
-        ("rate = \"5/x\"", "limits.tools.echo.rate: \"5/x\" is not N/s, N/m or N/h"),
-        ("rate = \"0/s\"", "limits.tools.echo.rate: \"0/s\" allows no call"),
+        (
+            "rate = \"5/x\"",
+            "limits.tools.echo.rate: \"5/x\" is not N/s, N/m or N/h",
+        ),
+        (
+            "rate = \"0/s\"",
+            "limits.tools.echo.rate: \"0/s\" allows no call",
+        ),
         (
             "rate = \"184467440737095516160/s\"",
             "limits.tools.echo.rate: \"184467440737095516160/s\" is not N/s",
         ),
-        ("rate = \"1/s\"\nburst = 0", "limits.tools.echo.burst: must be at least 1"),
-        ("rate = \"1/s\"\nburst = 99999999999", "limits.tools.echo.burst: 99999999999 is over"),
+        (
+            "rate = \"1/s\"\nburst = 0",
+            "limits.tools.echo.burst: must be at least 1",
+        ),
+        (
+            "rate = \"1/s\"\nburst = 99999999999",
+            "limits.tools.echo.burst: 99999999999 is over",
+        ),
         ("rate = \"1/s\"\nper = 3", "per"),
     ] {
         let fx = fixture(&format!("[limits.tools.echo]\n{body}\n"));

@@ -117,8 +117,22 @@ pub(crate) trait Backend: Send + Sync {
     /// `host:limits` namespace, atomic against every other writer (threads and processes)
     /// and bounded by `wait` like any store call. The default reads and writes the row
     /// under [`update`](Self::update), which holds it in every backend.
+    /// The row holds the TAT as a JSON number; a row that is not one counts as fresh.
     fn rate_take(&self, key: &str, rate: Gcra, wait: &Wait) -> Result<Decision, StoreError> {
-        gcra::take_with_update(self, key, rate, wait)
+        let mut decision = Decision::Allowed;
+        self.update(
+            gcra::LIMITS,
+            key,
+            wait,
+            Box::new(|old: Option<String>| {
+                let tat = old.and_then(|text| text.trim().parse::<u64>().ok());
+                // The clock is read holding the row, so one key's TATs only move forward.
+                let (new, decided) = rate.step(tat, gcra::now_ns());
+                decision = decided;
+                Ok(Some(new.or(tat).unwrap_or(0).to_string()))
+            }),
+        )?;
+        Ok(decision)
     }
 
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]

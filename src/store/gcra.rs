@@ -2,16 +2,14 @@
 //! backend"): one theoretical arrival time (TAT) per (limit, key) row in the host's own
 //! namespace [`LIMITS`], which no tool can name (tools reach only `builtin` and
 //! `plugin:<id>`). Each step reads and writes the row under the backend's `update`, so two
-//! processes sharing a SQLite file or a PostgreSQL database never both take the last place.
+//! processes sharing a SQLite file or a PostgreSQL database never both take the last place
+//! (`Backend::rate_take`).
 //!
 //! Times are nanoseconds since the Unix epoch from the calling process's clock: the
 //! replicas of a fleet are assumed to keep their clocks in step (NTP); a clock that is
 //! ahead spends its callers' budget early, never lets more calls through overall than the
 //! burst plus the rate allow per clock.
 
-use super::StoreError;
-use super::backend::Backend;
-use super::wait::Wait;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The namespace of the limiter's rows.
@@ -58,31 +56,6 @@ pub(crate) fn now_ns() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
         .unwrap_or(0)
-}
-
-/// One GCRA step on the row `key` of [`LIMITS`] through `backend.update` (the default of
-/// [`Backend::rate_take`]): the row holds the TAT as a JSON number; a row that is not one
-/// (written by hand) counts as fresh.
-pub(crate) fn take_with_update<B: Backend + ?Sized>(
-    backend: &B,
-    key: &str,
-    rate: Gcra,
-    wait: &Wait,
-) -> Result<Decision, StoreError> {
-    let mut decision = Decision::Allowed;
-    backend.update(
-        LIMITS,
-        key,
-        wait,
-        Box::new(|old: Option<String>| {
-            let tat = old.and_then(|text| text.trim().parse::<u64>().ok());
-            // The clock is read holding the row, so the TATs of one key only move forward.
-            let (new, decided) = rate.step(tat, now_ns());
-            decision = decided;
-            Ok(Some(new.or(tat).unwrap_or(0).to_string()))
-        }),
-    )?;
-    Ok(decision)
 }
 
 #[cfg(test)]
