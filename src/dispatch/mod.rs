@@ -164,7 +164,7 @@ impl Pipeline {
             Route::Bridge(plan) => bridge::answer(&plan, &name, &args, |tool| {
                 env.available(vm, tool, ctx.scope.as_deref()).available
             }),
-            Route::Refused(answer) => answer,
+            Route::Refused(answer) => *answer,
             Route::Direct | Route::ThroughBridge => {
                 // Stage 3: guard, lookup, selection, availability.
                 let admission = Admission {
