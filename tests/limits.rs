@@ -5,7 +5,7 @@
 mod common;
 
 use common::Fixture;
-use common::pg::TestDb;
+use common::pg::{RESTART_PORT, RestartCluster, TestDb};
 use common::raw_http::{RawHttp, tools_call};
 use serde_json::{Value, json};
 
@@ -236,4 +236,36 @@ fn a_bad_rate_stops_the_binary_naming_the_key() {
         assert!(stderr.contains(expected), "{body}: {stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+#[test]
+fn postgres_down_refuses_limited_calls_naming_the_limit_and_lets_unlimited_ones_run() {
+    let cluster = RestartCluster::exclusive();
+    let db = TestDb::on(RESTART_PORT);
+    let fx = fixture("[limits.tools.echo]\nrate = \"1/s\"\nburst = 100\n");
+    fx.tool("free.lua", &common::simple_tool("free", "demo", "free"));
+    let host = toolhost::Host::builder()
+        .tools_dir(fx.tools())
+        .cache_dir(fx.cache())
+        .config_file(fx.root().join("toolhost.toml"))
+        .postgres_store(db.url())
+        .build()
+        .expect("host builds");
+    assert_eq!(common::call(&host, "echo", json!({})), json!("echo"));
+    cluster.stop();
+    let refused = common::call(&host, "echo", json!({}));
+    assert_eq!(refused["error_type"], "unavailable", "{refused}");
+    let message = refused["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("the rate limit limits.tools.echo could not be checked"),
+        "{refused}"
+    );
+    assert!(!message.contains(common::pg::PASSWORD), "{refused}");
+    // A tool no limit applies to does not wait for the store.
+    assert_eq!(common::call(&host, "free", json!({})), json!("free"));
+    cluster.start();
+    let back = common::wait_until(std::time::Duration::from_secs(60), || {
+        common::call(&host, "echo", json!({})) == json!("echo")
+    });
+    assert!(back, "limited calls never ran again");
 }
