@@ -269,3 +269,33 @@ fn postgres_down_refuses_limited_calls_naming_the_limit_and_lets_unlimited_ones_
     });
     assert!(back, "limited calls never ran again");
 }
+
+#[test]
+fn an_mcp_client_over_stdio_gets_a_json_rpc_error_naming_the_limit_and_the_retry() {
+    let fx = fixture(
+        "[store]\nbackend = \"memory\"\n[limits.callers.local]\nrate = \"1/m\"\nburst = 2\n",
+    );
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let steps = common::mcp_client::run_script(
+        "limits.py",
+        &[binary.to_str().unwrap(), fx.root().to_str().unwrap(), "3"],
+    );
+    assert_eq!(steps[0]["text"], "echo", "{steps:?}");
+    assert_eq!(steps[1]["text"], "echo", "{steps:?}");
+    let refused = &steps[2];
+    assert_eq!(refused["code"], -32029, "{refused}");
+    assert_eq!(
+        refused["data"]["limit"], "limits.callers.local",
+        "{refused}"
+    );
+    let ms = refused["data"]["retryAfterMs"]
+        .as_u64()
+        .expect("retryAfterMs");
+    assert!(ms > 0 && ms <= 60_000, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limits.callers.local") && m.contains("retry in")),
+        "{refused}"
+    );
+}
