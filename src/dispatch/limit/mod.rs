@@ -54,25 +54,30 @@ impl Limiters {
         if config.default.is_none() && config.tools.is_empty() && config.callers.is_empty() {
             return Ok(());
         }
-        let Some(limiter) = self.limiter(config) else {
-            return Ok(());
-        };
+        // The loaded configuration was checked, so it resolves; if it did not, the call is
+        // refused rather than let through unlimited.
+        let limiter = self.limiter(config).map_err(|message| {
+            Box::new(ToolError::new(
+                ErrorType::Unavailable,
+                format!("Tool {tool} is unavailable: [limits] is invalid: {message}"),
+            ))
+        })?;
         limiter.check(&self.store, tool, caller, wait)
     }
 
-    /// The limiter for `config` (the loaded configuration was checked, so it resolves).
-    fn limiter(&self, config: &LimitsConfig) -> Option<Arc<Limiter>> {
+    /// The limiter for `config`: the current one while `[limits]` stays the same.
+    fn limiter(&self, config: &LimitsConfig) -> Result<Arc<Limiter>, String> {
         let mut current = self.current.lock();
         if let Some((seen, limiter)) = &*current
             && seen == config
         {
-            return Some(limiter.clone());
+            return Ok(limiter.clone());
         }
-        let limits = config.resolve().ok()?;
+        let limits = config.resolve()?;
         let shared = self.store.backend_name() != "memory";
         let limiter = Arc::new(Limiter::new(limits, shared));
         *current = Some((config.clone(), limiter.clone()));
-        Some(limiter)
+        Ok(limiter)
     }
 }
 

@@ -176,3 +176,19 @@ fn a_hostile_caller_id_or_tool_name_cannot_reach_another_limits_row() {
     let config = self::config("[default]\nrate = \"1/h\"\nburst = 2\n");
     assert_eq!(until_refused(&limiters, &config, &long, "local", 5).0, 2);
 }
+
+#[test]
+fn an_unchecked_bad_limit_refuses_calls_instead_of_letting_them_through() {
+    // What `toolhost.toml` loading refuses, reaching the limiter another way.
+    let limiters = memory();
+    let config = config("[tools.echo]\nrate = \"5/x\"\n");
+    let refusal = limiters
+        .check(&config, "echo", "local", &Wait::default())
+        .expect_err("refused");
+    assert_eq!(refusal.kind, ErrorType::Unavailable);
+    assert!(
+        refusal.message.contains("limits.tools.echo.rate"),
+        "{}",
+        refusal.message
+    );
+}
