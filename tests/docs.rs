@@ -638,12 +638,18 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
         ("mcp_servers", "`[mcp_servers.NAME]`", "[mcp_servers.x]"),
         ("telemetry", "`[telemetry]`", "[telemetry]"),
         ("audit", "`[audit]`", "[audit]"),
+        ("limits", "`[limits]`", "[limits]"),
     ];
-    // Tables inside a section, documented as `table.key` rows of it.
+    // Tables inside a section (their path in the section, a TOML header that opens them),
+    // documented as `table.key` rows of it, the path's names and ids left out.
     let nested = [
         ("mcp_servers", "tools", "[mcp_servers.x.tools]"),
         ("serve", "tokens", "[[serve.tokens]]"),
         ("serve", "oauth", "[serve.oauth]"),
+        ("limits", "default", "[limits.default]"),
+        ("limits", "tools", "[limits.tools.x]"),
+        ("limits", "callers", "[limits.callers.x]"),
+        ("limits", "callers.tools", "[limits.callers.x.tools.y]"),
     ];
 
     let mut accepted: BTreeSet<(String, String)> = BTreeSet::new();
@@ -667,7 +673,10 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
     for (name, table, header) in nested {
         let heading = tables.iter().find(|t| t.0 == name).expect("known table").1;
         for key in accepted_keys(header) {
-            accepted.insert((heading.into(), format!("{table}.{key}")));
+            let path = format!("{table}.{key}");
+            if !nested.iter().any(|(n, t, _)| *n == name && *t == path) {
+                accepted.insert((heading.into(), path));
+            }
         }
     }
 

@@ -3,10 +3,12 @@
 //! Every section rejects unknown keys (`deny_unknown_fields`), so a typo is an error that
 //! names the key and the line instead of a silently ignored setting.
 
+mod limits;
 mod mcp_servers;
 mod observability;
 mod serve_auth;
 
+pub(crate) use limits::{Limits, LimitsConfig, Rate};
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use mcp_servers::{McpServerConfig, ToolFilterConfig};
 pub(crate) use observability::{AuditConfig, TelemetryConfig};
@@ -73,6 +75,9 @@ pub(crate) struct Config {
     #[serde(default)]
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub audit: AuditConfig,
+    /// Rate limits (checked when the file is read).
+    #[serde(default)]
+    pub limits: LimitsConfig,
 }
 
 /// `[store]`: where `store` keeps its values.
@@ -463,6 +468,13 @@ impl LoadedConfig {
         config
             .store
             .check()
+            .map_err(|message| Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
+        config
+            .limits
+            .resolve()
             .map_err(|message| Error::ConfigInvalid {
                 path: path.to_path_buf(),
                 message,

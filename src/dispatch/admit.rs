@@ -1,11 +1,12 @@
 //! Stage 3: the agent-loop guard (`guard.rs`), then lookup in the caller's scope
-//! (`unknown_tool`), selection and availability (`unavailable`). A call that passes becomes
+//! (`unknown_tool`), selection and availability (`unavailable`), then the rate limits
+//! (`rate_limited`, `limit/`): only a call that would run counts against them. A call that passes becomes
 //! the [`Call`] the later stages read; one that does not never reaches the hooks.
 
 use super::call::Call;
 use super::errors::ErrorType;
 use super::result::ToolError;
-use super::{CallEnv, guard, select};
+use super::{CallEnv, execute, guard, limit, select};
 use crate::lua::LuaVm;
 use crate::registry::{CallContext, HookEntry, ToolEntry};
 use serde_json::Value;
@@ -68,6 +69,18 @@ pub(super) fn admit<'a>(
             format!("Tool {name} is unavailable: {reason}"),
         )));
     }
+    // The rate limits, bounded by the call's deadline like any store call.
+    let budget = std::time::Duration::from_millis(
+        tool.timeout_ms.unwrap_or(
+            env.config
+                .runtime
+                .timeout_ms
+                .unwrap_or(execute::DEFAULT_TIMEOUT_MS),
+        ),
+    );
+    let wait = crate::store::Wait::new(started.checked_add(budget), Some(ctx.cancel.clone()));
+    env.limits
+        .check(&env.config.limits, name, &limit::caller_key(ctx), &wait)?;
     Ok(Call {
         name,
         args,

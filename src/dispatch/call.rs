@@ -35,8 +35,9 @@ pub(super) enum Route {
     /// `tool_search` or `tool_describe`: answered on the VM (its answer probes
     /// availability) from this plan.
     Bridge(Arc<SearchPlan>),
-    /// A `tool_call` the bridge refused, with its answer.
-    Refused(ToolResult),
+    /// A `tool_call` the bridge refused, with its answer (boxed: much larger than the
+    /// other routes).
+    Refused(Box<ToolResult>),
     /// The tool a `tool_call` named. Its result is `tool_call`'s, which declares no output
     /// schema: never structured.
     ThroughBridge,

@@ -36,6 +36,9 @@ pub enum ErrorType {
     /// The tool `needs` a client capability the caller's client did not declare (the MCP
     /// server answers JSON-RPC error -32021).
     MissingCapability,
+    /// A `[limits]` rate limit refused the call (the MCP server answers JSON-RPC error
+    /// -32029 naming the limit, with `Retry-After` on HTTP).
+    RateLimited,
 }
 
 impl ErrorType {
@@ -54,6 +57,7 @@ impl ErrorType {
             Self::ToolResultContract => "tool_result_contract",
             Self::Cancelled => "cancelled",
             Self::MissingCapability => "missing_capability",
+            Self::RateLimited => "rate_limited",
         }
     }
 }

@@ -10,7 +10,8 @@
 //! On the VM ([`Pipeline::run`]):
 //! 2. the bridge answers `tool_search`/`tool_describe` (and a refused `tool_call`);
 //! 3. agent-loop guard (`guard.rs`), then lookup in the caller's scope (`unknown_tool`),
-//!    selection and availability (`unavailable`) (`admit.rs`);
+//!    selection and availability (`unavailable`), rate limits (`rate_limited`, `limit/`)
+//!    (`admit.rs`);
 //! 4. pre_tool_call hooks (`hooks.rs`);
 //! 5. approval (`approval.rs`);
 //! 6. validation (`validate.rs`);
@@ -34,6 +35,7 @@ mod finish;
 mod guard;
 mod handler;
 mod hooks;
+mod limit;
 mod middleware;
 mod needs;
 mod prepare;
@@ -49,6 +51,7 @@ pub use errors::ErrorType;
 #[cfg_attr(not(feature = "mcp-client"), allow(unused_imports))]
 pub(crate) use execute::DEFAULT_TIMEOUT_MS;
 pub use hooks::{CallStatus, Hook, HookCall, PostCall, PreDecision};
+pub(crate) use limit::Limiters;
 pub use middleware::{BoxFuture, Middleware, Next, ToolCall};
 pub use result::{ToolError, ToolResult};
 
@@ -82,6 +85,8 @@ pub(crate) struct CallEnv<'a> {
     pub config_fingerprint: Option<(u128, u64)>,
     /// Tool-search plans.
     pub search: &'a SearchPlans,
+    /// The rate limiters (`[limits]`).
+    pub limits: &'a Limiters,
 }
 
 /// The host's Rust extensions of the pipeline.
@@ -160,7 +165,7 @@ impl Pipeline {
             Route::Bridge(plan) => bridge::answer(&plan, &name, &args, |tool| {
                 env.available(vm, tool, ctx.scope.as_deref()).available
             }),
-            Route::Refused(answer) => answer,
+            Route::Refused(answer) => *answer,
             Route::Direct | Route::ThroughBridge => {
                 // Stage 3: guard, lookup, selection, availability.
                 let admission = Admission {

@@ -48,7 +48,7 @@ pub(super) fn prepare(env: &CallEnv<'_>, name: &str, args: Value, ctx: &CallCont
         if plan.active {
             route = match name {
                 "tool_call" => match bridge::route_call(&plan, &args) {
-                    Routed::Answer(answer) => Route::Refused(answer),
+                    Routed::Answer(answer) => Route::Refused(Box::new(answer)),
                     Routed::Call(real, arguments) => {
                         // The named tool is never a bridge tool (the bridge refuses those):
                         // this goes one level deep.

@@ -140,6 +140,11 @@ pub struct ToolError {
     /// The client capabilities the tool needs and the caller's client did not declare
     /// (`missing_capability`).
     pub needs: Vec<Capability>,
+    /// The `[limits]` key of the limit that refused the call (`rate_limited`), e.g.
+    /// `limits.tools.search`.
+    pub limit: Option<String>,
+    /// When the refused call may be retried, in milliseconds (`rate_limited`).
+    pub retry_after_ms: Option<u64>,
 }
 
 impl ToolError {
@@ -153,6 +158,8 @@ impl ToolError {
             parameters: None,
             result_type: None,
             needs: Vec::new(),
+            limit: None,
+            retry_after_ms: None,
         }
     }
 
@@ -191,6 +198,13 @@ impl ToolError {
         self
     }
 
+    /// The same error naming the rate limit that refused the call and when to retry.
+    pub(crate) fn with_retry(mut self, limit: impl Into<String>, retry_after_ms: u64) -> Self {
+        self.limit = Some(limit.into());
+        self.retry_after_ms = Some(retry_after_ms);
+        self
+    }
+
     /// `{"error": message, "error_type": kind, ...}` with the optional fields that are set.
     pub fn to_json(&self) -> Value {
         let mut map = Map::new();
@@ -204,6 +218,8 @@ impl ToolError {
             ("path", self.path.clone().map(Value::String)),
             ("parameters", self.parameters.clone()),
             ("result_type", self.result_type.clone().map(Value::String)),
+            ("limit", self.limit.clone().map(Value::String)),
+            ("retry_after_ms", self.retry_after_ms.map(Value::from)),
             (
                 "needs",
                 (!self.needs.is_empty()).then(|| {

@@ -266,6 +266,7 @@ impl HostBuilder {
         let (world, state, sources) =
             build_world(&inputs, Arc::new(loaded_config), &Sources::new(), externals)?;
         let availability = AvailabilityCache::new(ttl).with_env(inputs.env.clone());
+        let limiters = crate::dispatch::Limiters::new(inputs.store.clone());
         let host = Host::from_parts(HostInner {
             inputs,
             world: RwLock::new(Arc::new(world)),
@@ -277,6 +278,7 @@ impl HostBuilder {
             memo: DefinitionsMemo::default(),
             rendered: RenderCache::default(),
             search: SearchPlans::default(),
+            limiters,
             reloads: tokio::sync::broadcast::channel(RELOAD_EVENTS_KEPT).0,
             caller: std::sync::OnceLock::new(),
             #[cfg(feature = "mcp-client")]

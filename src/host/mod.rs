@@ -92,6 +92,8 @@ struct HostInner {
     memo: DefinitionsMemo,
     rendered: RenderCache,
     search: SearchPlans,
+    /// The `[limits]` rate limiters (kept across reloads that keep the limits).
+    limiters: crate::dispatch::Limiters,
     pipeline: Pipeline,
     /// Every reload's event, for MCP sessions (`tools/list_changed`) and other listeners.
     reloads: tokio::sync::broadcast::Sender<ReloadEvent>,
@@ -278,6 +280,7 @@ impl Host {
             spill_dir: &world.spill_dir,
             config_fingerprint: world.config.fingerprint,
             search: &self.inner.search,
+            limits: &self.inner.limiters,
         }
     }
 
@@ -343,6 +346,14 @@ impl Host {
                 ToolResult::from(ToolError::execution_failed(ErrorType::HandlerError, gone.0))
                     .into()
             }),
+        };
+        // A cancel can reach the VM's code (a hook or handler stopped by the token, failing
+        // with its own error) before this task sees the token: the caller cancelled, so the
+        // answer says so whichever came first.
+        let answer = if answer.result.is_error() && cancel.is_cancelled() {
+            cancelled(name).into()
+        } else {
+            answer
         };
         called(&span, name, &answer.result);
         answer

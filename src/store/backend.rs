@@ -7,6 +7,7 @@
 //! moved off the async workers), and every wait it makes ends within its [`Wait`].
 
 use super::StoreError;
+use super::gcra::{self, Decision, Gcra};
 use super::wait::Wait;
 
 /// One stored row: a value's JSON text under a key of a namespace.
@@ -111,6 +112,28 @@ pub(crate) trait Backend: Send + Sync {
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     /// Whether calls would reach the data now, answered within a short bound.
     fn health(&self) -> Health;
+
+    /// One step of the shared rate limiter (GCRA) on the row `key` of the host's
+    /// `host:limits` namespace, atomic against every other writer (threads and processes)
+    /// and bounded by `wait` like any store call. The default reads and writes the row
+    /// under [`update`](Self::update), which holds it in every backend.
+    /// The row holds the TAT as a JSON number; a row that is not one counts as fresh.
+    fn rate_take(&self, key: &str, rate: Gcra, wait: &Wait) -> Result<Decision, StoreError> {
+        let mut decision = Decision::Allowed;
+        self.update(
+            gcra::LIMITS,
+            key,
+            wait,
+            Box::new(|old: Option<String>| {
+                let tat = old.and_then(|text| text.trim().parse::<u64>().ok());
+                // The clock is read holding the row, so one key's TATs only move forward.
+                let (new, decided) = rate.step(tat, gcra::now_ns());
+                decision = decided;
+                Ok(Some(new.or(tat).unwrap_or(0).to_string()))
+            }),
+        )?;
+        Ok(decision)
+    }
 
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     /// Creates or upgrades what the backend keeps its rows in (tables, schema), if it has

@@ -15,6 +15,7 @@
 //! an `update` function are refused at once (see `nested`).
 
 mod backend;
+mod gcra;
 mod memory;
 mod nested;
 mod observed;
@@ -26,6 +27,7 @@ mod transfer;
 mod wait;
 
 pub(crate) use backend::{Health, Row};
+pub(crate) use gcra::{Decision, Gcra};
 pub(crate) use nested::inside_update;
 #[cfg(feature = "postgres")]
 pub(crate) use postgres::connect::{
@@ -371,6 +373,30 @@ impl StoreInner {
             }),
         )?;
         Ok(new)
+    }
+
+    /// One step of the shared rate limiter on `key` (a limit's name and the key it
+    /// counts, e.g. `limits.tools.search|local`): allowed, or when to retry. A key over
+    /// [`MAX_KEY_BYTES`] is replaced by its digest (callers' ids are not bounded here).
+    pub(crate) fn rate_take(
+        &self,
+        key: &str,
+        rate: Gcra,
+        wait: &Wait,
+    ) -> Result<Decision, StoreError> {
+        nested::refuse_inside_update()?;
+        if key.len() <= MAX_KEY_BYTES {
+            return self.backend.rate_take(key, rate, wait);
+        }
+        let digest = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = crate::digest::hasher();
+            key.hash(&mut hasher);
+            hasher.finish()
+        };
+        let head: String = key.chars().take(200).collect();
+        self.backend
+            .rate_take(&format!("{head}#{digest:016x}"), rate, wait)
     }
 
     /// Atomically adds `by` to the number under `key` (missing: 0); returns the sum.

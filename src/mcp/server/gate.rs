@@ -69,13 +69,46 @@ pub(crate) enum Refused {
         /// The capabilities it lacks.
         needs: Vec<crate::Capability>,
     },
+    /// A `[limits]` rate limit refused the call: JSON-RPC error [`RATE_LIMITED`] naming
+    /// the limit, with `data.limit` and `data.retryAfterMs` (HTTP adds `Retry-After`).
+    #[error("{message}")]
+    RateLimited {
+        /// What the client reads.
+        message: String,
+        /// The limit's key (`limits.tools.search`).
+        limit: String,
+        /// When to retry, in milliseconds.
+        retry_after_ms: u64,
+    },
     /// A multi-round call's `requestState` or `inputResponses` is refused (the message
     /// says why): invalid params.
     #[error("{0}")]
     InputState(String),
 }
 
+/// The JSON-RPC error code of a call over a rate limit (implementation-defined server
+/// error range).
+pub(crate) const RATE_LIMITED: rmcp::model::ErrorCode = rmcp::model::ErrorCode(-32029);
+
 impl Refused {
+    /// The refusal a call's result stands for, when the MCP server answers it with a
+    /// JSON-RPC error instead of a result (missing capability, rate limit).
+    pub(crate) fn of_result(result: &crate::ToolResult) -> Option<Self> {
+        let error = result.error()?;
+        match error.kind {
+            crate::ErrorType::MissingCapability => Some(Self::MissingCapability {
+                message: error.message.clone(),
+                needs: error.needs.clone(),
+            }),
+            crate::ErrorType::RateLimited => Some(Self::RateLimited {
+                message: error.message.clone(),
+                limit: error.limit.clone().unwrap_or_default(),
+                retry_after_ms: error.retry_after_ms.unwrap_or(0),
+            }),
+            _ => None,
+        }
+    }
+
     /// The JSON-RPC error the refusal is answered with.
     pub(crate) fn to_error(&self) -> rmcp::ErrorData {
         use rmcp::model::ErrorCode;
@@ -91,6 +124,15 @@ impl Refused {
                     Some(serde_json::json!({ "requiredCapabilities": required })),
                 )
             }
+            Self::RateLimited {
+                message,
+                limit,
+                retry_after_ms,
+            } => rmcp::ErrorData::new(
+                RATE_LIMITED,
+                message.clone(),
+                Some(serde_json::json!({ "limit": limit, "retryAfterMs": retry_after_ms })),
+            ),
             Self::InputState(message) => rmcp::ErrorData::invalid_params(message.clone(), None),
             other => rmcp::ErrorData::internal_error(other.to_string(), None),
         }

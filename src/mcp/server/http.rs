@@ -35,6 +35,7 @@ mod metadata;
 pub(crate) mod metrics;
 mod oauth;
 mod polling;
+mod retry_after;
 pub(crate) mod scopes;
 mod session_owner;
 mod sessions;
@@ -350,6 +351,7 @@ pub(crate) async fn serve(
     // Outermost first: the token, then the body's deadline, then (sessions) the session's
     // owner and the cap or (stateless) the cancellation tracker.
     let app = mcp
+        .layer(axum::middleware::from_fn(retry_after::add))
         .layer(axum::middleware::from_fn_with_state(
             body::BodyLimits {
                 timeout: limits.header_timeout,

@@ -810,13 +810,8 @@ impl McpServer {
                 .into());
             }
         }
-        if let Some(error) = outcome.result.error()
-            && error.kind == crate::ErrorType::MissingCapability
-        {
-            return Err(gate::Refused::MissingCapability {
-                message: error.message.clone(),
-                needs: error.needs.clone(),
-            });
+        if let Some(refused) = gate::Refused::of_result(&outcome.result) {
+            return Err(refused);
         }
         Ok(to_call_result(outcome.result, outcome.structured).into())
     }

@@ -205,12 +205,10 @@ impl PlainEnd {
             }
         }
         match ended {
-            Ok(Ok((result, _))) if is_missing_capability(&result) => {
-                let error = result.error().cloned();
-                let (message, needs) = error.map(|e| (e.message, e.needs)).unwrap_or_default();
-                Err(Refused::MissingCapability { message, needs }.to_error())
-            }
-            Ok(Ok((result, structured))) => Ok(to_call_result(result, structured).into()),
+            Ok(Ok((result, structured))) => match Refused::of_result(&result) {
+                Some(refused) => Err(refused.to_error()),
+                None => Ok(to_call_result(result, structured).into()),
+            },
             Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
             Err(e) => Err(McpError::internal_error(
                 format!("the call failed: {e}"),
@@ -218,12 +216,6 @@ impl PlainEnd {
             )),
         }
     }
-}
-
-fn is_missing_capability(result: &ToolResult) -> bool {
-    result
-        .error()
-        .is_some_and(|error| error.kind == ErrorType::MissingCapability)
 }
 
 /// How a task's call that reached its handler ended.
