@@ -8,6 +8,7 @@
 use super::content::{PromptEntry, ResourceEntry};
 use super::entry::{HookEntry, Source, ToolEntry};
 use super::invalid::Invalid;
+use super::uri_template::Params;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -344,10 +345,7 @@ impl RegistryState {
 
     /// The resource serving `uri` and the template's values: a fixed URI first, then the
     /// first template (in key order) that matches.
-    pub(crate) fn resource_for(
-        &self,
-        uri: &str,
-    ) -> Option<(&Arc<ResourceEntry>, Vec<(String, String)>)> {
+    pub(crate) fn resource_for(&self, uri: &str) -> Option<(&Arc<ResourceEntry>, Params)> {
         if let Some(fixed) = self.resources.get(uri).filter(|r| r.template.is_none()) {
             return Some((fixed, Vec::new()));
         }

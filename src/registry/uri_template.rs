@@ -14,6 +14,9 @@ enum Part {
     Var(String),
 }
 
+/// The variables a template matched in a URI, by name, percent-decoded.
+pub(crate) type Params = Vec<(String, String)>;
+
 /// A parsed level-1 template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UriTemplate {
@@ -89,7 +92,7 @@ impl UriTemplate {
     /// The variables' (percent-decoded) values when `uri` is an expansion of this
     /// template; `None` otherwise. Matching is left to right, each variable taking the
     /// shortest run that lets the next literal match (values never hold that literal).
-    pub(crate) fn matches(&self, uri: &str) -> Option<Vec<(String, String)>> {
+    pub(crate) fn matches(&self, uri: &str) -> Option<Params> {
         let mut rest = uri;
         let mut values = Vec::new();
         let mut parts = self.parts.iter().peekable();

@@ -410,7 +410,7 @@ pub(super) fn completions(value: Value) -> Result<Vec<String>, ContentError> {
 /// of four (a client would fail to decode anything else).
 fn is_base64(text: &str) -> bool {
     let body = text.trim_end_matches('=');
-    text.len() % 4 == 0
+    text.len().is_multiple_of(4)
         && text.len() - body.len() <= 2
         && body
             .bytes()
