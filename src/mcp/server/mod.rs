@@ -491,9 +491,9 @@ impl ServerHandler for McpServer {
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        self.templates_page(request)
+        self.templates_page(request, &context)
     }
 
     async fn read_resource(
@@ -507,9 +507,9 @@ impl ServerHandler for McpServer {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        self.prompts_page(request)
+        self.prompts_page(request, &context)
     }
 
     async fn get_prompt(

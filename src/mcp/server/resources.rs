@@ -55,12 +55,14 @@ impl McpServer {
         }
         listed.sort_by(|a, b| a["uri"].as_str().cmp(&b["uri"].as_str()));
         let (items, next) = page(listed, request)?;
-        wire(json!({ "resources": items, "nextCursor": next }))
+        let hints = self.hints(&context, self.shared.list_ttl_ms);
+        wire(json!({ "resources": items, "nextCursor": next }), hints)
     }
 
     pub(super) fn templates_page(
         &self,
         request: Option<PaginatedRequestParams>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let templates: Vec<Value> = self
             .shared
@@ -79,7 +81,11 @@ impl McpServer {
             })
             .collect();
         let (items, next) = page(templates, request)?;
-        wire(json!({ "resourceTemplates": items, "nextCursor": next }))
+        let hints = self.hints(context, self.shared.list_ttl_ms);
+        wire(
+            json!({ "resourceTemplates": items, "nextCursor": next }),
+            hints,
+        )
     }
 
     pub(super) async fn read(
@@ -88,20 +94,24 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, McpError> {
         let ctx = self.context();
+        let modern = self.request_peer(&context).is_stateless_revision();
         let read = self.shared.host.read_resource(&request.uri, &ctx);
         let contents = cancellable(&context, read)
             .await
-            .map_err(|e| mcp_error(e, &request.uri))?;
-        wire(json!({ "contents": contents }))
+            .map_err(|e| mcp_error(e, &request.uri, modern))?;
+        // A read runs Lua each time: nothing says its contents stay fresh.
+        wire(json!({ "contents": contents }), self.hints(&context, 0))
     }
 
     pub(super) fn prompts_page(
         &self,
         request: Option<PaginatedRequestParams>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
         let prompts: Vec<Value> = self.shared.host.prompts().iter().map(prompt_json).collect();
         let (items, next) = page(prompts, request)?;
-        wire(json!({ "prompts": items, "nextCursor": next }))
+        let hints = self.hints(context, self.shared.list_ttl_ms);
+        wire(json!({ "prompts": items, "nextCursor": next }), hints)
     }
 
     pub(super) async fn prompt(
@@ -112,9 +122,10 @@ impl McpServer {
         let ctx = self.context();
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         let rendered = self.shared.host.get_prompt(&request.name, args, &ctx);
+        let modern = self.request_peer(&context).is_stateless_revision();
         let rendered = cancellable(&context, rendered)
             .await
-            .map_err(|e| mcp_error(e, &request.name))?;
+            .map_err(|e| mcp_error(e, &request.name, modern))?;
         // A content block rmcp cannot read is the Lua function's mistake: say so.
         serde_json::from_value(serde_json::to_value(&rendered).unwrap_or_default()).map_err(|e| {
             McpError::internal_error(
@@ -152,11 +163,23 @@ impl McpServer {
             &request.argument.value,
             &ctx,
         );
+        let modern = self.request_peer(&context).is_stateless_revision();
         let values = cancellable(&context, values)
             .await
-            .map_err(|e| mcp_error(e, &shown))?;
+            .map_err(|e| mcp_error(e, &shown, modern))?;
         let total = values.len();
-        wire(json!({ "completion": { "values": values, "total": total, "hasMore": false } }))
+        wire(
+            json!({ "completion": { "values": values, "total": total, "hasMore": false } }),
+            None,
+        )
+    }
+
+    /// The caching hints (SEP-2549) a 2026-07-28 result carries: `ttl_ms` and a private
+    /// scope (what a listing holds may depend on the caller); none on older revisions.
+    fn hints(&self, context: &RequestContext<RoleServer>, ttl_ms: u64) -> Option<u64> {
+        self.request_peer(context)
+            .is_stateless_revision()
+            .then_some(ttl_ms)
     }
 }
 
@@ -222,21 +245,28 @@ fn page(
     Ok((items.into_iter().skip(start).take(PAGE).collect(), next))
 }
 
-/// `value` read as rmcp's result type (what it writes for each revision).
-fn wire<T: DeserializeOwned>(mut value: Value) -> Result<T, McpError> {
+/// `value` (with the caching hints, when given) read as rmcp's result type (what it
+/// writes for each revision).
+fn wire<T: DeserializeOwned>(mut value: Value, ttl_ms: Option<u64>) -> Result<T, McpError> {
     if let Some(map) = value.as_object_mut() {
         map.retain(|_, v| !v.is_null());
+        if let Some(ttl_ms) = ttl_ms {
+            map.insert("ttlMs".to_string(), json!(ttl_ms));
+            map.insert("cacheScope".to_string(), json!("private"));
+        }
     }
     serde_json::from_value(value)
         .map_err(|e| McpError::internal_error(format!("cannot encode the result: {e}"), None))
 }
 
-/// The JSON-RPC error for a failed read, render or completion: the spec's resource-not-found
-/// code for an unknown URI or name, invalid params for bad arguments, else an internal
-/// error carrying the typed kind in `data`.
-fn mcp_error(error: ContentError, what: &str) -> McpError {
-    let data = Some(json!({ "type": error.kind(), "target": what }));
+/// The JSON-RPC error for a failed read, render or completion: for an unknown URI or name
+/// the revision's code (2026-07-28: -32602 with the URI in `data`, SEP-2164; earlier:
+/// -32002, resource not found), invalid params for bad arguments, else an internal error;
+/// `data` carries the typed kind.
+fn mcp_error(error: ContentError, what: &str, modern: bool) -> McpError {
+    let data = Some(json!({ "type": error.kind(), "uri": what }));
     match error {
+        ContentError::NotFound(_) if modern => McpError::invalid_params(error.to_string(), data),
         ContentError::NotFound(_) => McpError::resource_not_found(error.to_string(), data),
         ContentError::InvalidArguments(_) => McpError::invalid_params(error.to_string(), data),
         _ => McpError::internal_error(error.to_string(), data),
