@@ -120,3 +120,66 @@ fn no_resource_or_prompt_capability_without_registrations() {
         "{capabilities}"
     );
 }
+
+/// One 2026-07-28 request (its `_meta` declares the revision; no `initialize`) to a fresh
+/// `toolhost serve` over stdio, and the answer.
+fn ask_2026(dir: &std::path::Path, method: &str, params: Value) -> Value {
+    use std::io::{BufRead, BufReader, Write};
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
+    });
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(dir)
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts");
+    let request = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, "{request}").expect("request written");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let answer = lines
+        .find_map(|line| {
+            let message: Value = serde_json::from_str(&line.ok()?).ok()?;
+            (message["id"] == 1).then_some(message)
+        })
+        .expect("an answer");
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    answer
+}
+
+fn notes_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join("tools-lua")).expect("tools dir");
+    std::fs::write(dir.path().join("tools-lua/notes.lua"), NOTES).expect("tool file");
+    dir
+}
+
+#[test]
+fn an_unknown_uri_on_2026_is_invalid_params_naming_the_uri() {
+    let dir = notes_dir();
+    let answer = ask_2026(dir.path(), "resources/read", json!({ "uri": "nope://x" }));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["data"]["uri"], "nope://x", "{answer}");
+}
+
+#[test]
+fn listings_on_2026_carry_caching_hints() {
+    let dir = notes_dir();
+    for method in ["resources/list", "resources/templates/list", "prompts/list"] {
+        let answer = ask_2026(dir.path(), method, json!({}));
+        let result = &answer["result"];
+        assert!(
+            result["ttlMs"].is_u64() && result["cacheScope"] == "private",
+            "{method}: {answer}"
+        );
+    }
+}

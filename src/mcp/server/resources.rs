@@ -127,11 +127,16 @@ impl McpServer {
             .await
             .map_err(|e| mcp_error(e, &request.name, modern))?;
         // A content block rmcp cannot read is the Lua function's mistake: say so.
-        serde_json::from_value(serde_json::to_value(&rendered).unwrap_or_default()).map_err(|e| {
+        let revision = match modern {
+            true => Revision::Modern(None),
+            false => Revision::Legacy,
+        };
+        let value = serde_json::to_value(&rendered).unwrap_or_default();
+        wire(value, revision).map_err(|e| {
             McpError::internal_error(
                 format!(
-                    "prompt '{}': render returned a bad content block: {e}",
-                    request.name
+                    "prompt '{}': render returned a bad content block: {}",
+                    request.name, e.message
                 ),
                 None,
             )
@@ -168,18 +173,23 @@ impl McpServer {
             .await
             .map_err(|e| mcp_error(e, &shown, modern))?;
         let total = values.len();
+        let revision = match modern {
+            true => Revision::Modern(None),
+            false => Revision::Legacy,
+        };
         wire(
             json!({ "completion": { "values": values, "total": total, "hasMore": false } }),
-            None,
+            revision,
         )
     }
 
     /// The caching hints (SEP-2549) a 2026-07-28 result carries: `ttl_ms` and a private
     /// scope (what a listing holds may depend on the caller); none on older revisions.
-    fn hints(&self, context: &RequestContext<RoleServer>, ttl_ms: u64) -> Option<u64> {
-        self.request_peer(context)
-            .is_stateless_revision()
-            .then_some(ttl_ms)
+    fn hints(&self, context: &RequestContext<RoleServer>, ttl_ms: u64) -> Revision {
+        match self.request_peer(context).is_stateless_revision() {
+            true => Revision::Modern(Some(ttl_ms)),
+            false => Revision::Legacy,
+        }
     }
 }
 
@@ -245,14 +255,25 @@ fn page(
     Ok((items.into_iter().skip(start).take(PAGE).collect(), next))
 }
 
-/// `value` (with the caching hints, when given) read as rmcp's result type (what it
-/// writes for each revision).
-fn wire<T: DeserializeOwned>(mut value: Value, ttl_ms: Option<u64>) -> Result<T, McpError> {
+/// The revision a result is written for.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Revision {
+    /// 2025-11-25 and earlier: no `resultType`, no caching hints.
+    Legacy,
+    /// 2026-07-28: `resultType: "complete"`, and the caching hints' `ttlMs` when given.
+    Modern(Option<u64>),
+}
+
+/// `value` read as rmcp's result type, with what `revision` adds.
+fn wire<T: DeserializeOwned>(mut value: Value, revision: Revision) -> Result<T, McpError> {
     if let Some(map) = value.as_object_mut() {
         map.retain(|_, v| !v.is_null());
-        if let Some(ttl_ms) = ttl_ms {
-            map.insert("ttlMs".to_string(), json!(ttl_ms));
-            map.insert("cacheScope".to_string(), json!("private"));
+        if let Revision::Modern(hints) = revision {
+            map.insert("resultType".to_string(), json!("complete"));
+            if let Some(ttl_ms) = hints {
+                map.insert("ttlMs".to_string(), json!(ttl_ms));
+                map.insert("cacheScope".to_string(), json!("private"));
+            }
         }
     }
     serde_json::from_value(value)
