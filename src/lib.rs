@@ -261,14 +261,17 @@ pub use dispatch::{
 pub use error::{Error, LoadError, Result};
 #[cfg(feature = "watch")]
 pub use host::Watch;
-pub use host::{FunctionCall, Host, HostBuilder, ReloadEvent, ToolInfo};
+pub use host::{
+    CompletionTarget, ContentError, FunctionCall, Host, HostBuilder, PromptInfo, PromptMessage,
+    ReloadEvent, RenderedPrompt, ResourceContents, ResourceInfo, ToolInfo,
+};
 #[cfg(feature = "http")]
 pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
 pub use registry::{
     Annotations, AskFuture, Asker, CallContext, CallObserver, Caller, CallerKind, Capability,
-    HandlerError, InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress, ResultLimit,
-    Root, Sampled, ScriptedAsker, TaskSupport, ToolsetSelection,
+    HandlerError, InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress,
+    PromptArgument, ResultLimit, Root, Sampled, ScriptedAsker, TaskSupport, ToolsetSelection,
 };
 pub use store::{Store, StoreError};
 pub use telemetry::metric::describe as enable_metrics;

@@ -12,6 +12,7 @@ macro_rules! outln {
 mod approve;
 mod call;
 mod check;
+mod content;
 mod discover;
 mod error;
 mod list;
@@ -152,6 +153,30 @@ enum Command {
         #[command(subcommand)]
         command: store::StoreCommand,
     },
+    /// List the resources and resource templates, sorted by URI.
+    Resources {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read a resource and print its contents (JSON array).
+    Read {
+        /// The resource URI (a fixed URI or one a template matches).
+        uri: String,
+    },
+    /// List the prompts, sorted by name.
+    Prompts {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Render a prompt and print its messages (JSON).
+    Prompt {
+        /// The prompt name.
+        name: String,
+        /// Arguments as a JSON object of strings (default `{}`).
+        args: Option<String>,
+    },
 }
 
 /// One-shot commands make one call at most: one VM starts fastest.
@@ -238,6 +263,10 @@ pub fn run() -> ExitCode {
         } => call::run(&cli, name, args.as_deref(), answers.as_deref()),
         Command::Test { paths, json } => test::run(&cli, paths, *json),
         Command::Store { command } => store::run(&cli, command),
+        Command::Resources { json } => one_shot(&cli, None, |host| content::resources(host, *json)),
+        Command::Read { uri } => content::read(&cli, uri),
+        Command::Prompts { json } => one_shot(&cli, None, |host| content::prompts(host, *json)),
+        Command::Prompt { name, args } => content::prompt(&cli, name, args.as_deref()),
     };
     // No MCP server child outlives the command, whoever still holds a host.
     #[cfg(feature = "mcp-client")]

@@ -15,8 +15,9 @@ use crate::error::LoadError;
 use crate::lua::register::record::{Expected, SharedCheck, ToolRecord};
 use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, ModuleView, SearchDir};
 use crate::registry::{
-    FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, ParametersValidator, Probe, RegistryState,
-    ToolEntry, compile_parameters_at, default_description, parameters_hash,
+    FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, Origin, ParametersValidator, Probe,
+    PromptEntry, RegistryState, ResourceEntry, ToolEntry, compile_parameters_at,
+    default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -39,6 +40,10 @@ struct Staged {
     deferred: Option<Arc<LazyFile>>,
     /// The parameters digests of its tools, when records (cached or just made) hold them.
     digests: Option<Vec<Option<u64>>>,
+    /// Its `registry.resource` registrations.
+    resources: Vec<ResourceEntry>,
+    /// Its `registry.prompt` registrations.
+    prompts: Vec<PromptEntry>,
 }
 
 /// A run that may be cached: whether it required a module, its records and, per record,
@@ -540,8 +545,10 @@ fn stage(
     let mut entries = Vec::with_capacity(loaded.tools.len());
     let mut env_grants = Vec::new();
     // Hooks act on every call and top-level reads of the world may differ next time: such
-    // files always run at load.
-    let mut records = (loaded.hooks.is_empty() && !loaded.impure).then(Vec::new);
+    // files always run at load. So do files with resources or prompts: the cache keeps
+    // tool records only.
+    let plain = loaded.resources.is_empty() && loaded.prompts.is_empty();
+    let mut records = (loaded.hooks.is_empty() && !loaded.impure && plain).then(Vec::new);
     let mut shared_checks = Vec::new();
     for (ordinal, tool) in loaded.tools.into_iter().enumerate() {
         let id = |role| LuaFnId::new(file_index, ordinal as u32, role);
@@ -605,11 +612,56 @@ fn stage(
                 .is_none_or(|granted| granted.iter().any(|c| c == "hooks")),
         })
         .collect();
+    let origin = |line| Origin {
+        source: dir.source.clone(),
+        file: verdict.path.clone(),
+        line,
+    };
+    let resources = loaded
+        .resources
+        .into_iter()
+        .enumerate()
+        .map(|(ordinal, resource)| {
+            let id = |role| LuaFnId::resource(file_index, ordinal as u32, role);
+            ResourceEntry {
+                uri: resource.uri,
+                template: resource.template,
+                info: resource.info,
+                mime_type: resource.mime_type,
+                annotations: resource.annotations,
+                read: vm.adopt(id(FnRole::Read), resource.read),
+                list: resource.list.map(|f| vm.adopt(id(FnRole::List), f)),
+                complete: resource
+                    .complete
+                    .map(|(f, names)| (vm.adopt(id(FnRole::Complete), f), names)),
+                origin: origin(resource.line),
+            }
+        })
+        .collect();
+    let prompts = loaded
+        .prompts
+        .into_iter()
+        .enumerate()
+        .map(|(ordinal, prompt)| {
+            let id = |role| LuaFnId::prompt(file_index, ordinal as u32, role);
+            PromptEntry {
+                info: prompt.info,
+                arguments: prompt.arguments,
+                render: vm.adopt(id(FnRole::Read), prompt.render),
+                complete: prompt
+                    .complete
+                    .map(|(f, names)| (vm.adopt(id(FnRole::Complete), f), names)),
+                origin: origin(prompt.line),
+            }
+        })
+        .collect();
     Staged {
         entries,
         lines,
         hooks,
         env_grants,
+        resources,
+        prompts,
         // Recording computed each schema's digest already: the load reuses it.
         digests: records
             .as_ref()
@@ -693,6 +745,8 @@ fn staged_from_cache(
         entries,
         hooks: Vec::new(),
         env_grants,
+        resources: Vec::new(),
+        prompts: Vec::new(),
         cacheable: None,
         deferred: Some(lazy.clone()),
         digests: Some(digests),
@@ -728,11 +782,16 @@ fn commit(
         }
     }
     let mut names: Vec<String> = file.entries.iter().map(|e| e.name.to_string()).collect();
+    // Resources and prompts are judged first, so a refusal leaves nothing of the file behind.
+    let content = state
+        .judge_content(&file.resources, &file.prompts)
+        .map_err(|(line, message)| LoadError::new(&verdict.shown, Some(line), message))?;
     match state.apply(file.entries, file.hooks) {
         Ok(applied) => {
-            for warning in applied.warnings {
+            for warning in applied.warnings.into_iter().chain(content) {
                 tracing::warn!("{warning}");
             }
+            state.insert_content(file.resources, file.prompts);
             vm.allow_env(index as u32, &file.env_grants);
             names.dedup();
             Ok(names)

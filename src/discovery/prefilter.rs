@@ -1,12 +1,14 @@
 //! The byte prefilter (docs/discovery.md): a file can only register if it mentions `registry` and
-//! `register` or `hook`. Cheap enough to skip parsing most helper files.
+//! `register`, `hook`, `resource` or `prompt`. Cheap enough to skip parsing most helper files.
 
 use memchr::memmem;
 
 /// True when the bytes may contain a registration.
 pub(super) fn may_register(bytes: &[u8]) -> bool {
     memmem::find(bytes, b"registry").is_some()
-        && (memmem::find(bytes, b"register").is_some() || memmem::find(bytes, b"hook").is_some())
+        && [&b"register"[..], b"hook", b"resource", b"prompt"]
+            .iter()
+            .any(|verb| memmem::find(bytes, verb).is_some())
 }
 
 #[cfg(test)]
@@ -17,6 +19,8 @@ mod tests {
     fn needs_registry_and_a_verb() {
         assert!(may_register(b"registry.register{}"));
         assert!(may_register(b"registry.hook('pre_tool_call', f)"));
+        assert!(may_register(b"registry.resource{}"));
+        assert!(may_register(b"registry.prompt{}"));
         assert!(!may_register(b"local registry = 1"));
         assert!(!may_register(b"register()"));
         assert!(!may_register(b""));

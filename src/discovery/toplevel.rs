@@ -1,7 +1,8 @@
 //! The top-level registration rule (docs/discovery.md), decided on the `full_moon` AST.
 //!
 //! A file registers iff a call *statement* `registry.register(...)`, `registry.register{...}`,
-//! `registry.register "..."` or `registry.hook(...)` stands at top level, directly in a
+//! `registry.register "..."`, `registry.hook(...)`, `registry.resource{...}` or
+//! `registry.prompt{...}` stands at top level, directly in a
 //! top-level `do ... end`, or directly in the body of a top-level numeric/generic `for`.
 
 use super::contained::{self, TopLevel};
@@ -67,7 +68,7 @@ fn is_registration(call: &FunctionCall) -> bool {
             Suffix::Call(Call::AnonymousCall(_)),
         ] => {
             let verb = name.token().to_string();
-            verb == "register" || verb == "hook"
+            matches!(verb.as_str(), "register" | "hook" | "resource" | "prompt")
         }
         _ => false,
     }
@@ -92,6 +93,8 @@ mod tests {
         assert_eq!(verdict("registry.register('a', 'b', {}, f)"), registers());
         assert_eq!(verdict("registry.register 'x'"), registers());
         assert_eq!(verdict("registry.hook('pre_tool_call', f)"), registers());
+        assert_eq!(verdict("registry.resource{}"), registers());
+        assert_eq!(verdict("registry.prompt{}"), registers());
         assert_eq!(verdict("do registry.register{} end"), registers());
         assert_eq!(
             verdict("for i = 1, 2 do registry.register{} end"),

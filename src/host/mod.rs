@@ -10,6 +10,7 @@ mod batch;
 mod builder;
 #[cfg(test)]
 mod call_tests;
+mod content;
 #[cfg(feature = "cli")]
 mod front_end;
 mod generation;
@@ -32,6 +33,10 @@ mod watch;
 
 pub use batch::FunctionCall;
 pub use builder::HostBuilder;
+pub use content::{
+    CompletionTarget, ContentError, PromptInfo, PromptMessage, RenderedPrompt, ResourceContents,
+    ResourceInfo,
+};
 pub use info::ToolInfo;
 pub use reload::ReloadEvent;
 #[cfg(feature = "watch")]

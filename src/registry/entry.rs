@@ -51,12 +51,34 @@ pub enum FnRole {
     Hook = 3,
     /// A task tool's `prepare` function.
     Prepare = 4,
+    /// A resource's `read` or a prompt's `render`.
+    Read = 5,
+    /// A resource's `list`.
+    List = 6,
+    /// The dispatcher of a resource's or a prompt's `complete` table.
+    Complete = 7,
 }
+
+/// Where the ordinals of a file's resources and prompts start: their functions share the
+/// file's id space with its tools' without colliding (a file holds far fewer tools).
+const RESOURCE_ORDINALS: u32 = 1 << 28;
+/// Where the ordinals of a file's prompts start (see [`RESOURCE_ORDINALS`]).
+const PROMPT_ORDINALS: u32 = 1 << 27;
 
 impl LuaFnId {
     /// The id of the `ordinal`-th registration's `role` function in file `file_index`.
     pub fn new(file_index: u32, ordinal: u32, role: FnRole) -> Self {
         Self(((file_index as u64) << 32) | ((ordinal as u64) << 3) | role as u64)
+    }
+
+    /// The id of the `ordinal`-th resource's `role` function in file `file_index`.
+    pub(crate) fn resource(file_index: u32, ordinal: u32, role: FnRole) -> Self {
+        Self::new(file_index, RESOURCE_ORDINALS | ordinal, role)
+    }
+
+    /// The id of the `ordinal`-th prompt's `role` function in file `file_index`.
+    pub(crate) fn prompt(file_index: u32, ordinal: u32, role: FnRole) -> Self {
+        Self::new(file_index, PROMPT_ORDINALS | ordinal, role)
     }
 
     /// The file position this id belongs to.

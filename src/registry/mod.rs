@@ -5,6 +5,7 @@
 mod asker;
 mod availability;
 mod caller;
+mod content;
 mod context;
 mod decisions;
 mod entry;
@@ -21,6 +22,7 @@ mod registration;
 mod schema;
 mod selection;
 mod state;
+mod uri_template;
 mod validator;
 
 pub use asker::{
@@ -33,6 +35,8 @@ pub(crate) use availability::{
     ProbeOutcome, Probed,
 };
 pub use caller::{Caller, CallerKind};
+pub use content::PromptArgument;
+pub(crate) use content::{ContentInfo, Origin, PromptEntry, ResourceEntry};
 pub use context::CallContext;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub(crate) use decisions::Decisions;
@@ -52,6 +56,7 @@ pub(crate) use schema::{
 };
 pub use selection::ToolsetSelection;
 pub(crate) use state::RegistryState;
+pub(crate) use uri_template::UriTemplate;
 pub(crate) use validator::ParametersValidator;
 
 use parking_lot::RwLock;

@@ -5,8 +5,10 @@
 //! atomically: every entry of the batch is checked against the state plus the batch's own
 //! earlier entries before anything is inserted.
 
+use super::content::{PromptEntry, ResourceEntry};
 use super::entry::{HookEntry, Source, ToolEntry};
 use super::invalid::Invalid;
+use super::uri_template::Params;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -16,6 +18,10 @@ pub(crate) struct RegistryState {
     global: BTreeMap<String, Arc<ToolEntry>>,
     scoped: BTreeMap<String, BTreeMap<String, Arc<ToolEntry>>>,
     hooks: Vec<Arc<HookEntry>>,
+    /// Resources by URI or template text.
+    resources: BTreeMap<String, Arc<ResourceEntry>>,
+    /// Prompts by name.
+    prompts: BTreeMap<String, Arc<PromptEntry>>,
     generation: u64,
     plugins_allowing_override: BTreeSet<String>,
 }
@@ -236,5 +242,116 @@ impl RegistryState {
             None => self.global.insert(name, entry),
             Some(scope) => self.scoped.entry(scope).or_default().insert(name, entry),
         };
+    }
+
+    /// Whether a file's resources and prompts may join: a URI or prompt name already
+    /// registered by another toolset or source is refused (with the line of the call and
+    /// the message), as is one given twice by the file; the same toolset's replaces the
+    /// old one (the warnings say so).
+    pub(crate) fn judge_content(
+        &self,
+        resources: &[ResourceEntry],
+        prompts: &[PromptEntry],
+    ) -> Result<Vec<String>, (u32, String)> {
+        let mut warnings = Vec::new();
+        let keyed = resources
+            .iter()
+            .map(|r| {
+                (
+                    "resource",
+                    r.uri.as_str(),
+                    &r.info,
+                    &r.origin,
+                    self.resources.get(&r.uri).map(|e| (&e.info, &e.origin)),
+                )
+            })
+            .chain(prompts.iter().map(|p| {
+                (
+                    "prompt",
+                    p.info.name.as_str(),
+                    &p.info,
+                    &p.origin,
+                    self.prompts.get(&p.info.name).map(|e| (&e.info, &e.origin)),
+                )
+            }));
+        let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
+        for (kind, key, info, origin, existing) in keyed {
+            if !seen.insert((kind, key)) {
+                return Err((
+                    origin.line,
+                    format!("{kind}: {kind} '{key}' is registered twice in this file"),
+                ));
+            }
+            let Some((old, old_origin)) = existing else {
+                continue;
+            };
+            if old.toolset != info.toolset || old_origin.source != origin.source {
+                return Err((
+                    origin.line,
+                    format!(
+                        "{kind}: {kind} '{key}' (toolset '{}') would shadow the one from toolset \
+                         '{}' ({}:{}); remove one of them",
+                        info.toolset,
+                        old.toolset,
+                        old_origin.file.display(),
+                        old_origin.line
+                    ),
+                ));
+            }
+            warnings.push(format!(
+                "{kind} '{key}' from {}:{} replaces the one from {}:{} (same toolset '{}')",
+                origin.file.display(),
+                origin.line,
+                old_origin.file.display(),
+                old_origin.line,
+                info.toolset
+            ));
+        }
+        Ok(warnings)
+    }
+
+    /// Adds a file's resources and prompts (judged by [`Self::judge_content`]).
+    pub(crate) fn insert_content(
+        &mut self,
+        resources: Vec<ResourceEntry>,
+        prompts: Vec<PromptEntry>,
+    ) {
+        let count = resources.len() + prompts.len();
+        for resource in resources {
+            self.resources
+                .insert(resource.uri.clone(), Arc::new(resource));
+        }
+        for prompt in prompts {
+            self.prompts
+                .insert(prompt.info.name.clone(), Arc::new(prompt));
+        }
+        self.generation += count as u64;
+    }
+
+    /// Every resource, by URI or template text.
+    pub(crate) fn resources(&self) -> impl Iterator<Item = &Arc<ResourceEntry>> {
+        self.resources.values()
+    }
+
+    /// Every prompt, by name.
+    pub(crate) fn prompts(&self) -> impl Iterator<Item = &Arc<PromptEntry>> {
+        self.prompts.values()
+    }
+
+    /// The prompt called `name`.
+    pub(crate) fn prompt(&self, name: &str) -> Option<&Arc<PromptEntry>> {
+        self.prompts.get(name)
+    }
+
+    /// The resource serving `uri` and the template's values: a fixed URI first, then the
+    /// first template (in key order) that matches.
+    pub(crate) fn resource_for(&self, uri: &str) -> Option<(&Arc<ResourceEntry>, Params)> {
+        if let Some(fixed) = self.resources.get(uri).filter(|r| r.template.is_none()) {
+            return Some((fixed, Vec::new()));
+        }
+        self.resources
+            .values()
+            .filter(|r| r.template.is_some())
+            .find_map(|r| r.serves(uri).map(|params| (r, params)))
     }
 }

@@ -50,6 +50,36 @@ function registry.register(tool) end
 ---@param fn fun(call: table): table|string|nil
 function registry.hook(event, fn) end
 
+---@class toolhost.Resource
+---@field uri string? A fixed URI, or an RFC 6570 level-1 template (`notes://{id}`)
+---@field uri_template string? A template, said explicitly (give `uri` or `uri_template`)
+---@field name string Name shown to clients
+---@field title string? Human-readable title
+---@field description string? What it holds
+---@field mime_type string? MIME type of its contents
+---@field annotations {audience?: string[], priority?: number, lastModified?: string}? Hints for clients
+---@field toolset string? Toolset it belongs to (default `resources`)
+---@field read fun(params: table, ctx: toolhost.Ctx): string|table Returns text, `{ blob = <base64>, mime_type = ... }`, `{ text = ..., mime_type = ... }` or a list of those; `params` holds the template's variables
+---@field list (fun(ctx: toolhost.Ctx): table[])? A template's concrete resources: a list of `{ uri, name, title?, description?, mime_type? }`
+---@field complete table<string, fun(prefix: string, ctx: toolhost.Ctx): string[]>? Completions per template variable
+
+---@class toolhost.Prompt
+---@field name string Prompt name, ^[A-Za-z0-9_-]{1,64}$
+---@field title string? Human-readable title
+---@field description string? What it is for
+---@field toolset string? Toolset it belongs to (default `prompts`)
+---@field arguments {name: string, description?: string, required?: boolean}[]? Its arguments
+---@field render fun(args: table, ctx: toolhost.Ctx): string|table Returns text (one user message) or a list of `{ role = "user"|"assistant", content = <text or content block> }`
+---@field complete table<string, fun(prefix: string, ctx: toolhost.Ctx): string[]>? Completions per argument
+
+---Registers a resource (a fixed URI or a URI template) clients can read.
+---@param resource toolhost.Resource
+function registry.resource(resource) end
+
+---Registers a prompt clients can pick and render.
+---@param prompt toolhost.Prompt
+function registry.prompt(prompt) end
+
 ---@class toolhost.Test
 ---@field call fun(name: string, args?: table): string|table # the whole pipeline, like a model's call
 ---@field eq fun(got: any, expected: any, what?: string) # deep equality

@@ -2,6 +2,7 @@
 //! ([`super::catalogue`]), plus the `registry.register` fields and the handler's `ctx`.
 
 use super::{MODULES, catalogue};
+use crate::lua::register::content::{PROMPT_FIELDS, RESOURCE_FIELDS};
 use crate::lua::register::fields::REGISTER_FIELDS;
 use std::fmt::Write;
 
@@ -129,6 +130,21 @@ pub(crate) fn stubs() -> String {
     );
     let _ = writeln!(out, "---@param fn fun(call: table): table|string|nil");
     let _ = writeln!(out, "function registry.hook(event, fn) end");
+    for (class, fields) in [("Resource", RESOURCE_FIELDS), ("Prompt", PROMPT_FIELDS)] {
+        let _ = writeln!(out, "\n---@class toolhost.{class}");
+        for (name, ty, doc) in fields {
+            let _ = writeln!(out, "---@field {name} {ty} {doc}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\n---Registers a resource (a fixed URI or a URI template) clients can read."
+    );
+    let _ = writeln!(out, "---@param resource toolhost.Resource");
+    let _ = writeln!(out, "function registry.resource(resource) end\n");
+    let _ = writeln!(out, "---Registers a prompt clients can pick and render.");
+    let _ = writeln!(out, "---@param prompt toolhost.Prompt");
+    let _ = writeln!(out, "function registry.prompt(prompt) end");
     let _ = writeln!(out, "\n---@class toolhost.Test");
     for (name, ty) in TEST_FIELDS {
         let _ = writeln!(out, "---@field {name} {ty}");

@@ -7,11 +7,13 @@
 //! table and checks ([`fields`]), and the registration as plain, cacheable data
 //! ([`record`]).
 
+pub(crate) mod content;
 pub(crate) mod fields;
 pub(crate) mod record;
 
 use crate::error::LoadError;
 use crate::registry::HookEvent;
+use content::{PendingPrompt, PendingResource, parse_prompt, parse_resource};
 use fields::{FieldError, PendingTool, bad, parse_tool, type_error};
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 
@@ -37,6 +39,10 @@ pub(crate) struct LoadingFile {
     pub tools: Vec<PendingTool>,
     /// Validated hooks, in call order.
     pub hooks: Vec<PendingHook>,
+    /// Validated `registry.resource` calls, in call order.
+    pub resources: Vec<PendingResource>,
+    /// Validated `registry.prompt` calls, in call order.
+    pub prompts: Vec<PendingPrompt>,
     /// The first registration error.
     pub error: Option<LoadError>,
     /// Its top-level code read something outside its source (a clock, the environment,
@@ -100,6 +106,28 @@ pub(super) fn binding(lua: &Lua, binding: Binding) -> mlua::Result<Table> {
             })
         })?,
     )?;
+    let owner = binding.clone();
+    registry.set(
+        "resource",
+        lua.create_function(move |lua, spec: LuaValue| {
+            record(lua, &owner, "resource", |lua, line| {
+                let spec = one_table(spec)?;
+                Ok(Recorded::Resource(Box::new(parse_resource(
+                    lua, &spec, line,
+                )?)))
+            })
+        })?,
+    )?;
+    let owner = binding.clone();
+    registry.set(
+        "prompt",
+        lua.create_function(move |lua, spec: LuaValue| {
+            record(lua, &owner, "prompt", |lua, line| {
+                let spec = one_table(spec)?;
+                Ok(Recorded::Prompt(Box::new(parse_prompt(lua, &spec, line)?)))
+            })
+        })?,
+    )?;
     registry.set(
         "hook",
         lua.create_function(move |lua, (event, function): (LuaValue, LuaValue)| {
@@ -137,6 +165,16 @@ pub(super) fn binding(lua: &Lua, binding: Binding) -> mlua::Result<Table> {
 enum Recorded {
     Tool(Box<PendingTool>),
     Hook(PendingHook),
+    Resource(Box<PendingResource>),
+    Prompt(Box<PendingPrompt>),
+}
+
+/// `registry.resource` and `registry.prompt` take one table.
+fn one_table(spec: LuaValue) -> Result<Table, FieldError> {
+    match spec {
+        LuaValue::Table(table) => Ok(table),
+        other => Err(type_error("spec", "a table", &other)),
+    }
 }
 
 /// Runs `parse` for a registration call and records the outcome in the loading file; an
@@ -176,6 +214,8 @@ fn record(
     match outcome {
         Ok(Recorded::Tool(tool)) => file.tools.push(*tool),
         Ok(Recorded::Hook(hook)) => file.hooks.push(hook),
+        Ok(Recorded::Resource(resource)) => file.resources.push(*resource),
+        Ok(Recorded::Prompt(prompt)) => file.prompts.push(*prompt),
         Err(FieldError { field, message }) => {
             let error = LoadError::new(&file.display, Some(line), format!("{verb}: {message}"))
                 .with_field(field);

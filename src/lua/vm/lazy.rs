@@ -155,7 +155,8 @@ impl LuaVm {
         let loaded = loaded.map_err(DeferredFailed::Load)?;
         let mut unclaimed: Vec<Option<_>> = loaded.tools.into_iter().map(Some).collect();
         let mut adopted: Vec<(LuaFnId, Function)> = Vec::new();
-        let mut matches = loaded.hooks.is_empty();
+        let mut matches =
+            loaded.hooks.is_empty() && loaded.resources.is_empty() && loaded.prompts.is_empty();
         for (ordinal, expected) in file.expected.iter().enumerate() {
             let found = unclaimed
                 .iter_mut()

@@ -39,6 +39,7 @@ mod listing;
 mod observer;
 pub(crate) mod origin;
 pub(crate) mod request_peer;
+mod resources;
 mod roots;
 mod served;
 #[cfg(feature = "cli")]
@@ -59,10 +60,12 @@ use rmcp::ErrorData as McpError;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
     GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListToolsResult, LoggingLevel, PaginatedRequestParams, ProtocolVersion, RequestId,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
-    UpdateTaskParams,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    LoggingLevel, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, RequestId, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{Peer, RoleServer as Role};
@@ -436,15 +439,23 @@ impl ServerHandler for McpServer {
         let mut info = Implementation::from_build_env();
         info.name = "toolhost".into();
         info.version = env!("CARGO_PKG_VERSION").into();
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .enable_logging()
-                .enable_tasks()
-                .build(),
-        )
-        .with_server_info(info)
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .enable_tasks()
+            .build();
+        // Advertised only when something is registered (a client then knows to ask).
+        if self.has_resources() {
+            capabilities.resources = Some(Default::default());
+        }
+        if self.has_prompts() {
+            capabilities.prompts = Some(Default::default());
+        }
+        if self.has_resources() || self.has_prompts() {
+            capabilities.completions = Some(Default::default());
+        }
+        ServerConfig::new(capabilities).with_server_info(info)
     }
 
     async fn initialize(
@@ -532,6 +543,54 @@ impl ServerHandler for McpServer {
             result.cache_scope = Some(CacheScope::Private);
         }
         Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.resources_page(request, context).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.templates_page(request, &context)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.read(request, context).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.prompts_page(request, &context)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.prompt(request, context).await.map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.completion(request, context).await
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
