@@ -47,6 +47,22 @@ macro_rules! with_client {
     }};
 }
 
+/// Opens a transaction on `client` whose statements and lock waits end at `until` (the
+/// call's deadline, as [`timeouts`] sets it): every writing operation starts here.
+async fn begin<'a>(
+    client: &'a mut deadpool_postgres::Object,
+    db: &Db,
+    until: Instant,
+) -> Result<deadpool_postgres::Transaction<'a>, Failure> {
+    let failed = |e: tokio_postgres::Error| db.server.failed(&e);
+    let transaction = client.transaction().await.map_err(failed)?;
+    transaction
+        .batch_execute(&timeouts(until))
+        .await
+        .map_err(failed)?;
+    Ok(transaction)
+}
+
 pub(super) async fn get(
     db: Arc<Db>,
     ns: String,
@@ -76,11 +92,7 @@ pub(super) async fn set(
 ) -> Result<(), Failure> {
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
-        let transaction = client.transaction().await.map_err(failed)?;
-        transaction
-            .batch_execute(&timeouts(until))
-            .await
-            .map_err(failed)?;
+        let transaction = begin(client, &db, until).await?;
         let statement = format!(
             "INSERT INTO {} (ns, key, value) VALUES ($1, $2, $3) \
              ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value",
@@ -106,11 +118,7 @@ pub(super) async fn delete(
 ) -> Result<bool, Failure> {
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
-        let transaction = client.transaction().await.map_err(failed)?;
-        transaction
-            .batch_execute(&timeouts(until))
-            .await
-            .map_err(failed)?;
+        let transaction = begin(client, &db, until).await?;
         let statement = format!("DELETE FROM {} WHERE ns = $1 AND key = $2", db.kv);
         let statement = transaction
             .prepare_cached(&statement)
@@ -169,11 +177,7 @@ pub(super) async fn update(
 ) -> Result<(), Failure> {
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
-        let transaction = client.transaction().await.map_err(failed)?;
-        transaction
-            .batch_execute(&timeouts(until))
-            .await
-            .map_err(failed)?;
+        let transaction = begin(client, &db, until).await?;
         let insert = format!(
             "INSERT INTO {} (ns, key, value) VALUES ($1, $2, 'null') \
              ON CONFLICT (ns, key) DO NOTHING",
@@ -281,11 +285,7 @@ pub(super) async fn rows(
 pub(super) async fn load(db: Arc<Db>, rows: Vec<Row>, until: Instant) -> Result<(), Failure> {
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
-        let transaction = client.transaction().await.map_err(failed)?;
-        transaction
-            .batch_execute(&timeouts(until))
-            .await
-            .map_err(failed)?;
+        let transaction = begin(client, &db, until).await?;
         let statement = transaction
             .prepare(&format!(
                 "INSERT INTO {} (ns, key, value) VALUES ($1, $2, $3) \
