@@ -16,6 +16,7 @@ pub(crate) mod connect;
 mod errors;
 mod ops;
 mod schema;
+mod statements;
 
 use super::StoreError;
 use super::backend::{Backend, Change, Health, Row};
@@ -37,9 +38,10 @@ const ADMIN_BOUND: Duration = Duration::from_secs(600);
 pub(super) struct Db {
     pool: deadpool_postgres::Pool,
     server: errors::Server,
-    /// The schema name (checked), and `"schema".kv` quoted.
+    /// The schema name (checked).
     schema: String,
-    kv: String,
+    /// The operations' SQL on `"schema".kv`.
+    sql: statements::Statements,
     /// Set once the schema is at this toolhost's version.
     migrated: tokio::sync::OnceCell<()>,
     /// For cancel requests of abandoned connections.
@@ -78,7 +80,7 @@ impl Postgres {
         let db = Arc::new(Db {
             pool,
             server: target.server,
-            kv: format!("{}.kv", schema::quote(&schema)),
+            sql: statements::Statements::for_table(&format!("{}.kv", schema::quote(&schema))),
             schema,
             migrated: tokio::sync::OnceCell::new(),
             tls,

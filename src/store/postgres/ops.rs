@@ -70,9 +70,8 @@ pub(super) async fn get(
     until: Instant,
 ) -> Result<Option<String>, Failure> {
     with_client!(&db, until, |client| {
-        let statement = format!("SELECT value FROM {} WHERE ns = $1 AND key = $2", db.kv);
         let statement = client
-            .prepare_cached(&statement)
+            .prepare_cached(&db.sql.get)
             .await
             .map_err(|e| db.server.failed(&e))?;
         client
@@ -93,13 +92,8 @@ pub(super) async fn set(
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
         let transaction = begin(client, &db, until).await?;
-        let statement = format!(
-            "INSERT INTO {} (ns, key, value) VALUES ($1, $2, $3) \
-             ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value",
-            db.kv
-        );
         let statement = transaction
-            .prepare_cached(&statement)
+            .prepare_cached(&db.sql.upsert)
             .await
             .map_err(failed)?;
         transaction
@@ -119,9 +113,8 @@ pub(super) async fn delete(
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
         let transaction = begin(client, &db, until).await?;
-        let statement = format!("DELETE FROM {} WHERE ns = $1 AND key = $2", db.kv);
         let statement = transaction
-            .prepare_cached(&statement)
+            .prepare_cached(&db.sql.delete)
             .await
             .map_err(failed)?;
         let removed = transaction
@@ -141,14 +134,8 @@ pub(super) async fn list(
     until: Instant,
 ) -> Result<Vec<String>, Failure> {
     with_client!(&db, until, |client| {
-        // Keys >= prefix in byte order: those starting with it come first, together (no
-        // LIKE: prefixes may hold % and _).
-        let statement = format!(
-            "SELECT key FROM {} WHERE ns = $1 AND key >= $2 ORDER BY key LIMIT $3",
-            db.kv
-        );
         let statement = client
-            .prepare_cached(&statement)
+            .prepare_cached(&db.sql.list)
             .await
             .map_err(|e| db.server.failed(&e))?;
         let rows = client
@@ -178,17 +165,14 @@ pub(super) async fn update(
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
         let transaction = begin(client, &db, until).await?;
-        let insert = format!(
-            "INSERT INTO {} (ns, key, value) VALUES ($1, $2, 'null') \
-             ON CONFLICT (ns, key) DO NOTHING",
-            db.kv
-        );
-        let select = format!(
-            "SELECT value FROM {} WHERE ns = $1 AND key = $2 FOR UPDATE",
-            db.kv
-        );
-        let insert = transaction.prepare_cached(&insert).await.map_err(failed)?;
-        let select = transaction.prepare_cached(&select).await.map_err(failed)?;
+        let insert = transaction
+            .prepare_cached(&db.sql.insert_placeholder)
+            .await
+            .map_err(failed)?;
+        let select = transaction
+            .prepare_cached(&db.sql.select_for_update)
+            .await
+            .map_err(failed)?;
         // Inserted: the key was missing and this transaction holds the new row. Not
         // inserted: the row exists; lock it. It may be deleted (and committed) between the
         // two statements: then try again.
@@ -216,31 +200,20 @@ pub(super) async fn update(
             // The update function failed, or the caller gave up: nothing is written.
             return Ok(());
         };
+        // A new text overwrites the row; none (the function returned nil) deletes it.
+        let (statement, text) = match &text {
+            Some(text) => (&db.sql.overwrite, Some(text)),
+            None => (&db.sql.delete, None),
+        };
+        let statement = transaction
+            .prepare_cached(statement)
+            .await
+            .map_err(failed)?;
         match text {
-            Some(text) => {
-                let statement =
-                    format!("UPDATE {} SET value = $3 WHERE ns = $1 AND key = $2", db.kv);
-                let statement = transaction
-                    .prepare_cached(&statement)
-                    .await
-                    .map_err(failed)?;
-                transaction
-                    .execute(&statement, &[&ns, &key, &text])
-                    .await
-                    .map_err(failed)?;
-            }
-            None => {
-                let statement = format!("DELETE FROM {} WHERE ns = $1 AND key = $2", db.kv);
-                let statement = transaction
-                    .prepare_cached(&statement)
-                    .await
-                    .map_err(failed)?;
-                transaction
-                    .execute(&statement, &[&ns, &key])
-                    .await
-                    .map_err(failed)?;
-            }
+            Some(text) => transaction.execute(&statement, &[&ns, &key, text]).await,
+            None => transaction.execute(&statement, &[&ns, &key]).await,
         }
+        .map_err(failed)?;
         transaction.commit().await.map_err(failed)
     })
 }
@@ -254,21 +227,8 @@ pub(super) async fn rows(
     with_client!(&db, until, |client| {
         let page = page as i64;
         let result = match &after {
-            Some((ns, key)) => {
-                let statement = format!(
-                    "SELECT ns, key, value FROM {} WHERE (ns, key) > ($1, $2) \
-                     ORDER BY ns, key LIMIT $3",
-                    db.kv
-                );
-                client.query(&statement, &[ns, key, &page]).await
-            }
-            None => {
-                let statement = format!(
-                    "SELECT ns, key, value FROM {} ORDER BY ns, key LIMIT $1",
-                    db.kv
-                );
-                client.query(&statement, &[&page]).await
-            }
+            Some((ns, key)) => client.query(&db.sql.rows_after, &[ns, key, &page]).await,
+            None => client.query(&db.sql.rows_first, &[&page]).await,
         };
         let rows = result.map_err(|e| db.server.failed(&e))?;
         Ok(rows
@@ -286,14 +246,7 @@ pub(super) async fn load(db: Arc<Db>, rows: Vec<Row>, until: Instant) -> Result<
     with_client!(&db, until, |client| {
         let failed = |e: tokio_postgres::Error| db.server.failed(&e);
         let transaction = begin(client, &db, until).await?;
-        let statement = transaction
-            .prepare(&format!(
-                "INSERT INTO {} (ns, key, value) VALUES ($1, $2, $3) \
-                 ON CONFLICT (ns, key) DO UPDATE SET value = EXCLUDED.value",
-                db.kv
-            ))
-            .await
-            .map_err(failed)?;
+        let statement = transaction.prepare(&db.sql.upsert).await.map_err(failed)?;
         for row in &rows {
             transaction
                 .execute(&statement, &[&row.ns, &row.key, &row.value])
