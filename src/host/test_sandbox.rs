@@ -57,6 +57,10 @@ impl Host {
         let dir = owning_dir(&world.dirs, path)
             .map_err(mlua::Error::runtime)?
             .unwrap_or(&builtin);
+        // A refused pack's tests would only meet "unknown tool": say why instead.
+        if let Some(refused) = &dir.refused {
+            return Err(mlua::Error::runtime(refused.reason.clone()));
+        }
         let spec = FileSpec {
             display: shown,
             chunk_name: shown,

@@ -22,14 +22,25 @@ impl PackError {
     }
 }
 
-/// toml's message names the key; the line makes it read like `file:line`.
+/// The line makes it read like `file:line`; toml's message does not always name the key
+/// (a value of the wrong type), so the line's own text follows, which does.
 pub(crate) fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
     let message = error.message().trim().to_string();
-    match error.span() {
-        Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: {message}")
-        }
-        None => message,
+    let Some(span) = error.span() else {
+        return message;
+    };
+    let start = span.start.min(text.len());
+    let line = text[..start].matches('\n').count() + 1;
+    let shown: String = text
+        .lines()
+        .nth(line - 1)
+        .unwrap_or_default()
+        .trim()
+        .chars()
+        .take(80)
+        .collect();
+    match shown.is_empty() {
+        true => format!("line {line}: {message}"),
+        false => format!("line {line} (`{shown}`): {message}"),
     }
 }

@@ -88,7 +88,10 @@ pub fn hash_tree(dir: &Path) -> Result<BTreeMap<String, String>, PackError> {
 /// `path` relative to `dir`, `/`-separated; a name that is not UTF-8 cannot be recorded.
 fn relative_name(dir: &Path, path: &Path) -> Result<String, PackError> {
     let relative = path.strip_prefix(dir).unwrap_or(path);
-    let parts: Option<Vec<&str>> = relative.components().map(|c| c.as_os_str().to_str()).collect();
+    let parts: Option<Vec<&str>> = relative
+        .components()
+        .map(|c| c.as_os_str().to_str())
+        .collect();
     parts
         .map(|parts| parts.join("/"))
         .ok_or_else(|| PackError::new(path, "the file name is not valid UTF-8"))
@@ -124,6 +127,9 @@ mod tests {
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("leak.lua")).unwrap();
         let error = hash_tree(dir.path()).unwrap_err();
         assert!(error.path.ends_with("leak.lua"), "{error}");
-        assert!(error.message.contains("symbolic link (to /etc/passwd)"), "{error}");
+        assert!(
+            error.message.contains("symbolic link (to /etc/passwd)"),
+            "{error}"
+        );
     }
 }

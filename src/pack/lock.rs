@@ -79,8 +79,7 @@ impl PackLock {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(e) => return Err(PackError::new(path, format!("cannot read: {e}"))),
         };
-        let text =
-            String::from_utf8(bytes).map_err(|_| PackError::new(path, "not valid UTF-8"))?;
+        let text = String::from_utf8(bytes).map_err(|_| PackError::new(path, "not valid UTF-8"))?;
         let lock: Self = toml::from_str(&text)
             .map_err(|e| PackError::new(path, describe_toml_error(&text, &e)))?;
         if lock.version != LOCK_VERSION {
@@ -171,7 +170,10 @@ mod tests {
     #[test]
     fn the_text_is_sorted_and_reads_back() {
         let text = sample().to_text();
-        assert!(text.find("\"a.lua\"").unwrap() < text.find("\"b.lua\"").unwrap(), "{text}");
+        assert!(
+            text.find("\"a.lua\"").unwrap() < text.find("\"b.lua\"").unwrap(),
+            "{text}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("toolhost.lock");
         sample().write(&path).unwrap();
@@ -189,7 +191,10 @@ mod tests {
         let changes = diff(&recorded, &found);
         assert_eq!(
             changes,
-            [FileChange::Changed("b.lua".into()), FileChange::Added("c.lua".into())]
+            [
+                FileChange::Changed("b.lua".into()),
+                FileChange::Added("c.lua".into())
+            ]
         );
         let changes = diff(&recorded, &BTreeMap::new());
         assert_eq!(changes[0].to_string(), "a.lua removed");

@@ -142,15 +142,21 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_named_with_their_line() {
-        let error =
-            PackManifest::parse("name = \"a\"\nversion = \"1.0.0\"\ncapabilites = []\n").unwrap_err();
-        assert!(error.contains("line 3") && error.contains("capabilites"), "{error}");
+        let error = PackManifest::parse("name = \"a\"\nversion = \"1.0.0\"\ncapabilites = []\n")
+            .unwrap_err();
+        assert!(
+            error.contains("line 3") && error.contains("capabilites"),
+            "{error}"
+        );
     }
 
     #[test]
     fn bad_types_are_named() {
         let error = PackManifest::parse("name = 3\nversion = \"1.0.0\"\n").unwrap_err();
-        assert!(error.contains("line 1") && error.contains("name"), "{error}");
+        assert!(
+            error.contains("line 1") && error.contains("name"),
+            "{error}"
+        );
         let error =
             PackManifest::parse("name = \"a\"\nversion = \"1.0.0\"\ncapabilities = \"fs\"\n")
                 .unwrap_err();
@@ -171,7 +177,10 @@ mod tests {
         let error =
             PackManifest::parse("name = \"a\"\nversion = \"1.0.0\"\ncapabilities = [\"net\"]\n")
                 .unwrap_err();
-        assert!(error.contains("capabilities[0]") && error.contains("net"), "{error}");
+        assert!(
+            error.contains("capabilities[0]") && error.contains("net"),
+            "{error}"
+        );
         let error =
             PackManifest::parse("name = \"a\"\nversion = \"1.0.0\"\nrequires_env = [\"A=B\"]\n")
                 .unwrap_err();

@@ -5,6 +5,7 @@
 pub mod ask_scenarios;
 pub mod fastmcp;
 pub mod fleet;
+pub mod git_repo;
 pub mod mcp_client;
 pub mod oauth;
 pub mod otlp;

@@ -11,7 +11,10 @@ pub(super) fn read(path: &Path) -> Result<DocumentMut, CliError> {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => {
-            return Err(super::super::error::io(format!("cannot read {}", path.display()))(e));
+            return Err(super::super::error::io(format!(
+                "cannot read {}",
+                path.display()
+            ))(e));
         }
     };
     text.parse::<DocumentMut>()
@@ -23,7 +26,10 @@ pub(super) fn write(path: &Path, doc: &DocumentMut) -> Result<(), CliError> {
     let temp = path.with_extension("toml.tmp");
     std::fs::write(&temp, doc.to_string())
         .and_then(|()| std::fs::rename(&temp, path))
-        .map_err(super::super::error::io(format!("cannot write {}", path.display())))
+        .map_err(super::super::error::io(format!(
+            "cannot write {}",
+            path.display()
+        )))
 }
 
 /// Whether `[plugins.NAME]` exists.
@@ -78,10 +84,7 @@ pub(super) fn set_plugin(
         .or_insert_with(|| Item::Table(Table::new()))
         .as_table_mut()
         .ok_or_else(|| {
-            CliError::Usage(format!(
-                "{}: plugins.{name} is not a table",
-                path.display()
-            ))
+            CliError::Usage(format!("{}: plugins.{name} is not a table", path.display()))
         })?;
     entry["dir"] = value(dir);
     entry["capabilities"] = value(capabilities.iter().map(String::as_str).collect::<Array>());
@@ -101,15 +104,24 @@ mod tests {
 
     #[test]
     fn comments_survive_adding_and_removing_a_plugin() {
-        let text = "# my tools\ntools_dirs = [\"tools-lua\"] # here\n\n[runtime]\n# speed\nvms = 2\n";
+        let text =
+            "# my tools\ntools_dirs = [\"tools-lua\"] # here\n\n[runtime]\n# speed\nvms = 2\n";
         let mut doc: DocumentMut = text.parse().unwrap();
         let path = Path::new("toolhost.toml");
-        set_plugin(&mut doc, path, "weather", "packs/weather", &["json".into(), "proc".into()])
-            .unwrap();
+        set_plugin(
+            &mut doc,
+            path,
+            "weather",
+            "packs/weather",
+            &["json".into(), "proc".into()],
+        )
+        .unwrap();
         let added = doc.to_string();
         assert!(added.starts_with(text), "{added}");
         assert!(
-            added.contains("[plugins.weather]\ndir = \"packs/weather\"\ncapabilities = [\"json\", \"proc\"]"),
+            added.contains(
+                "[plugins.weather]\ndir = \"packs/weather\"\ncapabilities = [\"json\", \"proc\"]"
+            ),
             "{added}"
         );
         assert!(!added.contains("[plugins]\n"), "{added}");

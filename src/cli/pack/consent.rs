@@ -10,7 +10,10 @@ const MEANINGS: &[(&str, &str)] = &[
     ("json", "encode and decode JSON"),
     ("log", "write log lines"),
     ("time", "read the clock"),
-    ("env", "read environment variables ([sandbox] env, its tools' requires_env)"),
+    (
+        "env",
+        "read environment variables ([sandbox] env, its tools' requires_env)",
+    ),
     ("fs", "read and write files under [sandbox] fs_roots"),
     ("proc", "run the programs listed in [sandbox] commands"),
     ("store", "keep data in its own namespace of the store"),
@@ -57,7 +60,11 @@ pub(super) fn ask(
     if new.is_empty() || yes {
         return Ok(());
     }
-    let listed = new.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+    let listed = new
+        .iter()
+        .map(|c| c.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Usage(format!(
             "pack {name} asks for {listed}; not granted: run on a terminal to answer, or pass \

@@ -60,7 +60,14 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
     let commit = resolve(&tree, rev).map_err(|e| CliError::Usage(format!("{source}: {e}")))?;
     git(
         Some(&tree),
-        &["-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", &commit],
+        &[
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--detach",
+            &commit,
+        ],
         None,
     )
     .map_err(|e| CliError::Usage(format!("{source}: cannot check out {commit}: {e}")))?;
@@ -90,7 +97,13 @@ fn resolve(repo: &Path, rev: Option<&str>) -> Result<String, String> {
         let spec = format!("{candidate}^{{commit}}");
         if let Ok(out) = git(
             Some(repo),
-            &["rev-parse", "--verify", "--quiet", "--end-of-options", &spec],
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
             None,
         ) {
             let commit = out.trim();
@@ -113,7 +126,12 @@ fn git(dir: Option<&Path>, args: &[&str], target: Option<&Path>) -> Result<Strin
         command.arg("-C").arg(dir);
     }
     command
-        .args(["-c", "protocol.ext.allow=never", "-c", "core.hooksPath=/dev/null"])
+        .args([
+            "-c",
+            "protocol.ext.allow=never",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
         .args(args);
     if let Some(target) = target {
         command.arg(target);

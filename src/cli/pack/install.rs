@@ -23,10 +23,8 @@ pub(super) fn add(
     }
     let mut lock = PackLock::read(&project.lock)?;
     let mut doc = config_edit::read(&project.config)?;
-    std::fs::create_dir_all(&project.packs).map_err(io(format!(
-        "cannot create {}",
-        project.packs.display()
-    )))?;
+    std::fs::create_dir_all(&project.packs)
+        .map_err(io(format!("cannot create {}", project.packs.display())))?;
     let recorded = recorded_source(source);
     let fetched = git::fetch(&recorded, rev, &project.packs)?;
     let manifest = manifest_of(&fetched, &recorded)?;
@@ -50,10 +48,8 @@ pub(super) fn add(
     let files = files_of(&fetched, &recorded)?;
     let granted = manifest.granted_capabilities();
     consent::ask(&name, &manifest, &granted, &[], yes)?;
-    std::fs::rename(&fetched.tree, &dir).map_err(io(format!(
-        "cannot move the pack into {}",
-        dir.display()
-    )))?;
+    std::fs::rename(&fetched.tree, &dir)
+        .map_err(io(format!("cannot move the pack into {}", dir.display())))?;
     config_edit::set_plugin(
         &mut doc,
         &project.config,
@@ -200,7 +196,10 @@ fn replace_dir(fetched: &Fetched, dir: &Path, packs: &Path) -> Result<(), CliErr
     let old = tempfile::Builder::new()
         .prefix(".old-")
         .tempdir_in(packs)
-        .map_err(io(format!("cannot make a temporary folder in {}", packs.display())))?;
+        .map_err(io(format!(
+            "cannot make a temporary folder in {}",
+            packs.display()
+        )))?;
     if dir.symlink_metadata().is_ok() {
         std::fs::rename(dir, old.path().join("old"))
             .map_err(io(format!("cannot move {} aside", dir.display())))?;
