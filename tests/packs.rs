@@ -540,3 +540,53 @@ fn a_lock_entry_whose_name_is_a_path_is_refused() {
         Setup::stderr(&out)
     );
 }
+
+#[test]
+fn update_asks_before_granting_a_capability_the_new_version_wants() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let lock_before = setup.read("toolhost.lock");
+    setup.repo.write("pack.toml", manifest("\"fs\""));
+    setup.repo.commit("wants fs");
+    let out = setup.toolhost(&["pack", "update", "weather"]).code(2);
+    assert!(Setup::stderr(&out).contains("pack weather asks for fs; not granted"));
+    assert_eq!(setup.read("toolhost.lock"), lock_before);
+    assert!(!setup.read("toolhost.toml").contains("\"fs\""));
+    setup.toolhost(&["pack", "verify"]).success();
+    setup
+        .toolhost(&["pack", "update", "weather", "--yes"])
+        .success();
+    assert!(setup.read("toolhost.toml").contains("\"fs\"]"));
+}
+
+#[test]
+fn a_hand_configured_pack_folder_without_a_lock_entry_still_obeys_its_manifest() {
+    let setup = Setup::new();
+    setup.project.write(
+        "mine/pack.toml",
+        format!("{}min_toolhost = \"999.0.0\"\n", manifest("")),
+    );
+    setup
+        .project
+        .write("mine/forecast.lua", simple_tool("forecast", "weather", "x"));
+    setup.project.write(
+        "toolhost.toml",
+        format!("{CONFIG}[plugins.mine]\ndir = \"mine\"\n"),
+    );
+    let list = setup.toolhost(&["list"]).success();
+    assert!(
+        Setup::stderr(&list)
+            .contains("pack 'mine' is refused: pack 'weather' needs toolhost 999.0.0")
+    );
+    assert_eq!(setup.tool_names(), ["hello"]);
+}
+
+#[test]
+fn add_without_a_configuration_file_creates_one() {
+    let setup = Setup::new();
+    std::fs::remove_file(setup.project.root().join("toolhost.toml")).unwrap();
+    setup.add(&setup.repo.url()).success();
+    let config = setup.read("toolhost.toml");
+    assert!(config.starts_with("[plugins.weather]\n"), "{config}");
+    assert_eq!(setup.tool_names(), ["forecast", "hello"]);
+}
