@@ -315,7 +315,7 @@ fn a_pack_asking_for_proc_is_shown_and_refused_without_yes_off_a_terminal() {
         "{}",
         Setup::stderr(&out)
     );
-    assert!(!setup.pack_file("").exists());
+    assert!(!setup.project.root().join("packs").exists());
     assert_eq!(setup.read("toolhost.toml"), CONFIG);
     assert!(!setup.project.root().join("toolhost.lock").exists());
     setup.add(&setup.repo.url()).success();
@@ -589,4 +589,31 @@ fn add_without_a_configuration_file_creates_one() {
     let config = setup.read("toolhost.toml");
     assert!(config.starts_with("[plugins.weather]\n"), "{config}");
     assert_eq!(setup.tool_names(), ["forecast", "hello"]);
+}
+
+#[test]
+fn the_ext_transport_which_runs_commands_is_off() {
+    let setup = Setup::new();
+    let marker = setup.project.root().join("pwned");
+    let source = format!("ext::touch {}", marker.display());
+    setup.add(&source).code(2);
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_revision_that_looks_like_an_option_is_refused() {
+    let setup = Setup::new();
+    let out = setup
+        .add(&format!("{}#--output=x", setup.repo.url()))
+        .code(2);
+    assert!(Setup::stderr(&out).contains("is not a tag, branch or commit"));
+    let out = setup
+        .add(&format!("{}#no-such-tag", setup.repo.url()))
+        .code(2);
+    assert!(
+        Setup::stderr(&out).contains("no tag, branch or commit named \"no-such-tag\""),
+        "{}",
+        Setup::stderr(&out)
+    );
+    assert!(!setup.project.root().join("toolhost.lock").exists());
 }

@@ -21,10 +21,27 @@ pub(super) fn add(
     if let Some(name) = name {
         check_name(name, "--name")?;
     }
-    let mut lock = PackLock::read(&project.lock)?;
-    let mut doc = config_edit::read(&project.config)?;
+    let created = !project.packs.exists();
     std::fs::create_dir_all(&project.packs)
         .map_err(io(format!("cannot create {}", project.packs.display())))?;
+    let outcome = install_new(project, source, rev, name, yes);
+    if outcome.is_err() && created {
+        // A refused first pack leaves no empty `packs/` behind (removes only an empty one).
+        std::fs::remove_dir(&project.packs).ok();
+    }
+    outcome
+}
+
+/// `pack add` once `packs/` exists.
+fn install_new(
+    project: &Project,
+    source: &str,
+    rev: Option<&str>,
+    name: Option<&str>,
+    yes: bool,
+) -> Result<ExitCode, CliError> {
+    let mut lock = PackLock::read(&project.lock)?;
+    let mut doc = config_edit::read(&project.config)?;
     let recorded = recorded_source(source);
     let fetched = git::fetch(&recorded, rev, &project.packs)?;
     let manifest = manifest_of(&fetched, &recorded)?;
