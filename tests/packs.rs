@@ -617,3 +617,22 @@ fn a_revision_that_looks_like_an_option_is_refused() {
     );
     assert!(!setup.project.root().join("toolhost.lock").exists());
 }
+
+#[test]
+fn the_tests_of_a_refused_pack_fail_with_the_refusal() {
+    let setup = Setup::new();
+    setup.repo.write(
+        "forecast_test.lua",
+        "test(\"sunny\", function(t) t.eq(t.call(\"forecast\", {}), \"sunny\") end)\n",
+    );
+    setup.repo.commit("tests");
+    setup.add(&setup.repo.url()).success();
+    let tampered = format!(
+        "-- one more line\n{}",
+        simple_tool("forecast", "weather", "sunny")
+    );
+    std::fs::write(setup.pack_file("forecast.lua"), tampered).unwrap();
+    let out = setup.toolhost(&["test", "packs/weather"]).code(1);
+    let stdout = Setup::stdout(&out);
+    assert!(stdout.contains("pack 'weather' is refused"), "{stdout}");
+}
