@@ -636,3 +636,29 @@ fn the_tests_of_a_refused_pack_fail_with_the_refusal() {
     let stdout = Setup::stdout(&out);
     assert!(stdout.contains("pack 'weather' is refused"), "{stdout}");
 }
+
+#[test]
+fn a_folder_that_is_not_a_repository_is_copied_and_updated_from() {
+    let setup = Setup::new();
+    setup.project.write("plain/pack.toml", manifest(""));
+    setup.project.write(
+        "plain/forecast.lua",
+        simple_tool("forecast", "weather", "plain"),
+    );
+    setup.add("plain").success();
+    let out = setup.toolhost(&["call", "forecast"]).success();
+    assert_eq!(Setup::stdout(&out).trim(), "plain");
+    assert!(!setup.read("toolhost.lock").contains("commit ="));
+    setup.toolhost(&["pack", "verify"]).success();
+    setup.project.write(
+        "plain/forecast.lua",
+        simple_tool("forecast", "weather", "edited"),
+    );
+    setup.toolhost(&["pack", "update", "weather"]).success();
+    let out = setup.toolhost(&["call", "forecast"]).success();
+    assert_eq!(Setup::stdout(&out).trim(), "edited");
+    let out = setup
+        .toolhost(&["pack", "add", "plain#v1", "--name", "other", "--yes"])
+        .code(2);
+    assert!(Setup::stderr(&out).contains("has no revision"));
+}

@@ -44,8 +44,10 @@ pub struct LockedPack {
     /// The revision asked for (`#REV`: a tag, branch or commit); `pack update` follows it.
     #[serde(rename = "ref", skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
-    /// The commit the files came from.
-    pub commit: String,
+    /// The commit the files came from (none for a pack copied from a folder that is not a
+    /// git repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
     /// Every file of the pack (path relative to the pack, `/`-separated) → SHA-256 (hex).
     pub files: BTreeMap<String, String>,
 }
@@ -157,7 +159,7 @@ mod tests {
             LockedPack {
                 source: "file:///tmp/weather".into(),
                 reference: Some("v1".into()),
-                commit: "0123abcd".into(),
+                commit: Some("0123abcd".into()),
                 files: [("b.lua", "2"), ("a.lua", "1")]
                     .into_iter()
                     .map(|(a, b)| (a.to_string(), b.to_string()))

@@ -2,8 +2,8 @@
 //! installed packs, resolve the revision (a tag, a branch, a commit), check it out and drop
 //! `.git`. The source and revision come from the user (or a lock file someone sent): they
 //! are passed after `--` / `--end-of-options` so neither can be read as an option, the
-//! `ext::` transport (which runs a command) is off, and git never prompts (no terminal
-//! to hang on).
+//! `ext::` transport (which runs a command) is off, git never prompts (no terminal to hang
+//! on) and a stalled HTTP transfer ends.
 
 use super::super::error::CliError;
 use std::path::{Path, PathBuf};
@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 pub(super) struct Fetched {
     /// The checked-out files (no `.git`).
     pub tree: PathBuf,
-    /// The full commit id.
-    pub commit: String,
+    /// The full commit id (none: copied from a folder that is not a git repository).
+    pub commit: Option<String>,
     /// Removed when dropped, with whatever is left in it.
     _temp: tempfile::TempDir,
 }
@@ -51,6 +51,19 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
             within.display()
         )))?;
     let tree = temp.path().join("tree");
+    if is_plain_folder(source) {
+        if let Some(rev) = rev {
+            return Err(CliError::Usage(format!(
+                "{source}: a folder that is not a git repository has no revision {rev:?}"
+            )));
+        }
+        copy_folder(Path::new(source), &tree)?;
+        return Ok(Fetched {
+            tree,
+            commit: None,
+            _temp: temp,
+        });
+    }
     git(
         None,
         &["clone", "--quiet", "--no-checkout", "--", source],
@@ -77,9 +90,39 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
     )))?;
     Ok(Fetched {
         tree,
-        commit,
+        commit: Some(commit),
         _temp: temp,
     })
+}
+
+/// A local folder that is neither a work tree (`.git`) nor a bare repository (`HEAD` and
+/// `objects/`): copied rather than cloned.
+fn is_plain_folder(source: &str) -> bool {
+    let path = Path::new(source);
+    !source.contains("://")
+        && path.is_dir()
+        && path.join(".git").symlink_metadata().is_err()
+        && !(path.join("HEAD").is_file() && path.join("objects").is_dir())
+}
+
+/// Copies the files of the folder `from` into `to`, after the same checks a pack's files
+/// get (no links or special files, within the size limits).
+fn copy_folder(from: &Path, to: &Path) -> Result<(), CliError> {
+    let files = crate::hash_tree(from)?;
+    for relative in files.keys() {
+        let target = to.join(relative);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(super::super::error::io(format!(
+                "cannot create {}",
+                parent.display()
+            )))?;
+        }
+        std::fs::copy(from.join(relative), &target).map_err(super::super::error::io(format!(
+            "cannot copy {}",
+            from.join(relative).display()
+        )))?;
+    }
+    Ok(())
 }
 
 /// The commit `rev` names in the clone at `repo`: a tag, else a branch of the remote, else
@@ -131,6 +174,14 @@ fn git(dir: Option<&Path>, args: &[&str], target: Option<&Path>) -> Result<Strin
             "protocol.ext.allow=never",
             "-c",
             "core.hooksPath=/dev/null",
+        ])
+        // A server that stops sending (under 1 KB/s for a minute) ends the fetch instead of
+        // hanging the command.
+        .args([
+            "-c",
+            "http.lowSpeedLimit=1000",
+            "-c",
+            "http.lowSpeedTime=60",
         ])
         .args(args);
     if let Some(target) = target {

@@ -89,7 +89,7 @@ fn install_new(
     outln!(
         "added pack {name} {} at {} ({count} files) in {}",
         manifest.version,
-        short(&fetched.commit),
+        short(fetched.commit.as_deref()),
         dir.display()
     );
     Ok(ExitCode::SUCCESS)
@@ -125,13 +125,17 @@ pub(super) fn update(
         let reference = rev.or_else(|| locked.reference.clone());
         let fetched = git::fetch(&locked.source, reference.as_deref(), &project.packs)?;
         let dir = project.dir_of(&name);
+        let files = files_of(&fetched, &locked.source)?;
         let intact = locked.verify(&dir).is_ok_and(|changes| changes.is_empty());
-        if fetched.commit == locked.commit && intact && reference == locked.reference {
-            outln!("{name}: up to date at {}", short(&locked.commit));
+        if fetched.commit == locked.commit
+            && files == locked.files
+            && intact
+            && reference == locked.reference
+        {
+            outln!("{name}: up to date at {}", short(locked.commit.as_deref()));
             continue;
         }
         let manifest = manifest_of(&fetched, &locked.source)?;
-        let files = files_of(&fetched, &locked.source)?;
         let granted = manifest.granted_capabilities();
         let already = config_edit::granted(&doc, &name);
         consent::ask(&name, &manifest, &granted, &already, yes)?;
@@ -157,8 +161,8 @@ pub(super) fn update(
         outln!(
             "updated pack {name} to {} at {} (was {})",
             manifest.version,
-            short(&fetched.commit),
-            short(&locked.commit)
+            short(fetched.commit.as_deref()),
+            short(locked.commit.as_deref())
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -225,7 +229,10 @@ fn replace_dir(fetched: &Fetched, dir: &Path, packs: &Path) -> Result<(), CliErr
         .map_err(io(format!("cannot move the pack into {}", dir.display())))
 }
 
-/// The first 12 characters of a commit id.
-pub(super) fn short(commit: &str) -> &str {
-    commit.get(..12).unwrap_or(commit)
+/// The first 12 characters of a commit id (`folder` for a pack copied from a folder).
+pub(super) fn short(commit: Option<&str>) -> &str {
+    match commit {
+        Some(commit) => commit.get(..12).unwrap_or(commit),
+        None => "folder",
+    }
 }

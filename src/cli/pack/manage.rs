@@ -45,7 +45,7 @@ pub(super) fn list(project: &Project) -> Result<ExitCode, CliError> {
                 name.clone(),
                 version,
                 locked.reference.clone().unwrap_or_else(|| "-".to_string()),
-                short(&locked.commit).to_string(),
+                short(locked.commit.as_deref()).to_string(),
                 locked.source.clone(),
             ]
         })
