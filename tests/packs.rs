@@ -662,3 +662,33 @@ fn a_folder_that_is_not_a_repository_is_copied_and_updated_from() {
         .code(2);
     assert!(Setup::stderr(&out).contains("has no revision"));
 }
+
+#[test]
+fn a_reload_after_tampering_drops_the_packs_tools_and_keeps_the_others() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let host = toolhost::Host::builder()
+        .tools_dir(setup.project.tools())
+        .cache_dir(setup.project.cache())
+        .store_file(setup.project.store_file())
+        .config_file(setup.project.root().join("toolhost.toml"))
+        .build()
+        .expect("host builds");
+    assert_eq!(common::names(&host, None), ["forecast", "hello"]);
+    std::fs::write(
+        setup.pack_file("forecast.lua"),
+        simple_tool("forecast", "weather", "evil"),
+    )
+    .unwrap();
+    let event = host.reload();
+    assert_eq!(event.removed, ["forecast"]);
+    assert!(
+        event
+            .errors
+            .iter()
+            .any(|e| e.message.contains("pack 'weather' is refused")),
+        "{:?}",
+        event.errors
+    );
+    assert_eq!(common::names(&host, None), ["hello"]);
+}
