@@ -692,3 +692,48 @@ fn a_reload_after_tampering_drops_the_packs_tools_and_keeps_the_others() {
     );
     assert_eq!(common::names(&host, None), ["hello"]);
 }
+
+/// `toolhost pack add URL` with stdin a terminal on which `answer` was typed.
+fn add_answering_on_a_terminal(setup: &Setup, answer: &str) -> std::process::Output {
+    let (_master, slave) = common::tty::terminal_with_input(answer);
+    std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(setup.project.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["pack", "add", &setup.repo.url()])
+        .stdin(std::process::Stdio::from(slave))
+        .output()
+        .expect("toolhost runs")
+}
+
+#[test]
+fn on_a_terminal_yes_grants_the_capabilities() {
+    let setup = Setup::new();
+    setup.repo.write("pack.toml", manifest("\"proc\""));
+    setup.repo.commit("proc");
+    let out = add_answering_on_a_terminal(&setup, "y\n");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Grant proc to pack weather? [y/N]"),
+        "{stdout}"
+    );
+    assert!(setup.read("toolhost.toml").contains("\"proc\"]"));
+}
+
+#[test]
+fn on_a_terminal_anything_but_yes_grants_nothing() {
+    let setup = Setup::new();
+    setup.repo.write("pack.toml", manifest("\"proc\""));
+    setup.repo.commit("proc");
+    let out = add_answering_on_a_terminal(&setup, "n\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("proc not granted; nothing was changed"));
+    assert_eq!(setup.read("toolhost.toml"), CONFIG);
+    assert!(!setup.project.root().join("packs").exists());
+}

@@ -14,6 +14,7 @@ pub mod pinned_venv;
 pub mod raw_http;
 pub mod stores;
 pub mod ts_client;
+pub mod tty;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
