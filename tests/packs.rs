@@ -737,3 +737,14 @@ fn on_a_terminal_anything_but_yes_grants_nothing() {
     assert_eq!(setup.read("toolhost.toml"), CONFIG);
     assert!(!setup.project.root().join("packs").exists());
 }
+
+#[test]
+fn add_keeps_the_configs_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let setup = Setup::new();
+    let config = setup.project.root().join("toolhost.toml");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    setup.add(&setup.repo.url()).success();
+    let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}

@@ -21,10 +21,15 @@ pub(super) fn read(path: &Path) -> Result<DocumentMut, CliError> {
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }
 
-/// Writes `doc` to `path` (through a temporary file beside it).
+/// Writes `doc` to `path` (through a temporary file beside it, which takes the old file's
+/// permissions: a config readable only by its owner stays so).
 pub(super) fn write(path: &Path, doc: &DocumentMut) -> Result<(), CliError> {
     let temp = path.with_extension("toml.tmp");
     std::fs::write(&temp, doc.to_string())
+        .and_then(|()| match std::fs::metadata(path) {
+            Ok(old) => std::fs::set_permissions(&temp, old.permissions()),
+            Err(_) => Ok(()),
+        })
         .and_then(|()| std::fs::rename(&temp, path))
         .map_err(super::super::error::io(format!(
             "cannot write {}",
