@@ -106,10 +106,3 @@ fn check_name(name: &str, what: &str) -> Result<(), CliError> {
     crate::Host::check_tool_name(name)
         .map_err(|e| CliError::Usage(format!("{what}: the pack name {e}")))
 }
-
-/// A pack file error as a command error.
-impl From<crate::PackError> for CliError {
-    fn from(error: crate::PackError) -> Self {
-        CliError::Usage(error.to_string())
-    }
-}
