@@ -242,6 +242,7 @@ mod mcp;
 mod mcp_client;
 mod mru;
 mod native;
+mod pack;
 mod registry;
 #[cfg(feature = "rig")]
 mod rig;
@@ -268,6 +269,10 @@ pub use host::{
 #[cfg(feature = "http")]
 pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;
+pub use pack::{
+    FileChange, LOCK_FILE, LockedPack, MANIFEST_FILE, PACKS_DIR, PackError, PackLock, PackManifest,
+    hash_tree,
+};
 pub use registry::{
     Annotations, AskFuture, Asker, CallContext, CallObserver, Caller, CallerKind, Capability,
     HandlerError, InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress,

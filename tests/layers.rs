@@ -28,6 +28,8 @@ const LAYERS: &[&[&str]] = &[
     &["lua"],
     &["discovery"],
     &["config"],
+    // Tool packs: `pack.toml`, `toolhost.lock` and the digests of a pack's files.
+    &["pack"],
     // The tool sources besides Lua files: native tools, other MCP servers' tools.
     &["native", "mcp_client"],
     &["toolsets"],

@@ -48,6 +48,9 @@ pub(crate) enum CliError {
     /// A flag's value is not valid; the message names the flag (`NAME …`, `--toolset …`).
     #[error("{0}")]
     Usage(String),
+    /// A tool pack's manifest, files or the lock file are not valid; names the file.
+    #[error(transparent)]
+    Pack(#[from] crate::PackError),
 }
 
 /// `map_err` for an I/O error: what the command was doing.

@@ -18,6 +18,7 @@ mod error;
 mod list;
 mod mcp_servers;
 mod new;
+mod pack;
 mod schema;
 mod serve;
 mod store;
@@ -148,6 +149,11 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         answers: Option<PathBuf>,
     },
+    /// Tool packs from git: add, update, remove, list, verify.
+    Pack {
+        #[command(subcommand)]
+        command: pack::PackCommand,
+    },
     /// The store's tables and data: migrate, export, import.
     Store {
         #[command(subcommand)]
@@ -263,6 +269,7 @@ pub fn run() -> ExitCode {
         } => call::run(&cli, name, args.as_deref(), answers.as_deref()),
         Command::Test { paths, json } => test::run(&cli, paths, *json),
         Command::Store { command } => store::run(&cli, command),
+        Command::Pack { command } => pack::run(&cli, command),
         Command::Resources { json } => one_shot(&cli, None, |host| content::resources(host, *json)),
         Command::Read { uri } => content::read(&cli, uri),
         Command::Prompts { json } => one_shot(&cli, None, |host| content::prompts(host, *json)),

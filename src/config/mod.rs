@@ -260,6 +260,15 @@ impl Config {
     }
 }
 
+/// Host-API tables a plugin can be granted (`[plugins.ID] capabilities`).
+/// `hooks` is not a Lua table: it lets the plugin's hooks see and change every call (by
+/// default they see only calls of the plugin's own tools); nor is `call`: it lets the
+/// plugin's tools `ctx.call` any tool (by default only the plugin's own).
+pub(crate) const CAPABILITIES: &[&str] = &[
+    "json", "log", "time", "env", "fs", "proc", "store", "hooks", "call",
+];
+/// What a plugin gets when its config grants nothing explicitly.
+pub(crate) const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
 /// `[plugins.ID]`: a plugin tool directory.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -567,6 +567,7 @@ fn stage(
             .unwrap_or_else(|| default_description(&tool.schema));
         let mut registration = tool.registration;
         registration.scope = registration.scope.or_else(|| dir.scope.clone());
+        add_dir_requirements(&mut registration.requires_env, dir);
         entries.push(ToolEntry {
             name: tool.name,
             toolset: tool.toolset,
@@ -720,6 +721,7 @@ fn staged_from_cache(
         let output_schema = record.compiled_output_schema()?;
         let mut registration = record.registration;
         registration.scope = registration.scope.or_else(|| dir.scope.clone());
+        add_dir_requirements(&mut registration.requires_env, dir);
         entries.push(ToolEntry {
             name,
             toolset,
@@ -799,6 +801,15 @@ fn commit(
         Err(rejection) => {
             let line = file.lines.get(rejection.index).copied();
             Err(LoadError::new(&verdict.shown, line, rejection.message))
+        }
+    }
+}
+
+/// A pack's `requires_env` joins each of its tools' own (availability reads the union).
+fn add_dir_requirements(requires_env: &mut Vec<String>, dir: &ToolDir) {
+    for name in &dir.requires_env {
+        if !requires_env.contains(name) {
+            requires_env.push(name.clone());
         }
     }
 }

@@ -48,6 +48,36 @@ pub(crate) struct ToolDir {
     pub capabilities: Option<Vec<String>>,
     /// Appended to "capability 'X' is not granted" to say how to grant it.
     pub capability_hint: Option<String>,
+    /// Why no file of this directory loads (a pack that does not match `toolhost.lock`,
+    /// or needs a newer toolhost).
+    pub refused: Option<Refused>,
+    /// Variables every tool of this directory requires besides its own `requires_env`
+    /// (a pack's manifest).
+    pub requires_env: Vec<String>,
+}
+
+/// A tool directory none of whose files load, and why.
+#[derive(Debug, Clone)]
+pub(crate) struct Refused {
+    /// The file the reason is reported for (a pack's `pack.toml`).
+    pub file: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+impl ToolDir {
+    /// A directory with no scope, no refusal and no extra requirements.
+    pub(crate) fn plain(path: PathBuf, source: Source, capabilities: Option<Vec<String>>) -> Self {
+        Self {
+            path,
+            source,
+            scope: None,
+            capabilities,
+            capability_hint: None,
+            refused: None,
+            requires_env: Vec::new(),
+        }
+    }
 }
 
 /// Why a candidate does or does not register.
@@ -102,14 +132,44 @@ pub struct Verdict {
 /// cache in `cache_dir` when given.
 pub(crate) fn discover(dirs: &[ToolDir], cache_dir: Option<&Path>) -> Vec<Verdict> {
     let mut found = Vec::new();
+    let mut refused = Vec::new();
     for (index, dir) in dirs.iter().enumerate() {
+        if let Some(why) = &dir.refused {
+            refused.push(refused_verdict(why, index));
+            continue;
+        }
         if !dir.path.is_dir() {
             tracing::warn!("tool directory {} does not exist", dir.path.display());
             continue;
         }
         found.extend(candidates::list(&dir.path, index));
     }
-    judge(found, cache_dir)
+    let mut verdicts = judge(found, cache_dir);
+    verdicts.extend(refused);
+    verdicts
+}
+
+/// The verdict standing for a refused directory: its file (`pack.toml`), with the reason.
+fn refused_verdict(refused: &Refused, dir_index: usize) -> Verdict {
+    let shown_path = &refused.file;
+    let shown = path_text(shown_path);
+    let error = LoadError::new(&shown, None, &refused.reason);
+    // Logged like every load problem (commands that print them switch this target off).
+    tracing::warn!(target: "toolhost::load", "{error}");
+    Verdict {
+        path: candidates::absolutize(shown_path),
+        shown,
+        dir_index,
+        package_dir: None,
+        registers: false,
+        reason: Reason::Skipped,
+        cached: false,
+        error: Some(error),
+        tools: Vec::new(),
+        last_good: false,
+        source: None,
+        top_level: None,
+    }
 }
 
 /// Judges explicitly named files (for `check FILES`); each is attributed to the tool

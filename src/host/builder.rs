@@ -2,7 +2,10 @@
 
 use super::generation::{self, Recipe};
 use super::{BuildInputs, Host, HostInner, World};
-use crate::config::{ApprovalDefault, Config, LoadedConfig, default_cache_dir};
+use crate::config::{
+    ApprovalDefault, CAPABILITIES, Config, DEFAULT_PLUGIN_CAPABILITIES, LoadedConfig,
+    default_cache_dir,
+};
 use crate::definitions::{DefinitionsMemo, RenderCache};
 use crate::discovery::{Sources, ToolDir};
 use crate::dispatch::{Approver, Hook, Middleware, Pipeline, PolicyApprover};
@@ -17,15 +20,6 @@ use parking_lot::{Mutex, RwLock};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Host-API tables a plugin can be granted (`[plugins.ID] capabilities`).
-/// `hooks` is not a Lua table: it lets the plugin's hooks see and change every call (by
-/// default they see only calls of the plugin's own tools); nor is `call`: it lets the
-/// plugin's tools `ctx.call` any tool (by default only the plugin's own).
-pub(crate) const CAPABILITIES: &[&str] = &[
-    "json", "log", "time", "env", "fs", "proc", "store", "hooks", "call",
-];
-/// What a plugin gets when its config grants nothing explicitly.
-pub(crate) const DEFAULT_PLUGIN_CAPABILITIES: &[&str] = &["json", "log", "time"];
 /// Default deadline for probes and for a tool file's top-level code.
 pub(crate) const DEFAULT_PROBE_TIMEOUT_MS: u64 = 5_000;
 /// Default per-VM memory limit.
@@ -410,14 +404,9 @@ fn tool_dir_paths(flags: &[PathBuf], loaded: &LoadedConfig) -> Vec<PathBuf> {
 fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
     let mut dirs: Vec<ToolDir> = tool_dir_paths(flags, loaded)
         .into_iter()
-        .map(|path| ToolDir {
-            path,
-            source: Source::Builtin,
-            scope: None,
-            capabilities: None,
-            capability_hint: None,
-        })
+        .map(|path| ToolDir::plain(path, Source::Builtin, None))
         .collect();
+    let lock = super::packs::read_lock(loaded)?;
     for (id, plugin) in &loaded.config.plugins {
         let invalid = |message: String| Error::ConfigInvalid {
             path: loaded.path.clone().unwrap_or_default(),
@@ -440,6 +429,7 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
                 .map(|c| c.to_string())
                 .collect(),
         };
+        let pack = super::packs::check(id, &plugin.dir, &lock);
         dirs.push(ToolDir {
             path: plugin.dir.clone(),
             source: Source::Plugin(id.clone()),
@@ -448,6 +438,8 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
             capability_hint: Some(format!(
                 " to plugin '{id}'; add it to [plugins.{id}] capabilities"
             )),
+            refused: pack.refused,
+            requires_env: pack.requires_env,
         });
     }
     Ok(dirs)

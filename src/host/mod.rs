@@ -18,6 +18,7 @@ mod info;
 #[cfg(feature = "mcp-client")]
 mod mcp_servers;
 mod nested;
+mod packs;
 mod reload;
 mod scopes;
 #[cfg(feature = "cli")]

@@ -53,16 +53,14 @@ impl Host {
         // Test code itself never starts a program (tools under test answer from `t.proc`).
         settings.api.proc_script = Some(Arc::new(ProcScript::default()));
         let vm = LuaVm::new(&settings)?;
-        let builtin = ToolDir {
-            path: std::path::PathBuf::new(),
-            source: Source::Builtin,
-            scope: None,
-            capabilities: None,
-            capability_hint: None,
-        };
+        let builtin = ToolDir::plain(std::path::PathBuf::new(), Source::Builtin, None);
         let dir = owning_dir(&world.dirs, path)
             .map_err(mlua::Error::runtime)?
             .unwrap_or(&builtin);
+        // A refused pack's tests would only meet "unknown tool": say why instead.
+        if let Some(refused) = &dir.refused {
+            return Err(mlua::Error::runtime(refused.reason.clone()));
+        }
         let spec = FileSpec {
             display: shown,
             chunk_name: shown,

@@ -5,6 +5,7 @@
 pub mod ask_scenarios;
 pub mod fastmcp;
 pub mod fleet;
+pub mod git_repo;
 pub mod mcp_client;
 pub mod oauth;
 pub mod otlp;
@@ -13,6 +14,7 @@ pub mod pinned_venv;
 pub mod raw_http;
 pub mod stores;
 pub mod ts_client;
+pub mod tty;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
