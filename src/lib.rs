@@ -235,6 +235,7 @@ mod error;
 mod fs_roots;
 mod host;
 mod json_type;
+mod library;
 mod lua;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -267,6 +268,7 @@ pub use host::{
 };
 #[cfg(feature = "http")]
 pub use mcp::server::http::HttpOptions;
+pub use library::{LibraryFile, library_files};
 pub use native::NativeTool;
 pub use registry::{
     Annotations, AskFuture, Asker, CallContext, CallObserver, Caller, CallerKind, Capability,

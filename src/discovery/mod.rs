@@ -50,6 +50,14 @@ pub(crate) struct ToolDir {
     pub capability_hint: Option<String>,
 }
 
+impl ToolDir {
+    /// Whether this is the shipped library's folder (written out by the host, not the
+    /// user's: `toolhost test` and `watch` leave it alone).
+    pub(crate) fn is_library(&self) -> bool {
+        self.source == Source::Library
+    }
+}
+
 /// Why a candidate does or does not register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

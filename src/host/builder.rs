@@ -58,6 +58,7 @@ pub struct HostBuilder {
     fs_roots: Option<Vec<PathBuf>>,
     env: crate::env_vars::EnvVars,
     proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
+    library: bool,
 }
 
 /// Where the store lives, when the builder decides instead of `[store]`.
@@ -146,6 +147,15 @@ impl HostBuilder {
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn proc_script(mut self, script: crate::lua::api::proc_script::ProcScript) -> Self {
         self.proc_script = Some(Arc::new(script));
+        self
+    }
+
+    /// Loads the shipped tool library embedded in the binary as the `library` source, after
+    /// the built-in tool directories: a tool of the same name from anywhere else takes a
+    /// library tool's place. `[library] enabled` in the configuration decides over this.
+    /// Off unless turned on (the `toolhost` command turns it on).
+    pub fn library(mut self, enabled: bool) -> Self {
+        self.library = enabled;
         self
     }
 
@@ -241,6 +251,7 @@ impl HostBuilder {
             store,
             env: self.env,
             proc_script: self.proc_script,
+            library: self.library,
         };
         let config = &loaded_config.config;
         let default = config.approval.default.unwrap_or_default();
@@ -324,8 +335,14 @@ pub(super) fn build_world(
     externals: Vec<crate::registry::ToolEntry>,
 ) -> Result<Built> {
     let settings_config = &config.config;
-    let dirs = tool_dirs(&inputs.tools_dir_flags, &config)?;
     let cache_dir = cache_dir_of(inputs, settings_config);
+    let library = settings_config
+        .library
+        .enabled
+        .unwrap_or(inputs.library)
+        .then(|| library_dir(&cache_dir))
+        .flatten();
+    let dirs = tool_dirs(&inputs.tools_dir_flags, &config, library)?;
     let natives: Vec<crate::registry::ToolEntry> =
         inputs.natives.iter().cloned().chain(externals).collect();
     let settings = vm_settings(settings_config, inputs);
@@ -406,8 +423,26 @@ fn tool_dir_paths(flags: &[PathBuf], loaded: &LoadedConfig) -> Vec<PathBuf> {
     }
 }
 
-/// The built-in directories (flags, else config, else `./tools-lua`), then plugins by id.
-fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
+/// The library's folder under `cache_dir`, written out or checked; `None` (with a warning)
+/// when it cannot be written: the other tools still load.
+fn library_dir(cache_dir: &std::path::Path) -> Option<PathBuf> {
+    crate::library::materialize(cache_dir)
+        .inspect_err(|e| {
+            tracing::warn!(
+                "cannot write the tool library under {}: {e}; its tools are not loaded",
+                cache_dir.display()
+            )
+        })
+        .ok()
+}
+
+/// The built-in directories (flags, else config, else `./tools-lua`), the library's folder
+/// when it loads, then plugins by id.
+fn tool_dirs(
+    flags: &[PathBuf],
+    loaded: &LoadedConfig,
+    library: Option<PathBuf>,
+) -> Result<Vec<ToolDir>> {
     let mut dirs: Vec<ToolDir> = tool_dir_paths(flags, loaded)
         .into_iter()
         .map(|path| ToolDir {
@@ -418,6 +453,13 @@ fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
             capability_hint: None,
         })
         .collect();
+    dirs.extend(library.map(|path| ToolDir {
+        path,
+        source: Source::Library,
+        scope: None,
+        capabilities: None,
+        capability_hint: None,
+    }));
     for (id, plugin) in &loaded.config.plugins {
         let invalid = |message: String| Error::ConfigInvalid {
             path: loaded.path.clone().unwrap_or_default(),

@@ -82,6 +82,8 @@ struct BuildInputs {
     env: crate::env_vars::EnvVars,
     /// Scripted `proc.run` answers, if any.
     proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
+    /// Whether the shipped library loads when `[library] enabled` does not say.
+    library: bool,
 }
 
 struct HostInner {

@@ -208,7 +208,8 @@ impl Setup {
         }
         let script = ProcScript::new(self.script.clone())
             .map_err(|e| TestFailure(format!("t.proc: {e}")))?;
-        let mut builder = Host::builder();
+        // As the command's own host: the library unless `[library] enabled = false`.
+        let mut builder = Host::builder().library(true);
         for dir in &self.tools_dirs {
             builder = builder.tools_dir(dir);
         }
