@@ -58,6 +58,14 @@ pub struct Cli {
     /// Only errors on stderr.
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Leave out the shipped tool library (as [library] enabled = false).
+    #[arg(
+        long = "no-library",
+        global = true,
+        env = "TOOLHOST_NO_LIBRARY",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    no_library: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -446,8 +454,12 @@ fn builder(
     vms: Option<usize>,
     interactive: bool,
 ) -> HostBuilder {
-    // The command has the shipped library unless `[library] enabled = false`.
-    let mut builder: HostBuilder = Host::builder().library(true);
+    // The command has the shipped library unless `--no-library` or `[library] enabled =
+    // false`.
+    let mut builder: HostBuilder = match cli.no_library {
+        true => Host::builder().library(false),
+        false => Host::builder().library_by_default(),
+    };
     for dir in &cli.tools_dir {
         builder = builder.tools_dir(dir);
     }

@@ -188,7 +188,11 @@ fn run_file(
             return Ok(outcomes);
         };
         let started = Instant::now();
-        let flags = (cli.tools_dir.as_slice(), cli.config.as_deref());
+        let flags = (
+            cli.tools_dir.as_slice(),
+            cli.config.as_deref(),
+            !cli.no_library,
+        );
         let result = sandbox.run_test(body, &root.path, flags, runtime, TEST_TIME_LIMIT);
         outcomes.push(Outcome {
             file: shown.clone(),

@@ -58,7 +58,10 @@ pub struct HostBuilder {
     fs_roots: Option<Vec<PathBuf>>,
     env: crate::env_vars::EnvVars,
     proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
-    library: bool,
+    /// Set by [`HostBuilder::library`]: decides over `[library] enabled`.
+    library: Option<bool>,
+    /// Whether the library loads when neither the builder nor the config says.
+    library_by_default: bool,
 }
 
 /// Where the store lives, when the builder decides instead of `[store]`.
@@ -150,12 +153,20 @@ impl HostBuilder {
         self
     }
 
-    /// Loads the shipped tool library embedded in the binary as the `library` source, after
-    /// the built-in tool directories: a tool of the same name from anywhere else takes a
-    /// library tool's place. `[library] enabled` in the configuration decides over this.
-    /// Off unless turned on (the `toolhost` command turns it on).
+    /// Loads (or not) the shipped tool library embedded in the binary as the `library`
+    /// source, after the built-in tool directories: a tool of the same name from anywhere
+    /// else takes a library tool's place. Decides over `[library] enabled`; without either,
+    /// an embedding program gets no library (the `toolhost` command does).
     pub fn library(mut self, enabled: bool) -> Self {
-        self.library = enabled;
+        self.library = Some(enabled);
+        self
+    }
+
+    /// Loads the library unless [`library`](Self::library) or `[library] enabled` says
+    /// otherwise (the `toolhost` command's default).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn library_by_default(mut self) -> Self {
+        self.library_by_default = true;
         self
     }
 
@@ -252,6 +263,7 @@ impl HostBuilder {
             env: self.env,
             proc_script: self.proc_script,
             library: self.library,
+            library_by_default: self.library_by_default,
         };
         let config = &loaded_config.config;
         let default = config.approval.default.unwrap_or_default();
@@ -336,10 +348,10 @@ pub(super) fn build_world(
 ) -> Result<Built> {
     let settings_config = &config.config;
     let cache_dir = cache_dir_of(inputs, settings_config);
-    let library = settings_config
+    let library = inputs
         .library
-        .enabled
-        .unwrap_or(inputs.library)
+        .or(settings_config.library.enabled)
+        .unwrap_or(inputs.library_by_default)
         .then(|| library_dir(&cache_dir))
         .flatten();
     let dirs = tool_dirs(&inputs.tools_dir_flags, &config, library)?;
