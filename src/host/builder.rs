@@ -455,8 +455,12 @@ fn tool_dirs(
     loaded: &LoadedConfig,
     library: Option<PathBuf>,
 ) -> Result<Vec<ToolDir>> {
+    let implicit = flags.is_empty() && loaded.config.tools_dirs.is_none();
     let mut dirs: Vec<ToolDir> = tool_dir_paths(flags, loaded)
         .into_iter()
+        // With the library loaded, a missing `./tools-lua` nobody asked for is normal (an
+        // installed binary run anywhere), not worth a warning on every command.
+        .filter(|path| !(implicit && library.is_some() && !path.exists()))
         .map(|path| ToolDir {
             path,
             source: Source::Builtin,

@@ -7,6 +7,7 @@ pub mod fastmcp;
 pub mod fleet;
 pub mod mcp_client;
 pub mod oauth;
+pub mod openai_sdk;
 pub mod otlp;
 pub mod pg;
 pub mod pinned_venv;
