@@ -175,7 +175,11 @@ fn the_rust_api_renders_strict_responses_definitions() {
 fn schema_help_lists_every_format_and_an_unknown_one_is_refused() {
     let fx = fixture();
     let help = fx.toolhost().args(["schema", "--help"]).output().unwrap();
-    let text = String::from_utf8_lossy(&help.stdout);
+    // Wrapped to the terminal's width: compare with the whitespace collapsed.
+    let text = String::from_utf8_lossy(&help.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         text.contains("[possible values: openai, responses, anthropic, mcp]"),
         "{text}"
