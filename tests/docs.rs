@@ -641,6 +641,7 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
         ("telemetry", "`[telemetry]`", "[telemetry]"),
         ("audit", "`[audit]`", "[audit]"),
         ("limits", "`[limits]`", "[limits]"),
+        ("library", "`[library]`", "[library]"),
     ];
     // Tables inside a section (their path in the section, a TOML header that opens them),
     // documented as `table.key` rows of it, the path's names and ids left out.

@@ -135,8 +135,11 @@ enum Command {
     },
     /// Write LuaLS definitions of the host API to <first tool dir>/types/toolhost.lua.
     Stubs,
-    /// Start a project in DIR (default .): toolhost.toml, tools-lua/ with an example tool
-    /// and its test, LuaLS settings, .gitignore. Refuses to overwrite anything.
+    /// Start a project: toolhost.toml, tools-lua/ with an example tool and its test.
+    ///
+    /// Writes toolhost.toml (every section, commented), tools-lua/ with an example tool and
+    /// its test, LuaLS settings (.luarc.json, tools-lua/types/) and .gitignore lines for
+    /// the store. Refuses to overwrite anything: names every file that exists.
     Init {
         /// The project directory (created if missing).
         dir: Option<PathBuf>,
@@ -151,8 +154,7 @@ enum Command {
     },
     /// Print the man page (roff) of toolhost.
     Man,
-    /// Print the MCP client configuration that runs this toolhost (stdio) or reaches it
-    /// over HTTP.
+    /// Print an MCP client's configuration for this toolhost (stdio, or --http).
     McpConfig {
         /// The client: claude-desktop, claude-code, cursor, vscode, codex, gemini.
         #[arg(long, value_enum)]
