@@ -52,8 +52,8 @@ fn embed_library() {
 
 /// The files under `dir`, as `/`-separated paths relative to `root`.
 fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) {
-    let entries = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
     for entry in entries {
         let entry = entry.unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
         let path = entry.path();

@@ -266,9 +266,9 @@ pub use host::{
     CompletionTarget, ContentError, FunctionCall, Host, HostBuilder, PromptInfo, PromptMessage,
     ReloadEvent, RenderedPrompt, ResourceContents, ResourceInfo, ToolInfo,
 };
+pub use library::{LibraryFile, library_files};
 #[cfg(feature = "http")]
 pub use mcp::server::http::HttpOptions;
-pub use library::{LibraryFile, library_files};
 pub use native::NativeTool;
 pub use registry::{
     Annotations, AskFuture, Asker, CallContext, CallObserver, Caller, CallerKind, Capability,

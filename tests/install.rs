@@ -53,9 +53,7 @@ impl Installed {
     /// The installed binary, run in the project folder.
     fn toolhost(&self) -> Command {
         let mut cmd = Command::new(self.binary());
-        cmd.current_dir(self.project())
-            .env_clear()
-            .envs(self.env());
+        cmd.current_dir(self.project()).env_clear().envs(self.env());
         cmd
     }
 
@@ -119,7 +117,11 @@ fn init_then_check_list_call_and_test_work_in_the_new_project() {
         ".gitignore",
     ] {
         assert!(installed.project().join(file).is_file(), "{file} missing");
-        assert!(stdout(&out).contains(file), "{file} not named: {}", stdout(&out));
+        assert!(
+            stdout(&out).contains(file),
+            "{file} not named: {}",
+            stdout(&out)
+        );
     }
     ok(installed.run(&["check"]));
     let rows = listed(&installed);
@@ -130,7 +132,10 @@ fn init_then_check_list_call_and_test_work_in_the_new_project() {
     // The project's tests only: the library's own tests are the binary's business.
     let out = ok(installed.run(&["test", "--json"]));
     let summary: Value = serde_json::from_slice(&out.stdout).expect("test --json is JSON");
-    assert_eq!((summary["passed"].clone(), summary["failed"].clone()), (json!(2), json!(0)));
+    assert_eq!(
+        (summary["passed"].clone(), summary["failed"].clone()),
+        (json!(2), json!(0))
+    );
 }
 
 #[test]
@@ -174,7 +179,11 @@ fn init_refuses_to_overwrite_and_names_every_file_that_exists() {
     let installed = Installed::new();
     std::fs::write(installed.project().join("toolhost.toml"), "# mine\n").unwrap();
     std::fs::create_dir_all(installed.project().join("tools-lua")).unwrap();
-    std::fs::write(installed.project().join("tools-lua/repeat_text.lua"), "-- mine").unwrap();
+    std::fs::write(
+        installed.project().join("tools-lua/repeat_text.lua"),
+        "-- mine",
+    )
+    .unwrap();
     let out = installed.run(&["init"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let message = stderr(&out);
@@ -193,7 +202,12 @@ fn init_refuses_to_overwrite_and_names_every_file_that_exists() {
 fn init_into_a_new_directory_creates_it() {
     let installed = Installed::new();
     ok(installed.run(&["init", "nested/app"]));
-    assert!(installed.project().join("nested/app/toolhost.toml").is_file());
+    assert!(
+        installed
+            .project()
+            .join("nested/app/toolhost.toml")
+            .is_file()
+    );
     assert!(
         installed
             .project()
@@ -211,7 +225,11 @@ fn init_adds_its_lines_to_an_existing_gitignore_and_keeps_the_others() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[..2], ["target/", "/.cache/"]);
     assert!(lines.contains(&"/.toolhost/"), "{text}");
-    assert_eq!(lines.iter().filter(|l| **l == "/.cache/").count(), 1, "{text}");
+    assert_eq!(
+        lines.iter().filter(|l| **l == "/.cache/").count(),
+        1,
+        "{text}"
+    );
 }
 
 #[test]
@@ -230,7 +248,11 @@ fn init_with_library_copies_the_library_whose_copy_then_shadows_the_embedded_one
     // The copy is the user's to edit: a changed description is what the model sees.
     let echo = tools.join("echo.lua");
     let text = std::fs::read_to_string(&echo).unwrap();
-    std::fs::write(&echo, text.replace("Return the arguments unchanged", "Mirror")).unwrap();
+    std::fs::write(
+        &echo,
+        text.replace("Return the arguments unchanged", "Mirror"),
+    )
+    .unwrap();
     let out = ok(installed.run(&["schema", "--format", "anthropic"]));
     let defs: Value = serde_json::from_slice(&out.stdout).unwrap();
     let echo = defs
@@ -298,7 +320,11 @@ fn library_enabled_false_or_no_library_leaves_the_library_out() {
     let installed = Installed::new();
     let rows: Vec<Value> = {
         let out = ok(installed.run(&["--no-library", "list", "--json"]));
-        serde_json::from_slice::<Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+        serde_json::from_slice::<Value>(&out.stdout)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
     };
     assert_eq!(rows, Vec::<Value>::new());
     std::fs::write(
@@ -347,7 +373,10 @@ fn a_tampered_or_planted_file_in_the_library_copy_never_loads() {
     std::fs::write(copy.join("planted.lua"), evil.replace("evil", "planted")).unwrap();
     let rows = listed(&installed);
     let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
-    assert!(!names.contains(&"evil") && !names.contains(&"planted"), "{names:?}");
+    assert!(
+        !names.contains(&"evil") && !names.contains(&"planted"),
+        "{names:?}"
+    );
     assert_eq!(source_of(&rows, "echo"), "library");
     assert!(!copy.join("planted.lua").exists());
 }

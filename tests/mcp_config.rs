@@ -129,10 +129,34 @@ fn http_snippets_carry_the_url_and_the_token_as_each_clients_variable_reference(
     let url = "https://tools.example.test/mcp";
     let http = ["--http", url, "--token-env", "TOOLHOST_TOKEN"];
     let expected = [
-        ("claude-code", "mcpServers", "url", Some("http"), "Bearer ${TOOLHOST_TOKEN}"),
-        ("cursor", "mcpServers", "url", None, "Bearer ${env:TOOLHOST_TOKEN}"),
-        ("vscode", "servers", "url", Some("http"), "Bearer ${env:TOOLHOST_TOKEN}"),
-        ("gemini", "mcpServers", "httpUrl", None, "Bearer ${TOOLHOST_TOKEN}"),
+        (
+            "claude-code",
+            "mcpServers",
+            "url",
+            Some("http"),
+            "Bearer ${TOOLHOST_TOKEN}",
+        ),
+        (
+            "cursor",
+            "mcpServers",
+            "url",
+            None,
+            "Bearer ${env:TOOLHOST_TOKEN}",
+        ),
+        (
+            "vscode",
+            "servers",
+            "url",
+            Some("http"),
+            "Bearer ${env:TOOLHOST_TOKEN}",
+        ),
+        (
+            "gemini",
+            "mcpServers",
+            "httpUrl",
+            None,
+            "Bearer ${TOOLHOST_TOKEN}",
+        ),
     ];
     for (client, key, url_key, kind, header) in expected {
         let mut args = vec!["--client", client];
@@ -151,7 +175,14 @@ fn codex_over_http_names_the_token_variable() {
     let fx = fixture();
     let text = snippet(
         &fx,
-        &["--client", "codex", "--http", "http://127.0.0.1:8080/mcp", "--token-env", "TOK"],
+        &[
+            "--client",
+            "codex",
+            "--http",
+            "http://127.0.0.1:8080/mcp",
+            "--token-env",
+            "TOK",
+        ],
     );
     let doc: toml::Table = toml::from_str(&text).unwrap();
     let server = &doc["mcp_servers"]["toolhost"];
@@ -162,14 +193,23 @@ fn codex_over_http_names_the_token_variable() {
 #[test]
 fn an_http_snippet_without_token_env_has_no_header() {
     let fx = fixture();
-    let doc = json_snippet(&fx, &["--client", "cursor", "--http", "http://127.0.0.1:1/mcp"]);
-    assert_eq!(doc["mcpServers"]["toolhost"], json!({"url": "http://127.0.0.1:1/mcp"}));
+    let doc = json_snippet(
+        &fx,
+        &["--client", "cursor", "--http", "http://127.0.0.1:1/mcp"],
+    );
+    assert_eq!(
+        doc["mcpServers"]["toolhost"],
+        json!({"url": "http://127.0.0.1:1/mcp"})
+    );
 }
 
 #[test]
 fn claude_desktop_over_http_is_refused_with_the_reason() {
     let fx = fixture();
-    let out = mcp_config(&fx, &["--client", "claude-desktop", "--http", "http://h/mcp"]);
+    let out = mcp_config(
+        &fx,
+        &["--client", "claude-desktop", "--http", "http://h/mcp"],
+    );
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("stdio servers only"));
 }
@@ -180,8 +220,14 @@ fn a_bad_url_or_variable_name_is_refused_naming_the_flag() {
     for (args, flag) in [
         (vec!["--http", "ftp://h/mcp"], "--http"),
         (vec!["--http", "http://h/mcp\n[evil]"], "--http"),
-        (vec!["--http", "http://h/mcp", "--token-env", "A B"], "--token-env"),
-        (vec!["--http", "http://h/mcp", "--token-env", "X}\"evil"], "--token-env"),
+        (
+            vec!["--http", "http://h/mcp", "--token-env", "A B"],
+            "--token-env",
+        ),
+        (
+            vec!["--http", "http://h/mcp", "--token-env", "X}\"evil"],
+            "--token-env",
+        ),
     ] {
         let mut all = vec!["--client", "codex"];
         all.extend(args);
@@ -198,5 +244,8 @@ fn an_unknown_client_is_a_usage_error_listing_the_known_ones() {
     let out = mcp_config(&fx, &["--client", "emacs"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("claude-desktop") && stderr.contains("codex"), "{stderr}");
+    assert!(
+        stderr.contains("claude-desktop") && stderr.contains("codex"),
+        "{stderr}"
+    );
 }

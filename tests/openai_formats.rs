@@ -112,10 +112,7 @@ fn strict_mode_makes_optional_properties_required_and_nullable() {
     assert_eq!(properties["query"]["type"], json!("string"));
     assert_eq!(properties["limit"]["type"], json!(["integer", "null"]));
     assert_eq!(properties["order"]["enum"], json!(["asc", "desc", null]));
-    assert_eq!(
-        properties["filter"]["additionalProperties"],
-        json!(false)
-    );
+    assert_eq!(properties["filter"]["additionalProperties"], json!(false));
     assert_eq!(
         properties["near"]["anyOf"],
         json!([{"$ref": "#/$defs/point"}, {"type": "null"}])
@@ -128,11 +125,16 @@ fn strict_mode_reports_each_unsupported_keyword_on_stderr_and_leaves_it_out() {
     let out = schema(&fx, &["--format", "responses", "--strict"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("tool 'loose': parameters.properties.name.minLength: not supported in strict mode"),
+        stderr.contains(
+            "tool 'loose': parameters.properties.name.minLength: not supported in strict mode"
+        ),
         "{stderr}"
     );
     let defs: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(defs[2]["parameters"]["properties"]["name"], json!({"type": "string"}));
+    assert_eq!(
+        defs[2]["parameters"]["properties"]["name"],
+        json!({"type": "string"})
+    );
 }
 
 #[test]
@@ -145,7 +147,11 @@ fn a_strict_models_nulls_for_optional_arguments_are_taken_as_not_given() {
         .args(["call", "find", &args.to_string()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result, json!({"query": "q"}));
 }

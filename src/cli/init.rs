@@ -23,7 +23,9 @@ const IGNORED: &[&str] = &["/.toolhost/", "/.cache/"];
 /// Writes the project files into `dir` (default `.`); refuses, naming every file that
 /// exists already, before writing any.
 pub(super) fn run(dir: Option<&Path>, with_library: bool) -> Result<ExitCode, CliError> {
-    let root = dir.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    let root = dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
     let files = planned(with_library);
     let existing: Vec<String> = files
         .iter()

@@ -85,8 +85,9 @@ fn http_transport(url: &str, token_env: Option<&str>) -> Result<Transport, CliEr
 
 /// This binary, absolute, with the config file and tool directories it would use now.
 fn stdio_transport(cli: &Cli) -> Result<Transport, CliError> {
-    let command = std::env::current_exe()
-        .map_err(super::error::io("cannot tell where this toolhost binary is"))?;
+    let command = std::env::current_exe().map_err(super::error::io(
+        "cannot tell where this toolhost binary is",
+    ))?;
     let (config, config_names_dirs) = crate::Host::config_file_found(cli.config.as_deref())?;
     let mut args: Vec<String> = Vec::new();
     if let Some(config) = config {

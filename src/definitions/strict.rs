@@ -266,7 +266,10 @@ mod tests {
                 "parameters.properties.tags.uniqueItems: not supported in strict mode, left out",
             ]
         );
-        assert_eq!(strict.schema["properties"]["name"], json!({"type": "string"}));
+        assert_eq!(
+            strict.schema["properties"]["name"],
+            json!({"type": "string"})
+        );
         assert_eq!(
             strict.schema["properties"]["extra"]["additionalProperties"],
             json!(false)
