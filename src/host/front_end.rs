@@ -58,7 +58,7 @@ impl Host {
     #[cfg(feature = "cli")]
     pub(crate) fn config_file_found(
         config_file: Option<&std::path::Path>,
-    ) -> crate::Result<(Option<std::path::PathBuf>, bool)> {
+    ) -> crate::error::Result<(Option<std::path::PathBuf>, bool)> {
         let loaded = crate::config::LoadedConfig::discover(config_file)?;
         Ok((loaded.path, loaded.config.tools_dirs.is_some()))
     }
