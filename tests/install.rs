@@ -428,3 +428,27 @@ fn the_installed_binary_needs_no_source_tree() {
         );
     }
 }
+
+#[test]
+fn the_library_copy_is_judged_from_the_verdict_cache_on_the_next_start() {
+    let installed = Installed::new();
+    let discover = || {
+        let out = ok(installed.run(&["discover", "--json"]));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let cold = discover();
+    assert!(
+        cold.as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["cached"] == json!(false)),
+        "{cold}"
+    );
+    let warm = discover();
+    let verdicts = warm.as_array().unwrap();
+    assert!(!verdicts.is_empty());
+    assert!(
+        verdicts.iter().all(|v| v["cached"] == json!(true)),
+        "{warm}"
+    );
+}
