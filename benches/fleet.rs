@@ -99,6 +99,8 @@ fn start(dir: &std::path::Path, index: usize) -> (Replica, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_toolhost"))
         .current_dir(dir)
         .env_remove("TOOLHOST_CONFIG")
+        // The workload's tools only, as the other figures measure.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", &format!("cache-{index}"), "serve", "--http"])
         .args(["127.0.0.1:0", "--stateless"])
         .stdin(Stdio::null())

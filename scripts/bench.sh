@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 json=false
+# The figures measure the generated workloads, not the shipped library the binary adds.
+export TOOLHOST_NO_LIBRARY=1
 [[ "${1:-}" == "--json" ]] && json=true
 
 out=$(mktemp -d)

@@ -6,6 +6,8 @@
 //! and logs a warning). A memo hit returns the same `Arc` list; the memo keeps at most 8
 //! keys and never outlives the availability answers a list was built from.
 
+mod strict;
+
 use crate::config::Config;
 use crate::lua::{LuaVm, VmPool};
 use crate::mru::Mru;
@@ -33,9 +35,12 @@ pub(crate) const MEMO_CAPACITY: usize = 8;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Format {
-    /// `{"type":"function","function":{...schema,"name":NAME}}`.
+    /// `{"type":"function","function":{...schema,"name":NAME}}` (Chat Completions).
     #[default]
     OpenAi,
+    /// `{"type":"function","name":NAME,"description","parameters","strict"}` (the OpenAI
+    /// Responses API's function tools).
+    OpenAiResponses,
     /// `{name, description, input_schema}`.
     Anthropic,
     /// `{name, title?, description, inputSchema, outputSchema?, annotations?}`.
@@ -47,6 +52,7 @@ impl FromStr for Format {
     fn from_str(text: &str) -> Result<Self, UnknownFormat> {
         match text {
             "openai" => Ok(Self::OpenAi),
+            "responses" => Ok(Self::OpenAiResponses),
             "anthropic" => Ok(Self::Anthropic),
             "mcp" => Ok(Self::Mcp),
             other => Err(UnknownFormat(other.to_string())),
@@ -54,13 +60,18 @@ impl FromStr for Format {
     }
 }
 
-/// A [`Format`] name that is not one (`openai`, `anthropic`, `mcp`); it holds the name.
+/// A [`Format`] name that is not one (`openai`, `responses`, `anthropic`, `mcp`); it holds
+/// the name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownFormat(pub String);
 
 impl std::fmt::Display for UnknownFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "unknown format '{}' (openai, anthropic, mcp)", self.0)
+        write!(
+            f,
+            "unknown format '{}' (openai, responses, anthropic, mcp)",
+            self.0
+        )
     }
 }
 
@@ -83,6 +94,10 @@ pub struct Selection {
     pub scope: Option<String>,
     /// Output format.
     pub format: Format,
+    /// OpenAI strict mode: every property required (the optional ones nullable),
+    /// `additionalProperties: false` everywhere, unsupported keywords left out (and logged
+    /// as warnings); `strict: true` in the `openai` and `responses` formats.
+    pub strict: bool,
 }
 
 impl Selection {
@@ -116,6 +131,20 @@ impl Selection {
     pub fn with_format(mut self, format: Format) -> Self {
         self.format = format;
         self
+    }
+
+    /// OpenAI strict mode (see [`Selection::strict`]).
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// How each definition is rendered.
+    fn shape(&self) -> Shape {
+        Shape {
+            format: self.format,
+            strict: self.strict,
+        }
     }
 }
 
@@ -223,7 +252,7 @@ pub(crate) fn selected_static(inputs: &Inputs<'_>, selection: &Selection) -> Vec
                 .unavailable_without_probe(tool)
                 .is_none()
         })
-        .map(|tool| render(tool, &tool.schema, selection.format))
+        .map(|tool| render(tool, &tool.schema, selection.shape()))
         .collect()
 }
 
@@ -262,14 +291,14 @@ pub(crate) struct RenderCache {
 #[derive(Default)]
 struct Rendered {
     generation: u64,
-    by_tool: HashMap<(usize, Format), Arc<Value>>,
+    by_tool: HashMap<(usize, Shape), Arc<Value>>,
 }
 
 impl RenderCache {
     fn definition(
         &self,
         tool: &Arc<ToolEntry>,
-        format: Format,
+        shape: Shape,
         generation: u64,
     ) -> Option<Arc<Value>> {
         let inner = self.inner.lock();
@@ -278,11 +307,11 @@ impl RenderCache {
         }
         inner
             .by_tool
-            .get(&(Arc::as_ptr(tool) as usize, format))
+            .get(&(Arc::as_ptr(tool) as usize, shape))
             .cloned()
     }
 
-    fn store(&self, tool: &Arc<ToolEntry>, format: Format, generation: u64, rendered: Arc<Value>) {
+    fn store(&self, tool: &Arc<ToolEntry>, shape: Shape, generation: u64, rendered: Arc<Value>) {
         let mut inner = self.inner.lock();
         if inner.generation != generation {
             // Entry addresses of an old generation may be reused: start over.
@@ -291,7 +320,7 @@ impl RenderCache {
         }
         inner
             .by_tool
-            .insert((Arc::as_ptr(tool) as usize, format), rendered);
+            .insert((Arc::as_ptr(tool) as usize, shape), rendered);
     }
 }
 
@@ -304,20 +333,20 @@ pub(crate) fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definition
         tools.retain(|tool| !plan.deferred.contains(tool.name.as_str()));
     }
     let generation = inputs.state.generation();
-    let format = selection.format;
+    let shape = selection.shape();
     let mut list: Vec<Arc<Value>> = tools
         .iter()
         .map(|tool| {
             if tool.dynamic_schema_overrides.is_some() {
-                return Arc::new(render(tool, &effective_schema(tool, inputs.probes), format));
+                return Arc::new(render(tool, &effective_schema(tool, inputs.probes), shape));
             }
-            if let Some(rendered) = inputs.rendered.definition(tool, format, generation) {
+            if let Some(rendered) = inputs.rendered.definition(tool, shape, generation) {
                 return rendered;
             }
-            let rendered = Arc::new(render(tool, &tool.schema, format));
+            let rendered = Arc::new(render(tool, &tool.schema, shape));
             inputs
                 .rendered
-                .store(tool, format, generation, rendered.clone());
+                .store(tool, shape, generation, rendered.clone());
             rendered
         })
         .collect();
@@ -326,7 +355,7 @@ pub(crate) fn compute(inputs: &Inputs<'_>, selection: &Selection) -> (Definition
             list.push(Arc::new(render_named(
                 name,
                 schema.as_object().cloned().unwrap_or_default(),
-                format,
+                shape,
             )));
         }
     }
@@ -370,9 +399,9 @@ fn effective_schema<'t>(
 }
 
 /// One definition in `format`; the registered name wins over any `name` in the schema.
-fn render(tool: &ToolEntry, schema: &Map<String, Value>, format: Format) -> Value {
-    let mut rendered = render_named(tool.name.as_str(), schema.clone(), format);
-    if format == Format::Mcp
+fn render(tool: &ToolEntry, schema: &Map<String, Value>, shape: Shape) -> Value {
+    let mut rendered = render_named(tool.name.as_str(), schema.clone(), shape);
+    if shape.format == Format::Mcp
         && let Value::Object(out) = &mut rendered
     {
         // What the tool declared for MCP clients: its output schema and annotations (the
@@ -410,7 +439,25 @@ fn render(tool: &ToolEntry, schema: &Map<String, Value>, format: Format) -> Valu
 /// The Tasks extension's id, the key of a task tool's `_meta` entry.
 const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
-fn render_named(name: &str, schema: Map<String, Value>, format: Format) -> Value {
+/// How a definition is rendered: the format, and whether in strict mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Shape {
+    format: Format,
+    strict: bool,
+}
+
+fn render_named(name: &str, mut schema: Map<String, Value>, shape: Shape) -> Value {
+    if shape.strict {
+        let parameters = schema
+            .get("parameters")
+            .cloned()
+            .unwrap_or_else(|| json!({"type": "object"}));
+        let strict = strict::strict_parameters(&parameters);
+        for report in &strict.reports {
+            tracing::warn!("tool '{name}': {report}");
+        }
+        schema.insert("parameters".into(), strict.schema);
+    }
     let schema = &schema;
     let description = schema
         .get("description")
@@ -420,12 +467,22 @@ fn render_named(name: &str, schema: Map<String, Value>, format: Format) -> Value
         .get("parameters")
         .cloned()
         .unwrap_or_else(|| json!({"type": "object"}));
-    match format {
+    match shape.format {
         Format::OpenAi => {
             let mut function = schema.clone();
             function.insert("name".into(), json!(name));
+            if shape.strict {
+                function.insert("strict".into(), json!(true));
+            }
             json!({ "type": "function", "function": function })
         }
+        Format::OpenAiResponses => json!({
+            "type": "function",
+            "name": name,
+            "description": description,
+            "parameters": parameters,
+            "strict": shape.strict,
+        }),
         Format::Anthropic => json!({
             "name": name,
             "description": description,
@@ -455,7 +512,7 @@ struct MemoKey {
     generation: u64,
     config_fingerprint: Option<(u128, u64)>,
     availability_epoch: u64,
-    format: Format,
+    shape: Shape,
     tool_search: bool,
 }
 
@@ -484,7 +541,7 @@ impl DefinitionsMemo {
             generation: inputs.state.generation(),
             config_fingerprint: inputs.config_fingerprint,
             availability_epoch: inputs.availability.epoch(),
-            format: selection.format,
+            shape: selection.shape(),
         };
         let now = Instant::now();
         if let Some((list, _)) = self

@@ -235,6 +235,7 @@ mod error;
 mod fs_roots;
 mod host;
 mod json_type;
+mod library;
 mod lua;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -266,6 +267,7 @@ pub use host::{
     CompletionTarget, ContentError, FunctionCall, Host, HostBuilder, PromptInfo, PromptMessage,
     ReloadEvent, RenderedPrompt, ResourceContents, ResourceInfo, ToolInfo,
 };
+pub use library::{LibraryFile, library_files};
 #[cfg(feature = "http")]
 pub use mcp::server::http::HttpOptions;
 pub use native::NativeTool;

@@ -42,6 +42,8 @@ impl Server {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .args(["--tools-dir", "tools", "--cache-dir", "cache", "serve"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -247,6 +249,8 @@ fn an_audit_path_that_cannot_be_written_stops_the_start() {
     let out = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--tools-dir", "tools", "serve"])
         .stdin(Stdio::null())
         .output()

@@ -10,6 +10,8 @@ fn toolhost(fx: &Fixture) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
     cmd.current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env("XDG_CACHE_HOME", fx.root().join("xdg"))
         .env_remove("TOOLHOST_LOG");
     cmd
@@ -371,6 +373,8 @@ fn list_aligns_columns_by_display_width_with_emoji() {
     let out = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "list"])
         .assert()
         .success()

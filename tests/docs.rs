@@ -321,6 +321,8 @@ fn toolhost(dir: &Path) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
     cmd.current_dir(dir)
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env_remove("TOOLHOST_LOG")
         .env("XDG_CACHE_HOME", dir.join("xdg"));
     cmd
@@ -639,6 +641,7 @@ fn the_configuration_page_documents_every_key_the_config_model_accepts() {
         ("telemetry", "`[telemetry]`", "[telemetry]"),
         ("audit", "`[audit]`", "[audit]"),
         ("limits", "`[limits]`", "[limits]"),
+        ("library", "`[library]`", "[library]"),
     ];
     // Tables inside a section (their path in the section, a TOML header that opens them),
     // documented as `table.key` rows of it, the path's names and ids left out.

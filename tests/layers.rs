@@ -31,7 +31,8 @@ const LAYERS: &[&[&str]] = &[
     // Tool packs: `pack.toml`, `toolhost.lock` and the digests of a pack's files.
     &["pack"],
     // The tool sources besides Lua files: native tools, other MCP servers' tools.
-    &["native", "mcp_client"],
+    // The shipped library embedded in the binary is a source too (its files are written out).
+    &["native", "mcp_client", "library"],
     &["toolsets"],
     &["search"],
     &["definitions"],

@@ -385,3 +385,33 @@ fn calc_accepts_double_star_as_power() {
         json!("1024")
     );
 }
+
+#[test]
+fn an_embedder_gets_the_embedded_library_only_when_it_asks() {
+    let fx = Fixture::new();
+    fx.tool("mine.lua", &common::simple_tool("mine", "t", "x"));
+    let without = fx.host();
+    let names = |host: &Host| -> Vec<(String, String)> {
+        host.tools(None)
+            .iter()
+            .map(|t| (t.name.to_string(), t.source.clone()))
+            .collect()
+    };
+    assert_eq!(
+        names(&without),
+        [("mine".to_string(), "builtin".to_string())]
+    );
+    let with = fx.builder().library(true).build().unwrap();
+    let listed = names(&with);
+    assert!(listed.contains(&("mine".to_string(), "builtin".to_string())));
+    assert!(
+        listed.contains(&("read_file".to_string(), "library".to_string())),
+        "{listed:?}"
+    );
+    // The embedded files are the ones `init --with-library` copies out.
+    assert!(
+        toolhost::library_files()
+            .iter()
+            .any(|f| f.path == "read_file.lua" && !f.contents.is_empty())
+    );
+}

@@ -31,6 +31,8 @@ fn serve(fx: &Fixture, env: &[(&str, String)]) -> (std::process::Child, String) 
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .args([
             "--cache-dir",

@@ -296,6 +296,8 @@ fn a_missing_capability_on_2026_http_is_a_400() {
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
     let (mut child, url) = common::spawn_http_server(command);
     let authority = url

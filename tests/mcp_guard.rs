@@ -20,6 +20,8 @@ fn spawn_serve(fx: &Fixture) -> Child {
     Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "-q", "serve"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -435,6 +437,8 @@ fn a_server_started_from_the_filesystem_root_grants_no_fs_access() {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir("/")
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .arg("--tools-dir")
         .arg(&tools)
         .arg("--cache-dir")

@@ -56,6 +56,8 @@ fn serve(config: &str) -> (Fixture, Server) {
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
     let (child, url) = common::spawn_http_server(command);
     let authority = url

@@ -53,6 +53,8 @@ fn set_level_decides_which_log_lines_a_stdio_client_gets() {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "-q", "serve"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -120,6 +122,8 @@ fn http_server(fx: &Fixture, extra: &[&str]) -> (std::process::Child, String) {
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"])
         .args(extra);
     let (server, url) = common::spawn_http_server(command);

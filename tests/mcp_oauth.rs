@@ -59,6 +59,8 @@ fn start_with(fx: Fixture, toml: &str) -> Server {
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args([
             "--cache-dir",
             "cache",
@@ -437,6 +439,8 @@ fn static_tokens_work_beside_oauth() {
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env("CI_TOKEN", "ci-secret")
         .args([
             "--cache-dir",

@@ -494,6 +494,8 @@ fn no_server_process_outlives_a_killed_host() {
     let mut host = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "serve"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -606,6 +608,8 @@ fn no_server_process_outlives_a_terminated_host() {
     let mut host = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "serve"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
@@ -638,6 +642,8 @@ fn no_server_process_outlives_an_interrupted_call() {
         let mut host = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .args([
                 "--cache-dir",
                 "cache",
@@ -682,6 +688,8 @@ fn inner_http_server(fx: &Fixture, token: &str) -> (std::process::Child, String)
     command
         .current_dir(&inner)
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env("INNER_TOKEN", token)
         .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"])
         .args(["--auth-token-env", "INNER_TOKEN"]);
@@ -1025,6 +1033,8 @@ impl Raw2026 {
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .args(["--cache-dir", "cache", "-q", "serve"])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

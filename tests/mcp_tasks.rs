@@ -79,6 +79,8 @@ impl Server {
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .envs(env.iter().map(|(k, v)| (k, v)))
             .args(["--cache-dir", "cache", "-q", "serve"])
             .args(serve_args)
@@ -565,6 +567,8 @@ fn a_task_made_over_stdio_is_unknown_to_http_callers_of_the_same_store() {
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
     let (mut http, url) = common::spawn_http_server(command);
     let authority = url
@@ -991,6 +995,8 @@ fn another_principals_update_finds_no_task_and_answers_nothing() {
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
     let (mut http, url) = common::spawn_http_server(command);
     let authority = url

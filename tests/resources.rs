@@ -11,6 +11,8 @@ fn toolhost(fx: &Fixture) -> Command {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
     cmd.current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env("XDG_CACHE_HOME", fx.root().join("xdg"))
         .env_remove("TOOLHOST_LOG");
     cmd

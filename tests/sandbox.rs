@@ -186,6 +186,8 @@ registry.register{ name = "same_file", toolset = "t",
         let output = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .env("TOOLHOST_TEST_DECLARED", "declared-value")
             .env("TOOLHOST_TEST_UNDECLARED", "hidden")
             .env("TOOLHOST_TEST_SANDBOX", "everyone")

@@ -76,6 +76,8 @@ on_backends!(
         assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .envs(backend.env())
             .args([
                 "--cache-dir",
@@ -93,6 +95,8 @@ on_backends!(
         let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .envs(backend.env())
             .args([
                 "--cache-dir",
@@ -268,6 +272,8 @@ on_backends!(
         let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .envs(backend.env())
             .args(["--cache-dir", "cache", "-q", "serve"])
             .stdin(Stdio::piped())
@@ -369,6 +375,8 @@ fn cli_in(project: &std::path::Path, home: &std::path::Path, args: &[&str]) -> S
     let out = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(project)
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("data"))
         .args(["--cache-dir", "cache"])

@@ -35,6 +35,8 @@ fn http_server(dir: &std::path::Path) -> (Child, String) {
     command
         .current_dir(dir)
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env("OTEL_BSP_SCHEDULE_DELAY", "50")
@@ -380,6 +382,8 @@ fn metrics_need_the_token_like_mcp_unless_public() {
         command
             .current_dir(fx.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .env("METRICS_TEST_TOKEN", "tok")
             .args(["--tools-dir", "tools", "--cache-dir", "cache"])
             .args([
@@ -416,6 +420,8 @@ fn serve_metrics_serves_the_metrics_of_a_stdio_server() {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--tools-dir", "tools", "--cache-dir", "cache"])
         .args(["serve", "--metrics", "127.0.0.1:0"])
         .stdin(Stdio::piped())
@@ -464,6 +470,8 @@ fn an_otlp_endpoint_that_is_not_a_url_stops_the_start() {
     let out = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--tools-dir", "tools", "serve"])
         .stdin(Stdio::null())
         .output()
@@ -480,6 +488,8 @@ fn an_unknown_telemetry_key_names_the_key() {
     let out = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .args(["--tools-dir", "tools", "list"])
         .output()
         .unwrap();

@@ -12,10 +12,13 @@ macro_rules! outln {
 mod approve;
 mod call;
 mod check;
+mod completions;
 mod content;
 mod discover;
 mod error;
+mod init;
 mod list;
+mod mcp_config;
 mod mcp_servers;
 mod new;
 mod pack;
@@ -56,6 +59,14 @@ pub struct Cli {
     /// Only errors on stderr.
     #[arg(short, long, global = true)]
     quiet: bool,
+    /// Leave out the shipped tool library (as [library] enabled = false).
+    #[arg(
+        long = "no-library",
+        global = true,
+        env = "TOOLHOST_NO_LIBRARY",
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    no_library: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -76,9 +87,15 @@ enum Command {
         /// Toolsets to subtract, comma-separated (repeatable).
         #[arg(long, value_delimiter = ',')]
         disable: Vec<String>,
-        /// Output format.
-        #[arg(long, default_value = "openai", value_parser = parse_format)]
+        /// Output format: openai (Chat Completions function tools), responses (OpenAI
+        /// Responses API function tools), anthropic (Messages API tools), mcp (MCP tools).
+        #[arg(long, default_value = "openai", value_parser = format_parser())]
         format: Format,
+        /// OpenAI strict mode: every property required (optional ones nullable),
+        /// additionalProperties false everywhere; unsupported keywords are left out and
+        /// reported on stderr.
+        #[arg(long)]
+        strict: bool,
     },
     /// Serve the tools over MCP on stdio, or streamable HTTP with --http.
     Serve {
@@ -119,6 +136,37 @@ enum Command {
     },
     /// Write LuaLS definitions of the host API to <first tool dir>/types/toolhost.lua.
     Stubs,
+    /// Start a project: toolhost.toml, tools-lua/ with an example tool and its test.
+    ///
+    /// Writes toolhost.toml (every section, commented), tools-lua/ with an example tool and
+    /// its test, LuaLS settings (.luarc.json, tools-lua/types/) and .gitignore lines for
+    /// the store. Refuses to overwrite anything: names every file that exists.
+    Init {
+        /// The project directory (created if missing).
+        dir: Option<PathBuf>,
+        /// Also copy the shipped tool library into tools-lua/ for editing.
+        #[arg(long)]
+        with_library: bool,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) of toolhost.
+    Man,
+    /// Print an MCP client's configuration for this toolhost (stdio, or --http).
+    McpConfig {
+        /// The client: claude-desktop, claude-code, cursor, vscode, codex, gemini.
+        #[arg(long, value_enum)]
+        client: mcp_config::Client,
+        /// The server's streamable HTTP URL (default: a stdio server the client starts).
+        #[arg(long, value_name = "URL")]
+        http: Option<String>,
+        /// Environment variable holding the bearer token the client sends over HTTP.
+        #[arg(long, value_name = "NAME", requires = "http")]
+        token_env: Option<String>,
+    },
     /// Show the discovery verdict of every candidate file.
     Discover {
         /// Print a JSON array instead of a table.
@@ -231,8 +279,9 @@ pub fn run() -> ExitCode {
             toolsets,
             disable,
             format,
+            strict,
         } => one_shot(&cli, None, |host| {
-            schema::run(host, &cli, toolsets.as_deref(), disable, *format)
+            schema::run(host, &cli, toolsets.as_deref(), disable, *format, *strict)
         }),
         Command::Serve {
             toolsets,
@@ -257,6 +306,14 @@ pub fn run() -> ExitCode {
         Command::Watch => watch::run(&cli),
         Command::New { name, toolset } => new::run(&cli, name, toolset),
         Command::Stubs => stubs::run(&cli),
+        Command::Init { dir, with_library } => init::run(dir.as_deref(), *with_library),
+        Command::Completions { shell } => Ok(completions::completions(*shell)),
+        Command::Man => completions::man(),
+        Command::McpConfig {
+            client,
+            http,
+            token_env,
+        } => mcp_config::run(&cli, *client, http.as_deref(), token_env.as_deref()),
         Command::Discover { json } => one_shot(&cli, None, |host| discover::run(host, *json)),
         Command::Check { files } => {
             let only = (!files.is_empty()).then(|| files.clone());
@@ -287,8 +344,11 @@ pub fn run() -> ExitCode {
     }
 }
 
-fn parse_format(text: &str) -> Result<Format, crate::UnknownFormat> {
-    text.parse()
+/// `--format`: the format names (listed by `--help` and in errors), parsed to a [`Format`].
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(["openai", "responses", "anthropic", "mcp"])
+        .try_map(|name| name.parse::<Format>())
 }
 
 fn init_logging(
@@ -403,7 +463,12 @@ fn builder(
     vms: Option<usize>,
     interactive: bool,
 ) -> HostBuilder {
-    let mut builder: HostBuilder = Host::builder();
+    // The command has the shipped library unless `--no-library` or `[library] enabled =
+    // false`.
+    let mut builder: HostBuilder = match cli.no_library {
+        true => Host::builder().library(false),
+        false => Host::builder().library_by_default(),
+    };
     for dir in &cli.tools_dir {
         builder = builder.tools_dir(dir);
     }

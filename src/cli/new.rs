@@ -7,7 +7,7 @@ use crate::Host;
 use std::process::ExitCode;
 
 /// The template; NAME and TOOLSET are replaced.
-const TEMPLATE: &str = r#"-- NAME: describe what the tool does, for the model.
+pub(super) const TEMPLATE: &str = r#"-- NAME: describe what the tool does, for the model.
 -- Check it with `toolhost check`, try it with `toolhost call NAME '{"text": "hi"}'`,
 -- test it with `toolhost test` (NAME_test.lua).
 -- Editor completion: `toolhost stubs` writes LuaLS definitions of the host API.
@@ -37,7 +37,7 @@ registry.register{
 "#;
 
 /// The test template; NAME is replaced.
-const TEST_TEMPLATE: &str = r#"-- Tests of NAME: `toolhost test` runs them, each on a fresh host with its own temp dir.
+pub(super) const TEST_TEMPLATE: &str = r#"-- Tests of NAME: `toolhost test` runs them, each on a fresh host with its own temp dir.
 test("NAME repeats its text", function(t)
   t.eq(t.call("NAME", { text = "hi", times = 2 }), "hi hi")
 end)

@@ -1,4 +1,5 @@
-//! `toolhost schema [--toolsets a,b] [--disable c] [--format openai|anthropic|mcp]`.
+//! `toolhost schema [--toolsets a,b] [--disable c] [--format openai|responses|anthropic|mcp]
+//! [--strict]`.
 
 use super::Cli;
 use crate::{Format, Host, Selection, ToolsetSelection};
@@ -11,6 +12,7 @@ pub(super) fn run(
     toolsets: Option<&[String]>,
     disable: &[String],
     format: Format,
+    strict: bool,
 ) -> ExitCode {
     let selection = Selection {
         toolsets: ToolsetSelection {
@@ -19,6 +21,7 @@ pub(super) fn run(
         },
         scope: cli.scope.clone(),
         format,
+        strict,
     };
     let definitions = host.tool_definitions(&selection);
     match serde_json::to_string(&*definitions) {

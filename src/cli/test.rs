@@ -47,7 +47,13 @@ struct Outcome {
 pub(super) fn run(cli: &Cli, paths: &[PathBuf], as_json: bool) -> Result<ExitCode, CliError> {
     // A first host tells which tool directories and config the tests run against.
     let base = super::build(cli, None, Some(1))?;
-    let tool_dirs: Vec<PathBuf> = base.tool_dirs().into_iter().map(|d| d.path).collect();
+    // The library's own tests are the binary's, not the project's.
+    let tool_dirs: Vec<PathBuf> = base
+        .tool_dirs()
+        .into_iter()
+        .filter(|d| !d.is_library())
+        .map(|d| d.path)
+        .collect();
     let files = match paths.is_empty() {
         true => default_test_files(&tool_dirs),
         false => given_test_files(paths),
@@ -182,7 +188,11 @@ fn run_file(
             return Ok(outcomes);
         };
         let started = Instant::now();
-        let flags = (cli.tools_dir.as_slice(), cli.config.as_deref());
+        let flags = (
+            cli.tools_dir.as_slice(),
+            cli.config.as_deref(),
+            !cli.no_library,
+        );
         let result = sandbox.run_test(body, &root.path, flags, runtime, TEST_TIME_LIMIT);
         outcomes.push(Outcome {
             file: shown.clone(),

@@ -11,6 +11,7 @@ pub(super) fn run(cli: &Cli) -> Result<ExitCode, CliError> {
     let dirs: Vec<String> = host
         .tool_dirs()
         .iter()
+        .filter(|d| !d.is_library())
         .map(|d| d.path.display().to_string())
         .collect();
     eprintln!("watching {} for changes (Ctrl-C to stop)", dirs.join(", "));

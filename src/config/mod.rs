@@ -78,6 +78,18 @@ pub(crate) struct Config {
     /// Rate limits (checked when the file is read).
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// The shipped tool library embedded in the binary.
+    #[serde(default)]
+    pub library: LibraryConfig,
+}
+
+/// `[library]`: the shipped tool library, embedded in the binary, as the `library` source.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LibraryConfig {
+    /// Whether the library's tools load (default: on for the `toolhost` command, off for
+    /// embedders unless `HostBuilder::library` turns it on).
+    pub enabled: Option<bool>,
 }
 
 /// `[store]`: where `store` keeps its values.

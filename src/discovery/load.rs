@@ -793,6 +793,10 @@ fn commit(
             for warning in applied.warnings.into_iter().chain(content) {
                 tracing::warn!("{warning}");
             }
+            for name in &applied.shadowed {
+                tracing::debug!("library tool '{name}' is shadowed by a tool of the same name");
+            }
+            names.retain(|name| !applied.shadowed.contains(name));
             state.insert_content(file.resources, file.prompts);
             vm.allow_env(index as u32, &file.env_grants);
             names.dedup();

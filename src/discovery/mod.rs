@@ -78,6 +78,12 @@ impl ToolDir {
             requires_env: Vec::new(),
         }
     }
+
+    /// Whether this is the shipped library's folder (written out by the host, not the
+    /// user's: `toolhost test` and `watch` leave it alone).
+    pub(crate) fn is_library(&self) -> bool {
+        self.source == Source::Library
+    }
 }
 
 /// Why a candidate does or does not register.

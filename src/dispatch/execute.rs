@@ -16,7 +16,7 @@ pub(crate) const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 /// the generation the call started on).
 pub(super) fn caller_domain(tool: &ToolEntry, config: &Config) -> CallerDomain {
     match &tool.source {
-        Source::Builtin | Source::Native => CallerDomain::Builtin,
+        Source::Builtin | Source::Library | Source::Native => CallerDomain::Builtin,
         Source::Plugin(id) => CallerDomain::Plugin {
             id: id.clone(),
             may_call_any: config.plugin_granted(id, "call"),

@@ -52,6 +52,10 @@ pub struct HostBuilder {
     fs_roots: Option<Vec<PathBuf>>,
     env: crate::env_vars::EnvVars,
     proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
+    /// Set by [`HostBuilder::library`]: decides over `[library] enabled`.
+    library: Option<bool>,
+    /// Whether the library loads when neither the builder nor the config says.
+    library_by_default: bool,
 }
 
 /// Where the store lives, when the builder decides instead of `[store]`.
@@ -140,6 +144,23 @@ impl HostBuilder {
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn proc_script(mut self, script: crate::lua::api::proc_script::ProcScript) -> Self {
         self.proc_script = Some(Arc::new(script));
+        self
+    }
+
+    /// Loads (or not) the shipped tool library embedded in the binary as the `library`
+    /// source, after the built-in tool directories: a tool of the same name from anywhere
+    /// else takes a library tool's place. Decides over `[library] enabled`; without either,
+    /// an embedding program gets no library (the `toolhost` command does).
+    pub fn library(mut self, enabled: bool) -> Self {
+        self.library = Some(enabled);
+        self
+    }
+
+    /// Loads the library unless [`library`](Self::library) or `[library] enabled` says
+    /// otherwise (the `toolhost` command's default).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn library_by_default(mut self) -> Self {
+        self.library_by_default = true;
         self
     }
 
@@ -235,6 +256,8 @@ impl HostBuilder {
             store,
             env: self.env,
             proc_script: self.proc_script,
+            library: self.library,
+            library_by_default: self.library_by_default,
         };
         let config = &loaded_config.config;
         let default = config.approval.default.unwrap_or_default();
@@ -318,8 +341,14 @@ pub(super) fn build_world(
     externals: Vec<crate::registry::ToolEntry>,
 ) -> Result<Built> {
     let settings_config = &config.config;
-    let dirs = tool_dirs(&inputs.tools_dir_flags, &config)?;
     let cache_dir = cache_dir_of(inputs, settings_config);
+    let library = inputs
+        .library
+        .or(settings_config.library.enabled)
+        .unwrap_or(inputs.library_by_default)
+        .then(|| library_dir(&cache_dir))
+        .flatten();
+    let dirs = tool_dirs(&inputs.tools_dir_flags, &config, library)?;
     let natives: Vec<crate::registry::ToolEntry> =
         inputs.natives.iter().cloned().chain(externals).collect();
     let settings = vm_settings(settings_config, inputs);
@@ -400,12 +429,35 @@ fn tool_dir_paths(flags: &[PathBuf], loaded: &LoadedConfig) -> Vec<PathBuf> {
     }
 }
 
-/// The built-in directories (flags, else config, else `./tools-lua`), then plugins by id.
-fn tool_dirs(flags: &[PathBuf], loaded: &LoadedConfig) -> Result<Vec<ToolDir>> {
+/// The library's folder under `cache_dir`, written out or checked; `None` (with a warning)
+/// when it cannot be written: the other tools still load.
+fn library_dir(cache_dir: &std::path::Path) -> Option<PathBuf> {
+    crate::library::materialize(cache_dir)
+        .inspect_err(|e| {
+            tracing::warn!(
+                "cannot write the tool library under {}: {e}; its tools are not loaded",
+                cache_dir.display()
+            )
+        })
+        .ok()
+}
+
+/// The built-in directories (flags, else config, else `./tools-lua`), the library's folder
+/// when it loads, then plugins by id.
+fn tool_dirs(
+    flags: &[PathBuf],
+    loaded: &LoadedConfig,
+    library: Option<PathBuf>,
+) -> Result<Vec<ToolDir>> {
+    let implicit = flags.is_empty() && loaded.config.tools_dirs.is_none();
     let mut dirs: Vec<ToolDir> = tool_dir_paths(flags, loaded)
         .into_iter()
+        // With the library loaded, a missing `./tools-lua` nobody asked for is normal (an
+        // installed binary run anywhere), not worth a warning on every command.
+        .filter(|path| !(implicit && library.is_some() && !path.exists()))
         .map(|path| ToolDir::plain(path, Source::Builtin, None))
         .collect();
+    dirs.extend(library.map(|path| ToolDir::plain(path, Source::Library, None)));
     let lock = super::packs::read_lock(loaded)?;
     for (id, plugin) in &loaded.config.plugins {
         let invalid = |message: String| Error::ConfigInvalid {

@@ -52,6 +52,17 @@ impl Host {
         crate::mcp_client::end_on_signal();
     }
 
+    /// The config file the host would read (`config_file`, else `$TOOLHOST_CONFIG`, else
+    /// `./toolhost.toml`, if any) and whether it names its own `tools_dirs`: what `toolhost
+    /// mcp-config` needs to start the same host from a client.
+    #[cfg(feature = "cli")]
+    pub(crate) fn config_file_found(
+        config_file: Option<&std::path::Path>,
+    ) -> crate::error::Result<(Option<std::path::PathBuf>, bool)> {
+        let loaded = crate::config::LoadedConfig::discover(config_file)?;
+        Ok((loaded.path, loaded.config.tools_dirs.is_some()))
+    }
+
     /// `[telemetry]` of the config file the host would read (`config_file`, else
     /// `$TOOLHOST_CONFIG`, else `./toolhost.toml`), read before the host is built: the
     /// trace exporter is set up with logging, before the first tool file loads. A file

@@ -55,7 +55,16 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     }
     let started = std::time::Instant::now();
     let mut verdicts = match recipe.only_files {
-        Some(files) => discovery::discover_files(files, recipe.dirs, 0, Some(recipe.cache_dir)),
+        Some(files) => {
+            // A named file outside every tool directory counts as the first user directory's,
+            // never the library's.
+            let fallback = recipe
+                .dirs
+                .iter()
+                .position(|d| !d.is_library())
+                .unwrap_or(0);
+            discovery::discover_files(files, recipe.dirs, fallback, Some(recipe.cache_dir))
+        }
         None => discovery::discover(recipe.dirs, Some(recipe.cache_dir)),
     };
     let judged = started.elapsed();

@@ -83,6 +83,10 @@ struct BuildInputs {
     env: crate::env_vars::EnvVars,
     /// Scripted `proc.run` answers, if any.
     proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
+    /// The builder's word on the shipped library (over `[library] enabled`).
+    library: Option<bool>,
+    /// Whether the library loads when neither the builder nor the config says.
+    library_by_default: bool,
 }
 
 struct HostInner {

@@ -47,13 +47,14 @@ impl Host {
 
 impl TestSandbox {
     /// Runs one test `body` of this file: `t` bound to the test's `root` (its `fs`) and a
-    /// fresh host, built by the first `t.call` from the command's `--tools-dir` flags and
-    /// `--config`; the body runs on this VM under `limit`.
+    /// fresh host, built by the first `t.call` from the command's `--tools-dir` flags,
+    /// `--config` and whether the library may load (`--no-library`); the body runs on this
+    /// VM under `limit`.
     pub(crate) fn run_test(
         &self,
         body: &Function,
         root: &Path,
-        (tools_dirs, config): (&[PathBuf], Option<&Path>),
+        (tools_dirs, config, library): (&[PathBuf], Option<&Path>, bool),
         runtime: &tokio::runtime::Runtime,
         limit: Duration,
     ) -> Result<(), TestFailure> {
@@ -66,6 +67,7 @@ impl TestSandbox {
             root: root.to_path_buf(),
             tools_dirs: tools_dirs.to_vec(),
             config: config.map(Path::to_path_buf),
+            library,
         }));
         let handle = runtime.handle().clone();
         // `t.answer`'s answers, shared by the test's calls (none: `ctx.ask` answers cancel).
@@ -188,6 +190,8 @@ struct Setup {
     /// `--tools-dir` flags and `--config`, as the command got them.
     tools_dirs: Vec<PathBuf>,
     config: Option<PathBuf>,
+    /// False under `--no-library`.
+    library: bool,
 }
 
 impl Setup {
@@ -208,7 +212,12 @@ impl Setup {
         }
         let script = ProcScript::new(self.script.clone())
             .map_err(|e| TestFailure(format!("t.proc: {e}")))?;
-        let mut builder = Host::builder();
+        // As the command's own host: the library unless `--no-library` or
+        // `[library] enabled = false`.
+        let mut builder = match self.library {
+            true => Host::builder().library_by_default(),
+            false => Host::builder().library(false),
+        };
         for dir in &self.tools_dirs {
             builder = builder.tools_dir(dir);
         }

@@ -128,7 +128,8 @@ impl Host {
                 .unwrap_or_default(),
             source,
         })?;
-        for dir in &world.dirs {
+        // The library's folder only changes when the binary does.
+        for dir in world.dirs.iter().filter(|d| !d.is_library()) {
             if dir.path.is_dir() {
                 debouncer
                     .watch(&dir.path, RecursiveMode::Recursive)

@@ -12,6 +12,9 @@ use std::path::PathBuf;
 pub enum Source {
     /// A file in a built-in tool directory.
     Builtin,
+    /// A file of the shipped tool library embedded in the binary (`[library]`); a tool of
+    /// the same name from any other source takes its place.
+    Library,
     /// A file in the plugin directory of this id.
     Plugin(String),
     /// A Rust handler registered by the embedding program.
@@ -24,6 +27,7 @@ impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Source::Builtin => f.write_str("builtin"),
+            Source::Library => f.write_str("library"),
             Source::Plugin(id) => write!(f, "plugin:{id}"),
             Source::Native => f.write_str("native"),
             Source::Mcp(server) => write!(f, "mcp:{server}"),

@@ -40,6 +40,8 @@ pub(crate) struct Rejection {
 pub(crate) struct Applied {
     /// Same-toolset replacements and other non-fatal notes.
     pub warnings: Vec<String>,
+    /// Library tools left out because a tool of the same name came from elsewhere.
+    pub shadowed: Vec<String>,
 }
 
 type Key = (Option<String>, String);
@@ -78,6 +80,17 @@ impl RegistryState {
         for (index, tool) in tools.into_iter().enumerate() {
             let key: Key = (tool.scope.clone(), tool.name.to_string());
             let existing = self.existing_for(&tool, &staged);
+            // The library is the fallback: loaded after the built-in directories (and the
+            // native and MCP tools), its tool steps aside for one of the same name from
+            // elsewhere, whatever the toolsets, without a warning (a project that copied
+            // the library out with `init --with-library` shadows every library tool).
+            if existing
+                .as_ref()
+                .is_some_and(|e| tool.source == Source::Library && e.source != Source::Library)
+            {
+                applied.shadowed.push(tool.name.to_string());
+                continue;
+            }
             if let Some(existing) = existing {
                 match self.judge(&tool, &existing) {
                     Ok(Some(warning)) => applied.warnings.push(warning),

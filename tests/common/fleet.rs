@@ -135,6 +135,8 @@ fn start_replica(fx: &Fixture, backend: &Backend, mode: Mode, index: usize, key:
     command
         .current_dir(fx.root())
         .env_remove("TOOLHOST_CONFIG")
+        // The shipped library would add its tools to every listing the tests read.
+        .env("TOOLHOST_NO_LIBRARY", "1")
         .env(STATE_KEY_ENV, key)
         .envs(backend.env())
         // A cache of its own: replicas share state through the store only.

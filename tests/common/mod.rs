@@ -8,6 +8,7 @@ pub mod fleet;
 pub mod git_repo;
 pub mod mcp_client;
 pub mod oauth;
+pub mod openai_sdk;
 pub mod otlp;
 pub mod pg;
 pub mod pinned_venv;
@@ -52,6 +53,8 @@ impl Fixture {
         let mut cmd = assert_cmd::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
         cmd.current_dir(self.root())
             .env_remove("TOOLHOST_CONFIG")
+            // The shipped library would add its tools to every listing the tests read.
+            .env("TOOLHOST_NO_LIBRARY", "1")
             .arg("--cache-dir")
             .arg(self.cache());
         cmd

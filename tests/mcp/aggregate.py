@@ -38,7 +38,7 @@ async def main(binary, workdir, scenario, transport="stdio"):
         return
     params = StdioServerParameters(
         command=binary,
-        args=["--cache-dir", workdir + "/cache", "serve"],
+        args=["--no-library", "--cache-dir", workdir + "/cache", "serve"],
         cwd=workdir,
     )
     async with stdio_client(params) as (read, write):

@@ -37,7 +37,7 @@ def is_error(result):
 async def session_scenario(binary, workdir, extra):
     params = StdioServerParameters(
         command=binary,
-        args=["--cache-dir", workdir + "/cache", "serve", *extra],
+        args=["--no-library", "--cache-dir", workdir + "/cache", "serve", *extra],
         cwd=workdir,
     )
     changed = asyncio.Event()
@@ -113,7 +113,7 @@ async def session_scenario(binary, workdir, extra):
 
 async def echo_throughput(binary, workdir, extra):
     params = StdioServerParameters(
-        command=binary, args=["--cache-dir", workdir + "/cache", "serve", *extra], cwd=workdir
+        command=binary, args=["--no-library", "--cache-dir", workdir + "/cache", "serve", *extra], cwd=workdir
     )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:

@@ -18,7 +18,7 @@ except ImportError:  # mcp 1.x
 async def main(binary, workdir, calls):
     params = StdioServerParameters(
         command=binary,
-        args=["--cache-dir", workdir + "/cache", "serve"],
+        args=["--no-library", "--cache-dir", workdir + "/cache", "serve"],
         cwd=workdir,
     )
     async with stdio_client(params) as (read, write):

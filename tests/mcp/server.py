@@ -5,7 +5,8 @@ from contextlib import asynccontextmanager
 
 
 def serve_args(workdir, extra):
-    return ["--cache-dir", os.path.join(workdir, "cache"), "serve", *extra]
+    # --no-library: only the test's own tools (the shipped library would add its own).
+    return ["--no-library", "--cache-dir", os.path.join(workdir, "cache"), "serve", *extra]
 
 
 def start_http(binary, workdir, extra, env=None):

@@ -43,7 +43,8 @@ const anyResult = {
 };
 
 function serveArgs(extra) {
-  return ["--cache-dir", join(workdir, "cache"), "serve", ...extra];
+  // --no-library: only the test's own tools (the shipped library would add its own).
+  return ["--no-library", "--cache-dir", join(workdir, "cache"), "serve", ...extra];
 }
 
 /** Starts `serve --http` on a free port; resolves with [url, child]. */
