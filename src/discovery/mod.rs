@@ -21,7 +21,7 @@ pub(crate) use crate::error::LoadError;
 use cache::VerdictCache;
 pub(crate) use candidates::MAX_FILE_BYTES;
 pub(crate) use candidates::absolutize;
-pub(crate) use effects::{AnnotationCheck, EffectSite, Effects, ToolEffects};
+pub(crate) use effects::{AnnotationCheck, Effects};
 pub(crate) use known_schemas::KnownSchemas;
 pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, plan, reconcile_replica};
 pub(crate) use registrations::Registrations;

@@ -169,6 +169,8 @@ pub struct ToolEntry {
     /// Registered but unavailable for this reason, whatever `check_fn` says (the tool of an
     /// MCP server that is down).
     pub offline: Option<String>,
+    /// What its code can do to the world, for Lua tools (docs/effects.md).
+    pub effects: Option<std::sync::Arc<super::ToolEffects>>,
 }
 
 /// An entry reads its registration's options as its own fields (`tool.timeout_ms`): every
@@ -261,5 +263,6 @@ pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
         file: None,
         line: None,
         offline: None,
+        effects: None,
     }
 }

@@ -16,7 +16,7 @@ pub(crate) use cache::Effects;
 pub(crate) use check::{AnnotationCheck, apply};
 pub(crate) use summary::Summary;
 
-use serde::Serialize;
+pub(crate) use crate::registry::{EffectSite, ToolEffects};
 use std::sync::Arc;
 
 /// Largest file analysed: the tree is walked recursively, and a long operator or call chain
@@ -39,35 +39,50 @@ pub(crate) fn summarise_bounded(ast: &full_moon::ast::Ast, len: usize) -> Option
     Some(Arc::new(scan::summarise(ast)))
 }
 
-/// One effect of a tool, with where its code has it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct EffectSite {
-    /// The effect (`fs.read`, `fs.write`, `store.read`, `store.write`, `env`, `proc`,
-    /// `call:NAME`, `call:*`, `mcp`, `unknown`).
-    pub effect: String,
-    /// What the code does there (`fs.write`, `ctx.call`, `load`, …).
-    pub call: String,
-    /// The file, as shown in messages.
-    pub file: String,
-    /// The line.
-    pub line: u32,
-}
 
-/// What the analysis found for one tool.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ToolEffects {
-    /// Every site, in file and line order.
-    pub sites: Vec<EffectSite>,
-    /// The host filled in annotations the tool left out.
-    pub derived: bool,
-}
-
-impl ToolEffects {
-    /// The distinct effects, sorted (what `list --json` shows).
-    pub fn names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.sites.iter().map(|s| s.effect.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        names
+/// Finds the effects of each of a file's tools (`entries`, registered at `lines`, from
+/// `source`), checks their annotations against them and fills in the ones left out.
+/// `Err`: a contradiction, under `annotation_check = "error"`.
+pub(crate) fn judge_file(
+    effects: &mut Effects,
+    entries: &mut [crate::registry::ToolEntry],
+    lines: &[u32],
+    verdict: &super::Verdict,
+    source: &[u8],
+    dirs: &[crate::lua::SearchDir],
+) -> Result<(), crate::error::LoadError> {
+    // The tree discovery parsed is this source's unless the last good version runs.
+    let parsed = verdict
+        .top_level
+        .as_ref()
+        .and_then(|top| top.effects.as_ref())
+        .filter(|_| verdict.source.as_deref() == Some(source));
+    let summary = effects.summary(source, parsed);
+    for (position, entry) in entries.iter_mut().enumerate() {
+        let sites = match &summary {
+            Some(summary) => {
+                resolve::tool_sites(effects, summary, entry.name.as_str(), &verdict.shown, dirs)
+            }
+            None => vec![EffectSite {
+                effect: "unknown".into(),
+                call: "the file could not be analysed".into(),
+                file: verdict.shown.clone(),
+                line: 1,
+            }],
+        };
+        let line = lines.get(position).copied();
+        let derived = match apply(entry.name.as_str(), &mut entry.registration.annotations, &sites) {
+            Ok(derived) => derived,
+            Err(contradictions) => {
+                let message = contradictions.join("; ");
+                if effects.mode == AnnotationCheck::Error {
+                    return Err(crate::error::LoadError::new(&verdict.shown, line, message));
+                }
+                tracing::warn!(target: "toolhost::load", "{}:{}: {message}", verdict.shown, line.unwrap_or(0));
+                false
+            }
+        };
+        entry.effects = Some(Arc::new(ToolEffects { sites, derived }));
     }
+    Ok(())
 }

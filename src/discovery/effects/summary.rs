@@ -48,14 +48,3 @@ pub(crate) struct Summary {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub handlers: BTreeMap<String, Reach>,
 }
-
-impl Reach {
-    /// Adds `other`'s sites, names and modules.
-    pub(crate) fn absorb(&mut self, other: &Reach) {
-        self.sites.extend(other.sites.iter().cloned());
-        self.names.extend(other.names.iter().cloned());
-        for (module, line) in &other.modules {
-            self.modules.entry(module.clone()).or_insert(*line);
-        }
-    }
-}
