@@ -15,6 +15,7 @@ mod check;
 mod content;
 mod discover;
 mod error;
+mod explain;
 mod list;
 mod mcp_servers;
 mod new;
@@ -118,6 +119,12 @@ enum Command {
     },
     /// Write LuaLS definitions of the host API to <first tool dir>/types/toolhost.lua.
     Stubs,
+    /// Print a tool's effects (what its code can do to the world) with the file:line of
+    /// each, and the annotations it is served with.
+    Explain {
+        /// The tool's name.
+        tool: String,
+    },
     /// Show the discovery verdict of every candidate file.
     Discover {
         /// Print a JSON array instead of a table.
@@ -252,6 +259,7 @@ pub fn run() -> ExitCode {
         Command::New { name, toolset } => new::run(&cli, name, toolset),
         Command::Stubs => stubs::run(&cli),
         Command::Discover { json } => one_shot(&cli, None, |host| discover::run(host, *json)),
+        Command::Explain { tool } => one_shot(&cli, None, |host| explain::run(host, &cli, tool)),
         Command::Check { files } => {
             let only = (!files.is_empty()).then(|| files.clone());
             one_shot_with(&cli, only, true, |host| check::run(host, files))
