@@ -10,7 +10,7 @@ use serde::Deserialize;
 /// `[sandbox] annotation_check`: what a contradiction between a tool's annotations and its
 /// effects does.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(try_from = "String")]
 pub(crate) enum AnnotationCheck {
     /// The file does not load (the default).
     #[default]
@@ -18,6 +18,20 @@ pub(crate) enum AnnotationCheck {
     /// A warning is logged; the tool loads with what it declared (a read-only one is still
     /// held to it at run time).
     Warn,
+}
+
+impl TryFrom<String> for AnnotationCheck {
+    type Error = String;
+
+    fn try_from(value: String) -> Result<Self, String> {
+        match value.as_str() {
+            "error" => Ok(Self::Error),
+            "warn" => Ok(Self::Warn),
+            other => Err(format!(
+                "[sandbox] annotation_check must be \"error\" or \"warn\", not {other:?}"
+            )),
+        }
+    }
 }
 
 /// Checks `annotations` of tool `tool` against its effects. `Err`: each contradiction, as
