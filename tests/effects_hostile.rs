@@ -68,10 +68,10 @@ fn aliasing_the_write_function_is_caught_by_the_analysis() {
 }
 
 #[test]
-fn rawget_on_the_environment_is_stopped() {
+fn a_computed_global_name_is_stopped() {
     let how = stopped(
         "",
-        "    local m = rawget(_ENV, 'f' .. 's')\n    m.write('x.txt', 'y')\n    return 'ok'",
+        "    local m = rawget(_ENV, 'f' .. 's') or _ENV['f' .. 's']\n    m.write('x.txt', 'y')\n    return 'ok'",
     );
     assert_eq!(how, Stopped::AtRunTime);
 }
@@ -157,7 +157,29 @@ fn calling_a_writing_tool_from_a_read_only_one_is_stopped() {
     // calls runs read-only too.
     let how = stopped(
         "",
-        "    local name = 'wri' .. 'ter'\n    return tostring(ctx.call(name, {}))",
+        "    local name = 'wri' .. 'ter'\n    return json.encode(ctx.call(name, {}))",
     );
     assert_eq!(how, Stopped::AtRunTime);
+}
+
+#[test]
+fn a_bracketed_handler_key_is_caught_by_the_analysis() {
+    let fx = Fixture::new();
+    fx.tool(
+        "liar.lua",
+        "registry.register{ name = 'liar', toolset = 't', annotations = { read_only = true },\n  schema = { parameters = { type = 'object' } },\n  [\"handler\"] = function() fs.write('x.txt', 'y') return 'ok' end }\n",
+    );
+    let error = common::error_of(&fx.host(), "liar.lua");
+    assert!(error.contains("tools-lua/liar.lua:3 (fs.write)"), "{error}");
+}
+
+#[test]
+fn a_handler_that_is_not_a_literal_registration_counts_the_whole_file() {
+    let fx = Fixture::new();
+    fx.tool(
+        "liar.lua",
+        "local spec = { name = 'liar', toolset = 't', annotations = { read_only = true },\n  schema = { parameters = { type = 'object' } } }\nspec.handler = function() fs.write('x.txt', 'y') return 'ok' end\nregistry.register(spec)\n",
+    );
+    let error = common::error_of(&fx.host(), "liar.lua");
+    assert!(error.contains("tools-lua/liar.lua:3 (fs.write)"), "{error}");
 }

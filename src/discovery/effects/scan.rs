@@ -368,11 +368,12 @@ impl Visitor for Scan {
         self.tables.pop();
     }
 
-    fn visit_field(&mut self, field: &Field) {
-        let handler = match (self.tables.last(), field) {
-            (Some(Some(node)), Field::NameKey { key, .. }) if key.token().to_string() == "handler" => {
-                Some(*node)
-            }
+    fn visit_field(&mut self, _: &Field) {
+        // Every field of a registration table counts as the handler's: `handler`, also
+        // written `["handler"]`, and `prepare`, which runs in the call too. (The others hold
+        // data or probes; counting them can only add effects.)
+        let handler = match self.tables.last() {
+            Some(Some(node)) => Some(*node),
             _ => None,
         };
         match handler {
