@@ -789,6 +789,7 @@ fn commit(
         verdict,
         source,
         search,
+        state,
     )?;
     for (tool, entry) in file.entries.iter_mut().enumerate() {
         let outcome = compiled

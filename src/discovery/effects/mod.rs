@@ -50,6 +50,7 @@ pub(crate) fn judge_file(
     verdict: &super::Verdict,
     source: &[u8],
     dirs: &[crate::lua::SearchDir],
+    state: &crate::registry::RegistryState,
 ) -> Result<(), crate::error::LoadError> {
     // The tree discovery parsed is this source's unless the last good version runs.
     let parsed = verdict
@@ -70,6 +71,7 @@ pub(crate) fn judge_file(
                 line: 1,
             }],
         };
+        let sites = with_mcp(sites, state);
         let line = lines.get(position).copied();
         let derived = match apply(entry.name.as_str(), &mut entry.registration.annotations, &sites) {
             Ok(derived) => derived,
@@ -85,4 +87,29 @@ pub(crate) fn judge_file(
         entry.effects = Some(Arc::new(ToolEffects { sites, derived }));
     }
     Ok(())
+}
+
+/// `sites` plus an `mcp` site beside each literal `ctx.call` of an external MCP server's
+/// tool (those are registered before any Lua file).
+fn with_mcp(mut sites: Vec<EffectSite>, state: &crate::registry::RegistryState) -> Vec<EffectSite> {
+    let external: Vec<EffectSite> = sites
+        .iter()
+        .filter(|site| {
+            site.effect.strip_prefix("call:").is_some_and(|name| {
+                state
+                    .all()
+                    .any(|tool| tool.name.as_str() == name && matches!(tool.source, crate::registry::Source::Mcp(_)))
+            })
+        })
+        .map(|site| EffectSite {
+            effect: "mcp".into(),
+            ..site.clone()
+        })
+        .collect();
+    if !external.is_empty() {
+        sites.extend(external);
+        sites.sort();
+        sites.dedup();
+    }
+    sites
 }
