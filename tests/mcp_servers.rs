@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::fixture_server::{fixture_server, py_server};
+use common::fixture_server::py_server;
 use common::mcp_client::{python, run_script, step};
 use common::{Fixture, call, simple_tool, wait_until};
 use serde_json::{Value, json};
