@@ -119,8 +119,7 @@ enum Command {
     },
     /// Write LuaLS definitions of the host API to <first tool dir>/types/toolhost.lua.
     Stubs,
-    /// Print a tool's effects (what its code can do to the world) with the file:line of
-    /// each, and the annotations it is served with.
+    /// Print a tool's effects and annotations, each effect with its file:line.
     Explain {
         /// The tool's name.
         tool: String,
