@@ -17,8 +17,16 @@ fn tool(name: &str, annotations: &str, body: &str) -> String {
 
 /// `toolhost list --json` in the fixture, by tool name.
 fn listed(fx: &Fixture) -> Vec<Value> {
-    let out = fx.toolhost().args(["list", "--json"]).output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = fx
+        .toolhost()
+        .args(["list", "--json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice::<Vec<Value>>(&out.stdout).expect("JSON array")
 }
 
@@ -34,7 +42,11 @@ fn read_only_with_a_write_is_refused_naming_the_call_and_its_line() {
     let fx = Fixture::new();
     fx.tool(
         "liar.lua",
-        &tool("liar", "read_only = true", "    fs.write('x.txt', 'y')\n    return 'ok'"),
+        &tool(
+            "liar",
+            "read_only = true",
+            "    fs.write('x.txt', 'y')\n    return 'ok'",
+        ),
     );
     let error = error_of(&fx.host(), "liar.lua");
     assert!(error.contains("read_only = true"), "{error}");
@@ -46,7 +58,11 @@ fn destructive_false_with_a_store_delete_is_refused() {
     let fx = Fixture::new();
     fx.tool(
         "eraser.lua",
-        &tool("eraser", "destructive = false", "    store.delete('k')\n    return 'ok'"),
+        &tool(
+            "eraser",
+            "destructive = false",
+            "    store.delete('k')\n    return 'ok'",
+        ),
     );
     let error = error_of(&fx.host(), "eraser.lua");
     assert!(error.contains("destructive = false"), "{error}");
@@ -59,7 +75,11 @@ fn destructive_false_with_a_file_write_is_refused() {
     let fx = Fixture::new();
     fx.tool(
         "w.lua",
-        &tool("w", "destructive = false", "    fs.write('x.txt', 'y')\n    return 'ok'"),
+        &tool(
+            "w",
+            "destructive = false",
+            "    fs.write('x.txt', 'y')\n    return 'ok'",
+        ),
     );
     let error = error_of(&fx.host(), "w.lua");
     assert!(error.contains("destructive = false"), "{error}");
@@ -87,7 +107,11 @@ fn a_contradiction_under_annotation_check_warn_loads_and_is_still_held_at_run_ti
     let fx = Fixture::new();
     fx.tool(
         "liar.lua",
-        &tool("liar", "read_only = true", "    fs.write('x.txt', 'y')\n    return 'ok'"),
+        &tool(
+            "liar",
+            "read_only = true",
+            "    fs.write('x.txt', 'y')\n    return 'ok'",
+        ),
     );
     let host = fx.host_with("[sandbox]\nannotation_check = \"warn\"\n");
     let verdicts = host.discovery();
@@ -122,7 +146,10 @@ fn an_effect_reached_through_a_required_module_is_found() {
         ),
     );
     let error = error_of(&fx.host(), "via.lua");
-    assert!(error.contains("fs.write at tools-lua/lib/saver.lua:3"), "{error}");
+    assert!(
+        error.contains("fs.write at tools-lua/lib/saver.lua:3"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -228,12 +255,22 @@ fn explain_prints_each_effect_with_its_file_and_line() {
         ),
     );
     let out = fx.toolhost().args(["explain", "w"]).output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("annotations: read_only = false"), "{text}");
-    let read = text.lines().find(|l| l.starts_with("fs.read")).expect("fs.read row");
+    let read = text
+        .lines()
+        .find(|l| l.starts_with("fs.read"))
+        .expect("fs.read row");
     assert!(read.ends_with("tools-lua/w.lua:5"), "{text}");
-    let write = text.lines().find(|l| l.starts_with("fs.write")).expect("fs.write row");
+    let write = text
+        .lines()
+        .find(|l| l.starts_with("fs.write"))
+        .expect("fs.write row");
     assert!(write.ends_with("tools-lua/w.lua:6"), "{text}");
 }
 
@@ -241,7 +278,11 @@ fn explain_prints_each_effect_with_its_file_and_line() {
 fn explain_of_an_unknown_tool_fails_with_a_suggestion() {
     let fx = Fixture::new();
     fx.tool("w.lua", &tool("writer", "", "    return 'ok'"));
-    let out = fx.toolhost().args(["explain", "writr"]).output().expect("runs");
+    let out = fx
+        .toolhost()
+        .args(["explain", "writr"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no tool named writr"), "{stderr}");
@@ -259,7 +300,11 @@ fn discover_json_carries_each_tools_effects() {
             tool("counts", "", "    return tostring(store.incr('n'))")
         ),
     );
-    let out = fx.toolhost().args(["discover", "--json"]).output().expect("runs");
+    let out = fx
+        .toolhost()
+        .args(["discover", "--json"])
+        .output()
+        .expect("runs");
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
     let row = rows
         .iter()
@@ -274,10 +319,17 @@ fn discover_json_carries_each_tools_effects() {
 #[test]
 fn a_warm_start_shows_the_same_effects_as_a_cold_one() {
     let fx = Fixture::new();
-    fx.write("tools-lua/lib/m.lua", "return { put = function() store.set('k', 1) end }\n");
+    fx.write(
+        "tools-lua/lib/m.lua",
+        "return { put = function() store.set('k', 1) end }\n",
+    );
     fx.tool(
         "w.lua",
-        &tool("w", "", "    require('m').put()\n    return ctx.call('other', {})"),
+        &tool(
+            "w",
+            "",
+            "    require('m').put()\n    return ctx.call('other', {})",
+        ),
     );
     let cold = listed(&fx);
     assert!(fx.cache().join("effects.json").is_file());
@@ -289,8 +341,14 @@ fn a_warm_start_shows_the_same_effects_as_a_cold_one() {
 #[test]
 fn an_edited_module_is_analysed_again() {
     let fx = Fixture::new();
-    fx.write("tools-lua/lib/m.lua", "return { go = function() return 1 end }\n");
-    fx.tool("w.lua", &tool("w", "", "    return tostring(require('m').go())"));
+    fx.write(
+        "tools-lua/lib/m.lua",
+        "return { go = function() return 1 end }\n",
+    );
+    fx.tool(
+        "w.lua",
+        &tool("w", "", "    return tostring(require('m').go())"),
+    );
     assert_eq!(listed_tool(&fx, "w")["effects"], json!([]));
     fx.write(
         "tools-lua/lib/m.lua",

@@ -51,13 +51,19 @@ fn stopped(prelude: &str, body: &str) -> Stopped {
 
 #[test]
 fn aliasing_fs_into_a_local_is_stopped() {
-    let how = stopped("", "    local f = fs\n    f.write('x.txt', 'y')\n    return 'ok'");
+    let how = stopped(
+        "",
+        "    local f = fs\n    f.write('x.txt', 'y')\n    return 'ok'",
+    );
     assert_eq!(how, Stopped::AtRunTime);
 }
 
 #[test]
 fn aliasing_fs_into_a_global_at_top_level_is_stopped() {
-    let how = stopped("files = fs", "    files.write('x.txt', 'y')\n    return 'ok'");
+    let how = stopped(
+        "files = fs",
+        "    files.write('x.txt', 'y')\n    return 'ok'",
+    );
     assert_eq!(how, Stopped::AtRunTime);
 }
 
@@ -78,10 +84,7 @@ fn a_computed_global_name_is_stopped() {
 
 #[test]
 fn rawget_on_fs_is_stopped() {
-    let how = stopped(
-        "",
-        "    rawget(fs, 'write')('x.txt', 'y')\n    return 'ok'",
-    );
+    let how = stopped("", "    rawget(fs, 'write')('x.txt', 'y')\n    return 'ok'");
     assert_eq!(how, Stopped::AtRunTime);
 }
 
@@ -108,7 +111,10 @@ fn a_metatable_over_fs_is_stopped() {
 
 #[test]
 fn load_is_stopped() {
-    let how = stopped("", "    load(\"fs.write('x.txt', 'y')\")()\n    return 'ok'");
+    let how = stopped(
+        "",
+        "    load(\"fs.write('x.txt', 'y')\")()\n    return 'ok'",
+    );
     assert_eq!(how, Stopped::AtRunTime);
 }
 

@@ -86,4 +86,3 @@ pub(super) fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N
         line(row.iter().map(String::as_str).collect());
     }
 }
-

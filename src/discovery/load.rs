@@ -269,8 +269,16 @@ pub(crate) fn load_all(
                     .map(|dir| search_dirs(verdict, &libs, dir))
                     .unwrap_or_default();
                 let judged = (&file.source[..], &search[..]);
-                commit(staged, index, &mut compiled, verdict, vm, state, (effects, judged))
-                    .map_err(|error| at_field_line(error, &file.source))
+                commit(
+                    staged,
+                    index,
+                    &mut compiled,
+                    verdict,
+                    vm,
+                    state,
+                    (effects, judged),
+                )
+                .map_err(|error| at_field_line(error, &file.source))
             });
             if let Err(error) = &result
                 && file.replaced_error.is_none()
@@ -284,7 +292,15 @@ pub(crate) fn load_all(
                 let search = search_dirs(verdict, &libs, dir);
                 result = run_file(verdict, dir, &libs, index, &fallback, vm).and_then(|staged| {
                     let judged = (&fallback[..], &search[..]);
-                    commit(staged, index, &mut compiled, verdict, vm, state, (effects, judged))
+                    commit(
+                        staged,
+                        index,
+                        &mut compiled,
+                        verdict,
+                        vm,
+                        state,
+                        (effects, judged),
+                    )
                 });
                 file.source = fallback;
             }

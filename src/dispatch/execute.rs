@@ -41,8 +41,16 @@ pub(super) async fn execute(
     let outcome = match &tool.handler {
         Handler::Lua(id) => {
             let read_only = served_read_only || ctx.read_only;
-            vm.call_handler(*id, tool.name.as_str(), domain, args, ctx, budget, read_only)
-                .await
+            vm.call_handler(
+                *id,
+                tool.name.as_str(),
+                domain,
+                args,
+                ctx,
+                budget,
+                read_only,
+            )
+            .await
         }
         // A read-only tool's `ctx.call` reaches only read-only tools: the sandbox cannot
         // hold a Rust handler or another server's tool to the promise.

@@ -100,7 +100,10 @@ impl Effects {
     pub(crate) fn write_if_changed(&self) {
         let Some(dir) = &self.dir else { return };
         let same = self.used.len() == self.read.len()
-            && self.used.keys().all(|digest| self.read.contains_key(digest));
+            && self
+                .used
+                .keys()
+                .all(|digest| self.read.contains_key(digest));
         if same {
             return;
         }

@@ -124,7 +124,9 @@ mod tests {
         let errors = apply("t", &mut declared, &[site("fs.write", "fs.write")]).unwrap_err();
         assert_eq!(
             errors,
-            ["tool 't' declares read_only = true, but its handler reaches fs.write at t.lua:3 (fs.write)"]
+            [
+                "tool 't' declares read_only = true, but its handler reaches fs.write at t.lua:3 (fs.write)"
+            ]
         );
     }
 
@@ -146,7 +148,10 @@ mod tests {
     #[test]
     fn read_only_is_derived_only_when_proven() {
         let mut none = Annotations::default();
-        assert_eq!(apply("t", &mut none, &[site("fs.read", "fs.read")]), Ok(true));
+        assert_eq!(
+            apply("t", &mut none, &[site("fs.read", "fs.read")]),
+            Ok(true)
+        );
         assert_eq!((none.read_only, none.open_world), (Some(true), Some(false)));
         let mut unknown = Annotations::default();
         let sites = [site("fs.read", "fs.read"), site("unknown", "load")];

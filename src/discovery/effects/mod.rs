@@ -31,14 +31,16 @@ pub(crate) fn summarise_bounded(ast: &full_moon::ast::Ast, len: usize) -> Option
         let mut summary = Summary::default();
         summary.whole.sites.insert(summary::Site {
             effect: "unknown".into(),
-            call: format!("file larger than {} KiB (not analysed)", MAX_ANALYSED_BYTES / 1024),
+            call: format!(
+                "file larger than {} KiB (not analysed)",
+                MAX_ANALYSED_BYTES / 1024
+            ),
             line: 1,
         });
         return Some(Arc::new(summary));
     }
     Some(Arc::new(scan::summarise(ast)))
 }
-
 
 /// Finds the effects of each of a file's tools (`entries`, registered at `lines`, from
 /// `source`), checks their annotations against them and fills in the ones left out.
@@ -73,7 +75,11 @@ pub(crate) fn judge_file(
         };
         let sites = with_mcp(sites, state);
         let line = lines.get(position).copied();
-        let derived = match apply(entry.name.as_str(), &mut entry.registration.annotations, &sites) {
+        let derived = match apply(
+            entry.name.as_str(),
+            &mut entry.registration.annotations,
+            &sites,
+        ) {
             Ok(derived) => derived,
             Err(contradictions) => {
                 let message = contradictions.join("; ");
@@ -96,9 +102,10 @@ fn with_mcp(mut sites: Vec<EffectSite>, state: &crate::registry::RegistryState) 
         .iter()
         .filter(|site| {
             site.effect.strip_prefix("call:").is_some_and(|name| {
-                state
-                    .all()
-                    .any(|tool| tool.name.as_str() == name && matches!(tool.source, crate::registry::Source::Mcp(_)))
+                state.all().any(|tool| {
+                    tool.name.as_str() == name
+                        && matches!(tool.source, crate::registry::Source::Mcp(_))
+                })
             })
         })
         .map(|site| EffectSite {

@@ -12,8 +12,8 @@ use super::summary::{Reach, Site, Summary};
 use crate::lua::api::effect::{EFFECT_MODULES, effect_of};
 use full_moon::ast::{
     Assignment, Ast, Call, Expression, Field, FunctionArgs, FunctionBody, FunctionCall,
-    FunctionDeclaration, Index, LocalAssignment, LocalFunction, Prefix, Suffix,
-    TableConstructor, Var, VarExpression,
+    FunctionDeclaration, Index, LocalAssignment, LocalFunction, Prefix, Suffix, TableConstructor,
+    Var, VarExpression,
 };
 use full_moon::tokenizer::{TokenReference, TokenType};
 use full_moon::visitors::Visitor;
@@ -21,7 +21,15 @@ use std::collections::HashMap;
 
 /// Globals that reach any value by a computed path or run code the analysis never sees.
 const DYNAMIC: &[&str] = &[
-    "_ENV", "_G", "load", "loadstring", "dofile", "loadfile", "setfenv", "getfenv", "debug",
+    "_ENV",
+    "_G",
+    "load",
+    "loadstring",
+    "dofile",
+    "loadfile",
+    "setfenv",
+    "getfenv",
+    "debug",
     "require",
 ];
 
@@ -282,10 +290,10 @@ impl Visitor for Scan {
         match root {
             Some(root) => {
                 // `function fs.write() end` replaces a host function: a use of the module.
-                if EFFECT_MODULES.contains(&root.as_str()) || DYNAMIC.contains(&root.as_str()) {
-                    if let Some(token) = declaration.name().names().iter().next() {
-                        self.site("unknown", format!("function {root}..."), token);
-                    }
+                if (EFFECT_MODULES.contains(&root.as_str()) || DYNAMIC.contains(&root.as_str()))
+                    && let Some(token) = declaration.name().names().iter().next()
+                {
+                    self.site("unknown", format!("function {root}..."), token);
                 }
                 self.enter_binding(std::iter::once(root.as_str()), false);
             }

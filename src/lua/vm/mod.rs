@@ -548,6 +548,7 @@ impl LuaVm {
     /// under a deadline of `budget`, and normalises its return value (docs/lua-api.md): string →
     /// text, table → JSON text, multimodal envelope → object. `read_only`: the call is served
     /// as read-only (every write host function refuses).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call_handler(
         &self,
         id: LuaFnId,
