@@ -29,6 +29,7 @@ pub struct ToolEffects {
 
 impl ToolEffects {
     /// The distinct effects, sorted (what `list --json` shows).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub fn names(&self) -> Vec<&str> {
         let mut names: Vec<&str> = self.sites.iter().map(|s| s.effect.as_str()).collect();
         names.sort_unstable();

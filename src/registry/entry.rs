@@ -186,11 +186,13 @@ impl std::ops::Deref for ToolEntry {
 impl ToolEntry {
     /// The annotations it is served with (checked, or filled in from its effects), by
     /// their Lua names (`list --json`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn annotations_json(&self) -> Value {
         serde_json::to_value(&self.annotations).unwrap_or_else(|_| Value::Object(Map::new()))
     }
 
     /// Its distinct effects (docs/effects.md); `null` for tools that are not Lua files.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub(crate) fn effects_json(&self) -> Value {
         match &self.effects {
             Some(effects) => Value::from(effects.names()),
