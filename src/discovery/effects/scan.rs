@@ -406,3 +406,63 @@ fn tool_name(table: &TableConstructor) -> Option<String> {
         _ => None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(src: &str) -> Summary {
+        let ast = full_moon::parse_fallible(src, full_moon::LuaVersion::lua54())
+            .into_result()
+            .expect("parses");
+        summarise(&ast)
+    }
+
+    fn effects(reach: &Reach) -> Vec<(&str, u32)> {
+        reach
+            .sites
+            .iter()
+            .map(|site| (site.effect.as_str(), site.line))
+            .collect()
+    }
+
+    #[test]
+    fn each_handler_gets_its_own_sites() {
+        let s = summary(
+            "registry.register{ name = 'a', handler = function() local r = fs.read('x') return r end }\n\
+             registry.register{ name = 'b', handler = function() local r = 1\n fs.write('x', 'y') end }\n",
+        );
+        assert_eq!(effects(&s.handlers["a"]), [("fs.read", 1)]);
+        assert_eq!(effects(&s.handlers["b"]), [("fs.write", 3)]);
+        // A handler's own locals bind nothing the other one reaches.
+        assert!(s.bindings.get("r").is_none());
+    }
+
+    #[test]
+    fn literal_and_computed_call_targets_differ() {
+        let s =
+            summary("local function f(ctx, n) ctx.call('lit') ctx.call(n) ctx.call 'other' end");
+        let found: Vec<&str> = s
+            .whole
+            .sites
+            .iter()
+            .map(|site| site.effect.as_str())
+            .collect();
+        assert_eq!(found, ["call:*", "call:lit", "call:other"]);
+    }
+
+    #[test]
+    fn top_level_names_carry_what_is_bound_to_them() {
+        let s =
+            summary("local M = {}\nfunction M.save() store.set('k', 1) end\nlocal w = fs.write\n");
+        assert_eq!(effects(&s.bindings["M"]), [("store.write", 2)]);
+        assert_eq!(effects(&s.bindings["w"]), [("fs.write", 3)]);
+    }
+
+    #[test]
+    fn literal_requires_are_modules_and_computed_ones_unknown() {
+        let s = summary("local a = require('pkg.a')\nlocal b = require(name)\n");
+        assert_eq!(s.whole.modules.get("pkg.a"), Some(&1));
+        assert_eq!(effects(&s.whole), [("unknown", 2)]);
+    }
+}
