@@ -435,7 +435,7 @@ mod tests {
         assert_eq!(effects(&s.handlers["a"]), [("fs.read", 1)]);
         assert_eq!(effects(&s.handlers["b"]), [("fs.write", 3)]);
         // A handler's own locals bind nothing the other one reaches.
-        assert!(s.bindings.get("r").is_none());
+        assert!(!s.bindings.contains_key("r"));
     }
 
     #[test]
