@@ -180,6 +180,7 @@ impl NativeTool {
             file: None,
             line: None,
             offline: None,
+            effects: None,
         })
     }
 }

@@ -76,7 +76,10 @@ fn list_prints_a_table_and_json() {
     assert_eq!(
         keys,
         [
+            "annotations",
+            "annotations_derived",
             "available",
+            "effects",
             "emoji",
             "file",
             "name",

@@ -66,11 +66,13 @@ fn anthropic_and_mcp_formats_have_their_shapes() {
         *mcp[0],
         json!({"name": "alpha", "title": "Alpha", "description": "first",
                "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
-               "annotations": {"readOnlyHint": true}})
+               "annotations": {"readOnlyHint": true, "openWorldHint": false}})
     );
+    // Filled in from its effects (docs/effects.md): its handler touches nothing.
     assert_eq!(
         *mcp[1],
-        json!({"name": "mid", "description": "middle", "inputSchema": {"type": "object"}})
+        json!({"name": "mid", "description": "middle", "inputSchema": {"type": "object"},
+               "annotations": {"readOnlyHint": true, "openWorldHint": false}})
     );
 }
 

@@ -5,25 +5,12 @@
 
 mod common;
 
+use common::fixture_server::py_server;
 use common::mcp_client::{python, run_script, step};
 use common::{Fixture, call, simple_tool, wait_until};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
-
-fn fixture_server() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/fixture_server.py")
-}
-
-/// `[mcp_servers.py]` running the fixture server, with `extra` lines in its section.
-fn py_server(fx: &Fixture, extra: &str) -> String {
-    format!(
-        "[mcp_servers.py]\ncommand = [{:?}, {:?}]\nenv = {{ FIXTURE_DIR = {:?} }}\n{extra}\n",
-        python().display().to_string(),
-        fixture_server().display().to_string(),
-        fx.root().display().to_string(),
-    )
-}
 
 /// A structured result's object (a model sees it as JSON text).
 fn structured(out: Value) -> Value {

@@ -2,7 +2,9 @@
 
 use crate::Host;
 use crate::Verdict;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The JSON object of docs/cli.md for one verdict.
@@ -23,7 +25,25 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let verdicts = host.discovery();
     let servers = super::mcp_servers::rows(host);
     if as_json {
-        let mut rows: Vec<Value> = verdicts.iter().map(verdict_json).collect();
+        // Each file's tools' effects, by tool name.
+        let mut effects: HashMap<PathBuf, Map<String, Value>> = HashMap::new();
+        for tool in host.entries(None) {
+            if let Some(file) = &tool.file {
+                let of_file = effects.entry(file.clone()).or_default();
+                of_file.insert(tool.name.to_string(), tool.effects_json());
+            }
+        }
+        let mut rows: Vec<Value> = verdicts
+            .iter()
+            .map(|verdict| {
+                let mut row = verdict_json(verdict);
+                let tools = effects.remove(&verdict.path).unwrap_or_default();
+                if let Some(object) = row.as_object_mut() {
+                    object.insert("effects".into(), Value::Object(tools));
+                }
+                row
+            })
+            .collect();
         rows.extend(servers.iter().map(super::mcp_servers::Row::to_json));
         outln!("{}", Value::Array(rows));
         return ExitCode::SUCCESS;

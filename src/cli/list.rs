@@ -20,6 +20,9 @@ pub(super) fn run(host: &Host, cli: &Cli, as_json: bool) -> ExitCode {
                 "unavailable_reason": reason,
                 "source": tool.source.to_string(),
                 "file": tool.file.as_ref().map(|f| f.display().to_string()),
+                "annotations": tool.annotations_json(),
+                "annotations_derived": tool.effects.as_ref().is_some_and(|e| e.derived),
+                "effects": tool.effects_json(),
             })
         })
         .collect();

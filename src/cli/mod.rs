@@ -17,6 +17,7 @@ mod content;
 mod discover;
 mod error;
 mod init;
+mod explain;
 mod list;
 mod mcp_config;
 mod mcp_servers;
@@ -167,6 +168,11 @@ enum Command {
         #[arg(long, value_name = "NAME", requires = "http")]
         token_env: Option<String>,
     },
+    /// Print a tool's effects and annotations, each effect with its file:line.
+    Explain {
+        /// The tool's name.
+        tool: String,
+    },
     /// Show the discovery verdict of every candidate file.
     Discover {
         /// Print a JSON array instead of a table.
@@ -315,6 +321,7 @@ pub fn run() -> ExitCode {
             token_env,
         } => mcp_config::run(&cli, *client, http.as_deref(), token_env.as_deref()),
         Command::Discover { json } => one_shot(&cli, None, |host| discover::run(host, *json)),
+        Command::Explain { tool } => one_shot(&cli, None, |host| explain::run(host, &cli, tool)),
         Command::Check { files } => {
             let only = (!files.is_empty()).then(|| files.clone());
             one_shot_with(&cli, only, true, |host| check::run(host, files))

@@ -314,6 +314,10 @@ pub(crate) struct SandboxConfig {
     /// (children never inherit the host's whole environment).
     #[serde(default)]
     pub proc_env: Vec<String>,
+    /// What a tool whose annotations contradict its effects does: `"error"` (it does not
+    /// load; the default) or `"warn"` (docs/effects.md).
+    #[serde(default)]
+    pub annotation_check: crate::discovery::AnnotationCheck,
 }
 
 /// `[runtime]`: VM pool and limits.

@@ -48,6 +48,8 @@ pub(crate) struct TopLevel {
     /// (its run at first use sees the modules as at its place in the load order), not for a
     /// module (instantiated whenever first required).
     pub reads_modules: bool,
+    /// The effects analysis of the whole file (docs/effects.md), made from the same tree.
+    pub effects: Option<std::sync::Arc<super::effects::Summary>>,
 }
 
 /// Largest file analysed: the tree is walked recursively, and a long operator or call
@@ -68,6 +70,7 @@ pub(crate) fn analyse_sized(ast: &Ast, len: usize) -> TopLevel {
             )),
             modules: Vec::new(),
             reads_modules: false,
+            effects: None,
         };
     }
     analyse(ast)
@@ -82,6 +85,7 @@ fn analyse(ast: &Ast) -> TopLevel {
             effect: Some(effect),
             modules: Vec::new(),
             reads_modules: false,
+            effects: None,
         };
     }
     let kinds = names.kinds();
@@ -99,6 +103,7 @@ fn analyse(ast: &Ast) -> TopLevel {
         effect: walk.effect,
         modules: walk.modules,
         reads_modules: walk.reads_modules,
+        effects: None,
     }
 }
 

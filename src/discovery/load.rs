@@ -7,6 +7,7 @@
 //! registry then takes the files in order, each all or nothing.
 
 use super::containment;
+use super::effects::Effects;
 use super::known_schemas::KnownSchemas;
 use super::model_facing::model_facing;
 use super::registrations::{Registrations, lazy_file};
@@ -171,6 +172,7 @@ pub(crate) fn load_all(
     schemas: &mut KnownSchemas,
     planned: PlannedEntries,
     registrations: &mut Registrations,
+    effects: &mut Effects,
 ) -> Sources {
     let libs = lib_dirs(dirs);
     let mut modules = containment::Modules::default();
@@ -262,8 +264,21 @@ pub(crate) fn load_all(
             };
             let verdict = &mut verdicts[index];
             let mut result = outcome.and_then(|staged| {
-                commit(staged, index, &mut compiled, verdict, vm, state)
-                    .map_err(|error| at_field_line(error, &file.source))
+                let search = dirs
+                    .get(verdict.dir_index)
+                    .map(|dir| search_dirs(verdict, &libs, dir))
+                    .unwrap_or_default();
+                let judged = (&file.source[..], &search[..]);
+                commit(
+                    staged,
+                    index,
+                    &mut compiled,
+                    verdict,
+                    vm,
+                    state,
+                    (effects, judged),
+                )
+                .map_err(|error| at_field_line(error, &file.source))
             });
             if let Err(error) = &result
                 && file.replaced_error.is_none()
@@ -274,8 +289,19 @@ pub(crate) fn load_all(
                 // good version takes its place; its functions overwrite this version's.
                 file.replaced_error = Some(error.clone());
                 compiled.retain(|(i, _), _| *i != index);
-                result = run_file(verdict, dir, &libs, index, &fallback, vm)
-                    .and_then(|staged| commit(staged, index, &mut compiled, verdict, vm, state));
+                let search = search_dirs(verdict, &libs, dir);
+                result = run_file(verdict, dir, &libs, index, &fallback, vm).and_then(|staged| {
+                    let judged = (&fallback[..], &search[..]);
+                    commit(
+                        staged,
+                        index,
+                        &mut compiled,
+                        verdict,
+                        vm,
+                        state,
+                        (effects, judged),
+                    )
+                });
                 file.source = fallback;
             }
             match (result, file.replaced_error) {
@@ -592,6 +618,7 @@ fn stage(
             file: Some(verdict.path.clone()),
             line: Some(tool.line),
             offline: None,
+            effects: None,
         });
     }
     let hooks = loaded
@@ -740,6 +767,7 @@ fn staged_from_cache(
             file: Some(verdict.path.clone()),
             line: Some(record.line),
             offline: None,
+            effects: None,
         });
     }
     Some(Staged {
@@ -757,6 +785,11 @@ fn staged_from_cache(
 
 /// Attaches the compiled validators and applies the file to the registry, all or nothing.
 /// Functions of a rejected file stay in the VM unreferenced (their ids are never used).
+/// What the effects check of a file needs: the analyses, and the source that ran with its
+/// `require` folders.
+type Judged<'a, 'b> = (&'a mut Effects, (&'b [u8], &'b [SearchDir]));
+
+#[allow(clippy::too_many_arguments)]
 fn commit(
     mut file: Staged,
     index: usize,
@@ -764,7 +797,18 @@ fn commit(
     verdict: &Verdict,
     vm: &LuaVm,
     state: &mut RegistryState,
+    (effects, (source, search)): Judged<'_, '_>,
 ) -> Result<Vec<String>, LoadError> {
+    // Annotations are checked (and filled in) before anything of the file is applied.
+    super::effects::judge_file(
+        effects,
+        &mut file.entries,
+        &file.lines,
+        verdict,
+        source,
+        search,
+        state,
+    )?;
     for (tool, entry) in file.entries.iter_mut().enumerate() {
         let outcome = compiled
             .remove(&(index, tool))

@@ -6,6 +6,7 @@ mod cache;
 mod candidates;
 mod contained;
 mod containment;
+mod effects;
 mod field_line;
 #[cfg(test)]
 mod fuzz_tests;
@@ -20,6 +21,7 @@ pub(crate) use crate::error::LoadError;
 use cache::VerdictCache;
 pub(crate) use candidates::MAX_FILE_BYTES;
 pub(crate) use candidates::absolutize;
+pub(crate) use effects::{AnnotationCheck, Effects};
 pub(crate) use known_schemas::KnownSchemas;
 pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, plan, reconcile_replica};
 pub(crate) use registrations::Registrations;

@@ -26,7 +26,9 @@ pub(super) fn check(display: &str, src: &str) -> ParseVerdict {
     match full_moon::parse_fallible(src, LuaVersion::lua54()).into_result() {
         Ok(ast) => {
             if block_registers(ast.nodes(), true) {
-                ParseVerdict::Registers(contained::analyse_sized(&ast, src.len()))
+                let mut top_level = contained::analyse_sized(&ast, src.len());
+                top_level.effects = super::effects::summarise_bounded(&ast, src.len());
+                ParseVerdict::Registers(top_level)
             } else {
                 ParseVerdict::NoTopLevelRegister
             }

@@ -37,10 +37,29 @@ pub(super) async fn execute(
 ) -> ToolResult {
     let budget_ms = tool.timeout_ms.unwrap_or(default_timeout_ms);
     let budget = Duration::from_millis(budget_ms);
+    let served_read_only = tool.annotations.read_only == Some(true);
     let outcome = match &tool.handler {
         Handler::Lua(id) => {
-            vm.call_handler(*id, tool.name.as_str(), domain, args, ctx, budget)
-                .await
+            let read_only = served_read_only || ctx.read_only;
+            vm.call_handler(
+                *id,
+                tool.name.as_str(),
+                domain,
+                args,
+                ctx,
+                budget,
+                read_only,
+            )
+            .await
+        }
+        // A read-only tool's `ctx.call` reaches only read-only tools: the sandbox cannot
+        // hold a Rust handler or another server's tool to the promise.
+        Handler::Native(_) if ctx.read_only && !served_read_only => {
+            Err(HandlerFailure::Raised(format!(
+                "{} was not run: it was called by a read-only tool, and it is not read-only \
+                 itself (see docs/effects.md)",
+                tool.name
+            )))
         }
         Handler::Native(handler) => {
             let deadline = std::time::Instant::now() + budget;

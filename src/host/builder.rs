@@ -376,6 +376,7 @@ pub(super) fn build_world(
             .collect(),
         vms,
         last_good,
+        annotation_check: settings_config.sandbox.annotation_check,
     };
     let generation = generation::build(&recipe)?;
     let world = World {

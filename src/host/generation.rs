@@ -28,6 +28,8 @@ pub(super) struct Recipe<'a> {
     pub vms: usize,
     /// Sources of the previous generation, serving files that now fail.
     pub last_good: &'a discovery::Sources,
+    /// `[sandbox] annotation_check`.
+    pub annotation_check: discovery::AnnotationCheck,
 }
 
 /// A loaded generation.
@@ -90,6 +92,11 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         _ => discovery::Registrations::disabled(),
     };
     let (plan, planned) = discovery::plan(&verdicts, recipe.dirs, &mut registrations);
+    // Explicit files (`check FILES`) are analysed afresh, like they always run.
+    let mut effects = match recipe.only_files {
+        None => discovery::Effects::read(recipe.cache_dir, recipe.annotation_check),
+        Some(_) => discovery::Effects::uncached(recipe.annotation_check),
+    };
     let snapshot = verdicts.clone();
     let mut primary = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
     let replica_count = recipe.vms.saturating_sub(1);
@@ -118,8 +125,10 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
                 &mut schemas,
                 planned,
                 &mut registrations,
+                &mut effects,
             )
         });
+        effects.write_if_changed();
         schemas.write_if_changed(recipe.cache_dir);
         registrations.write_if_changed();
         for handle in handles {

@@ -67,6 +67,9 @@ pub struct CallContext {
     /// Where the pipeline notes its hook and approval decisions for the audit log (set by
     /// the MCP server for the calls it audits).
     pub(crate) decisions: Option<Arc<super::Decisions>>,
+    /// The call runs on behalf of a read-only tool (set for the calls a read-only tool
+    /// makes with `ctx.call`): writes are refused, and only read-only tools run.
+    pub(crate) read_only: bool,
 }
 
 /// What a task tool's call calls between `prepare` and its handler (see

@@ -173,6 +173,8 @@ pub struct ToolEntry {
     /// Registered but unavailable for this reason, whatever `check_fn` says (the tool of an
     /// MCP server that is down).
     pub offline: Option<String>,
+    /// What its code can do to the world, for Lua tools (docs/effects.md).
+    pub effects: Option<std::sync::Arc<super::ToolEffects>>,
 }
 
 /// An entry reads its registration's options as its own fields (`tool.timeout_ms`): every
@@ -186,6 +188,22 @@ impl std::ops::Deref for ToolEntry {
 }
 
 impl ToolEntry {
+    /// The annotations it is served with (checked, or filled in from its effects), by
+    /// their Lua names (`list --json`).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn annotations_json(&self) -> Value {
+        serde_json::to_value(&self.annotations).unwrap_or_else(|_| Value::Object(Map::new()))
+    }
+
+    /// Its distinct effects (docs/effects.md); `null` for tools that are not Lua files.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn effects_json(&self) -> Value {
+        match &self.effects {
+            Some(effects) => Value::from(effects.names()),
+            None => Value::Null,
+        }
+    }
+
     /// `file:line` of the registration, or the source for native tools.
     pub fn origin(&self) -> String {
         match (&self.file, self.line) {
@@ -265,5 +283,6 @@ pub(crate) fn test_entry(name: &str, toolset: &str) -> ToolEntry {
         file: None,
         line: None,
         offline: None,
+        effects: None,
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod ask_scenarios;
 pub mod fastmcp;
+pub mod fixture_server;
 pub mod fleet;
 pub mod git_repo;
 pub mod mcp_client;

@@ -33,7 +33,7 @@
 ---@field parallel_safe? boolean May run beside other calls of a batch
 ---@field requires_approval? boolean Every call asks the approver first
 ---@field output_schema? table JSON Schema (type = "object") a table result must match; MCP clients get it as structuredContent
----@field annotations? {title?: string, read_only?: boolean, destructive?: boolean, idempotent?: boolean, open_world?: boolean} MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)
+---@field annotations? {title?: string, read_only?: boolean, destructive?: boolean, idempotent?: boolean, open_world?: boolean} MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint); checked against the tool's effects at load, filled in when left out
 ---@field needs? ("elicitation"|"sampling"|"roots")[] Client capabilities the handler's input requests need (ctx.ask: elicitation, ctx.sample: sampling, ctx.roots: roots); an MCP client without one gets error -32021 instead of a run
 ---@field task? "optional"|"required" MCP Tasks extension: "optional" gives clients that declare it a task to poll, "required" refuses other clients (-32021); default: no task
 ---@field prepare? fun(args: table, ctx: toolhost.Ctx): any Task tools only: runs before the task is created (it may ask: `ctx.ask` and the others, in the request's rounds); the task then runs `handler(args, ctx, prepared)` with what it returned

@@ -189,7 +189,7 @@ impl Host {
         let run = world.pool.run(&needs, move |vm| async move {
             let budget = Duration::from_millis(budget_ms);
             let token = ctx.cancel.clone();
-            let call = vm.call_handler(id, &name, &domain, &args, &ctx, budget);
+            let call = vm.call_handler(id, &name, &domain, &args, &ctx, budget, false);
             vm.cancellable(token, call).await
         });
         let answer = tokio::select! {

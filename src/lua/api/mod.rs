@@ -12,6 +12,7 @@ pub(crate) mod store;
 pub(crate) mod stubs;
 pub(crate) mod time;
 
+pub(crate) mod effect;
 pub(crate) mod env;
 
 use crate::fs_roots::FsRoots;
@@ -131,12 +132,17 @@ pub(crate) fn catalogue() -> Vec<ApiFunction> {
 }
 
 /// The pieces the bootstrap assembles the libraries from: `api` (module → name →
-/// function), `async` (the in-handler variants) and `handler_only` (module → name → true).
+/// function), `async` (the in-handler variants), `handler_only` (module → name → true) and
+/// `writes` (module → name → true: refused in a read-only call, see `effect`).
 pub(crate) fn install(lua: &Lua, ctx: &ApiContext) -> mlua::Result<Table> {
     let api = lua.create_table()?;
     let asynchronous = lua.create_table()?;
     let handler_only = lua.create_table()?;
+    let writes = lua.create_table()?;
     for function in catalogue() {
+        if effect::effect_of(function.module, function.name).is_some_and(effect::is_write) {
+            module_table(lua, &writes, function.module)?.raw_set(function.name, true)?;
+        }
         let module = module_table(lua, &api, function.module)?;
         module.raw_set(function.name, (function.make)(lua, ctx)?)?;
         match function.calling {
@@ -154,6 +160,7 @@ pub(crate) fn install(lua: &Lua, ctx: &ApiContext) -> mlua::Result<Table> {
     parts.raw_set("api", api)?;
     parts.raw_set("async", asynchronous)?;
     parts.raw_set("handler_only", handler_only)?;
+    parts.raw_set("writes", writes)?;
     Ok(parts)
 }
 

@@ -28,16 +28,27 @@ pub(crate) struct CurrentCall {
     pub asker: Option<Arc<dyn Asker>>,
     /// The keys of the call's input requests.
     pub asking: parking_lot::Mutex<Asking>,
+    /// The call is served as read-only (its tool's `read_only` annotation, or a caller's
+    /// that was): every write host function refuses (docs/effects.md).
+    pub read_only: bool,
 }
 
 impl CurrentCall {
     /// The parts of `ctx` host functions need, or `None` when there are none (the common
-    /// case costs nothing per poll).
-    pub(crate) fn of(tool: &str, domain: &CallerDomain, ctx: &CallContext) -> Option<Arc<Self>> {
+    /// case costs nothing per poll). `read_only`: the call is served as read-only (its
+    /// tool's annotation, or `ctx`'s caller was); the tools it calls are then read-only too.
+    pub(crate) fn of(
+        tool: &str,
+        domain: &CallerDomain,
+        ctx: &CallContext,
+        read_only: bool,
+    ) -> Option<Arc<Self>> {
+        let read_only = read_only || ctx.read_only;
         if ctx.observer().is_none()
             && ctx.fs_roots().is_none()
             && ctx.tool_caller.is_none()
             && ctx.asker().is_none()
+            && !read_only
         {
             return None;
         }
@@ -46,10 +57,17 @@ impl CurrentCall {
             domain: domain.clone(),
             observer: ctx.observer().cloned(),
             fs_roots: ctx.fs_roots().cloned(),
-            ctx: ctx.tool_caller.is_some().then(|| ctx.clone()),
+            ctx: ctx.tool_caller.is_some().then(|| {
+                let mut ctx = ctx.clone();
+                // Inherited by every `ctx.child`: a read-only tool cannot lend itself the
+                // writes of a tool it calls.
+                ctx.read_only = read_only;
+                ctx
+            }),
             children: std::sync::atomic::AtomicU32::new(0),
             asker: ctx.asker().cloned(),
             asking: parking_lot::Mutex::new(Asking::new(ctx.ask_prefix.clone())),
+            read_only,
         }))
     }
 }
@@ -112,4 +130,17 @@ pub(crate) fn fs_roots(lua: &Lua, default: &Arc<FsRoots>) -> Arc<FsRoots> {
         Some(client) => client.within(default),
         None => default.clone(),
     }
+}
+
+/// Why the running call may not call the write host function `label` (`fs.write`, …):
+/// it is served as read-only. `None` when it may (no call, or a call that may write).
+pub(crate) fn write_refusal(lua: &Lua, label: &str) -> Option<String> {
+    let call = get(lua)?;
+    call.read_only.then(|| {
+        format!(
+            "{label} refused: tool '{}' is served as read-only (its read_only annotation, or \
+             that of the tool that called it), and {label} writes (see docs/effects.md)",
+            call.tool
+        )
+    })
 }

@@ -270,7 +270,7 @@ pub(crate) const REGISTER_FIELDS: &[RegisterField] = &[
         name: "annotations",
         required: false,
         lua_type: "{title?: string, read_only?: boolean, destructive?: boolean, idempotent?: boolean, open_world?: boolean}",
-        doc: "MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint)",
+        doc: "MCP hints for clients (readOnlyHint, destructiveHint, idempotentHint, openWorldHint); checked against the tool's effects at load, filled in when left out",
         expects: "a table",
         parse: |_, field, value, draft| {
             draft.registration.annotations = annotations_field(field, value)?;

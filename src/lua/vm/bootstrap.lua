@@ -340,6 +340,7 @@ local function noting(fn)
   end
 end
 local pure_modules = { json = true, log = true }
+local write_refusal = host.write_refusal
 local os_lib = { time = noting(os.time), clock = noting(os.clock), date = noting(os.date) }
 local math_lib = copy(math)
 math_lib.random = noting(math.random)
@@ -352,10 +353,18 @@ for module, functions in pairs(host.api.api) do
   local only = host.api.handler_only[module] or {}
   local async = host.api.async[module] or {}
   local reads_world = not pure_modules[module]
+  local writes = host.api.writes[module] or {}
   for name, fn in pairs(functions) do
+    -- A write in a call served as read-only is refused before it starts (the host's
+    -- answer names the tool and the function; nil when the call may write).
+    local write_label = writes[name] and (module .. "." .. name)
     if only[name] then
       local label = module .. "." .. name
       lib[name] = function(...)
+        if write_label then
+          local refused = write_refusal(write_label)
+          if refused then error(refused, 2) end
+        end
         if not awaiting_thread() then
           error(label .. " can only be called from a tool handler (not at load time, in a probe or inside coroutine.create/wrap)", 2)
         end
@@ -366,6 +375,10 @@ for module, functions in pairs(host.api.api) do
     elseif async[name] then
       local in_handler = async[name]
       lib[name] = function(...)
+        if write_label then
+          local refused = write_refusal(write_label)
+          if refused then error(refused, 2) end
+        end
         if not awaiting_thread() then
           if reads_world then note_impure() end
           return fn(...)
@@ -378,6 +391,10 @@ for module, functions in pairs(host.api.api) do
       -- Raised again as a plain message (a caught error is the text the author expects, not
       -- mlua's wrapped error with a traceback); it already names the tool's file:line.
       lib[name] = function(...)
+        if write_label then
+          local refused = write_refusal(write_label)
+          if refused then error(refused, 2) end
+        end
         if reads_world and not awaiting_thread() then note_impure() end
         local ok, r = call_here(fn, ...)
         if not ok then error(r, 0) end
@@ -416,6 +433,7 @@ local function bind(key, lib, identity, domain)
   elseif key == "store" then
     local ns = domain or "builtin"
     for name, raw in pairs(store_raw) do
+      -- A tail call: a host error raised at level 2 names the tool's line, not this one.
       lib[name] = function(...) return raw(ns, ...) end
     end
   end

@@ -257,6 +257,12 @@ impl LuaVm {
                 Ok(())
             })?,
         )?;
+        // Called by the host-API glue before every write (see `api::effect`): the refusal
+        // when the running call is served read-only, else nil.
+        host.set(
+            "write_refusal",
+            lua.create_function(|lua, label: String| Ok(current::write_refusal(lua, &label)))?,
+        )?;
         host.set(
             "prescan",
             lua.create_function(|_, (chunk, name): (mlua::LuaString, Option<String>)| {
@@ -540,7 +546,9 @@ impl LuaVm {
 
     /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield)
     /// under a deadline of `budget`, and normalises its return value (docs/lua-api.md): string →
-    /// text, table → JSON text, multimodal envelope → object.
+    /// text, table → JSON text, multimodal envelope → object. `read_only`: the call is served
+    /// as read-only (every write host function refuses).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call_handler(
         &self,
         id: LuaFnId,
@@ -549,12 +557,13 @@ impl LuaVm {
         args: &Value,
         ctx: &CallContext,
         budget: Duration,
+        read_only: bool,
     ) -> Result<Returned, HandlerFailure> {
         let call = CallClock::start(budget);
         let guarded = Deadlined {
             vm: self,
             call,
-            current: current::CurrentCall::of(tool_name, domain, ctx),
+            current: current::CurrentCall::of(tool_name, domain, ctx, read_only),
             inner: Some(Box::pin(self.invoke(id, tool_name, args, ctx))),
         };
         // The timer covers a handler parked in a Rust future (no Lua runs, so the hook

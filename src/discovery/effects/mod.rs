@@ -1,0 +1,122 @@
+//! Effects (docs/effects.md): what a tool's handler can do to the world, read from its
+//! file's `full_moon` tree and the `lib/` modules it requires; checked against the tool's
+//! declared annotations at load, and used to fill in the ones it left out.
+//!
+//! The analysis of a file ([`scan`]) is kept per file digest in `<cache_dir>/effects.json`
+//! ([`cache`]), so a warm start parses nothing it parsed before; [`resolve`] follows a
+//! handler through the file's names and modules; [`check`] compares with the annotations.
+
+mod cache;
+mod check;
+mod resolve;
+mod scan;
+mod summary;
+
+pub(crate) use cache::Effects;
+pub(crate) use check::{AnnotationCheck, apply};
+pub(crate) use summary::Summary;
+
+pub(crate) use crate::registry::{EffectSite, ToolEffects};
+use std::sync::Arc;
+
+/// Largest file analysed: the tree is walked recursively, and a long operator or call chain
+/// (which the nesting guard lets through) makes a deep tree. A larger file's effects are
+/// `unknown` (never derived read-only; the run-time guard still holds).
+pub(crate) const MAX_ANALYSED_BYTES: usize = 1024 * 1024;
+
+/// The analysis of a parsed file of `len` bytes (a file over [`MAX_ANALYSED_BYTES`]: one
+/// `unknown` site).
+pub(crate) fn summarise_bounded(ast: &full_moon::ast::Ast, len: usize) -> Option<Arc<Summary>> {
+    if len > MAX_ANALYSED_BYTES {
+        let mut summary = Summary::default();
+        summary.whole.sites.insert(summary::Site {
+            effect: "unknown".into(),
+            call: format!(
+                "file larger than {} KiB (not analysed)",
+                MAX_ANALYSED_BYTES / 1024
+            ),
+            line: 1,
+        });
+        return Some(Arc::new(summary));
+    }
+    Some(Arc::new(scan::summarise(ast)))
+}
+
+/// Finds the effects of each of a file's tools (`entries`, registered at `lines`, from
+/// `source`), checks their annotations against them and fills in the ones left out.
+/// `Err`: a contradiction, under `annotation_check = "error"`.
+pub(crate) fn judge_file(
+    effects: &mut Effects,
+    entries: &mut [crate::registry::ToolEntry],
+    lines: &[u32],
+    verdict: &super::Verdict,
+    source: &[u8],
+    dirs: &[crate::lua::SearchDir],
+    state: &crate::registry::RegistryState,
+) -> Result<(), crate::error::LoadError> {
+    // The tree discovery parsed is this source's unless the last good version runs.
+    let parsed = verdict
+        .top_level
+        .as_ref()
+        .and_then(|top| top.effects.as_ref())
+        .filter(|_| verdict.source.as_deref() == Some(source));
+    let summary = effects.summary(source, parsed);
+    for (position, entry) in entries.iter_mut().enumerate() {
+        let sites = match &summary {
+            Some(summary) => {
+                resolve::tool_sites(effects, summary, entry.name.as_str(), &verdict.shown, dirs)
+            }
+            None => vec![EffectSite {
+                effect: "unknown".into(),
+                call: "the file could not be analysed".into(),
+                file: verdict.shown.clone(),
+                line: 1,
+            }],
+        };
+        let sites = with_mcp(sites, state);
+        let line = lines.get(position).copied();
+        let derived = match apply(
+            entry.name.as_str(),
+            &mut entry.registration.annotations,
+            &sites,
+        ) {
+            Ok(derived) => derived,
+            Err(contradictions) => {
+                let message = contradictions.join("; ");
+                if effects.mode == AnnotationCheck::Error {
+                    return Err(crate::error::LoadError::new(&verdict.shown, line, message));
+                }
+                tracing::warn!(target: "toolhost::load", "{}:{}: {message}", verdict.shown, line.unwrap_or(0));
+                false
+            }
+        };
+        entry.effects = Some(Arc::new(ToolEffects { sites, derived }));
+    }
+    Ok(())
+}
+
+/// `sites` plus an `mcp` site beside each literal `ctx.call` of an external MCP server's
+/// tool (those are registered before any Lua file).
+fn with_mcp(mut sites: Vec<EffectSite>, state: &crate::registry::RegistryState) -> Vec<EffectSite> {
+    let external: Vec<EffectSite> = sites
+        .iter()
+        .filter(|site| {
+            site.effect.strip_prefix("call:").is_some_and(|name| {
+                state.all().any(|tool| {
+                    tool.name.as_str() == name
+                        && matches!(tool.source, crate::registry::Source::Mcp(_))
+                })
+            })
+        })
+        .map(|site| EffectSite {
+            effect: "mcp".into(),
+            ..site.clone()
+        })
+        .collect();
+    if !external.is_empty() {
+        sites.extend(external);
+        sites.sort();
+        sites.dedup();
+    }
+    sites
+}
