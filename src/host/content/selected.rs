@@ -21,6 +21,7 @@ impl Host {
     /// The scopes reading a resource or rendering a prompt of `toolset` needs, sorted: every
     /// `[serve.oauth.scopes]` entry that names one of `names` (its name, its URI or
     /// template), its toolset (or a composite reaching it) or `all`.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn content_scopes(&self, toolset: &str, names: &[&str]) -> Vec<String> {
         let config = self.config();
         let config = &config.config;
@@ -41,6 +42,7 @@ impl Host {
 
     /// The first scope the caller of `ctx` lacks for a resource or prompt of `toolset`
     /// called `names` (only OAuth callers have scopes to lack).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn content_missing_scope(
         &self,
         toolset: &str,
@@ -55,6 +57,7 @@ impl Host {
 
     /// The resource serving `uri` (a fixed URI, or the first template matching it): its
     /// key (the URI or template text as registered), name and toolset.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn resource_serving(&self, uri: &str) -> Option<(String, String, String)> {
         let (_, state) = self.current();
         let (entry, _) = state.resource_for(uri)?;

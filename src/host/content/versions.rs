@@ -10,6 +10,7 @@ use std::hash::{Hash, Hasher};
 impl Host {
     /// Each resource's key (its URI or template text, as registered) and its version: a
     /// hash of the source of the file that registered it and of what it lists as.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
     pub(crate) fn resource_versions(&self) -> BTreeMap<String, u64> {
         let (_, state) = self.current();
         let sources = self.inner.last_good.lock();
