@@ -273,3 +273,35 @@ registry.prompt{ name = "other", render = ask }"#,
     );
     assert_eq!(second["error"]["code"], -32602, "{second}");
 }
+
+#[test]
+fn a_resource_read_that_asks_answers_input_required_then_reads_on_2026() {
+    let dir = notes_dir();
+    std::fs::write(
+        dir.path().join("tools-lua/vault.lua"),
+        r#"registry.resource{ uri = "vault://door", name = "door",
+  read = function(_, ctx)
+    local r = ctx.ask{ key = "pin", message = "PIN?",
+      schema = { properties = { pin = { type = "string" } }, required = { "pin" } } }
+    return "opened with " .. r.content.pin
+  end }"#,
+    )
+    .expect("resource file");
+    let (first, second) = converse_2026(
+        dir.path(),
+        "resources/read",
+        json!({ "uri": "vault://door" }),
+        |first| {
+            Some(json!({
+                "uri": "vault://door",
+                "requestState": first["result"]["requestState"],
+                "inputResponses": { "pin": { "action": "accept", "content": { "pin": "1234" } } },
+            }))
+        },
+    );
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(
+        second["result"]["contents"][0]["text"], "opened with 1234",
+        "{second}"
+    );
+}
