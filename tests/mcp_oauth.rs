@@ -624,7 +624,8 @@ fn a_tool_entry_and_its_toolsets_entry_are_both_needed() {
 }
 
 /// `[serve.oauth.scopes]` applies to resources by toolset and to prompts by name: a read or
-/// render without the scope is refused (-32003 naming it), with it goes through.
+/// render without the scope is refused (403 `insufficient_scope`, -32003 naming it), with
+/// it goes through.
 #[test]
 fn resources_and_prompts_need_the_scopes_of_their_toolset_or_name() {
     let key = Key::new("k1", 21);
@@ -651,14 +652,14 @@ registry.prompt{ name = "confess", render = function() return "all of it" end }"
     let read =
         r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"vault://keys"}}"#;
     let render = r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"confess"}}"#;
-    let refused = server
-        .post(Some(&with_scopes("mcp:confess")), read)
-        .message();
+    let refused = server.post(Some(&with_scopes("mcp:confess")), read);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let refused = refused.message();
     assert_eq!(refused["error"]["code"], -32003, "{refused}");
     assert!(refused.to_string().contains("mcp:admin"), "{refused}");
-    let refused = server
-        .post(Some(&with_scopes("mcp:admin")), render)
-        .message();
+    let refused = server.post(Some(&with_scopes("mcp:admin")), render);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let refused = refused.message();
     assert_eq!(refused["error"]["code"], -32003, "{refused}");
     assert!(refused.to_string().contains("mcp:confess"), "{refused}");
     let both = with_scopes("mcp:admin mcp:confess");
