@@ -7,20 +7,19 @@
 # fails that tests/conformance/expected-failures.yml does not list, or when one it lists
 # now passes (stale: delete the entry).
 #
-# What is expected to fail, and why (the file says it per entry; docs/mcp-server.md has the
-# per-scenario table):
-# - resources-*, prompts-*, completion-complete, input-required-result-non-tool-request (an
-#   input request on prompts/get) and the caching checks of the prompts/resources endpoints:
-#   toolhost serves tools only (a later issue adds them).
-# Last run (0.2.0-alpha.12, 5 December 2026): 2026-07-28 and 2025-11-25 pass apart from
-# those entries: every tools-*, server-stateless (29 of 29 checks, the -32021 ones with the
-# fixture test_missing_capability), every other input-required-result-* (16 of 17),
+# Nothing is expected to fail (tests/conformance/expected-failures.yml lists no scenario;
+# docs/mcp-server.md has the per-scenario table).
+# Last run (0.2.0-alpha.12, 5 December 2026): 2026-07-28 and 2025-11-25 pass in full: every
+# tools-*, server-stateless (30 of 30 checks, the -32021 ones with the fixture
+# test_missing_capability, prompts/list_changed with test_trigger_prompt_change), every
+# input-required-result-* (17 of 17, a prompt that asks on prompts/get included),
+# resources-*, prompts-*, completion-complete, caching (every listing),
+# sep-2164-resource-not-found, resources-subscribe and resources-unsubscribe (2025-11-25),
 # tools-call-sampling, tools-call-elicitation, elicitation-sep1034-defaults,
-# elicitation-sep1330-enums, caching (tools/list), http-header-validation,
-# http-custom-header-server-validation, json-schema-2020-12, dns-rebinding-protection,
-# server-sse-multiple-streams, sep-2164-resource-not-found, server-initialize,
-# server-session-lifecycle, server-sse-polling ([serve] sse_poll_after_ms, set below),
-# ping, logging-set-level, and every scenario of the Tasks
+# elicitation-sep1330-enums, http-header-validation, http-custom-header-server-validation,
+# json-schema-2020-12, dns-rebinding-protection, server-sse-multiple-streams,
+# server-initialize, server-session-lifecycle, server-sse-polling ([serve]
+# sse_poll_after_ms, set below), ping, logging-set-level, and every scenario of the Tasks
 # extension (unscored; a task that asks, prepare asking in rounds).
 #
 # The suite needs Node >= 22 (it uses fs.globSync); the machine may have 20, so Node 22 comes

@@ -34,6 +34,45 @@ pub(crate) fn effective(
 /// Names that mean "every toolset".
 pub(crate) const ALL_NAMES: [&str; 2] = ["all", "*"];
 
+/// Whether the toolset names `names` reach the toolset `toolset` (of a resource or a
+/// prompt, which are not tools): one of them is `toolset` or `all`/`*`, or a
+/// `[toolsets.NAME]` composite includes it, however deep. Cycles are harmless.
+pub(crate) fn reaches(
+    composites: &BTreeMap<String, ToolsetConfig>,
+    names: &[String],
+    toolset: &str,
+) -> bool {
+    let mut visited: HashSet<&str> = HashSet::new();
+    let mut pending: Vec<&str> = names.iter().map(String::as_str).collect();
+    while let Some(name) = pending.pop() {
+        if !visited.insert(name) {
+            continue;
+        }
+        if name == toolset || ALL_NAMES.contains(&name) {
+            return true;
+        }
+        if let Some(composite) = composites.get(name) {
+            pending.extend(composite.includes.iter().map(String::as_str));
+        }
+    }
+    false
+}
+
+/// Whether `selection` (the config's defaults applied, [`effective`]) takes in the
+/// resources and prompts of `toolset`: its enabled toolsets (`None`: all) reach it and its
+/// disabled ones do not, as for tools.
+pub(crate) fn selects_toolset(
+    composites: &BTreeMap<String, ToolsetConfig>,
+    selection: &ToolsetSelection,
+    toolset: &str,
+) -> bool {
+    let enabled = match &selection.enabled {
+        None => true,
+        Some(names) => reaches(composites, names, toolset),
+    };
+    enabled && !reaches(composites, &selection.disabled, toolset)
+}
+
 /// The toolsets known for one set of visible tools.
 pub(crate) struct Toolsets<'a> {
     composites: &'a BTreeMap<String, ToolsetConfig>,
@@ -175,6 +214,47 @@ mod tests {
             .into_iter()
             .map(str::to_string)
             .collect()
+    }
+
+    #[test]
+    fn a_content_toolset_follows_enabled_composites_and_disabled_names() {
+        let (_, composites) = fixture();
+        let pick = |enabled: Option<&[&str]>, disabled: &[&str]| ToolsetSelection {
+            enabled: enabled.map(names),
+            disabled: names(disabled),
+        };
+        assert!(selects_toolset(&composites, &pick(None, &[]), "notes"));
+        assert!(selects_toolset(
+            &composites,
+            &pick(Some(&["notes"]), &[]),
+            "notes"
+        ));
+        assert!(!selects_toolset(
+            &composites,
+            &pick(Some(&["file"]), &[]),
+            "notes"
+        ));
+        // `coding` includes `file` (and, through `ops`, itself: a cycle).
+        assert!(selects_toolset(
+            &composites,
+            &pick(Some(&["coding"]), &[]),
+            "file"
+        ));
+        assert!(selects_toolset(
+            &composites,
+            &pick(Some(&["*"]), &[]),
+            "notes"
+        ));
+        assert!(!selects_toolset(
+            &composites,
+            &pick(None, &["notes"]),
+            "notes"
+        ));
+        assert!(!selects_toolset(
+            &composites,
+            &pick(Some(&["all"]), &["ops"]),
+            "shell"
+        ));
     }
 
     #[test]

@@ -77,6 +77,68 @@ fn a_file_save_reaches_a_subscription_over_http() {
     assert_list_changed_over_a_subscription("http");
 }
 
+/// Runs `modern.py resource_updates` with `note.lua` (a resource) saved once before the
+/// server starts; the script saves it again.
+fn resource_updates(transport: &str, mode: &str) -> Vec<Value> {
+    let fx = fixture();
+    fx.tool(
+        "note.lua",
+        r#"registry.resource{ uri = "note://today", name = "today", read = function() return "first" end }"#,
+    );
+    let binary = assert_cmd::cargo::cargo_bin!("toolhost");
+    let args = [
+        "resource_updates",
+        transport,
+        mode,
+        binary.to_str().expect("utf-8 path"),
+        fx.root().to_str().expect("utf-8 path"),
+        "--watch",
+    ];
+    run_script("modern.py", &args)
+}
+
+fn assert_reread_edited(steps: &[Value]) {
+    assert_eq!(
+        step(steps, "reread")["result"]["contents"][0]["text"],
+        "edited",
+        "{steps:?}"
+    );
+}
+
+#[test]
+fn a_saved_resource_file_reaches_a_listen_subscription_over_http() {
+    let steps = resource_updates("http", NEWEST);
+    // The URI no resource serves is left out of the acknowledged filter.
+    assert_eq!(
+        step(&steps, "acknowledged")["honored"],
+        json!({"resourceSubscriptions": ["note://today"]})
+    );
+    assert_eq!(step(&steps, "updated")["kind"], "ResourceUpdated");
+    assert_eq!(step(&steps, "updated")["uri"], "note://today");
+    assert_reread_edited(&steps);
+}
+
+#[test]
+fn a_saved_resource_file_reaches_a_listen_subscription_over_stdio() {
+    let steps = resource_updates("stdio", NEWEST);
+    assert_eq!(step(&steps, "updated")["uri"], "note://today");
+    assert_reread_edited(&steps);
+}
+
+#[test]
+fn a_saved_resource_file_reaches_a_legacy_subscriber_over_http() {
+    let steps = resource_updates("http", LEGACY);
+    assert_eq!(step(&steps, "updated")["uri"], "note://today");
+    assert_reread_edited(&steps);
+}
+
+#[test]
+fn a_saved_resource_file_reaches_a_legacy_subscriber_over_stdio() {
+    let steps = resource_updates("stdio", LEGACY);
+    assert_eq!(step(&steps, "updated")["uri"], "note://today");
+    assert_reread_edited(&steps);
+}
+
 #[test]
 fn discover_names_both_revisions_and_the_tools_capability() {
     let steps = run("discover", "http", "auto", &[]);

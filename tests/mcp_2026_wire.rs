@@ -227,3 +227,38 @@ fn closing_the_input_ends_open_subscriptions_with_their_final_result() {
         wire.serving.await.unwrap().unwrap();
     });
 }
+
+#[test]
+fn a_listen_filter_keeps_at_most_a_thousand_served_uris() {
+    let fx = fixture();
+    fx.tool(
+        "docs.lua",
+        r#"registry.resource{ uri_template = "docs://{id}", name = "doc",
+  read = function(p) return p.id end }"#,
+    );
+    let host = fx.host();
+    common::two_worker_runtime().block_on(async {
+        let mut wire = Wire::start(&host);
+        // A hostile filter: 1,500 URIs, one no resource serves.
+        let mut uris: Vec<String> = (0..1500).map(|i| format!("docs://{i}")).collect();
+        uris[0] = "nope://x".to_string();
+        wire.send(json!({"jsonrpc": "2.0", "id": "many",
+            "method": "subscriptions/listen", "params": {"_meta": meta(),
+            "notifications": {"resourceSubscriptions": uris}}}))
+            .await;
+        let ack = wire.next_message().await;
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        let accepted = ack["params"]["notifications"]["resourceSubscriptions"]
+            .as_array()
+            .expect("accepted URIs")
+            .clone();
+        assert_eq!(
+            accepted.len(),
+            999,
+            "the first 1,000 looked at, less the unserved one"
+        );
+        assert_eq!(accepted[0], "docs://1");
+        assert_eq!(accepted[998], "docs://999");
+        wire.serving.abort();
+    });
+}

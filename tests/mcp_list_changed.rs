@@ -3,58 +3,8 @@
 
 mod common;
 
+use common::pipe_session::PipeSession as Session;
 use common::{Fixture, simple_tool};
-use serde_json::Value;
-use tokio::io::{
-    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
-};
-
-/// A client of `Host::serve_mcp` over an in-memory pipe, past `initialize`.
-struct Session {
-    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
-    out: WriteHalf<DuplexStream>,
-    serving: tokio::task::JoinHandle<toolhost::Result<()>>,
-}
-
-impl Session {
-    async fn start(host: &toolhost::Host) -> Self {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (server_in, server_out) = tokio::io::split(server);
-        let serving = {
-            let host = host.clone();
-            tokio::spawn(async move {
-                host.serve_mcp(
-                    toolhost::Selection::default(),
-                    BufReader::new(server_in),
-                    server_out,
-                )
-                .await
-            })
-        };
-        let (client_in, out) = tokio::io::split(client);
-        let mut session = Self {
-            lines: BufReader::new(client_in).lines(),
-            out,
-            serving,
-        };
-        session.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#).await;
-        session.next_message().await;
-        session
-            .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-            .await;
-        session
-    }
-
-    async fn send(&mut self, line: &str) {
-        self.out.write_all(line.as_bytes()).await.unwrap();
-        self.out.write_all(b"\n").await.unwrap();
-    }
-
-    async fn next_message(&mut self) -> Value {
-        let line = self.lines.next_line().await.unwrap().expect("a line");
-        serde_json::from_str(&line).unwrap()
-    }
-}
 
 #[test]
 fn list_changed_is_sent_only_when_the_listed_tools_change() {

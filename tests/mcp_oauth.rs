@@ -626,3 +626,52 @@ fn a_tool_entry_and_its_toolsets_entry_are_both_needed() {
     let both = server.post(Some(&with_scopes("mcp:ident mcp:relay")), &call);
     assert_eq!(structured(&both)["id"], "mo");
 }
+
+/// `[serve.oauth.scopes]` applies to resources by toolset and to prompts by name: a read or
+/// render without the scope is refused (403 `insufficient_scope`, -32003 naming it), with
+/// it goes through.
+#[test]
+fn resources_and_prompts_need_the_scopes_of_their_toolset_or_name() {
+    let key = Key::new("k1", 21);
+    let fx = Fixture::new();
+    fx.write("keys.json", jwks(&[&key]));
+    fx.tool(
+        "vault.lua",
+        r#"registry.resource{ uri = "vault://keys", name = "keys", toolset = "admin",
+  read = function() return "secret" end }
+registry.prompt{ name = "confess", render = function() return "all of it" end }"#,
+    );
+    let server = start_with(
+        fx,
+        &format!(
+            "{}confess = \"mcp:confess\"\n",
+            config("jwks_file = \"keys.json\"")
+        ),
+    );
+    let with_scopes = |scopes: &str| {
+        let mut c = claims("pat");
+        c["scope"] = json!(scopes);
+        key.sign(&c)
+    };
+    let read =
+        r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"vault://keys"}}"#;
+    let render = r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"confess"}}"#;
+    let refused = server.post(Some(&with_scopes("mcp:confess")), read);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let refused = refused.message();
+    assert_eq!(refused["error"]["code"], -32003, "{refused}");
+    assert!(refused.to_string().contains("mcp:admin"), "{refused}");
+    let refused = server.post(Some(&with_scopes("mcp:admin")), render);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let refused = refused.message();
+    assert_eq!(refused["error"]["code"], -32003, "{refused}");
+    assert!(refused.to_string().contains("mcp:confess"), "{refused}");
+    let both = with_scopes("mcp:admin mcp:confess");
+    let read = server.post(Some(&both), read).message();
+    assert_eq!(read["result"]["contents"][0]["text"], "secret", "{read}");
+    let render = server.post(Some(&both), render).message();
+    assert_eq!(
+        render["result"]["messages"][0]["content"]["text"], "all of it",
+        "{render}"
+    );
+}

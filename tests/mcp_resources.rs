@@ -124,13 +124,25 @@ fn no_resource_or_prompt_capability_without_registrations() {
 /// One 2026-07-28 request (its `_meta` declares the revision; no `initialize`) to a fresh
 /// `toolhost serve` over stdio, and the answer.
 fn ask_2026(dir: &std::path::Path, method: &str, params: Value) -> Value {
+    converse_2026(dir, method, params, |_| None).0
+}
+
+/// A 2026-07-28 request to a fresh `toolhost serve` over stdio and its answer, then the
+/// request `follow` makes of that answer (the same method; `None`: none) and its answer.
+fn converse_2026(
+    dir: &std::path::Path,
+    method: &str,
+    params: Value,
+    follow: impl FnOnce(&Value) -> Option<Value>,
+) -> (Value, Value) {
     use std::io::{BufRead, BufReader, Write};
-    let mut params = params;
-    params["_meta"] = json!({
+    let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientCapabilities": { "elicitation": { "form": {} } },
         "io.modelcontextprotocol/clientInfo": { "name": "raw", "version": "1" },
     });
+    let mut params = params;
+    params["_meta"] = meta.clone();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
         .current_dir(dir)
         .env_remove("TOOLHOST_CONFIG")
@@ -146,16 +158,28 @@ fn ask_2026(dir: &std::path::Path, method: &str, params: Value) -> Value {
     let mut stdin = child.stdin.take().expect("stdin");
     writeln!(stdin, "{request}").expect("request written");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let answer = lines
-        .find_map(|line| {
-            let message: Value = serde_json::from_str(&line.ok()?).ok()?;
-            (message["id"] == 1).then_some(message)
-        })
-        .expect("an answer");
+    let mut answer_to = |id: u64| {
+        lines
+            .find_map(|line| {
+                let message: Value = serde_json::from_str(&line.ok()?).ok()?;
+                (message["id"] == id).then_some(message)
+            })
+            .expect("an answer")
+    };
+    let answer = answer_to(1);
+    let second = match follow(&answer) {
+        Some(mut params) => {
+            params["_meta"] = meta;
+            let request = json!({ "jsonrpc": "2.0", "id": 2, "method": method, "params": params });
+            writeln!(stdin, "{request}").expect("request written");
+            answer_to(2)
+        }
+        None => Value::Null,
+    };
     drop(stdin);
     let _ = child.kill();
     let _ = child.wait();
-    answer
+    (answer, second)
 }
 
 fn notes_dir() -> tempfile::TempDir {
@@ -184,4 +208,102 @@ fn listings_on_2026_carry_caching_hints() {
             "{method}: {answer}"
         );
     }
+}
+
+#[test]
+fn a_prompt_that_asks_answers_input_required_then_renders_with_the_answer_on_2026() {
+    let dir = notes_dir();
+    std::fs::write(
+        dir.path().join("tools-lua/asking.lua"),
+        r#"registry.prompt{ name = "brief",
+  render = function(_, ctx)
+    local r = ctx.ask{ key = "topic", message = "Which topic?",
+      schema = { properties = { topic = { type = "string" } }, required = { "topic" } } }
+    return "Brief on " .. r.content.topic
+  end }"#,
+    )
+    .expect("prompt file");
+    let (first, second) = converse_2026(
+        dir.path(),
+        "prompts/get",
+        json!({ "name": "brief" }),
+        |first| {
+            Some(json!({
+                "name": "brief",
+                "requestState": first["result"]["requestState"],
+                "inputResponses": { "topic": { "action": "accept", "content": { "topic": "tides" } } },
+            }))
+        },
+    );
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    assert_eq!(
+        result["inputRequests"]["topic"]["method"], "elicitation/create",
+        "{first}"
+    );
+    assert_eq!(
+        second["result"]["messages"][0]["content"]["text"], "Brief on tides",
+        "{second}"
+    );
+}
+
+#[test]
+fn a_prompts_request_state_does_not_continue_another_prompt() {
+    let dir = notes_dir();
+    std::fs::write(
+        dir.path().join("tools-lua/asking.lua"),
+        r#"local function ask(_, ctx)
+  local r = ctx.ask{ key = "topic", message = "Which topic?",
+    schema = { properties = { topic = { type = "string" } }, required = { "topic" } } }
+  return "Brief on " .. r.content.topic
+end
+registry.prompt{ name = "brief", render = ask }
+registry.prompt{ name = "other", render = ask }"#,
+    )
+    .expect("prompt file");
+    let (_, second) = converse_2026(
+        dir.path(),
+        "prompts/get",
+        json!({ "name": "brief" }),
+        |first| {
+            Some(json!({
+                "name": "other",
+                "requestState": first["result"]["requestState"],
+                "inputResponses": { "topic": { "action": "accept", "content": { "topic": "x" } } },
+            }))
+        },
+    );
+    assert_eq!(second["error"]["code"], -32602, "{second}");
+}
+
+#[test]
+fn a_resource_read_that_asks_answers_input_required_then_reads_on_2026() {
+    let dir = notes_dir();
+    std::fs::write(
+        dir.path().join("tools-lua/vault.lua"),
+        r#"registry.resource{ uri = "vault://door", name = "door",
+  read = function(_, ctx)
+    local r = ctx.ask{ key = "pin", message = "PIN?",
+      schema = { properties = { pin = { type = "string" } }, required = { "pin" } } }
+    return "opened with " .. r.content.pin
+  end }"#,
+    )
+    .expect("resource file");
+    let (first, second) = converse_2026(
+        dir.path(),
+        "resources/read",
+        json!({ "uri": "vault://door" }),
+        |first| {
+            Some(json!({
+                "uri": "vault://door",
+                "requestState": first["result"]["requestState"],
+                "inputResponses": { "pin": { "action": "accept", "content": { "pin": "1234" } } },
+            }))
+        },
+    );
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert_eq!(
+        second["result"]["contents"][0]["text"], "opened with 1234",
+        "{second}"
+    );
 }

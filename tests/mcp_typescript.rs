@@ -286,3 +286,121 @@ fn a_cancelled_stdio_call_gets_no_result_on_a_2025_session() {
 fn a_cancelled_stdio_call_gets_no_result_on_2026() {
     a_cancelled_stdio_call_gets_no_result(MODERN);
 }
+
+/// Resources, templates, prompts and completion for the TypeScript client (beside the
+/// tools of [`TOOLS`]).
+const CONTENT: &str = r##"
+registry.resource{ uri_template = "notes://{id}", name = "note", mime_type = "text/markdown",
+  read = function(p) return "# note " .. p.id end,
+  list = function() return { { uri = "notes://first", name = "first" } } end,
+  complete = { id = function(prefix) return { prefix .. "1", prefix .. "2" } end } }
+registry.resource{ uri = "img://logo", name = "logo",
+  read = function() return { blob = "aGk=", mime_type = "image/png" } end }
+registry.prompt{ name = "review", description = "Review a file",
+  arguments = { { name = "path", description = "file to review", required = true } },
+  render = function(args)
+    return { { role = "user", content = { type = "resource", resource = {
+      uri = "file:///" .. args.path, mimeType = "text/plain", text = "fn main() {}" } } },
+      { role = "user", content = "Review " .. args.path } }
+  end,
+  complete = { path = function(prefix) return { prefix .. "main.rs" } end } }
+"##;
+
+fn content_steps() -> Value {
+    json!([
+        { "name": "resources", "request": "resources/list" },
+        { "name": "templates", "request": "resources/templates/list" },
+        { "name": "read_text", "request": "resources/read", "params": { "uri": "notes://a" } },
+        { "name": "read_blob", "request": "resources/read", "params": { "uri": "img://logo" } },
+        { "name": "prompts", "request": "prompts/list" },
+        { "name": "prompt", "request": "prompts/get",
+          "params": { "name": "review", "arguments": { "path": "src/main.rs" } } },
+        { "name": "complete", "request": "completion/complete", "params": {
+            "ref": { "type": "ref/resource", "uri": "notes://{id}" },
+            "argument": { "name": "id", "value": "ab" } } },
+    ])
+}
+
+fn assert_content(steps: &[Value]) {
+    assert_no_client_errors(steps);
+    let uris: Vec<&str> = step(steps, "resources")["result"]["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(uris, ["img://logo", "notes://first"], "{steps:?}");
+    assert_eq!(
+        step(steps, "templates")["result"]["resourceTemplates"][0]["uriTemplate"],
+        "notes://{id}"
+    );
+    assert_eq!(
+        step(steps, "read_text")["result"]["contents"][0]["text"],
+        "# note a"
+    );
+    assert_eq!(
+        step(steps, "read_blob")["result"]["contents"][0]["blob"],
+        "aGk="
+    );
+    assert_eq!(
+        step(steps, "prompts")["result"]["prompts"][0]["arguments"][0]["name"],
+        "path"
+    );
+    let messages = &step(steps, "prompt")["result"]["messages"];
+    assert_eq!(messages[0]["content"]["type"], "resource", "{messages}");
+    assert_eq!(messages[1]["content"]["text"], "Review src/main.rs");
+    assert_eq!(
+        step(steps, "complete")["result"]["completion"]["values"],
+        json!(["ab1", "ab2"])
+    );
+}
+
+fn content_fixture() -> Fixture {
+    let fx = fixture();
+    fx.tool("content.lua", CONTENT);
+    fx
+}
+
+#[test]
+fn resources_prompts_and_completion_on_a_2025_session_over_stdio() {
+    let fx = content_fixture();
+    let steps = run(&fx, "stdio", LEGACY, json!({ "steps": content_steps() }));
+    assert_content(&steps);
+}
+
+#[test]
+fn resources_prompts_and_completion_on_2026_over_http() {
+    let fx = content_fixture();
+    let steps = run(&fx, "http", MODERN, json!({ "steps": content_steps() }));
+    assert_content(&steps);
+}
+
+/// A save of the file that defines a subscribed resource reaches the client.
+fn assert_update_after_save(transport: &str, mode: &str) -> Vec<Value> {
+    let fx = content_fixture();
+    let steps = run(
+        &fx,
+        transport,
+        mode,
+        json!({ "serve_args": ["--watch"], "steps": [{
+            "name": "updated", "updated": "tools-lua/content.lua",
+            "content": CONTENT.replace("# note", "# edited note"), "uri": "notes://7" }] }),
+    );
+    assert_no_client_errors(&steps);
+    assert_eq!(step(&steps, "updated")["uri"], "notes://7", "{steps:?}");
+    steps
+}
+
+#[test]
+fn a_saved_resource_file_updates_a_2025_subscriber_over_stdio() {
+    assert_update_after_save("stdio", LEGACY);
+}
+
+#[test]
+fn a_saved_resource_file_updates_a_2026_listener_over_http() {
+    let steps = assert_update_after_save("http", MODERN);
+    assert_eq!(
+        step(&steps, "updated")["honored"],
+        json!({ "resourceSubscriptions": ["notes://7"] })
+    );
+}

@@ -53,8 +53,8 @@ impl Host {
             .find(|scope| !ctx.caller.may_use(scope))
     }
 
-    /// The keys of `[serve.oauth.scopes]` that name no tool, toolset or composite: a typo
-    /// there would leave a tool unprotected, so the server refuses to start.
+    /// The keys of `[serve.oauth.scopes]` that name no tool, resource, prompt, toolset or
+    /// composite: a typo there would leave one unprotected, so the server refuses to start.
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn unknown_scope_targets(&self) -> Vec<String> {
         let (world, state) = self.current();
@@ -65,6 +65,19 @@ impl Host {
         let known: BTreeSet<&str> = state
             .all()
             .flat_map(|tool| [tool.name.as_str(), tool.toolset.as_str()])
+            // Resources and prompts are named by toolset, name and URI (or template).
+            .chain(state.resources().flat_map(|r| {
+                [
+                    r.uri.as_str(),
+                    r.info.name.as_str(),
+                    r.info.toolset.as_str(),
+                ]
+            }))
+            .chain(
+                state
+                    .prompts()
+                    .flat_map(|p| [p.info.name.as_str(), p.info.toolset.as_str()]),
+            )
             .chain(config.toolsets.keys().map(String::as_str))
             .chain(ALL_NAMES)
             .collect();

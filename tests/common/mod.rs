@@ -13,6 +13,7 @@ pub mod openai_sdk;
 pub mod otlp;
 pub mod pg;
 pub mod pinned_venv;
+pub mod pipe_session;
 pub mod raw_http;
 pub mod stores;
 pub mod ts_client;

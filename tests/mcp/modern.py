@@ -58,6 +58,40 @@ async def subscribe(target, mode, workdir):
         emit("relist", names=sorted(t.name for t in listed.tools))
 
 
+def save_note(workdir, text):
+    """Saves the resource file note.lua (the Rust side writes its first version)."""
+    with open(os.path.join(workdir, "tools-lua", "note.lua"), "w") as f:
+        f.write('registry.resource{ uri = "note://today", name = "today",\n'
+                '  read = function() return %s end }\n' % json.dumps(text))
+
+
+async def resource_updates(target, mode, workdir):
+    """Saving the file that defines a watched resource tells the client: through
+    subscriptions/listen on 2026-07-28, after resources/subscribe on 2025-11-25."""
+    if mode == "legacy":
+        updated = asyncio.Queue()
+
+        async def on_message(message):
+            inner = getattr(message, "root", message)
+            if getattr(inner, "method", None) == "notifications/resources/updated":
+                await updated.put(str(inner.params.uri))
+
+        async with Client(target, mode=mode, message_handler=on_message) as client:
+            await client.subscribe_resource("note://today")
+            save_note(workdir, "edited")
+            emit("updated", uri=await asyncio.wait_for(updated.get(), timeout=30))
+            emit("reread", result=dump(await client.read_resource("note://today")))
+        return
+    async with Client(target, mode=mode) as client:
+        watched = ["note://today", "nope://x"]
+        async with client.listen(resource_subscriptions=watched) as subscription:
+            emit("acknowledged", honored=dump(subscription.honored))
+            save_note(workdir, "edited")
+            event = await asyncio.wait_for(subscription.__anext__(), timeout=30)
+            emit("updated", kind=type(event).__name__, uri=str(event.uri))
+        emit("reread", result=dump(await client.read_resource("note://today")))
+
+
 async def discover(target, mode, _workdir):
     """server/discover names the revisions and what the server offers (mode `auto`: the
     client probes it, and picks the revision)."""
@@ -120,6 +154,7 @@ async def headers(target, mode, _workdir):
 
 SCENARIOS = {
     "subscribe": subscribe,
+    "resource_updates": resource_updates,
     "discover": discover,
     "logging": logging,
     "listing": listing,

@@ -18,6 +18,12 @@
 //          notification), waits for tools/list_changed -> {"step", "honored"?, "tools"}
 //     {"name", "cancel": TOOL, "args"?}          calls TOOL, aborts the call at its first
 //          progress notification, then calls "ping" -> {"step", "aborted", "after"}
+//     {"name", "request": METHOD, "params"?}     one of resources/list, resources/templates/list,
+//          resources/read, prompts/list, prompts/get, completion/complete through the
+//          client's own method (it checks the answer's shape) -> {"step", "result"}
+//     {"name", "updated": FILE, "content", "uri"}  subscribes to URI (2026:
+//          subscriptions/listen with resourceSubscriptions; 2025: resources/subscribe),
+//          writes FILE, waits for resources/updated -> {"step", "honored"?, "uri"}
 //     {"name", "task": TOOL, "args"?, "then": "poll" | "cancel"}
 //          a task-augmented tools/call, then tasks/get until the task ends ("poll") or
 //          tasks/cancel and tasks/get ("cancel") -> {"step", "created", "final"}
@@ -127,6 +133,40 @@ async function listChanged(client, step) {
   return out;
 }
 
+/** The client's own method for each resources/prompts/completion request. */
+function request(client, step) {
+  const params = step.params ?? {};
+  const methods = {
+    "resources/list": () => client.listResources(params),
+    "resources/templates/list": () => client.listResourceTemplates(params),
+    "resources/read": () => client.readResource(params),
+    "prompts/list": () => client.listPrompts(params),
+    "prompts/get": () => client.getPrompt(params),
+    "completion/complete": () => client.complete(params),
+  };
+  const method = methods[step.request];
+  if (!method) throw new Error(`unknown request ${step.request}`);
+  return method();
+}
+
+async function updated(client, step) {
+  const arrived = new Promise((resolve) => {
+    client.setNotificationHandler("notifications/resources/updated", (n) =>
+      resolve(n.params.uri),
+    );
+  });
+  const out = { step: step.name };
+  if (mode !== "legacy") {
+    const subscription = await client.listen({ resourceSubscriptions: [step.uri] });
+    out.honored = subscription.honoredFilter;
+  } else {
+    await client.subscribeResource({ uri: step.uri });
+  }
+  writeFileSync(join(workdir, step.updated), step.content);
+  out.uri = await arrived;
+  return out;
+}
+
 async function cancel(client, step) {
   const controller = new AbortController();
   let aborted = "";
@@ -201,6 +241,10 @@ async function main() {
           out = { step: step.name, ok: !result.isError, text: text(result) };
         } else if (step.list_changed) {
           out = await listChanged(client, step);
+        } else if (step.request) {
+          out = { step: step.name, result: await request(client, step) };
+        } else if (step.updated) {
+          out = await updated(client, step);
         } else if (step.cancel) {
           out = await cancel(client, step);
         } else if (step.task) {

@@ -3,7 +3,9 @@
 //! tool handler: on a VM that holds it, under the `[runtime] timeout_ms` deadline, stopped
 //! when the caller's token is cancelled, with its file's sandbox and grants.
 
+mod selected;
 mod shape;
+mod versions;
 
 pub use shape::{
     CompletionTarget, ContentError, PromptInfo, PromptMessage, RenderedPrompt, ResourceContents,
@@ -39,7 +41,7 @@ impl Host {
         let (world, state) = self.current();
         let entry = state
             .resources()
-            .find(|r| r.uri == template)
+            .find(|r| r.uri == template && self.content_selected(&r.info.toolset, ctx))
             .cloned()
             .ok_or_else(|| ContentError::NotFound(template.to_string()))?;
         let Some(list) = entry.list else {
@@ -69,6 +71,8 @@ impl Host {
         let (entry, params) = state
             .resource_for(uri)
             .map(|(entry, params)| (entry.clone(), params))
+            // Outside the caller's selection: as if it did not exist.
+            .filter(|(entry, _)| self.content_selected(&entry.info.toolset, ctx))
             .ok_or_else(|| ContentError::NotFound(uri.to_string()))?;
         let params: Map<String, Value> = params
             .into_iter()
@@ -98,6 +102,7 @@ impl Host {
         let (world, state) = self.current();
         let entry = state
             .prompt(name)
+            .filter(|p| self.content_selected(&p.info.toolset, ctx))
             .cloned()
             .ok_or_else(|| ContentError::NotFound(name.to_string()))?;
         let args = shape::prompt_args(&entry, args)?;
@@ -124,6 +129,7 @@ impl Host {
             CompletionTarget::Prompt(name) => {
                 let entry = state
                     .prompt(name)
+                    .filter(|p| self.content_selected(&p.info.toolset, ctx))
                     .ok_or_else(|| ContentError::NotFound(name.clone()))?;
                 (
                     entry.complete.clone(),
@@ -134,7 +140,7 @@ impl Host {
             CompletionTarget::Resource(uri) => {
                 let entry: &Arc<ResourceEntry> = state
                     .resources()
-                    .find(|r| &r.uri == uri)
+                    .find(|r| &r.uri == uri && self.content_selected(&r.info.toolset, ctx))
                     .ok_or_else(|| ContentError::NotFound(uri.clone()))?;
                 (
                     entry.complete.clone(),

@@ -203,7 +203,7 @@ impl Shared {
         })
     }
 
-    /// The count of listing changes, to wait for the next (starts the watcher the first
+    /// The listing changes so far, to wait for the next (starts the watcher the first
     /// time; call it inside the runtime).
     fn listing_changes(self: &Arc<Self>) -> ListingChanges {
         self.listing.get_or_init(|| listing::watch(self)).clone()
@@ -215,9 +215,30 @@ impl Shared {
         self.host.tool_definitions(&self.selection)
     }
 
-    /// What this session lists, as registered: compared across reloads (no probe runs).
+    /// The tools this server lists, as registered (no probe runs).
     fn static_listing(&self) -> Vec<serde_json::Value> {
         self.host.static_definitions(&self.selection)
+    }
+
+    /// What this server offers, as registered: compared across reloads (no probe and no
+    /// Lua `list` runs).
+    fn snapshot(&self) -> listing::Snapshot {
+        listing::Snapshot {
+            tools: self.static_listing(),
+            resources: resources::listed_resources(self),
+            prompts: resources::listed_prompts(self),
+            versions: self.host.resource_versions(),
+        }
+    }
+
+    /// A context with this server's selection (which tools, resources and prompts it
+    /// serves).
+    fn selection_context(&self) -> CallContext {
+        CallContext {
+            scope: self.selection.scope.clone(),
+            toolsets: self.selection.toolsets.clone(),
+            ..CallContext::default()
+        }
     }
 }
 
@@ -234,15 +255,18 @@ struct Session {
     log_level: Mutex<Option<LoggingLevel>>,
     /// What `initialize` declared (`None`: no `initialize`, a 2026-07-28 connection).
     declared: Mutex<Option<RequestPeer>>,
-    /// The listing's change count when each subscription of this connection was accepted,
-    /// oldest first, until its `listen` starts (rmcp acknowledges in between).
-    listen_baselines: Mutex<std::collections::VecDeque<u64>>,
+    /// The listing changes when each subscription of this connection was accepted, oldest
+    /// first, until its `listen` starts (rmcp acknowledges in between).
+    listen_baselines: Mutex<std::collections::VecDeque<listing::Changes>>,
+    /// The URIs `resources/subscribe` asked updates of (2025-11-25; at most
+    /// [`subscriptions::MAX_RESOURCE_SUBSCRIPTIONS`]).
+    subscribed: Arc<Mutex<std::collections::BTreeSet<String>>>,
     /// Cancelled when the client's input ends (stdio): its subscriptions end with it
     /// instead of holding the session open.
     input_ended: tokio_util::sync::CancellationToken,
     roots: roots::SessionRoots,
     slots: Arc<Semaphore>,
-    /// Sends `tools/list_changed`; stopped with the session.
+    /// Sends `*/list_changed` and `resources/updated`; stopped with the session.
     notifier: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The client's request ids behind the guard's internal ones (stdio).
     ids: Option<OriginalIds>,
@@ -291,6 +315,7 @@ impl McpServer {
                 log_level: Mutex::new(None),
                 declared: Mutex::new(None),
                 listen_baselines: Mutex::default(),
+                subscribed: Arc::default(),
                 input_ended: tokio_util::sync::CancellationToken::new(),
                 roots: roots::SessionRoots::default(),
                 slots,
@@ -325,12 +350,7 @@ impl McpServer {
     }
 
     fn context(&self) -> CallContext {
-        let selection = &self.shared.selection;
-        let mut ctx = CallContext {
-            scope: selection.scope.clone(),
-            toolsets: selection.toolsets.clone(),
-            ..CallContext::default()
-        };
+        let mut ctx = self.shared.selection_context();
         ctx.cancel = self.shared.gate.call_token();
         ctx
     }
@@ -358,16 +378,23 @@ impl McpServer {
         }
     }
 
-    /// Starts sending `tools/list_changed` to `peer` whenever a reload changes the tools
-    /// this session lists.
+    /// Starts sending `tools/list_changed` (and those of resources and prompts) to `peer`
+    /// whenever a reload changes what this session lists, and `resources/updated` for the
+    /// URIs it subscribed to whenever a reload updates the resource serving one.
     fn start_notifier(&self, peer: Peer<Role>) {
         let mut changes = self.shared.listing_changes();
         // Only changes from now on are news to this session.
-        changes.mark_unchanged();
+        let mut seen = changes.borrow_and_update().clone();
+        let subscribed = self.session.subscribed.clone();
+        let host = self.shared.host.clone();
         let task = tokio::spawn(async move {
             while changes.changed().await.is_ok() {
-                if let Err(e) = peer.notify_tool_list_changed().await {
-                    tracing::debug!("cannot send tools/list_changed: {e}");
+                let now = changes.borrow_and_update().clone();
+                let news = now.since(&seen);
+                seen = now;
+                let watched: Vec<String> = subscribed.lock().iter().cloned().collect();
+                if let Err(e) = subscriptions::notify_session(&peer, &host, &news, &watched).await {
+                    tracing::debug!("cannot notify a session of changes: {e}");
                     break;
                 }
             }
@@ -445,12 +472,18 @@ impl ServerHandler for McpServer {
             .enable_logging()
             .enable_tasks()
             .build();
-        // Advertised only when something is registered (a client then knows to ask).
+        // Advertised only when something is registered (a client then knows to ask); a
+        // reload tells of changes, and of updates of the resources a client watches.
         if self.has_resources() {
-            capabilities.resources = Some(Default::default());
+            let mut resources = rmcp::model::ResourcesCapability::default();
+            resources.subscribe = Some(true);
+            resources.list_changed = Some(true);
+            capabilities.resources = Some(resources);
         }
         if self.has_prompts() {
-            capabilities.prompts = Some(Default::default());
+            let mut prompts = rmcp::model::PromptsCapability::default();
+            prompts.list_changed = Some(true);
+            capabilities.prompts = Some(prompts);
         }
         if self.has_resources() || self.has_prompts() {
             capabilities.completions = Some(Default::default());
@@ -566,7 +599,7 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        self.read(request, context).await.map(Into::into)
+        self.read(request, context).await
     }
 
     async fn list_prompts(
@@ -582,7 +615,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, McpError> {
-        self.prompt(request, context).await.map(Into::into)
+        self.prompt(request, context).await
     }
 
     async fn complete(
@@ -591,6 +624,23 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, McpError> {
         self.completion(request, context).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_uri(request, &context)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.unsubscribe_uri(request);
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -605,16 +655,16 @@ impl ServerHandler for McpServer {
         // Counted before rmcp acknowledges the subscription: a change right after the
         // acknowledgment is news to it, one before is not.
         let changes = self.shared.listing_changes();
-        let baseline = *changes.borrow();
+        let baseline = changes.borrow().clone();
         self.session.listen_baselines.lock().push_back(baseline);
-        Some(subscriptions::accepted(requested))
+        Some(self.accepted_filter(requested))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let changes = self.shared.listing_changes();
         // No baseline (not expected): the count now.
         let baseline = self.session.listen_baselines.lock().pop_front();
-        let baseline = baseline.unwrap_or_else(|| *changes.borrow());
+        let baseline = baseline.unwrap_or_else(|| changes.borrow().clone());
         let closing = self.shared.gate.closing();
         let input_ended = self.session.input_ended.clone();
         let stopping = async move {
@@ -623,7 +673,8 @@ impl ServerHandler for McpServer {
                 () = input_ended.cancelled() => {}
             }
         };
-        subscriptions::listen(context, changes, baseline, stopping).await
+        let host = self.shared.host.clone();
+        subscriptions::listen(context, changes, baseline, &host, stopping).await
     }
 
     async fn call_tool(
@@ -767,11 +818,25 @@ impl McpServer {
     /// `requestState`.
     pub(crate) async fn with_inputs(
         &self,
-        mut ctx: CallContext,
+        ctx: CallContext,
         call: &Call,
         args: &Value,
     ) -> Result<(CallContext, Option<Arc<input::replay::ReplayAsker>>), gate::Refused> {
-        match &call.continuation {
+        self.inputs_of(ctx, &call.name, call.continuation.as_ref(), args)
+            .await
+    }
+
+    /// [`Self::with_inputs`] for the request bound to `name` (a tool's name; a prompt's or
+    /// a resource's in a form no tool has, so a sealed state never passes between them)
+    /// with `continuation` (2026-07-28) or none (a 2025-11-25 session).
+    pub(crate) async fn inputs_of(
+        &self,
+        mut ctx: CallContext,
+        name: &str,
+        continuation: Option<&input::Continuation>,
+        args: &Value,
+    ) -> Result<(CallContext, Option<Arc<input::replay::ReplayAsker>>), gate::Refused> {
+        match continuation {
             None => {
                 if let Some(roots) = self.session.roots.current().await {
                     ctx = ctx.with_fs_roots(roots);
@@ -787,7 +852,7 @@ impl McpServer {
             // A missing answer ends the call for input (cancelling its token).
             Some(continuation) => {
                 let answers =
-                    input::recorded_answers(&self.shared.sealer, &call.name, args, continuation)
+                    input::recorded_answers(&self.shared.sealer, name, args, continuation)
                         .map_err(gate::Refused::InputState)?;
                 if let Some(roots) = input::recorded_roots(&answers.recorded) {
                     ctx = ctx.with_fs_roots(roots);

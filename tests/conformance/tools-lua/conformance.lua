@@ -117,6 +117,16 @@ tool("test_trigger_tool_change", "Adds a tool (the server reloads and tells subs
     return "added " .. name
   end)
 
+tool("test_trigger_prompt_change", "Adds a prompt (the server reloads and tells subscribers)",
+  function()
+    local name = "triggered_prompt_" .. (#fs.list("tools-lua") + 1)
+    fs.write("tools-lua/" .. name .. ".lua", string.format(
+      "registry.prompt{ name = %q, toolset = \"live\",\n" ..
+      "  description = \"Added by test_trigger_prompt_change\",\n" ..
+      "  render = function() return \"added\" end }\n", name))
+    return "added " .. name
+  end)
+
 for _, t in ipairs(tools) do
   registry.register{
     name = t.name,

@@ -68,3 +68,15 @@ registry.prompt{
     }
   end,
 }
+
+-- input-required-result-non-tool-request (2026-07-28): a prompt whose render asks, in
+-- input-request rounds like a tool handler.
+registry.prompt{
+  name = "test_input_required_result_prompt", description = "A prompt that asks for context",
+  render = function(_, ctx)
+    local r = ctx.ask{ key = "user_context", message = "What context should the prompt use?",
+      schema = { properties = { context = { type = "string" } }, required = { "context" } } }
+    local context = (r.content or {}).context or "none"
+    return "Use this context: " .. tostring(context)
+  end,
+}

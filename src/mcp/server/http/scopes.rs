@@ -4,9 +4,10 @@
 //! its user for a token with more scopes. The handler checks again (a JSON-RPC error), and
 //! `ctx.call` too, so no route around this one reaches the tool.
 //!
-//! Only `tools/call` is gated: `tools/list` still shows every tool of the selection (a
-//! client learns what it could do with more scopes; the listing is no secret once a caller
-//! is authenticated).
+//! `resources/read` and `prompts/get` are gated the same way by the scopes their resource
+//! or prompt needs (by toolset, name or URI). Listings are not: `tools/list` still shows
+//! every tool of the selection (a client learns what it could do with more scopes; the
+//! listing is no secret once a caller is authenticated).
 
 use super::challenge::json_rpc_error;
 use super::metadata::Metadata;
@@ -28,12 +29,25 @@ pub(crate) struct ScopeCheck {
 }
 
 impl ScopeCheck {
-    /// The first scope `caller` lacks for calling `tool`.
-    fn missing(&self, tool: &str, caller: &Caller) -> Option<String> {
-        self.host
-            .required_scopes(tool, self.scope.as_deref())
-            .into_iter()
-            .find(|scope| !caller.may_use(scope))
+    /// The first scope `caller` lacks for `target`.
+    fn missing(&self, target: &Target, caller: &Caller) -> Option<String> {
+        let needed = match target {
+            Target::Tool(tool) => self.host.required_scopes(tool, self.scope.as_deref()),
+            Target::Resource(uri) => match self.host.resource_serving(uri) {
+                Some((key, name, toolset)) => {
+                    self.host.content_scopes(&toolset, &[uri, &key, &name])
+                }
+                None => Vec::new(),
+            },
+            Target::Prompt(name) => {
+                let prompts = self.host.prompts();
+                match prompts.iter().find(|p| &p.name == name) {
+                    Some(prompt) => self.host.content_scopes(&prompt.toolset, &[name]),
+                    None => Vec::new(),
+                }
+            }
+        };
+        needed.into_iter().find(|scope| !caller.may_use(scope))
     }
 
     /// Lets `request` through (its body read and put back) unless it is a `tools/call` of
@@ -51,17 +65,18 @@ impl ScopeCheck {
         let url = metadata.url(&request);
         let (parts, body) = request.into_parts();
         let bytes = super::body::read_limited(body, max_bytes, body_timeout).await?;
-        for tool in called_tools(&bytes) {
-            if let Some(scope) = self.missing(&tool, caller) {
+        for target in targets(&bytes) {
+            if let Some(scope) = self.missing(&target, caller) {
+                let tool = target.name();
                 tracing::warn!(
-                    "HTTP: refused {} calling {tool}: the token lacks the scope {scope}",
+                    "HTTP: refused {} using {tool}: the token lacks the scope {scope}",
                     caller.id()
                 );
                 let id = crate::mcp::server::guard::prefix_id(&bytes);
                 return Err(json_rpc_error(
                     StatusCode::FORBIDDEN,
                     FORBIDDEN,
-                    &insufficient(&tool, &scope),
+                    &insufficient(tool, &scope),
                     &[
                         "error=\"insufficient_scope\"".to_string(),
                         format!("scope=\"{scope}\""),
@@ -80,26 +95,66 @@ fn insufficient(tool: &str, scope: &str) -> String {
     format!("insufficient scope: {tool} needs the OAuth scope \"{scope}\"")
 }
 
-/// The tools a message calls (`tools/call`; every one of a batch).
-fn called_tools(body: &[u8]) -> Vec<String> {
+/// What a request uses that a scope may guard.
+#[derive(Debug, PartialEq)]
+enum Target {
+    /// `tools/call` of a tool.
+    Tool(String),
+    /// `resources/read` of a URI.
+    Resource(String),
+    /// `prompts/get` of a prompt.
+    Prompt(String),
+}
+
+impl Target {
+    /// Its name, as a refusal shows it.
+    fn name(&self) -> &str {
+        match self {
+            Target::Tool(name) | Target::Resource(name) | Target::Prompt(name) => name,
+        }
+    }
+}
+
+/// What a message uses: the tools it calls, the resources it reads, the prompts it gets
+/// (every one of a batch).
+fn targets(body: &[u8]) -> Vec<Target> {
     let Ok(message) = serde_json::from_slice::<serde_json::Value>(body) else {
-        // Not JSON: rmcp refuses it; nothing is called.
         return Vec::new();
     };
     let messages = match message {
         serde_json::Value::Array(batch) => batch,
         single => vec![single],
     };
+    let param = |m: &serde_json::Value, key: &str| {
+        m.pointer(&format!("/params/{key}"))?
+            .as_str()
+            .map(str::to_string)
+    };
     messages
         .iter()
-        .filter(|m| m.get("method").and_then(|v| v.as_str()) == Some("tools/call"))
-        .filter_map(|m| m.pointer("/params/name")?.as_str().map(str::to_string))
+        .filter_map(|m| match m.get("method").and_then(|v| v.as_str()) {
+            Some("tools/call") => param(m, "name").map(Target::Tool),
+            Some("resources/read") => param(m, "uri").map(Target::Resource),
+            Some("prompts/get") => param(m, "name").map(Target::Prompt),
+            _ => None,
+        })
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The tools a message calls.
+    fn called_tools(body: &[u8]) -> Vec<String> {
+        targets(body)
+            .into_iter()
+            .filter_map(|t| match t {
+                Target::Tool(name) => Some(name),
+                _ => None,
+            })
+            .collect()
+    }
 
     #[test]
     fn only_tool_calls_name_tools() {
@@ -110,5 +165,14 @@ mod tests {
         let batch = br#"[{"method":"tools/call","params":{"name":"a"}},{"method":"tools/call","params":{"name":"b"}}]"#;
         assert_eq!(called_tools(batch), ["a", "b"]);
         assert!(called_tools(b"not json").is_empty());
+    }
+
+    #[test]
+    fn reads_and_prompts_are_targets_too() {
+        let batch = br#"[{"method":"resources/read","params":{"uri":"a://b"}},{"method":"prompts/get","params":{"name":"p"}},{"method":"prompts/list"}]"#;
+        assert_eq!(
+            targets(batch),
+            [Target::Resource("a://b".into()), Target::Prompt("p".into())]
+        );
     }
 }
