@@ -267,7 +267,7 @@ pub use host::{
 };
 #[cfg(feature = "http")]
 pub use mcp::server::http::HttpOptions;
-pub use native::NativeTool;
+pub use native::{NativePrompt, NativeResource, NativeTool};
 pub use registry::{
     Annotations, AskFuture, Asker, CallContext, CallObserver, Caller, CallerKind, Capability,
     HandlerError, InputAnswer, InputKind, InputRequest, LogLevel, LogLine, Progress,

@@ -73,6 +73,8 @@ struct BuildInputs {
     config_path: Option<PathBuf>,
     cache_dir_flag: Option<PathBuf>,
     natives: Vec<ToolEntry>,
+    /// Native resources and prompts, registered before any Lua file.
+    native_content: NativeContent,
     vms: Option<usize>,
     only_files: Option<Vec<PathBuf>>,
     /// No registration cache: every registering file runs at load.
@@ -82,6 +84,13 @@ struct BuildInputs {
     env: crate::env_vars::EnvVars,
     /// Scripted `proc.run` answers, if any.
     proc_script: Option<Arc<crate::lua::api::proc_script::ProcScript>>,
+}
+
+/// Native resources and prompts (`HostBuilder::native_resource`, `native_prompt`).
+#[derive(Clone, Default)]
+pub(super) struct NativeContent {
+    resources: Vec<crate::registry::ResourceEntry>,
+    prompts: Vec<crate::registry::PromptEntry>,
 }
 
 struct HostInner {

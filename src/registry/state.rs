@@ -290,20 +290,14 @@ impl RegistryState {
                     origin.line,
                     format!(
                         "{kind}: {kind} '{key}' (toolset '{}') would shadow the one from toolset \
-                         '{}' ({}:{}); remove one of them",
+                         '{}' ({old_origin}); remove one of them",
                         info.toolset,
                         old.toolset,
-                        old_origin.file.display(),
-                        old_origin.line
                     ),
                 ));
             }
             warnings.push(format!(
-                "{kind} '{key}' from {}:{} replaces the one from {}:{} (same toolset '{}')",
-                origin.file.display(),
-                origin.line,
-                old_origin.file.display(),
-                old_origin.line,
+                "{kind} '{key}' from {origin} replaces the one from {old_origin} (same toolset '{}')",
                 info.toolset
             ));
         }

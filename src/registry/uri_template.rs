@@ -23,6 +23,25 @@ pub(crate) struct UriTemplate {
     parts: Vec<Part>,
 }
 
+/// The longest URI or template accepted (a registration is not a place for data).
+const MAX_URI: usize = 2048;
+
+/// Checks a registered URI or template given as `field`: non-empty, at most 2 KiB, no
+/// spaces, a scheme; `Some` template when it has `{variables}`. The messages name `field`.
+pub(crate) fn check_uri(uri: &str, field: &str) -> Result<Option<UriTemplate>, String> {
+    if uri.is_empty() || uri.len() > MAX_URI || uri.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "'{field}' must be a non-empty URI of at most {MAX_URI} bytes without spaces"
+        ));
+    }
+    if !uri.contains(':') {
+        return Err(format!(
+            "'{field}' {uri:?} has no scheme (like notes://...)"
+        ));
+    }
+    UriTemplate::parse(uri).map_err(|e| format!("'{field}': {e}"))
+}
+
 /// The most variables a template may hold (a hostile file cannot make matching costly).
 const MAX_VARS: usize = 16;
 

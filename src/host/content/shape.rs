@@ -31,7 +31,8 @@ pub struct ResourceInfo {
     pub annotations: Option<Value>,
     /// The toolset it belongs to.
     pub toolset: String,
-    /// The file that registered it (`None` for a resource a template's `list` named).
+    /// The file that registered it (`None` for a resource a template's `list` named, and
+    /// for a native resource).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
     /// The line of the call.
@@ -54,10 +55,12 @@ pub struct PromptInfo {
     pub arguments: Vec<PromptArgument>,
     /// The toolset it belongs to.
     pub toolset: String,
-    /// The file that registered it.
-    pub file: PathBuf,
+    /// The file that registered it (`None` for a native prompt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
     /// The line of the call.
-    pub line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// One content item of a resource read.
@@ -160,8 +163,8 @@ impl ResourceInfo {
             mime_type: entry.mime_type.clone(),
             annotations: entry.annotations.clone(),
             toolset: entry.info.toolset.clone(),
-            file: Some(entry.origin.file.clone()),
-            line: Some(entry.origin.line),
+            file: entry.origin.place().map(|(file, _)| file.to_path_buf()),
+            line: entry.origin.place().map(|(_, line)| line),
         }
     }
 }
@@ -174,8 +177,8 @@ impl PromptInfo {
             description: entry.info.description.clone(),
             arguments: entry.arguments.clone(),
             toolset: entry.info.toolset.clone(),
-            file: entry.origin.file.clone(),
-            line: entry.origin.line,
+            file: entry.origin.place().map(|(file, _)| file.to_path_buf()),
+            line: entry.origin.place().map(|(_, line)| line),
         }
     }
 }
