@@ -15,8 +15,8 @@ use crate::error::LoadError;
 use crate::lua::register::record::{Expected, SharedCheck, ToolRecord};
 use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, ModuleView, SearchDir};
 use crate::registry::{
-    ContentFn, FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, Origin, ParametersValidator, Probe,
-    PromptEntry, RegistryState, ResourceEntry, ToolEntry, compile_parameters_at,
+    ContentFn, FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, Origin, ParametersValidator,
+    Probe, PromptEntry, RegistryState, ResourceEntry, ToolEntry, compile_parameters_at,
     default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
@@ -633,9 +633,9 @@ fn stage(
                 list: resource
                     .list
                     .map(|f| ContentFn::Lua(vm.adopt(id(FnRole::List), f))),
-                complete: resource.complete.map(|(f, names)| {
-                    (ContentFn::Lua(vm.adopt(id(FnRole::Complete), f)), names)
-                }),
+                complete: resource
+                    .complete
+                    .map(|(f, names)| (ContentFn::Lua(vm.adopt(id(FnRole::Complete), f)), names)),
                 origin: origin(resource.line),
             }
         })
@@ -650,9 +650,9 @@ fn stage(
                 info: prompt.info,
                 arguments: prompt.arguments,
                 render: ContentFn::Lua(vm.adopt(id(FnRole::Read), prompt.render)),
-                complete: prompt.complete.map(|(f, names)| {
-                    (ContentFn::Lua(vm.adopt(id(FnRole::Complete), f)), names)
-                }),
+                complete: prompt
+                    .complete
+                    .map(|(f, names)| (ContentFn::Lua(vm.adopt(id(FnRole::Complete), f)), names)),
                 origin: origin(prompt.line),
             }
         })

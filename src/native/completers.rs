@@ -8,8 +8,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 /// One argument's completion function.
-type Completer =
-    Arc<dyn Fn(String, CallContext) -> NativeFuture<Result<Vec<String>, HandlerError>> + Send + Sync>;
+type Completer = Arc<
+    dyn Fn(String, CallContext) -> NativeFuture<Result<Vec<String>, HandlerError>> + Send + Sync,
+>;
 
 /// Completion functions by argument name.
 #[derive(Clone, Default)]

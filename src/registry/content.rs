@@ -144,7 +144,9 @@ impl ResourceEntry {
 
 /// Checks a resource's `annotations` (`audience`, `priority`, `lastModified`): on a bad
 /// one, the field (`annotations.KEY`) and the message.
-pub(crate) fn check_annotations(map: &serde_json::Map<String, Value>) -> Result<(), (String, String)> {
+pub(crate) fn check_annotations(
+    map: &serde_json::Map<String, Value>,
+) -> Result<(), (String, String)> {
     for (key, value) in map {
         let field = format!("annotations.{key}");
         let ok = match key.as_str() {
@@ -156,9 +158,8 @@ pub(crate) fn check_annotations(map: &serde_json::Map<String, Value>) -> Result<
             "priority" => value.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)),
             "lastModified" => value.is_string(),
             _ => {
-                let message = format!(
-                    "unknown field '{field}' (known: audience, priority, lastModified)"
-                );
+                let message =
+                    format!("unknown field '{field}' (known: audience, priority, lastModified)");
                 return Err((field, message));
             }
         };

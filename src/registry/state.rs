@@ -291,8 +291,7 @@ impl RegistryState {
                     format!(
                         "{kind}: {kind} '{key}' (toolset '{}') would shadow the one from toolset \
                          '{}' ({old_origin}); remove one of them",
-                        info.toolset,
-                        old.toolset,
+                        info.toolset, old.toolset,
                     ),
                 ));
             }
