@@ -19,6 +19,23 @@ use std::sync::Arc;
 /// answers in the shapes a Lua `read` does: text (a JSON string), `{"text": ...,
 /// "mime_type"?: ...}`, `{"blob": <base64>, "mime_type"?: ...}`, or an array of those. A
 /// [`HandlerError`] is the read's `handler_error`.
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use serde_json::json;
+/// let dir = tempfile::tempdir().unwrap();
+/// let host = toolhost::Host::builder()
+///     .tools_dir(dir.path())
+///     .default_config()
+///     .native_resource(toolhost::NativeResource::new("env://{name}", "env", |params, _| async move {
+///         Ok(json!(format!("{} is set", params["name"].as_str().unwrap_or(""))))
+///     }))
+///     .build()
+///     .unwrap();
+/// let read = host.read_resource("env://HOME", &toolhost::CallContext::default()).await.unwrap();
+/// assert_eq!(serde_json::to_value(&read).unwrap()[0]["text"], "HOME is set");
+/// # });
+/// ```
 #[derive(Clone)]
 pub struct NativeResource {
     uri: String,

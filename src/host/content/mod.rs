@@ -3,6 +3,7 @@
 //! tool handler: on a VM that holds it, under the `[runtime] timeout_ms` deadline, stopped
 //! when the caller's token is cancelled, with its file's sandbox and grants.
 
+mod blocks;
 mod shape;
 
 pub use shape::{

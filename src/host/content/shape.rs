@@ -378,9 +378,8 @@ pub(super) fn messages(value: Value) -> Result<Vec<PromptMessage>, ContentError>
             };
             let content = match map.remove("content") {
                 Some(Value::String(text)) => serde_json::json!({ "type": "text", "text": text }),
-                Some(Value::Object(block)) if block.get("type").is_some_and(Value::is_string) => {
-                    Value::Object(block)
-                }
+                Some(Value::Object(block)) => super::blocks::content_block(block)
+                    .map_err(|e| handler(format!("message {at}: {e}")))?,
                 _ => {
                     return Err(handler(format!(
                         "message {at}: 'content' must be text or a content block with a 'type'"
@@ -411,7 +410,7 @@ pub(super) fn completions(value: Value) -> Result<Vec<String>, ContentError> {
 
 /// Standard base64: the alphabet, padding only at the end, a length that is a multiple
 /// of four (a client would fail to decode anything else).
-fn is_base64(text: &str) -> bool {
+pub(super) fn is_base64(text: &str) -> bool {
     let body = text.trim_end_matches('=');
     text.len().is_multiple_of(4)
         && text.len() - body.len() <= 2
