@@ -54,7 +54,7 @@ pub(crate) const RESOURCE_FIELDS: &[(&str, &str, &str)] = &[
     (
         "uri",
         "string?",
-        "A fixed URI, or an RFC 6570 level-1 template (`notes://{id}`)",
+        "A fixed URI, or an RFC 6570 template: `notes://{id}`, or `{+path}` for a value holding `/`",
     ),
     (
         "uri_template",
