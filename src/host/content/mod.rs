@@ -87,6 +87,10 @@ impl Host {
                 ctx,
             )
             .await?;
+        // `nil` from `read`: nothing at this URI (a template matches more than exists).
+        if value.is_null() {
+            return Err(ContentError::NotFound(uri.to_string()));
+        }
         shape::contents(uri, entry.mime_type.as_deref(), value)
     }
 
