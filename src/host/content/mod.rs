@@ -245,6 +245,8 @@ impl Host {
         let outcome = answer.map_err(|gone| ContentError::Handler(gone.0))?;
         match outcome {
             Ok(returned) => Ok(shape::returned_json(returned)),
+            // A handler may not answer nil; a `read` may ("nothing there"), so keep it.
+            Err(HandlerFailure::Contract(kind)) if kind == "nil" => Ok(Value::Null),
             Err(HandlerFailure::Timeout) => Err(ContentError::Timeout(budget_ms)),
             Err(HandlerFailure::Memory) => Err(ContentError::Handler(
                 "the Lua VM ran out of memory".to_string(),
