@@ -1,12 +1,13 @@
 //! `toolhost discover [--json]`.
 
-use crate::Host;
-use crate::Verdict;
+use crate::{Host, PromptInfo, ResourceInfo, Verdict};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
-/// The JSON object of docs/cli.md for one verdict.
-pub(super) fn verdict_json(verdict: &Verdict) -> Value {
+/// The JSON object of docs/cli.md for one verdict, with the resources (URIs) and prompts
+/// (names) its file registered.
+pub(super) fn verdict_json(verdict: &Verdict, content: &Content) -> Value {
+    let (resources, prompts) = content.of(verdict);
     json!({
         "path": verdict.path.display().to_string(),
         "registers": verdict.registers,
@@ -14,7 +15,47 @@ pub(super) fn verdict_json(verdict: &Verdict) -> Value {
         "cached": verdict.cached,
         "error": verdict.error.as_ref().map(ToString::to_string),
         "tools": verdict.tools,
+        "resources": resources,
+        "prompts": prompts,
     })
+}
+
+/// The host's resources and prompts, to report them by the file that registered them.
+pub(super) struct Content {
+    resources: Vec<ResourceInfo>,
+    prompts: Vec<PromptInfo>,
+}
+
+impl Content {
+    /// What `host` serves now.
+    pub(super) fn of_host(host: &Host) -> Self {
+        Self {
+            resources: host.resources(),
+            prompts: host.prompts(),
+        }
+    }
+
+    /// The URIs and prompt names `verdict`'s file registered.
+    pub(super) fn of(&self, verdict: &Verdict) -> (Vec<&str>, Vec<&str>) {
+        let here = |file: &Option<std::path::PathBuf>| file.as_deref() == Some(&verdict.path);
+        (
+            self.resources
+                .iter()
+                .filter(|r| here(&r.file))
+                .map(|r| r.uri.as_str())
+                .collect(),
+            self.prompts
+                .iter()
+                .filter(|p| here(&p.file))
+                .map(|p| p.name.as_str())
+                .collect(),
+        )
+    }
+
+    /// How many resources and prompts there are.
+    pub(super) fn counts(&self) -> (usize, usize) {
+        (self.resources.len(), self.prompts.len())
+    }
 }
 
 /// Prints every candidate's verdict, sorted by path. Load errors do not change the exit
@@ -22,8 +63,12 @@ pub(super) fn verdict_json(verdict: &Verdict) -> Value {
 pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let verdicts = host.discovery();
     let servers = super::mcp_servers::rows(host);
+    let content = Content::of_host(host);
     if as_json {
-        let mut rows: Vec<Value> = verdicts.iter().map(verdict_json).collect();
+        let mut rows: Vec<Value> = verdicts
+            .iter()
+            .map(|v| verdict_json(v, &content))
+            .collect();
         rows.extend(servers.iter().map(super::mcp_servers::Row::to_json));
         outln!("{}", Value::Array(rows));
         return ExitCode::SUCCESS;
@@ -35,9 +80,17 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
                 .ok()
                 .and_then(|r| r.as_str().map(str::to_string))
                 .unwrap_or_default();
+            let (resources, prompts) = content.of(v);
             let detail = match &v.error {
                 Some(error) => format!("error: {error}"),
-                None => v.tools.join(", "),
+                None => v
+                    .tools
+                    .iter()
+                    .map(String::as_str)
+                    .chain(resources.iter().map(|uri| *uri))
+                    .chain(prompts.iter().map(|name| *name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
             };
             [
                 v.path.display().to_string(),
@@ -48,7 +101,18 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         })
         .collect();
     rows.extend(servers.iter().map(super::mcp_servers::Row::to_cells));
-    super::list::print_table(&["PATH", "REASON", "CACHE", "TOOLS / ERROR"], &rows);
+    super::list::print_table(
+        &["PATH", "REASON", "CACHE", "TOOLS, RESOURCES, PROMPTS / ERROR"],
+        &rows,
+    );
+    let (resources, prompts) = content.counts();
+    if resources + prompts > 0 {
+        outln!(
+            "{}, {}",
+            super::check::plural(resources, "resource", "resources"),
+            super::check::plural(prompts, "prompt", "prompts")
+        );
+    }
     for problem in host.mcp_problems() {
         outln!("{problem}");
     }
