@@ -65,10 +65,7 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let servers = super::mcp_servers::rows(host);
     let content = Content::of_host(host);
     if as_json {
-        let mut rows: Vec<Value> = verdicts
-            .iter()
-            .map(|v| verdict_json(v, &content))
-            .collect();
+        let mut rows: Vec<Value> = verdicts.iter().map(|v| verdict_json(v, &content)).collect();
         rows.extend(servers.iter().map(super::mcp_servers::Row::to_json));
         outln!("{}", Value::Array(rows));
         return ExitCode::SUCCESS;
@@ -102,7 +99,12 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         .collect();
     rows.extend(servers.iter().map(super::mcp_servers::Row::to_cells));
     super::list::print_table(
-        &["PATH", "REASON", "CACHE", "TOOLS, RESOURCES, PROMPTS / ERROR"],
+        &[
+            "PATH",
+            "REASON",
+            "CACHE",
+            "TOOLS, RESOURCES, PROMPTS / ERROR",
+        ],
         &rows,
     );
     let (resources, prompts) = content.counts();

@@ -111,7 +111,10 @@ impl TestSandbox {
             .create_function(move |lua, uri: String| {
                 let host = read_setup.lock().host().map_err(mlua::Error::runtime)?;
                 let read = read_handle.block_on(host.read_resource(&uri, &CallContext::default()));
-                content_answer(lua, read.map(|c| serde_json::to_value(c).unwrap_or_default()))
+                content_answer(
+                    lua,
+                    read.map(|c| serde_json::to_value(c).unwrap_or_default()),
+                )
             })
             .map_err(failed)?;
         let prompt_setup = setup.clone();
@@ -130,11 +133,8 @@ impl TestSandbox {
                         })?,
                     _ => json!({}),
                 };
-                let rendered = prompt_handle.block_on(host.get_prompt(
-                    &name,
-                    args,
-                    &CallContext::default(),
-                ));
+                let rendered =
+                    prompt_handle.block_on(host.get_prompt(&name, args, &CallContext::default()));
                 content_answer(
                     lua,
                     rendered.map(|r| serde_json::to_value(r).unwrap_or_default()),
