@@ -60,21 +60,27 @@ function M.contents(path)
   for segment in path:gmatch("[^/]+") do
     if segment == ".." then error("files: '..' is not allowed in " .. path, 0) end
   end
-  -- fs.exists is false outside the roots too: a path there is refused, not missing (fs
-  -- itself still refuses a symlink inside that leads out).
+  -- A path outside the roots is refused, not missing (fs refuses it too, and a symlink
+  -- inside that leads out).
   if not M.inside(path) then error("files: " .. path .. " is outside the fs roots", 0) end
-  if not fs.exists(path) then return nil end
   local dir, name = path:match("^(.*)/([^/]+)$")
+  if not name then return nil end
   if dir == "" then dir = "/" end
+  if not fs.exists(dir) then return nil end
   local entry
   for _, e in ipairs(fs.list(dir)) do
     if e.name == name then entry = e break end
   end
-  if not entry or entry.type ~= "file" then return nil end
+  if not entry or entry.type == "dir" then return nil end
+  -- A listing never follows a symlink ("other"): fs.read does, refusing one that leads
+  -- out of the roots; its size is checked once read.
   if entry.size > M.MAX_BYTES then
     error(string.format("files: %s has %d bytes; at most %d are served", path, entry.size, M.MAX_BYTES), 0)
   end
   local content = fs.read(path)
+  if #content > M.MAX_BYTES then
+    error(string.format("files: %s has %d bytes; at most %d are served", path, #content, M.MAX_BYTES), 0)
+  end
   local mime = M.mime_type(path)
   if content:sub(1, 8192):find("\0", 1, true) or not utf8.len(content) then
     return { blob = json.base64(content), mime_type = mime or "application/octet-stream" }
