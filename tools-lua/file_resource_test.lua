@@ -38,17 +38,3 @@ test("a file over 1 MiB is refused with its size", function(t)
   t.error_type(read, "handler_error")
   t.match(read.message, "1048577 bytes")
 end)
-
-test("code_review embeds the file as a resource", function(t)
-  local path = t.write("lib.lua", "return 1\n")
-  local prompt = t.prompt("code_review", { path = "lib.lua", focus = "naming" })
-  t.eq(prompt.messages[1].content, {
-    type = "resource",
-    resource = { uri = "file://" .. path, mimeType = "text/x-lua", text = "return 1\n" },
-  })
-  t.match(prompt.messages[2].content.text, "Focus on naming")
-end)
-
-test("code_review needs its path argument", function(t)
-  t.error_type(t.prompt("code_review", {}), "invalid_arguments")
-end)
