@@ -1,5 +1,6 @@
 //! `toolhost check [FILES]`: every problem is printed; exit 1 if there is any.
 
+use super::list::plural;
 use crate::Host;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,7 +38,7 @@ pub(super) fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
         outln!("{problem}");
     }
     let files = plural(verdicts.len(), "file", "files");
-    let (resources, prompts) = super::discover::Content::of_host(host).counts();
+    let (resources, prompts) = super::content::Content::of_host(host).counts();
     let mut registered = plural(tools, "tool", "tools");
     if resources + prompts > 0 {
         registered = format!(
@@ -97,12 +98,4 @@ fn near_miss(text: &str) -> Option<(usize, String)> {
             ),
         )
     })
-}
-
-/// `1 file`, `2 files`.
-pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
-    match n {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
-    }
 }

@@ -1,6 +1,7 @@
 //! `toolhost discover [--json]`.
 
-use crate::{Host, PromptInfo, ResourceInfo, Verdict};
+use super::content::Content;
+use crate::{Host, Verdict};
 use serde_json::{Value, json};
 use std::process::ExitCode;
 
@@ -18,44 +19,6 @@ pub(super) fn verdict_json(verdict: &Verdict, content: &Content) -> Value {
         "resources": resources,
         "prompts": prompts,
     })
-}
-
-/// The host's resources and prompts, to report them by the file that registered them.
-pub(super) struct Content {
-    resources: Vec<ResourceInfo>,
-    prompts: Vec<PromptInfo>,
-}
-
-impl Content {
-    /// What `host` serves now.
-    pub(super) fn of_host(host: &Host) -> Self {
-        Self {
-            resources: host.resources(),
-            prompts: host.prompts(),
-        }
-    }
-
-    /// The URIs and prompt names `verdict`'s file registered.
-    pub(super) fn of(&self, verdict: &Verdict) -> (Vec<&str>, Vec<&str>) {
-        let here = |file: &Option<std::path::PathBuf>| file.as_deref() == Some(&verdict.path);
-        (
-            self.resources
-                .iter()
-                .filter(|r| here(&r.file))
-                .map(|r| r.uri.as_str())
-                .collect(),
-            self.prompts
-                .iter()
-                .filter(|p| here(&p.file))
-                .map(|p| p.name.as_str())
-                .collect(),
-        )
-    }
-
-    /// How many resources and prompts there are.
-    pub(super) fn counts(&self) -> (usize, usize) {
-        (self.resources.len(), self.prompts.len())
-    }
 }
 
 /// Prints every candidate's verdict, sorted by path. Load errors do not change the exit
@@ -111,8 +74,8 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     if resources + prompts > 0 {
         outln!(
             "{}, {}",
-            super::check::plural(resources, "resource", "resources"),
-            super::check::plural(prompts, "prompt", "prompts")
+            super::list::plural(resources, "resource", "resources"),
+            super::list::plural(prompts, "prompt", "prompts")
         );
     }
     for problem in host.mcp_problems() {

@@ -253,7 +253,7 @@ fn one_content(
             text,
         }),
         (None, Some(Value::String(blob))) => {
-            if !is_base64(&blob) {
+            if !super::blocks::is_base64(&blob) {
                 return Err("'blob' must be base64 text (A-Z a-z 0-9 + / =)".to_string());
             }
             Ok(ResourceContents::Blob {
@@ -406,15 +406,4 @@ pub(super) fn completions(value: Value) -> Result<Vec<String>, ContentError> {
             _ => Err(handler("complete must return a list of strings")),
         })
         .collect()
-}
-
-/// Standard base64: the alphabet, padding only at the end, a length that is a multiple
-/// of four (a client would fail to decode anything else).
-pub(super) fn is_base64(text: &str) -> bool {
-    let body = text.trim_end_matches('=');
-    text.len().is_multiple_of(4)
-        && text.len() - body.len() <= 2
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }
