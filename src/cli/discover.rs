@@ -47,8 +47,8 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
                     .tools
                     .iter()
                     .map(String::as_str)
-                    .chain(resources.iter().map(|uri| *uri))
-                    .chain(prompts.iter().map(|name| *name))
+                    .chain(resources.iter().copied())
+                    .chain(prompts.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", "),
             };
