@@ -295,3 +295,20 @@ fn an_invalid_native_prompt_is_a_setup_error_naming_the_field() {
         "{error}"
     );
 }
+
+#[test]
+fn two_native_resources_with_one_uri_are_a_setup_error() {
+    let fx = Fixture::new();
+    let error = fx
+        .builder()
+        .native_resource(logo_resource())
+        .native_resource(logo_resource())
+        .build()
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        error.contains("resource 'img://logo' is registered twice by the embedding program"),
+        "{error}"
+    );
+}

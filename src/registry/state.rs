@@ -277,9 +277,13 @@ impl RegistryState {
         let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
         for (kind, key, info, origin, existing) in keyed {
             if !seen.insert((kind, key)) {
+                let by = match origin.place() {
+                    Some(_) => "in this file",
+                    None => "by the embedding program",
+                };
                 return Err((
                     origin.line,
-                    format!("{kind}: {kind} '{key}' is registered twice in this file"),
+                    format!("{kind}: {kind} '{key}' is registered twice {by}"),
                 ));
             }
             let Some((old, old_origin)) = existing else {
