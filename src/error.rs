@@ -78,9 +78,10 @@ pub enum Error {
     #[cfg(feature = "http")]
     #[error("the MCP HTTP server failed: {0}")]
     Http(#[source] std::io::Error),
-    /// A native tool given to the builder was rejected by the registry (invalid name,
-    /// invalid schema, collision without `override`).
-    #[error("native tool rejected: {0}")]
+    /// A native tool, resource or prompt given to the builder was rejected by the
+    /// registry (invalid name, schema or URI, collision without `override`); the message
+    /// names it and the field.
+    #[error("native registration rejected: {0}")]
     NativeTool(String),
     /// The store cannot be set up: `[store]` names a backend this build lacks, or the
     /// PostgreSQL URL is missing or invalid. The message names the key or the variable,

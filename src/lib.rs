@@ -270,7 +270,7 @@ pub use host::{
 pub use library::{LibraryFile, library_files};
 #[cfg(feature = "http")]
 pub use mcp::server::http::HttpOptions;
-pub use native::NativeTool;
+pub use native::{NativePrompt, NativeResource, NativeTool};
 pub use pack::{
     FileChange, LOCK_FILE, LockedPack, MANIFEST_FILE, PACKS_DIR, PackError, PackLock, PackManifest,
     hash_tree,

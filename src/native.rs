@@ -1,4 +1,12 @@
-//! Rust tools registered by the embedding program (`HostBuilder::native_tool`).
+//! Rust tools, resources and prompts registered by the embedding program
+//! (`HostBuilder::native_tool`, `native_resource`, `native_prompt`).
+
+mod completers;
+mod prompt;
+mod resource;
+
+pub use prompt::NativePrompt;
+pub use resource::NativeResource;
 
 use crate::error::Error;
 use crate::registry::{
@@ -23,9 +31,10 @@ pub struct NativeTool {
     registration: Registration,
 }
 
-/// Why a [`NativeTool`] cannot be registered: the message names the tool and the field.
+/// Why a [`NativeTool`], [`NativeResource`] or [`NativePrompt`] cannot be registered: the
+/// message names the tool, resource or prompt and the field.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct InvalidNativeTool(String);
+pub(crate) struct InvalidNativeTool(pub(crate) String);
 
 impl std::fmt::Display for InvalidNativeTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

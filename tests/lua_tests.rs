@@ -407,3 +407,33 @@ end)"#,
     assert!(!ok);
     assert!(message.contains("resolves into"), "{message}");
 }
+
+const NOTES: &str = r##"
+registry.resource{ uri = "notes://{id}", name = "note",
+  read = function(p) if p.id == "gone" then return nil end return "# " .. p.id end }
+registry.prompt{ name = "review", arguments = { { name = "path", required = true } },
+  render = function(args) return "Review " .. args.path end }
+"##;
+
+#[test]
+fn t_read_and_t_prompt_answer_contents_and_typed_errors() {
+    let fx = Fixture::new();
+    fx.tool("notes.lua", NOTES);
+    fx.tool(
+        "notes_test.lua",
+        r##"
+test("read", function(t)
+  t.eq(t.read("notes://7"), { { uri = "notes://7", text = "# 7" } })
+  t.error_type(t.read("notes://gone"), "resource_not_found")
+  t.error_type(t.read("other://7"), "resource_not_found")
+end)
+test("prompt", function(t)
+  t.eq(t.prompt("review", { path = "a.rs" }).messages,
+    { { role = "user", content = { type = "text", text = "Review a.rs" } } })
+  t.error_type(t.prompt("review", {}), "invalid_arguments")
+  t.error_type(t.prompt("nope"), "resource_not_found")
+end)
+"##,
+    );
+    assert_all_pass(&fx);
+}

@@ -1,5 +1,6 @@
 //! `toolhost check [FILES]`: every problem is printed; exit 1 if there is any.
 
+use super::list::plural;
 use crate::Host;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,8 +38,17 @@ pub(super) fn run(host: &Host, files: &[PathBuf]) -> ExitCode {
         outln!("{problem}");
     }
     let files = plural(verdicts.len(), "file", "files");
+    let (resources, prompts) = super::content::Content::of_host(host).counts();
+    let mut registered = plural(tools, "tool", "tools");
+    if resources + prompts > 0 {
+        registered = format!(
+            "{registered}, {}, {}",
+            plural(resources, "resource", "resources"),
+            plural(prompts, "prompt", "prompts")
+        );
+    }
     if problems.is_empty() {
-        outln!("ok: {files} checked, {}", plural(tools, "tool", "tools"));
+        outln!("ok: {files} checked, {registered}");
         ExitCode::SUCCESS
     } else {
         outln!(
@@ -61,7 +71,7 @@ fn near_miss(text: &str) -> Option<(usize, String)> {
     for found in pattern.captures_iter(text) {
         let line = text[..found.get(0)?.start()].matches('\n').count() + 1;
         let (separator, name) = (&found[1], &found[2]);
-        let known = ["register", "hook"];
+        let known = ["register", "hook", "resource", "prompt"];
         if separator == ":" && known.contains(&name) {
             return Some((
                 line,
@@ -88,12 +98,4 @@ fn near_miss(text: &str) -> Option<(usize, String)> {
             ),
         )
     })
-}
-
-/// `1 file`, `2 files`.
-fn plural(n: usize, one: &str, many: &str) -> String {
-    match n {
-        1 => format!("1 {one}"),
-        n => format!("{n} {many}"),
-    }
 }

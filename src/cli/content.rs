@@ -3,7 +3,7 @@
 use super::Cli;
 use super::error::{CliError, io};
 use super::list::print_table;
-use crate::{CallContext, ContentError, Host};
+use crate::{CallContext, ContentError, Host, PromptInfo, ResourceInfo, Verdict};
 use serde_json::Value;
 use std::future::Future;
 use std::process::ExitCode;
@@ -104,4 +104,42 @@ where
             ExitCode::from(1)
         }
     })
+}
+
+/// The host's resources and prompts, to report them by the file that registered them.
+pub(super) struct Content {
+    resources: Vec<ResourceInfo>,
+    prompts: Vec<PromptInfo>,
+}
+
+impl Content {
+    /// What `host` serves now.
+    pub(super) fn of_host(host: &Host) -> Self {
+        Self {
+            resources: host.resources(),
+            prompts: host.prompts(),
+        }
+    }
+
+    /// The URIs and prompt names `verdict`'s file registered.
+    pub(super) fn of(&self, verdict: &Verdict) -> (Vec<&str>, Vec<&str>) {
+        let here = |file: &Option<std::path::PathBuf>| file.as_deref() == Some(&verdict.path);
+        (
+            self.resources
+                .iter()
+                .filter(|r| here(&r.file))
+                .map(|r| r.uri.as_str())
+                .collect(),
+            self.prompts
+                .iter()
+                .filter(|p| here(&p.file))
+                .map(|p| p.name.as_str())
+                .collect(),
+        )
+    }
+
+    /// How many resources and prompts there are.
+    pub(super) fn counts(&self) -> (usize, usize) {
+        (self.resources.len(), self.prompts.len())
+    }
 }

@@ -1,14 +1,16 @@
 //! `toolhost discover [--json]`.
 
-use crate::Host;
-use crate::Verdict;
+use super::content::Content;
+use crate::{Host, Verdict};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// The JSON object of docs/cli.md for one verdict.
-pub(super) fn verdict_json(verdict: &Verdict) -> Value {
+/// The JSON object of docs/cli.md for one verdict, with the resources (URIs) and prompts
+/// (names) its file registered.
+pub(super) fn verdict_json(verdict: &Verdict, content: &Content) -> Value {
+    let (resources, prompts) = content.of(verdict);
     json!({
         "path": verdict.path.display().to_string(),
         "registers": verdict.registers,
@@ -16,6 +18,8 @@ pub(super) fn verdict_json(verdict: &Verdict) -> Value {
         "cached": verdict.cached,
         "error": verdict.error.as_ref().map(ToString::to_string),
         "tools": verdict.tools,
+        "resources": resources,
+        "prompts": prompts,
     })
 }
 
@@ -24,6 +28,7 @@ pub(super) fn verdict_json(verdict: &Verdict) -> Value {
 pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
     let verdicts = host.discovery();
     let servers = super::mcp_servers::rows(host);
+    let content = Content::of_host(host);
     if as_json {
         // Each file's tools' effects, by tool name.
         let mut effects: HashMap<PathBuf, Map<String, Value>> = HashMap::new();
@@ -36,7 +41,7 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         let mut rows: Vec<Value> = verdicts
             .iter()
             .map(|verdict| {
-                let mut row = verdict_json(verdict);
+                let mut row = verdict_json(verdict, &content);
                 let tools = effects.remove(&verdict.path).unwrap_or_default();
                 if let Some(object) = row.as_object_mut() {
                     object.insert("effects".into(), Value::Object(tools));
@@ -55,9 +60,17 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
                 .ok()
                 .and_then(|r| r.as_str().map(str::to_string))
                 .unwrap_or_default();
+            let (resources, prompts) = content.of(v);
             let detail = match &v.error {
                 Some(error) => format!("error: {error}"),
-                None => v.tools.join(", "),
+                None => v
+                    .tools
+                    .iter()
+                    .map(String::as_str)
+                    .chain(resources.iter().copied())
+                    .chain(prompts.iter().copied())
+                    .collect::<Vec<_>>()
+                    .join(", "),
             };
             [
                 v.path.display().to_string(),
@@ -68,7 +81,23 @@ pub(super) fn run(host: &Host, as_json: bool) -> ExitCode {
         })
         .collect();
     rows.extend(servers.iter().map(super::mcp_servers::Row::to_cells));
-    super::list::print_table(&["PATH", "REASON", "CACHE", "TOOLS / ERROR"], &rows);
+    super::list::print_table(
+        &[
+            "PATH",
+            "REASON",
+            "CACHE",
+            "TOOLS, RESOURCES, PROMPTS / ERROR",
+        ],
+        &rows,
+    );
+    let (resources, prompts) = content.counts();
+    if resources + prompts > 0 {
+        outln!(
+            "{}, {}",
+            super::list::plural(resources, "resource", "resources"),
+            super::list::plural(prompts, "prompt", "prompts")
+        );
+    }
     for problem in host.mcp_problems() {
         outln!("{problem}");
     }

@@ -86,3 +86,11 @@ pub(super) fn print_table<const N: usize>(header: &[&str; N], rows: &[[String; N
         line(row.iter().map(String::as_str).collect());
     }
 }
+
+/// `1 file`, `2 files`.
+pub(super) fn plural(n: usize, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}

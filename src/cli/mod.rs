@@ -129,11 +129,17 @@ enum Command {
     Watch,
     /// Write a commented tool file NAME.lua into the first tool directory.
     New {
-        /// The tool's name.
+        /// The tool's (resource's, prompt's) name.
         name: String,
         /// Its toolset.
         #[arg(long, default_value = "custom")]
         toolset: String,
+        /// Write a resource (registry.resource) instead of a tool.
+        #[arg(long, conflicts_with = "prompt")]
+        resource: bool,
+        /// Write a prompt (registry.prompt) instead of a tool.
+        #[arg(long)]
+        prompt: bool,
     },
     /// Write LuaLS definitions of the host API to <first tool dir>/types/toolhost.lua.
     Stubs,
@@ -310,7 +316,19 @@ pub fn run() -> ExitCode {
             },
         ),
         Command::Watch => watch::run(&cli),
-        Command::New { name, toolset } => new::run(&cli, name, toolset),
+        Command::New {
+            name,
+            toolset,
+            resource,
+            prompt,
+        } => {
+            let kind = match (resource, prompt) {
+                (true, _) => new::Kind::Resource,
+                (_, true) => new::Kind::Prompt,
+                _ => new::Kind::Tool,
+            };
+            new::run(&cli, name, toolset, kind)
+        }
         Command::Stubs => stubs::run(&cli),
         Command::Init { dir, with_library } => init::run(dir.as_deref(), *with_library),
         Command::Completions { shell } => Ok(completions::completions(*shell)),

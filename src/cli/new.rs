@@ -1,5 +1,6 @@
-//! `toolhost new NAME [--toolset T]`: a commented tool file that passes `check` and runs,
-//! and `NAME_test.lua` beside it that passes `toolhost test`.
+//! `toolhost new NAME [--toolset T] [--resource | --prompt]`: a commented tool (resource,
+//! prompt) file that passes `check` and runs, and `NAME_test.lua` beside it that passes
+//! `toolhost test`.
 
 use super::Cli;
 use super::error::{CliError, io};
@@ -47,8 +48,99 @@ test("NAME needs a text", function(t)
 end)
 "#;
 
+/// The resource template; NAME, SCHEME and TOOLSET are replaced.
+const RESOURCE_TEMPLATE: &str = r##"-- NAME: a resource clients read by URI (a template: one resource per id).
+-- Check it with `toolhost check`, read it with `toolhost read SCHEME://items/1`,
+-- test it with `toolhost test` (NAME_test.lua).
+
+registry.resource{
+  uri = "SCHEME://items/{id}",       -- a fixed URI, or a template of {variables}
+  name = "NAME",
+  toolset = "TOOLSET",
+  description = "An item by id",
+  mime_type = "text/markdown",
+  -- params holds the template's variables. Return text, { blob = json.base64(bytes),
+  -- mime_type = ... }, or nil when there is nothing at this URI (resource_not_found).
+  read = function(params, ctx)
+    return "# Item " .. params.id
+  end,
+  -- The concrete resources clients see in resources/list.
+  list = function(ctx)
+    return { { uri = "SCHEME://items/1", name = "item 1" } }
+  end,
+  -- Completions for a variable as the user types.
+  complete = {
+    id = function(prefix, ctx) return { prefix .. "1" } end,
+  },
+}
+"##;
+
+/// The resource's test template; NAME and SCHEME are replaced.
+const RESOURCE_TEST_TEMPLATE: &str = r##"-- Tests of NAME: `toolhost test` runs them, each on a fresh host with its own temp dir.
+test("NAME reads an item by id", function(t)
+  t.eq(t.read("SCHEME://items/7")[1].text, "# Item 7")
+end)
+
+test("NAME serves only its own URIs", function(t)
+  t.error_type(t.read("SCHEME://other/7"), "resource_not_found")
+end)
+"##;
+
+/// The prompt template; NAME and TOOLSET are replaced.
+const PROMPT_TEMPLATE: &str = r#"-- NAME: a prompt a user picks in the client.
+-- Check it with `toolhost check`, render it with `toolhost prompt NAME '{"topic": "x"}'`,
+-- test it with `toolhost test` (NAME_test.lua).
+
+registry.prompt{
+  name = "NAME",
+  toolset = "TOOLSET",
+  description = "Explain a topic",
+  arguments = {
+    { name = "topic", description = "What to explain", required = true },
+  },
+  -- args holds the arguments (strings). Return text (one user message) or a list of
+  -- { role = "user" | "assistant", content = text or a content block }.
+  render = function(args, ctx)
+    return {
+      { role = "user", content = "Explain " .. args.topic .. " in three sentences." },
+    }
+  end,
+}
+"#;
+
+/// The prompt's test template; NAME is replaced.
+const PROMPT_TEST_TEMPLATE: &str = r#"-- Tests of NAME: `toolhost test` runs them, each on a fresh host with its own temp dir.
+test("NAME asks about its topic", function(t)
+  t.match(t.prompt("NAME", { topic = "tides" }).messages[1].content.text, "Explain tides")
+end)
+
+test("NAME needs a topic", function(t)
+  t.error_type(t.prompt("NAME", {}), "invalid_arguments")
+end)
+"#;
+
+/// What `toolhost new` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A tool (`registry.register`).
+    Tool,
+    /// A resource (`--resource`).
+    Resource,
+    /// A prompt (`--prompt`).
+    Prompt,
+}
+
+/// A URI scheme made from NAME (RFC 3986: a letter, then letters, digits, `+`, `-`, `.`).
+fn scheme(name: &str) -> String {
+    let scheme = name.to_ascii_lowercase().replace('_', "-");
+    match scheme.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        true => scheme,
+        false => format!("x-{scheme}"),
+    }
+}
+
 /// Writes `<first tool dir>/NAME.lua` and `NAME_test.lua`; refuses to overwrite.
-pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, CliError> {
+pub(super) fn run(cli: &Cli, name: &str, toolset: &str, kind: Kind) -> Result<ExitCode, CliError> {
     Host::check_tool_name(name).map_err(|e| CliError::Usage(format!("NAME {e}")))?;
     Host::check_tool_name(toolset).map_err(|e| CliError::Usage(format!("--toolset {e}")))?;
     let dir = cli
@@ -64,9 +156,19 @@ pub(super) fn run(cli: &Cli, name: &str, toolset: &str) -> Result<ExitCode, CliE
             return Err(CliError::Exists(existing.to_path_buf()));
         }
     }
-    let text = TEMPLATE.replace("NAME", name).replace("TOOLSET", toolset);
-    std::fs::write(&path, text).map_err(io(format!("cannot write {}", path.display())))?;
-    std::fs::write(&test_path, TEST_TEMPLATE.replace("NAME", name))
+    let (template, test_template) = match kind {
+        Kind::Tool => (TEMPLATE, TEST_TEMPLATE),
+        Kind::Resource => (RESOURCE_TEMPLATE, RESOURCE_TEST_TEMPLATE),
+        Kind::Prompt => (PROMPT_TEMPLATE, PROMPT_TEST_TEMPLATE),
+    };
+    let fill = |text: &str| {
+        text.replace("SCHEME", &scheme(name))
+            .replace("NAME", name)
+            .replace("TOOLSET", toolset)
+    };
+    std::fs::write(&path, fill(template))
+        .map_err(io(format!("cannot write {}", path.display())))?;
+    std::fs::write(&test_path, fill(test_template))
         .map_err(io(format!("cannot write {}", test_path.display())))?;
     outln!("{}", path.display());
     outln!("{}", test_path.display());

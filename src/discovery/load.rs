@@ -16,8 +16,8 @@ use crate::error::LoadError;
 use crate::lua::register::record::{Expected, SharedCheck, ToolRecord};
 use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, ModuleView, SearchDir};
 use crate::registry::{
-    FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, Origin, ParametersValidator, Probe,
-    PromptEntry, RegistryState, ResourceEntry, ToolEntry, compile_parameters_at,
+    ContentFn, FnRole, FunctionSchema, Handler, HookEntry, LuaFnId, Origin, ParametersValidator,
+    Probe, PromptEntry, RegistryState, ResourceEntry, ToolEntry, compile_parameters_at,
     default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
@@ -657,11 +657,13 @@ fn stage(
                 info: resource.info,
                 mime_type: resource.mime_type,
                 annotations: resource.annotations,
-                read: vm.adopt(id(FnRole::Read), resource.read),
-                list: resource.list.map(|f| vm.adopt(id(FnRole::List), f)),
+                read: ContentFn::Lua(vm.adopt(id(FnRole::Read), resource.read)),
+                list: resource
+                    .list
+                    .map(|f| ContentFn::Lua(vm.adopt(id(FnRole::List), f))),
                 complete: resource
                     .complete
-                    .map(|(f, names)| (vm.adopt(id(FnRole::Complete), f), names)),
+                    .map(|(f, names)| (ContentFn::Lua(vm.adopt(id(FnRole::Complete), f)), names)),
                 origin: origin(resource.line),
             }
         })
@@ -675,10 +677,10 @@ fn stage(
             PromptEntry {
                 info: prompt.info,
                 arguments: prompt.arguments,
-                render: vm.adopt(id(FnRole::Read), prompt.render),
+                render: ContentFn::Lua(vm.adopt(id(FnRole::Read), prompt.render)),
                 complete: prompt
                     .complete
-                    .map(|(f, names)| (vm.adopt(id(FnRole::Complete), f), names)),
+                    .map(|(f, names)| (ContentFn::Lua(vm.adopt(id(FnRole::Complete), f)), names)),
                 origin: origin(prompt.line),
             }
         })

@@ -172,6 +172,11 @@ impl FsRoots {
         Err(Refused::Outside(path.to_string()))
     }
 
+    /// The roots' absolute (canonical) paths, in order (`fs.roots()`).
+    pub(crate) fn paths(&self) -> Vec<PathBuf> {
+        self.roots.iter().map(|r| r.canonical.clone()).collect()
+    }
+
     /// The absolute path of the first root (where a relative `cwd` resolves).
     pub(crate) fn absolute(&self, resolved: &Resolved<'_>) -> PathBuf {
         resolved.root.canonical.join(&resolved.relative)

@@ -12,7 +12,7 @@ use crate::dispatch::{Approver, Hook, Middleware, Pipeline, PolicyApprover};
 use crate::error::{Error, Result};
 use crate::fs_roots::FsRoots;
 use crate::lua::{ApiContext, VmSettings};
-use crate::native::NativeTool;
+use crate::native::{NativePrompt, NativeResource, NativeTool};
 use crate::registry::{AvailabilityCache, DEFAULT_CHECK_TTL, Registry, RegistryState, Source};
 use crate::search::SearchPlans;
 use crate::store::StoreInner;
@@ -41,6 +41,8 @@ pub struct HostBuilder {
     config: Option<LoadedConfig>,
     cache_dir: Option<PathBuf>,
     natives: Vec<NativeTool>,
+    native_resources: Vec<NativeResource>,
+    native_prompts: Vec<NativePrompt>,
     only_files: Option<Vec<PathBuf>>,
     run_every_file: bool,
     hooks: Vec<Arc<dyn Hook>>,
@@ -170,6 +172,19 @@ impl HostBuilder {
         self
     }
 
+    /// Registers a Rust resource (before any Lua file loads: a Lua file registering the
+    /// same URI from another toolset is refused, as between two files).
+    pub fn native_resource(mut self, resource: NativeResource) -> Self {
+        self.native_resources.push(resource);
+        self
+    }
+
+    /// Registers a Rust prompt (before any Lua file loads).
+    pub fn native_prompt(mut self, prompt: NativePrompt) -> Self {
+        self.native_prompts.push(prompt);
+        self
+    }
+
     /// Adds a Rust hook (pre_tool_call, post_tool_call, transform_tool_result); Rust hooks
     /// run before Lua hooks, in the order added.
     pub fn hook(mut self, hook: impl Hook + 'static) -> Self {
@@ -239,6 +254,18 @@ impl HostBuilder {
             .into_iter()
             .map(|native| native.into_entry().map_err(Error::from))
             .collect::<Result<Vec<_>>>()?;
+        let native_content = super::NativeContent {
+            resources: self
+                .native_resources
+                .into_iter()
+                .map(|r| r.into_entry().map_err(Error::from))
+                .collect::<Result<_>>()?,
+            prompts: self
+                .native_prompts
+                .into_iter()
+                .map(|p| p.into_entry().map_err(Error::from))
+                .collect::<Result<_>>()?,
+        };
         let store = Arc::new(make_store(
             self.store,
             &loaded_config,
@@ -250,6 +277,7 @@ impl HostBuilder {
             config_path: loaded_config.path.clone(),
             cache_dir_flag: self.cache_dir,
             natives,
+            native_content,
             vms: self.vms,
             only_files: self.only_files,
             run_every_file: self.run_every_file,
@@ -368,6 +396,7 @@ pub(super) fn build_world(
         cache_dir: &cache_dir,
         settings: &settings,
         natives: &natives,
+        native_content: &inputs.native_content,
         plugins_allowing_override: settings_config
             .plugins
             .iter()

@@ -22,6 +22,8 @@ pub(super) struct Recipe<'a> {
     pub settings: &'a VmSettings,
     /// Native tools, registered before any Lua file.
     pub natives: &'a [ToolEntry],
+    /// Native resources and prompts, registered before any Lua file.
+    pub native_content: &'a super::NativeContent,
     /// Plugins whose operator allowed them to override tools.
     pub plugins_allowing_override: BTreeSet<String>,
     /// Number of VMs (at least 1).
@@ -55,6 +57,11 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
             .apply(vec![native.clone()], Vec::new())
             .map_err(|rejection| Error::NativeTool(rejection.message))?;
     }
+    let content = recipe.native_content;
+    state
+        .judge_content(&content.resources, &content.prompts)
+        .map_err(|(_, message)| Error::NativeTool(message))?;
+    state.insert_content(content.resources.clone(), content.prompts.clone());
     let started = std::time::Instant::now();
     let mut verdicts = match recipe.only_files {
         Some(files) => {

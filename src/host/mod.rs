@@ -74,6 +74,8 @@ struct BuildInputs {
     config_path: Option<PathBuf>,
     cache_dir_flag: Option<PathBuf>,
     natives: Vec<ToolEntry>,
+    /// Native resources and prompts, registered before any Lua file.
+    native_content: NativeContent,
     vms: Option<usize>,
     only_files: Option<Vec<PathBuf>>,
     /// No registration cache: every registering file runs at load.
@@ -87,6 +89,13 @@ struct BuildInputs {
     library: Option<bool>,
     /// Whether the library loads when neither the builder nor the config says.
     library_by_default: bool,
+}
+
+/// Native resources and prompts (`HostBuilder::native_resource`, `native_prompt`).
+#[derive(Clone, Default)]
+pub(super) struct NativeContent {
+    resources: Vec<crate::registry::ResourceEntry>,
+    prompts: Vec<crate::registry::PromptEntry>,
 }
 
 struct HostInner {

@@ -26,9 +26,20 @@ local function fail(message, what)
   error((what and (what .. ": ") or "") .. message, 3)
 end
 
-return function(call_fn, fs_root, write_fn, env_fn, proc_fn, answer_fn)
+return function(call_fn, fs_root, write_fn, env_fn, proc_fn, answer_fn, read_fn, prompt_fn)
   local t = {}
   function t.call(name, args) return call_fn(name, args) end
+  -- Reads a resource: a list of { uri, mimeType?, text | blob }, or { error_type, message }.
+  function t.read(uri)
+    if type(uri) ~= "string" then error("t.read expects a URI (a string)", 2) end
+    return read_fn(uri)
+  end
+  -- Renders a prompt: { description?, messages = { { role, content }, ... } }, or
+  -- { error_type, message }.
+  function t.prompt(name, args)
+    if type(name) ~= "string" then error("t.prompt expects a prompt name (a string)", 2) end
+    return prompt_fn(name, args)
+  end
   -- Environment variables for this test only (before its first t.call).
   function t.env(vars)
     if type(vars) ~= "table" then error("t.env expects a table of NAME = \"value\"", 2) end

@@ -1,4 +1,4 @@
-//! One `toolhost test` test: the `t` table (`t.call`, `t.write`, `t.env`, `t.proc`,
+//! One `toolhost test` test: the `t` table (`t.call`, `t.read`, `t.prompt`, `t.write`, `t.env`, `t.proc`,
 //! `t.answer` and the
 //! assertion prelude) bound to a host built for that test alone, and the test's body run
 //! on its sandbox VM ([`TestSandbox`]) under a time limit. The command line finds the files
@@ -105,6 +105,44 @@ impl TestSandbox {
                 }
             })
             .map_err(failed)?;
+        let read_setup = setup.clone();
+        let read_handle = runtime.handle().clone();
+        let read = lua
+            // `t.read(uri)`: the contents as a list of `{uri, mimeType?, text | blob}`, or
+            // `{error_type, message}` (as `t.call` answers an error).
+            .create_function(move |lua, uri: String| {
+                let host = read_setup.lock().host().map_err(mlua::Error::runtime)?;
+                let read = read_handle.block_on(host.read_resource(&uri, &CallContext::default()));
+                content_answer(
+                    lua,
+                    read.map(|c| serde_json::to_value(c).unwrap_or_default()),
+                )
+            })
+            .map_err(failed)?;
+        let prompt_setup = setup.clone();
+        let prompt_handle = runtime.handle().clone();
+        let prompt = lua
+            // `t.prompt(name, args)`: `{description?, messages}`, or `{error_type, message}`.
+            .create_function(move |lua, (name, args): (String, Option<LuaValue>)| {
+                let host = prompt_setup.lock().host().map_err(mlua::Error::runtime)?;
+                let args = match args {
+                    Some(args @ LuaValue::Table(_)) => convert::lua_to_json(lua, &args, Mode::Data)
+                        .map_err(|e| {
+                            mlua::Error::runtime(format!(
+                                "t.prompt: arguments hold {} at args.{}",
+                                e.reason, e.path
+                            ))
+                        })?,
+                    _ => json!({}),
+                };
+                let rendered =
+                    prompt_handle.block_on(host.get_prompt(&name, args, &CallContext::default()));
+                content_answer(
+                    lua,
+                    rendered.map(|r| serde_json::to_value(r).unwrap_or_default()),
+                )
+            })
+            .map_err(failed)?;
         let dir = Dir::open_ambient_dir(root, ambient_authority())
             .map_err(|e| TestFailure(format!("cannot open the test's root: {e}")))?;
         let write = lua
@@ -174,10 +212,34 @@ impl TestSandbox {
             .eval_trusted(PRELUDE, "toolhost-test")
             .map_err(|e| TestFailure(format!("test prelude: {e}")))?;
         let t: Table = make_t
-            .call((call, root.display().to_string(), write, env, proc, answer))
+            .call((
+                call,
+                root.display().to_string(),
+                write,
+                env,
+                proc,
+                answer,
+                read,
+                prompt,
+            ))
             .map_err(failed)?;
         vm.call_limited(body, t, limit)
             .map_err(|e| TestFailure(crate::lua::lua_error_message(&e)))
+    }
+}
+
+/// What `t.read` and `t.prompt` answer: the result as a table, or an error as `t.call`
+/// answers one (`{error_type, message}`), so `t.error_type` checks both.
+fn content_answer(
+    lua: &mlua::Lua,
+    answer: Result<serde_json::Value, super::ContentError>,
+) -> mlua::Result<LuaValue> {
+    match answer {
+        Ok(value) => convert::json_to_lua(lua, &value),
+        Err(error) => convert::json_to_lua(
+            lua,
+            &json!({ "error_type": error.kind(), "message": error.to_string() }),
+        ),
     }
 }
 

@@ -37,7 +37,9 @@ pub(crate) use availability::{
 };
 pub use caller::{Caller, CallerKind};
 pub use content::PromptArgument;
-pub(crate) use content::{ContentInfo, Origin, PromptEntry, ResourceEntry};
+pub(crate) use content::{
+    ContentFn, ContentInfo, Origin, PromptEntry, ResourceEntry, check_annotations,
+};
 pub use context::CallContext;
 pub(crate) use context::{CallerDomain, MAX_CALL_DEPTH, NativeFuture, NativeHandler, ToolCaller};
 pub(crate) use decisions::Decisions;
@@ -58,7 +60,7 @@ pub(crate) use schema::{
 };
 pub use selection::ToolsetSelection;
 pub(crate) use state::RegistryState;
-pub(crate) use uri_template::UriTemplate;
+pub(crate) use uri_template::{UriTemplate, check_uri};
 pub(crate) use validator::ParametersValidator;
 
 use parking_lot::RwLock;

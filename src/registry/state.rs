@@ -290,9 +290,13 @@ impl RegistryState {
         let mut seen: BTreeSet<(&str, &str)> = BTreeSet::new();
         for (kind, key, info, origin, existing) in keyed {
             if !seen.insert((kind, key)) {
+                let by = match origin.place() {
+                    Some(_) => "in this file",
+                    None => "by the embedding program",
+                };
                 return Err((
                     origin.line,
-                    format!("{kind}: {kind} '{key}' is registered twice in this file"),
+                    format!("{kind}: {kind} '{key}' is registered twice {by}"),
                 ));
             }
             let Some((old, old_origin)) = existing else {
@@ -303,20 +307,13 @@ impl RegistryState {
                     origin.line,
                     format!(
                         "{kind}: {kind} '{key}' (toolset '{}') would shadow the one from toolset \
-                         '{}' ({}:{}); remove one of them",
-                        info.toolset,
-                        old.toolset,
-                        old_origin.file.display(),
-                        old_origin.line
+                         '{}' ({old_origin}); remove one of them",
+                        info.toolset, old.toolset,
                     ),
                 ));
             }
             warnings.push(format!(
-                "{kind} '{key}' from {}:{} replaces the one from {}:{} (same toolset '{}')",
-                origin.file.display(),
-                origin.line,
-                old_origin.file.display(),
-                old_origin.line,
+                "{kind} '{key}' from {origin} replaces the one from {old_origin} (same toolset '{}')",
                 info.toolset
             ));
         }

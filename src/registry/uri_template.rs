@@ -1,7 +1,8 @@
-//! RFC 6570 level 1 URI templates (`notes://{id}`): what `registry.resource{uri = ...}`
-//! accepts as a template and how a concrete URI is matched against one. Level 1 is what
-//! the MCP resource templates use; a simple expansion percent-encodes every reserved
-//! character, so a variable's value never contains the literal that follows it.
+//! RFC 6570 level 1 URI templates (`notes://{id}`), plus level 2's reserved expansion
+//! (`file:///{+path}`): what `registry.resource{uri = ...}` accepts as a template and how a
+//! concrete URI is matched against one. A simple expansion percent-encodes every reserved
+//! character, so a variable's value never contains the literal that follows it; a reserved
+//! one keeps `/` (a path), never `?` or `#`.
 
 use super::invalid::Invalid;
 
@@ -10,8 +11,9 @@ use super::invalid::Invalid;
 enum Part {
     /// Literal text, matched exactly.
     Literal(String),
-    /// `{name}`: a non-empty run of characters up to the next literal.
-    Var(String),
+    /// `{name}` (or `{+name}` when the flag is set, which may hold `/`): a non-empty run
+    /// of characters up to the next literal.
+    Var(String, bool),
 }
 
 /// The variables a template matched in a URI, by name, percent-decoded.
@@ -21,6 +23,25 @@ pub(crate) type Params = Vec<(String, String)>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct UriTemplate {
     parts: Vec<Part>,
+}
+
+/// The longest URI or template accepted (a registration is not a place for data).
+const MAX_URI: usize = 2048;
+
+/// Checks a registered URI or template given as `field`: non-empty, at most 2 KiB, no
+/// spaces, a scheme; `Some` template when it has `{variables}`. The messages name `field`.
+pub(crate) fn check_uri(uri: &str, field: &str) -> Result<Option<UriTemplate>, String> {
+    if uri.is_empty() || uri.len() > MAX_URI || uri.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "'{field}' must be a non-empty URI of at most {MAX_URI} bytes without spaces"
+        ));
+    }
+    if !uri.contains(':') {
+        return Err(format!(
+            "'{field}' {uri:?} has no scheme (like notes://...)"
+        ));
+    }
+    UriTemplate::parse(uri).map_err(|e| format!("'{field}': {e}"))
 }
 
 /// The most variables a template may hold (a hostile file cannot make matching costly).
@@ -40,30 +61,37 @@ impl UriTemplate {
                 .find('}')
                 .map(|c| open + c)
                 .ok_or_else(|| Invalid::new(format!("unclosed '{{' in {text:?}")))?;
-            let name = &rest[open + 1..close];
+            let inner = &rest[open + 1..close];
+            let (name, reserved) = match inner.strip_prefix('+') {
+                Some(name) => (name, true),
+                None => (inner, false),
+            };
             let simple = !name.is_empty()
                 && name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
             if !simple {
                 return Err(Invalid::new(format!(
-                    "template variable {{{name}}} in {text:?}: only simple {{name}} \
-                     variables (RFC 6570 level 1) are supported"
+                    "template variable {{{inner}}} in {text:?}: only {{name}} and {{+name}} \
+                     variables are supported"
                 )));
             }
             if open > 0 {
                 parts.push(Part::Literal(rest[..open].to_string()));
-            } else if matches!(parts.last(), Some(Part::Var(_))) {
+            } else if matches!(parts.last(), Some(Part::Var(..))) {
                 return Err(Invalid::new(format!(
                     "{text:?}: two variables need literal text between them"
                 )));
             }
-            if parts.iter().any(|p| *p == Part::Var(name.to_string())) {
+            if parts
+                .iter()
+                .any(|p| matches!(p, Part::Var(seen, _) if seen == name))
+            {
                 return Err(Invalid::new(format!(
                     "{text:?}: variable {{{name}}} appears twice"
                 )));
             }
-            parts.push(Part::Var(name.to_string()));
+            parts.push(Part::Var(name.to_string(), reserved));
             vars += 1;
             rest = &rest[close + 1..];
         }
@@ -84,7 +112,7 @@ impl UriTemplate {
     /// The variable names, in order.
     pub(crate) fn variables(&self) -> impl Iterator<Item = &str> {
         self.parts.iter().filter_map(|p| match p {
-            Part::Var(name) => Some(name.as_str()),
+            Part::Var(name, _) => Some(name.as_str()),
             Part::Literal(_) => None,
         })
     }
@@ -99,15 +127,21 @@ impl UriTemplate {
         while let Some(part) = parts.next() {
             match part {
                 Part::Literal(text) => rest = rest.strip_prefix(text.as_str())?,
-                Part::Var(name) => {
+                Part::Var(name, reserved) => {
                     let end = match parts.peek() {
                         Some(Part::Literal(next)) => rest.find(next.as_str())?,
                         _ => rest.len(),
                     };
                     let raw = &rest[..end];
                     // A level-1 value has its reserved characters encoded: a raw '/'
-                    // belongs to another path, not to this variable.
-                    if raw.is_empty() || raw.contains(['/', '?', '#']) {
+                    // belongs to another path, not to this variable. A reserved one
+                    // keeps '/' but never holds a query or a fragment.
+                    let stops: &[char] = if *reserved {
+                        &['?', '#']
+                    } else {
+                        &['/', '?', '#']
+                    };
+                    if raw.is_empty() || raw.contains(stops) {
                         return None;
                     }
                     let value = percent_decode(raw)?;
@@ -170,12 +204,23 @@ mod tests {
     }
 
     #[test]
+    fn a_reserved_variable_keeps_slashes_but_no_query() {
+        let t = template("file:///{+path}");
+        assert_eq!(
+            t.matches("file:///home/a%20b/c.rs"),
+            Some(vec![("path".to_string(), "home/a b/c.rs".to_string())])
+        );
+        assert_eq!(t.matches("file:///a?b"), None);
+        assert_eq!(t.matches("file:///"), None);
+    }
+
+    #[test]
     fn malformed_templates_are_refused() {
         for bad in [
             "a://{",
             "a://}",
             "a://{}",
-            "a://{+x}",
+            "a://{#x}",
             "a://{x}{y}",
             "a://{x}/{x}",
         ] {

@@ -51,7 +51,7 @@ function registry.register(tool) end
 function registry.hook(event, fn) end
 
 ---@class toolhost.Resource
----@field uri string? A fixed URI, or an RFC 6570 level-1 template (`notes://{id}`)
+---@field uri string? A fixed URI, or an RFC 6570 template: `notes://{id}`, or `{+path}` for a value holding `/`
 ---@field uri_template string? A template, said explicitly (give `uri` or `uri_template`)
 ---@field name string Name shown to clients
 ---@field title string? Human-readable title
@@ -82,6 +82,8 @@ function registry.prompt(prompt) end
 
 ---@class toolhost.Test
 ---@field call fun(name: string, args?: table): string|table # the whole pipeline, like a model's call
+---@field read fun(uri: string): table # a resource's contents ({uri, mimeType?, text|blob}[]) or an error ({error_type, message})
+---@field prompt fun(name: string, args?: table<string, string>): table # a rendered prompt ({description?, messages}) or an error ({error_type, message})
 ---@field eq fun(got: any, expected: any, what?: string) # deep equality
 ---@field ok fun(value: any, what?: string)
 ---@field match fun(text: string, pattern: string, what?: string) # a Lua pattern
@@ -119,6 +121,11 @@ function json.decode(text) end
 ---@param t? table
 ---@return table
 function json.array(t) end
+
+---Encodes bytes as standard base64 (for a resource's `blob` or an image's `data`)
+---@param bytes string
+---@return string
+function json.base64(bytes) end
 
 ---Logging to the host's log (stderr); `print` logs at info
 log = {}
@@ -181,6 +188,10 @@ function fs.mkdir(path) end
 ---@param path string
 ---@return boolean
 function fs.exists(path) end
+
+---The absolute paths of the roots this call may use, in order (relative paths resolve against the first)
+---@return string[]
+function fs.roots() end
 
 ---The entries of a directory (default: the first root), sorted by name
 ---@param path? string

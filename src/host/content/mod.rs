@@ -4,6 +4,7 @@
 //! when the caller's token is cancelled, with its file's sandbox and grants.
 
 mod selected;
+mod blocks;
 mod shape;
 mod versions;
 
@@ -14,7 +15,9 @@ pub use shape::{
 
 use super::{Host, World};
 use crate::lua::HandlerFailure;
-use crate::registry::{CallContext, CallerDomain, LuaFnId, Origin, ResourceEntry, Source};
+use crate::registry::{
+    CallContext, CallerDomain, ContentFn, LuaFnId, NativeHandler, Origin, ResourceEntry, Source,
+};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,13 +47,13 @@ impl Host {
             .find(|r| r.uri == template && self.content_selected(&r.info.toolset, ctx))
             .cloned()
             .ok_or_else(|| ContentError::NotFound(template.to_string()))?;
-        let Some(list) = entry.list else {
+        let Some(list) = entry.list.clone() else {
             return Ok(Vec::new());
         };
         let value = self
-            .run_lua(
+            .run(
                 &world,
-                list,
+                &list,
                 &entry.info.name,
                 &entry.origin,
                 Value::Null,
@@ -79,15 +82,19 @@ impl Host {
             .map(|(k, v)| (k, Value::String(v)))
             .collect();
         let value = self
-            .run_lua(
+            .run(
                 &world,
-                entry.read,
+                &entry.read,
                 &entry.info.name,
                 &entry.origin,
                 Value::Object(params),
                 ctx,
             )
             .await?;
+        // `nil` from `read`: nothing at this URI (a template matches more than exists).
+        if value.is_null() {
+            return Err(ContentError::NotFound(uri.to_string()));
+        }
         shape::contents(uri, entry.mime_type.as_deref(), value)
     }
 
@@ -107,7 +114,7 @@ impl Host {
             .ok_or_else(|| ContentError::NotFound(name.to_string()))?;
         let args = shape::prompt_args(&entry, args)?;
         let value = self
-            .run_lua(&world, entry.render, name, &entry.origin, args, ctx)
+            .run(&world, &entry.render, name, &entry.origin, args, ctx)
             .await?;
         Ok(RenderedPrompt {
             description: entry.info.description.clone(),
@@ -157,9 +164,52 @@ impl Host {
         }
         let request = serde_json::json!({ "argument": argument, "value": value });
         let answer = self
-            .run_lua(&world, function, &name, &origin, request, ctx)
+            .run(&world, &function, &name, &origin, request, ctx)
             .await?;
         shape::completions(answer)
+    }
+
+    /// Runs one resource or prompt function: a Lua one on a VM, a native one here.
+    async fn run(
+        &self,
+        world: &Arc<World>,
+        function: &ContentFn,
+        name: &str,
+        origin: &Origin,
+        args: Value,
+        ctx: &CallContext,
+    ) -> Result<Value, ContentError> {
+        match function {
+            ContentFn::Lua(id) => self.run_lua(world, *id, name, origin, args, ctx).await,
+            ContentFn::Native(handler) => self.run_native(world, handler, args, ctx).await,
+        }
+    }
+
+    /// Runs a native function like a native tool handler: under the `[runtime]
+    /// timeout_ms` deadline, dropped when the caller's token is cancelled.
+    async fn run_native(
+        &self,
+        world: &Arc<World>,
+        handler: &NativeHandler,
+        args: Value,
+        ctx: &CallContext,
+    ) -> Result<Value, ContentError> {
+        let cancel = ctx.cancel.clone();
+        if cancel.is_cancelled() {
+            return Err(ContentError::Cancelled);
+        }
+        let budget_ms = timeout_ms(world);
+        let ctx = self.with_caller(ctx);
+        let call = handler(args, ctx);
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ContentError::Cancelled),
+            answer = tokio::time::timeout(Duration::from_millis(budget_ms), call) => match answer {
+                Err(_) => Err(ContentError::Timeout(budget_ms)),
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(error)) => Err(ContentError::Handler(error.into_message())),
+            },
+        }
     }
 
     /// Runs one resource or prompt function on a VM that holds it, like a tool handler.
@@ -176,12 +226,7 @@ impl Host {
         if cancel.is_cancelled() {
             return Err(ContentError::Cancelled);
         }
-        let budget_ms = world
-            .config
-            .config
-            .runtime
-            .timeout_ms
-            .unwrap_or(crate::dispatch::DEFAULT_TIMEOUT_MS);
+        let budget_ms = timeout_ms(world);
         let domain = match &origin.source {
             Source::Plugin(plugin) => CallerDomain::Plugin {
                 id: plugin.clone(),
@@ -206,6 +251,8 @@ impl Host {
         let outcome = answer.map_err(|gone| ContentError::Handler(gone.0))?;
         match outcome {
             Ok(returned) => Ok(shape::returned_json(returned)),
+            // A handler may not answer nil; a `read` may ("nothing there"), so keep it.
+            Err(HandlerFailure::Contract(kind)) if kind == "nil" => Ok(Value::Null),
             Err(HandlerFailure::Timeout) => Err(ContentError::Timeout(budget_ms)),
             Err(HandlerFailure::Memory) => Err(ContentError::Handler(
                 "the Lua VM ran out of memory".to_string(),
@@ -215,4 +262,14 @@ impl Host {
             }
         }
     }
+}
+
+/// The deadline of one resource or prompt function: `[runtime] timeout_ms`, as for tools.
+fn timeout_ms(world: &World) -> u64 {
+    world
+        .config
+        .config
+        .runtime
+        .timeout_ms
+        .unwrap_or(crate::dispatch::DEFAULT_TIMEOUT_MS)
 }

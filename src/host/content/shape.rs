@@ -31,7 +31,8 @@ pub struct ResourceInfo {
     pub annotations: Option<Value>,
     /// The toolset it belongs to.
     pub toolset: String,
-    /// The file that registered it (`None` for a resource a template's `list` named).
+    /// The file that registered it (`None` for a resource a template's `list` named, and
+    /// for a native resource).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
     /// The line of the call.
@@ -54,10 +55,12 @@ pub struct PromptInfo {
     pub arguments: Vec<PromptArgument>,
     /// The toolset it belongs to.
     pub toolset: String,
-    /// The file that registered it.
-    pub file: PathBuf,
+    /// The file that registered it (`None` for a native prompt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<PathBuf>,
     /// The line of the call.
-    pub line: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// One content item of a resource read.
@@ -160,8 +163,8 @@ impl ResourceInfo {
             mime_type: entry.mime_type.clone(),
             annotations: entry.annotations.clone(),
             toolset: entry.info.toolset.clone(),
-            file: Some(entry.origin.file.clone()),
-            line: Some(entry.origin.line),
+            file: entry.origin.place().map(|(file, _)| file.to_path_buf()),
+            line: entry.origin.place().map(|(_, line)| line),
         }
     }
 }
@@ -174,8 +177,8 @@ impl PromptInfo {
             description: entry.info.description.clone(),
             arguments: entry.arguments.clone(),
             toolset: entry.info.toolset.clone(),
-            file: entry.origin.file.clone(),
-            line: entry.origin.line,
+            file: entry.origin.place().map(|(file, _)| file.to_path_buf()),
+            line: entry.origin.place().map(|(_, line)| line),
         }
     }
 }
@@ -250,7 +253,7 @@ fn one_content(
             text,
         }),
         (None, Some(Value::String(blob))) => {
-            if !is_base64(&blob) {
+            if !super::blocks::is_base64(&blob) {
                 return Err("'blob' must be base64 text (A-Z a-z 0-9 + / =)".to_string());
             }
             Ok(ResourceContents::Blob {
@@ -375,9 +378,8 @@ pub(super) fn messages(value: Value) -> Result<Vec<PromptMessage>, ContentError>
             };
             let content = match map.remove("content") {
                 Some(Value::String(text)) => serde_json::json!({ "type": "text", "text": text }),
-                Some(Value::Object(block)) if block.get("type").is_some_and(Value::is_string) => {
-                    Value::Object(block)
-                }
+                Some(Value::Object(block)) => super::blocks::content_block(block)
+                    .map_err(|e| handler(format!("message {at}: {e}")))?,
                 _ => {
                     return Err(handler(format!(
                         "message {at}: 'content' must be text or a content block with a 'type'"
@@ -404,15 +406,4 @@ pub(super) fn completions(value: Value) -> Result<Vec<String>, ContentError> {
             _ => Err(handler("complete must return a list of strings")),
         })
         .collect()
-}
-
-/// Standard base64: the alphabet, padding only at the end, a length that is a multiple
-/// of four (a client would fail to decode anything else).
-fn is_base64(text: &str) -> bool {
-    let body = text.trim_end_matches('=');
-    text.len().is_multiple_of(4)
-        && text.len() - body.len() <= 2
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }

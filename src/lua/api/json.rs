@@ -1,4 +1,5 @@
-//! `json`: encode, decode, `json.null`, and `json.array(t)` to mark a table as an array.
+//! `json`: encode, decode, `json.null`, `json.array(t)` to mark a table as an array, and
+//! `json.base64(bytes)` (how JSON carries bytes: resource blobs, image parts).
 
 use super::{ApiContext, ApiFunction, Calling, failure, function};
 use crate::lua::convert::{self, Mode};
@@ -47,7 +48,24 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
             calling: Calling::Anywhere,
             constant: false,
         },
+        ApiFunction {
+            module: "json",
+            name: "base64",
+            params: &[("bytes", "string")],
+            returns: "string",
+            doc: "Encodes bytes as standard base64 (for a resource's `blob` or an image's `data`)",
+            make: make_base64,
+            calling: Calling::Anywhere,
+            constant: false,
+        },
     ]
+}
+
+fn make_base64(lua: &Lua, _: &ApiContext) -> mlua::Result<LuaValue> {
+    use base64::Engine;
+    function(lua, |_, bytes: mlua::LuaString| {
+        Ok(base64::engine::general_purpose::STANDARD.encode(&*bytes.as_bytes()))
+    })
 }
 
 fn make_encode(lua: &Lua, _: &ApiContext) -> mlua::Result<LuaValue> {

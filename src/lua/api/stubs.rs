@@ -50,6 +50,14 @@ const TEST_FIELDS: &[(&str, &str)] = &[
         "fun(name: string, args?: table): string|table # the whole pipeline, like a model's call",
     ),
     (
+        "read",
+        "fun(uri: string): table # a resource's contents ({uri, mimeType?, text|blob}[]) or an error ({error_type, message})",
+    ),
+    (
+        "prompt",
+        "fun(name: string, args?: table<string, string>): table # a rendered prompt ({description?, messages}) or an error ({error_type, message})",
+    ),
+    (
         "eq",
         "fun(got: any, expected: any, what?: string) # deep equality",
     ),

@@ -5,7 +5,9 @@
 
 use super::fields::{FieldError, bad, closest, lua_type, type_error};
 use crate::lua::convert::{self, Mode};
-use crate::registry::{ContentInfo, PromptArgument, ToolName, UriTemplate};
+use crate::registry::{
+    ContentInfo, PromptArgument, ToolName, UriTemplate, check_annotations, check_uri,
+};
 use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::Value;
 
@@ -52,7 +54,7 @@ pub(crate) const RESOURCE_FIELDS: &[(&str, &str, &str)] = &[
     (
         "uri",
         "string?",
-        "A fixed URI, or an RFC 6570 level-1 template (`notes://{id}`)",
+        "A fixed URI, or an RFC 6570 template: `notes://{id}`, or `{+path}` for a value holding `/`",
     ),
     (
         "uri_template",
@@ -117,9 +119,6 @@ pub(crate) const PROMPT_FIELDS: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// The longest URI or template accepted (a registration is not a place for data).
-const MAX_URI: usize = 2048;
-
 /// Reads a `registry.resource{...}` table.
 pub(crate) fn parse_resource(
     lua: &Lua,
@@ -145,19 +144,7 @@ pub(crate) fn parse_resource(
             ));
         }
     };
-    if uri.is_empty() || uri.len() > MAX_URI || uri.chars().any(char::is_whitespace) {
-        return Err(bad(
-            field,
-            format!("'{field}' must be a non-empty URI of at most {MAX_URI} bytes without spaces"),
-        ));
-    }
-    if !uri.contains(':') {
-        return Err(bad(
-            field,
-            format!("'{field}' {uri:?} has no scheme (like notes://...)"),
-        ));
-    }
-    let template = UriTemplate::parse(&uri).map_err(|e| bad(field, format!("'{field}': {e}")))?;
+    let template = check_uri(&uri, field).map_err(|e| bad(field, e))?;
     if field == "uri_template" && template.is_none() {
         return Err(bad(
             field,
@@ -313,34 +300,7 @@ fn annotations(lua: &Lua, spec: &Table) -> Result<Option<Value>, FieldError> {
             "'annotations' must be a table with keys".to_string(),
         ));
     };
-    for (key, value) in map {
-        let ok = match key.as_str() {
-            "audience" => value.as_array().is_some_and(|roles| {
-                roles
-                    .iter()
-                    .all(|r| matches!(r.as_str(), Some("user" | "assistant")))
-            }),
-            "priority" => value.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p)),
-            "lastModified" => value.is_string(),
-            _ => {
-                return Err(bad(
-                    &format!("annotations.{key}"),
-                    format!(
-                        "unknown field 'annotations.{key}' (known: audience, priority, lastModified)"
-                    ),
-                ));
-            }
-        };
-        if !ok {
-            let expected = match key.as_str() {
-                "audience" => "a list of \"user\" / \"assistant\"",
-                "priority" => "a number from 0 to 1",
-                _ => "an ISO 8601 string",
-            };
-            let field = format!("annotations.{key}");
-            return Err(bad(&field, format!("'{field}' must be {expected}")));
-        }
-    }
+    check_annotations(map).map_err(|(field, message)| bad(&field, message))?;
     Ok(Some(json))
 }
 

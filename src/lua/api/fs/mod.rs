@@ -222,6 +222,27 @@ pub(crate) fn functions() -> Vec<ApiFunction> {
         },
         ApiFunction {
             module: "fs",
+            name: "roots",
+            params: &[],
+            returns: "string[]",
+            doc: "The absolute paths of the roots this call may use, in order (relative paths resolve against the first)",
+            make: |lua, ctx: &ApiContext| {
+                let default_roots = ctx.fs_roots.clone();
+                function(lua, move |lua, ()| {
+                    let roots = current::fs_roots(lua, &default_roots);
+                    let paths: Vec<String> = roots
+                        .paths()
+                        .iter()
+                        .map(|p| p.to_string_lossy().into_owned())
+                        .collect();
+                    lua.to_value(&paths)
+                })
+            },
+            calling: Calling::Anywhere,
+            constant: false,
+        },
+        ApiFunction {
+            module: "fs",
             name: "list",
             params: &[("path?", "string")],
             returns: "{name: string, type: 'file'|'dir'|'other', size: integer}[]",
