@@ -3,8 +3,8 @@
 //! tool handler: on a VM that holds it, under the `[runtime] timeout_ms` deadline, stopped
 //! when the caller's token is cancelled, with its file's sandbox and grants.
 
-mod selected;
 mod blocks;
+mod selected;
 mod shape;
 mod versions;
 
