@@ -5,12 +5,14 @@
 //! call still answers.
 
 use super::origin::Origin;
+use crate::CallContext;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Default `[audit] max_bytes`: 100 MiB.
@@ -51,8 +53,13 @@ pub(crate) struct AuditLog {
 
 /// One call, as its audit line tells it.
 pub(crate) struct Entry<'a> {
-    /// The request id as the client wrote it (JSON text).
+    /// The request id as the client wrote it (JSON text); for a `ctx.call`, the child's
+    /// id (`PARENT/N`).
     pub(crate) request_id: &'a str,
+    /// The id of the call that made this one with `ctx.call` (`None`: the client's call).
+    pub(crate) parent: Option<&'a str>,
+    /// The MCP task the call ran as (or inside), if any.
+    pub(crate) task_id: Option<&'a str>,
     /// Where the call came from.
     pub(crate) origin: &'a Origin,
     /// Who called (`ctx.caller`).
@@ -120,12 +127,36 @@ impl AuditLog {
         }
     }
 
+    /// `ctx` made ready for auditing a call from `origin`: it notes the hooks' and the
+    /// approval's decisions, and each `ctx.call` it makes (at any depth) writes its own line
+    /// naming its parent.
+    pub(crate) fn auditing(self: &Arc<Self>, ctx: CallContext, origin: &Origin) -> CallContext {
+        let (log, origin, caller) = (self.clone(), origin.clone(), ctx.caller.clone());
+        ctx.noting_decisions().auditing_nested(move |call| {
+            log.write(&Entry {
+                request_id: call.request_id,
+                parent: Some(call.parent),
+                task_id: call.task_id,
+                origin: &origin,
+                caller: &caller,
+                tool: call.tool,
+                args: call.args,
+                decisions: call.decisions,
+                outcome: if call.error_type.is_some() { "error" } else { "ok" },
+                error_type: call.error_type,
+                duration_ms: millis(call.duration),
+            });
+        })
+    }
+
     /// The JSON of `entry`'s line.
     fn line(&self, entry: &Entry<'_>) -> Value {
         let digest = Sha256::digest(canonical(entry.args).as_bytes());
         let mut line = json!({
             "time": rfc3339_now(),
             "request_id": entry.request_id,
+            "parent": entry.parent,
+            "task_id": entry.task_id,
             "caller": caller(entry.caller),
             "client": entry.origin.client.as_ref().map(|(name, version)| {
                 json!({ "name": name, "version": version })
@@ -183,6 +214,11 @@ impl Sink {
             }
         }
     }
+}
+
+/// `duration` in whole milliseconds.
+pub(crate) fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `audit.log` → `audit.log.1`.
