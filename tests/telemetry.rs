@@ -21,6 +21,9 @@ registry.register{ name = "outer", toolset = "t", requires_approval = true,
     store.set("seen", true)
     return ctx.call("echo", { via = "outer" })
   end }
+registry.register{ name = "summed", toolset = "t", task = "optional",
+  schema = { description = "A task that calls echo", parameters = { type = "object" } },
+  handler = function(_, ctx) return ctx.call("echo", { n = 1 }) end }
 registry.hook("pre_tool_call", function(call) end)
 "#;
 
@@ -159,6 +162,58 @@ fn a_request_span_parents_the_call_its_stages_a_ctx_call_and_the_store() {
     assert_eq!(store.parent_span_id, handler.span_id);
     assert_eq!(store.attr("db.system.name"), Some("sqlite"));
     assert!(spans.iter().all(|s| s.trace_id == TRACE_ID), "one trace");
+}
+
+#[test]
+fn a_task_calls_request_span_lasts_until_the_task_ends_and_names_the_task() {
+    let receiver = Receiver::start();
+    let fx = Fixture::new();
+    write_tools(
+        &fx,
+        &format!("[telemetry]\notlp_endpoint = {:?}\n", receiver.endpoint()),
+    );
+    let (server, url) = http_server(fx.root());
+    let mut http = RawHttp::connect(&authority(&url));
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": "raw", "version": "1"}}});
+    let reply = http.mcp(None, &initialize.to_string());
+    let session = reply.header("mcp-session-id").expect("a session").to_string();
+    http.mcp(Some(&session), common::raw_http::INITIALIZED);
+    let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
+    let created = http
+        .request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("traceparent", &traceparent),
+            ],
+            tools_call(8, "summed", "{}").as_bytes(),
+        )
+        .message();
+    let task_id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_string();
+    let spans = receiver.wait_for(|spans| spans.iter().any(|s| s.name == "tools/call summed"));
+    stop(server);
+    let request = named(&spans, "tools/call summed");
+    assert_eq!(request.kind, 2, "a server span");
+    assert_eq!(request.trace_id, TRACE_ID);
+    assert_eq!(request.parent_span_id, PARENT_ID);
+    assert_eq!(request.attr("jsonrpc.request.id"), Some("8"));
+    assert_eq!(request.attr("toolhost.task.id"), Some(task_id.as_str()));
+    assert_eq!(request.attr("error.type"), None);
+    let call = named(&spans, "execute_tool summed");
+    assert_eq!(call.parent_span_id, request.span_id, "the task runs in it");
+    let handler = named(&spans, "toolhost.handler summed");
+    assert_eq!(handler.parent_span_id, call.span_id);
+    let child = named(&spans, "execute_tool echo");
+    assert_eq!(child.parent_span_id, handler.span_id, "the task's ctx.call");
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub(crate) struct CurrentCall {
     pub asker: Option<Arc<dyn Asker>>,
     /// The keys of the call's input requests.
     pub asking: parking_lot::Mutex<Asking>,
+    /// The MCP task the call became (set at the handover, after `prepare`): its
+    /// `ctx.call`s run inside it.
+    pub task_id: std::sync::OnceLock<String>,
 }
 
 impl CurrentCall {
@@ -50,6 +53,7 @@ impl CurrentCall {
             children: std::sync::atomic::AtomicU32::new(0),
             asker: ctx.asker().cloned(),
             asking: parking_lot::Mutex::new(Asking::new(ctx.ask_prefix.clone())),
+            task_id: std::sync::OnceLock::new(),
         }))
     }
 }
