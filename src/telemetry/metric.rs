@@ -31,6 +31,9 @@ pub(crate) const STORE_ERRORS: &str = "toolhost.store.errors";
 pub(crate) const MCP_SERVER_UP: &str = "toolhost.mcp_server.up";
 /// Gauge of open MCP sessions, by `transport`.
 pub(crate) const SESSIONS: &str = "mcp.server.sessions";
+/// Counter of calls a rate limit refused, by `kind` (`default`, `tool`, `caller`,
+/// `caller_tool`: the `[limits]` table of the limit).
+pub(crate) const RATE_LIMITED: &str = "toolhost.rate_limit.rejections";
 /// Counter of audit lines that could not be written.
 pub(crate) const AUDIT_WRITE_ERRORS: &str = "toolhost.audit.write_errors";
 
@@ -72,6 +75,7 @@ pub fn describe() {
     describe_gauge!(MCP_SERVER_UP, "1 while an external MCP server is connected");
     describe_gauge!(SESSIONS, "Open MCP sessions, by transport");
     describe_counter!(AUDIT_WRITE_ERRORS, "Audit lines that could not be written");
+    describe_counter!(RATE_LIMITED, "Calls refused by a rate limit, by limit kind");
 }
 
 /// The `tool` label of a call of `name`: the name only for a call of a tool that exists,
@@ -92,6 +96,11 @@ pub(crate) fn vm_kill(reason: &'static str) {
 pub(crate) fn reloaded(ok: bool, load_errors: usize) {
     counter!(RELOADS, "outcome" => if ok { "ok" } else { "error" }).increment(1);
     counter!(LOAD_ERRORS).increment(load_errors as u64);
+}
+
+/// Counts a call refused by a limit of `kind` (`[limits]` table).
+pub(crate) fn rate_limited(kind: &'static str) {
+    counter!(RATE_LIMITED, "kind" => kind).increment(1);
 }
 
 /// Marks the external MCP server `server` up or down.
