@@ -24,6 +24,16 @@ registry.register{ name = "outer", toolset = "t", requires_approval = true,
 registry.register{ name = "summed", toolset = "t", task = "optional",
   schema = { description = "A task that calls echo", parameters = { type = "object" } },
   handler = function(_, ctx) return ctx.call("echo", { n = 1 }) end }
+registry.register{ name = "slow", toolset = "t", timeout_ms = 100,
+  schema = { description = "Overruns its deadline", parameters = { type = "object" } },
+  handler = function() time.sleep(60000) return "never" end }
+registry.register{ name = "hog", toolset = "t",
+  schema = { description = "Allocates without end", parameters = { type = "object" } },
+  handler = function()
+    local t = {}
+    for i = 1, 1e9 do t[i] = string.rep("x", 1024) .. i end
+    return "never"
+  end }
 registry.hook("pre_tool_call", function(call) end)
 "#;
 
@@ -630,4 +640,68 @@ fn a_listing_has_a_server_span_under_the_clients_trace() {
     assert_eq!(listing.parent_span_id, PARENT_ID);
     assert_eq!(listing.attr("mcp.method.name"), Some("tools/list"));
     assert_eq!(listing.attr("jsonrpc.request.id"), Some("5"));
+}
+
+/// The `/metrics` of a `serve --http` of the tools with `config`, after `calls` (name,
+/// arguments) on one session.
+fn metrics_after(config: &str, calls: &[(&str, &str)]) -> prometheus_parse::Scrape {
+    let fx = Fixture::new();
+    write_tools(&fx, config);
+    let (server, url) = http_server(fx.root());
+    let host = authority(&url);
+    let mut http = RawHttp::connect(&host);
+    let session = http.open_session();
+    for (id, (name, args)) in calls.iter().enumerate() {
+        let reply = http.mcp(Some(&session), &tools_call(id as u64 + 1, name, args));
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let reply = get(&host, "/metrics", &[]);
+    stop(server);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    scrape(&reply.text())
+}
+
+#[test]
+fn metrics_count_rate_limit_rejections_by_limit_kind() {
+    let metrics = metrics_after(
+        "[store]\nbackend = \"memory\"\n[approval]\nmcp = \"allow\"\n\
+         [limits.tools.echo]\nrate = \"1/m\"\nburst = 1\n\
+         [limits.default]\nrate = \"1/m\"\nburst = 1\n",
+        &[("echo", "{}"), ("echo", "{}"), ("echo", "{}"), ("outer", "{}"), ("outer", "{}")],
+    );
+    // echo: one passes, two are over `limits.tools.echo` (checked before the default);
+    // outer: the first spends the caller's budget for it and its `ctx.call` of echo is
+    // over echo's limit too; the second is over `limits.default`.
+    let rejected =
+        |kind| sample(&metrics, "toolhost_rate_limit_rejections_total", &[("kind", kind)]);
+    assert_eq!(rejected("tool"), 3.0);
+    assert_eq!(rejected("default"), 1.0);
+    let limited = [("tool", "echo"), ("error_type", "rate_limited")];
+    assert_eq!(sample(&metrics, "toolhost_tool_calls_total", &limited), 3.0);
+}
+
+#[test]
+fn metrics_count_the_calls_the_host_stopped_by_reason() {
+    let metrics = metrics_after(
+        "[runtime]\nmemory_mb = 16\n",
+        &[("slow", "{}"), ("hog", "{}"), ("echo", "{}")],
+    );
+    let kills = |reason| sample(&metrics, "toolhost_vm_kills_total", &[("reason", reason)]);
+    assert_eq!(kills("deadline"), 1.0);
+    assert_eq!(kills("memory"), 1.0);
+    assert_eq!(sample(&metrics, "toolhost_calls_running", &[]), 0.0);
+    assert_eq!(sample(&metrics, "toolhost_calls_queued", &[]), 0.0);
+}
+
+#[test]
+fn metrics_time_store_operations_by_backend_and_operation() {
+    let metrics = metrics_after(
+        "[approval]\nmcp = \"allow\"\n",
+        &[("outer", "{}"), ("outer", "{}")],
+    );
+    let set = [("backend", "sqlite"), ("operation", "set")];
+    assert_eq!(
+        sample(&metrics, "toolhost_store_operation_duration_seconds_count", &set),
+        2.0
+    );
 }
