@@ -705,3 +705,85 @@ fn metrics_time_store_operations_by_backend_and_operation() {
         2.0
     );
 }
+
+/// Scrapes `host`'s `/metrics` until `done` holds of it (within 20 s).
+fn scrape_until(
+    host: &str,
+    mut done: impl FnMut(&prometheus_parse::Scrape) -> bool,
+) -> prometheus_parse::Scrape {
+    let start = std::time::Instant::now();
+    loop {
+        let metrics = scrape(&get(host, "/metrics", &[]).text());
+        if done(&metrics) {
+            return metrics;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "never: {:#?}",
+            metrics.samples
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn has(metrics: &prometheus_parse::Scrape, metric: &str, labels: &[(&str, &str)]) -> bool {
+    metrics
+        .samples
+        .iter()
+        .any(|s| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+}
+
+#[test]
+fn metrics_count_reloads_and_the_files_that_failed_to_load() {
+    let fx = Fixture::new();
+    write_tools(&fx, "");
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--tools-dir", "tools", "--cache-dir", "cache"])
+        .args(["serve", "--http", "127.0.0.1:0", "--watch"]);
+    let (server, url) = common::spawn_http_server(command);
+    let host = authority(&url);
+    fx.write("tools/broken.lua", "registry.register{ name = ");
+    let metrics = scrape_until(&host, |m| has(m, "toolhost_reloads_total", &[]));
+    stop(server);
+    assert!(sample(&metrics, "toolhost_reloads_total", &[("outcome", "ok")]) >= 1.0);
+    assert!(sample(&metrics, "toolhost_load_errors_total", &[]) >= 1.0);
+}
+
+#[test]
+fn metrics_say_which_external_mcp_servers_are_up() {
+    let fx = Fixture::new();
+    let inner_dir = fx.root().join("inner");
+    std::fs::create_dir_all(inner_dir.join("tools")).unwrap();
+    std::fs::write(
+        inner_dir.join("tools/greet.lua"),
+        common::simple_tool("greet", "inner", "hello"),
+    )
+    .unwrap();
+    let (inner, inner_url) = http_server(&inner_dir);
+    // A port nothing listens on: bound, then let go.
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone_url = format!("http://{}/mcp", gone.local_addr().unwrap());
+    drop(gone);
+    write_tools(
+        &fx,
+        &format!(
+            "[mcp_servers.inner]\nurl = {inner_url:?}\n[mcp_servers.gone]\nurl = {gone_url:?}\n"
+        ),
+    );
+    let (outer, outer_url) = http_server(fx.root());
+    let host = authority(&outer_url);
+    let metrics = scrape_until(&host, |m| {
+        has(m, "toolhost_mcp_server_up", &[("server", "inner")])
+            && sample(m, "toolhost_mcp_server_up", &[("server", "inner")]) == 1.0
+            && has(m, "toolhost_mcp_server_up", &[("server", "gone")])
+    });
+    stop(outer);
+    stop(inner);
+    assert_eq!(
+        sample(&metrics, "toolhost_mcp_server_up", &[("server", "gone")]),
+        0.0
+    );
+}
