@@ -321,9 +321,8 @@ fn modern_echo(authority: &str, id: u64) -> common::raw_http::Reply {
 
 #[test]
 fn an_sse_answer_over_the_limit_carries_retry_after_when_its_headers_are_still_unsent() {
-    let fx = fixture(
-        "[store]\nbackend = \"memory\"\n[limits.tools.echo]\nrate = \"1/m\"\nburst = 1\n",
-    );
+    let fx =
+        fixture("[store]\nbackend = \"memory\"\n[limits.tools.echo]\nrate = \"1/m\"\nburst = 1\n");
     // A server with sessions (not `--stateless`) answers a 2026-07-28 call on SSE, once
     // its first message is there.
     let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
@@ -345,7 +344,9 @@ fn an_sse_answer_over_the_limit_carries_retry_after_when_its_headers_are_still_u
     );
     let error = &refused.message()["error"];
     assert_eq!(error["code"], -32029, "{error}");
-    let ms = error["data"]["retryAfterMs"].as_u64().expect("retryAfterMs");
+    let ms = error["data"]["retryAfterMs"]
+        .as_u64()
+        .expect("retryAfterMs");
     assert_eq!(
         refused.header("retry-after"),
         Some(ms.div_ceil(1000).to_string().as_str()),

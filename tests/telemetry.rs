@@ -189,7 +189,10 @@ fn a_task_calls_request_span_lasts_until_the_task_ends_and_names_the_task() {
             "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
             "clientInfo": {"name": "raw", "version": "1"}}});
     let reply = http.mcp(None, &initialize.to_string());
-    let session = reply.header("mcp-session-id").expect("a session").to_string();
+    let session = reply
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_string();
     http.mcp(Some(&session), common::raw_http::INITIALIZED);
     let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
     let created = http
@@ -667,13 +670,24 @@ fn metrics_count_rate_limit_rejections_by_limit_kind() {
         "[store]\nbackend = \"memory\"\n[approval]\nmcp = \"allow\"\n\
          [limits.tools.echo]\nrate = \"1/m\"\nburst = 1\n\
          [limits.default]\nrate = \"1/m\"\nburst = 1\n",
-        &[("echo", "{}"), ("echo", "{}"), ("echo", "{}"), ("outer", "{}"), ("outer", "{}")],
+        &[
+            ("echo", "{}"),
+            ("echo", "{}"),
+            ("echo", "{}"),
+            ("outer", "{}"),
+            ("outer", "{}"),
+        ],
     );
     // echo: one passes, two are over `limits.tools.echo` (checked before the default);
     // outer: the first spends the caller's budget for it and its `ctx.call` of echo is
     // over echo's limit too; the second is over `limits.default`.
-    let rejected =
-        |kind| sample(&metrics, "toolhost_rate_limit_rejections_total", &[("kind", kind)]);
+    let rejected = |kind| {
+        sample(
+            &metrics,
+            "toolhost_rate_limit_rejections_total",
+            &[("kind", kind)],
+        )
+    };
     assert_eq!(rejected("tool"), 3.0);
     assert_eq!(rejected("default"), 1.0);
     let limited = [("tool", "echo"), ("error_type", "rate_limited")];
@@ -701,7 +715,11 @@ fn metrics_time_store_operations_by_backend_and_operation() {
     );
     let set = [("backend", "sqlite"), ("operation", "set")];
     assert_eq!(
-        sample(&metrics, "toolhost_store_operation_duration_seconds_count", &set),
+        sample(
+            &metrics,
+            "toolhost_store_operation_duration_seconds_count",
+            &set
+        ),
         2.0
     );
 }

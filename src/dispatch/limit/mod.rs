@@ -139,7 +139,10 @@ impl Limiter {
                 .into_iter()
                 .map(|((caller, tool), rate)| {
                     let name = format!("limits.callers.{caller}.tools.{tool}");
-                    ((caller, tool), Entry::new(name, "caller_tool", rate, shared))
+                    (
+                        (caller, tool),
+                        Entry::new(name, "caller_tool", rate, shared),
+                    )
                 })
                 .collect(),
         }

@@ -115,7 +115,9 @@ impl AuditLog {
 
     /// Writes `entry`'s line; a failure is reported on stderr and counted.
     pub(crate) fn write(&self, entry: &Entry<'_>) {
-        let written = self.line(entry).and_then(|line| self.sink.lock().write(&line));
+        let written = self
+            .line(entry)
+            .and_then(|line| self.sink.lock().write(&line));
         if let Err(problem) = written {
             metrics::counter!(crate::telemetry::metric::AUDIT_WRITE_ERRORS).increment(1);
             eprintln!(
@@ -140,7 +142,11 @@ impl AuditLog {
                 tool: call.tool,
                 args: call.args,
                 decisions: call.decisions,
-                outcome: if call.error_type.is_some() { "error" } else { "ok" },
+                outcome: if call.error_type.is_some() {
+                    "error"
+                } else {
+                    "ok"
+                },
                 error_type: call.error_type,
                 duration_ms: millis(call.duration),
             });

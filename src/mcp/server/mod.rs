@@ -176,12 +176,13 @@ impl Shared {
             arguments: audit.arguments,
             max_bytes: audit.max_bytes,
         };
-        let audit = audit::AuditLog::open(settings, base).unwrap_or_else(|problem| {
-            // `toolhost serve` refuses to start on this; an embedder is told here.
-            tracing::error!("{problem}; no audit log");
-            None
-        })
-        .map(Arc::new);
+        let audit = audit::AuditLog::open(settings, base)
+            .unwrap_or_else(|problem| {
+                // `toolhost serve` refuses to start on this; an embedder is told here.
+                tracing::error!("{problem}; no audit log");
+                None
+            })
+            .map(Arc::new);
         let record_arguments = config.config.telemetry.record_arguments;
         drop(config);
         let tasks = tasks::TaskService::new(&host);

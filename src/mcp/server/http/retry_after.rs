@@ -107,7 +107,11 @@ mod tests {
     fn an_sse_events_data_is_read_whole() {
         let event = b"id: 0\nevent: message\ndata: {\"error\":{\"code\":-32029,\ndata: \"data\":{\"retryAfterMs\":1500}}}\n\n";
         assert_eq!(sse_retry_after_seconds(event), Some(2));
-        assert_eq!(sse_retry_after_seconds(b"data:\n\n"), None, "a priming event");
+        assert_eq!(
+            sse_retry_after_seconds(b"data:\n\n"),
+            None,
+            "a priming event"
+        );
         assert_eq!(sse_retry_after_seconds(b": keep-alive\n\n"), None);
     }
 
