@@ -96,9 +96,12 @@ pub(crate) fn tool_label<'a>(name: &'a str, outcome: &str, error_type: Option<&s
 /// names of tools that exist (or `_unknown`, see [`tool_label`]), so this stays as small
 /// as the recorder's own series.
 struct PerTool<H> {
-    by_tool: RwLock<HashMap<Box<str>, Vec<(&'static str, &'static str, H)>>>,
+    by_tool: RwLock<HashMap<Box<str>, Vec<Labelled<H>>>>,
     make: fn(&str, &'static str, &'static str) -> H,
 }
+
+/// A handle and its two labels besides the tool.
+type Labelled<H> = (&'static str, &'static str, H);
 
 impl<H> PerTool<H> {
     fn new(make: fn(&str, &'static str, &'static str) -> H) -> Self {
