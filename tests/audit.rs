@@ -21,6 +21,15 @@ registry.register{ name = "guarded", toolset = "t", requires_approval = true,
 registry.register{ name = "fails", toolset = "t",
   schema = { description = "Raises", parameters = { type = "object" } },
   handler = function() error("broken on purpose") end }
+registry.register{ name = "outer", toolset = "t",
+  schema = { description = "Calls echo twice", parameters = { type = "object" } },
+  handler = function(_, ctx)
+    ctx.call("echo", { word = "inner" })
+    return ctx.call("echo", { block = true })
+  end }
+registry.register{ name = "summed", toolset = "t", task = "optional",
+  schema = { description = "A task that calls echo", parameters = { type = "object" } },
+  handler = function(_, ctx) return ctx.call("echo", { n = 1 }) end }
 registry.hook("pre_tool_call", function(call)
   if call.args.block then return { action = "block", message = "no" } end
 end)
@@ -36,6 +45,11 @@ struct Server {
 
 impl Server {
     fn start(fx: &Fixture, config: &str) -> Self {
+        Self::start_with(fx, config, INITIALIZE)
+    }
+
+    /// [`Self::start`] with the client's own `initialize` request (id 0).
+    fn start_with(fx: &Fixture, config: &str, initialize: &str) -> Self {
         std::fs::create_dir_all(fx.root().join("tools")).unwrap();
         fx.write("tools/t.lua", TOOLS);
         fx.write("toolhost.toml", config);
@@ -56,7 +70,7 @@ impl Server {
             stderr: BufReader::new(child.stderr.take().unwrap()).lines(),
             child,
         };
-        server.send(INITIALIZE);
+        server.send(initialize);
         server.answer(0);
         server.send(INITIALIZED);
         server
@@ -79,6 +93,12 @@ impl Server {
 
     fn call(&mut self, id: u64, name: &str, args: &str) -> Value {
         self.send(&tools_call(id, name, args));
+        self.answer(id)
+    }
+
+    fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send(&request.to_string());
         self.answer(id)
     }
 
@@ -138,6 +158,8 @@ fn each_call_writes_one_audit_line_with_every_field() {
     let mut expected = vec![
         "time",
         "request_id",
+        "parent",
+        "task_id",
         "caller",
         "client",
         "transport",
@@ -161,6 +183,8 @@ fn each_call_writes_one_audit_line_with_every_field() {
         "RFC 3339 UTC: {time}"
     );
     assert_eq!(echo["request_id"], "1");
+    assert_eq!(echo["parent"], Value::Null, "the client's own call");
+    assert_eq!(echo["task_id"], Value::Null);
     assert_eq!(echo["caller"], json!({"id": "local", "kind": "local"}));
     assert_eq!(echo["client"], json!({"name": "raw", "version": "1"}));
     assert_eq!(echo["transport"], "stdio");
@@ -288,4 +312,86 @@ fn audit_lines_can_go_to_stderr() {
         .find_map(|line| serde_json::from_str::<Value>(line).ok())
         .unwrap_or_else(|| panic!("no audit line in {stderr}"));
     assert_eq!(line["tool"], "echo");
+}
+
+#[test]
+fn each_ctx_call_writes_its_own_line_naming_its_parent() {
+    let fx = Fixture::new();
+    let mut server = Server::start(&fx, "[audit]\npath = \"audit.log\"\n");
+    server.call(7, "outer", "{}");
+    server.finish();
+    let audit = lines(&fx.root().join("audit.log"));
+    // The children end (and are written) before their caller.
+    assert_eq!(audit.len(), 3, "{audit:#?}");
+    let (first, second, outer) = (&audit[0], &audit[1], &audit[2]);
+    assert_eq!(outer["tool"], "outer");
+    assert_eq!(outer["request_id"], "7");
+    assert_eq!(outer["parent"], Value::Null);
+    assert_eq!(outer["outcome"], "ok", "the caller's own result is fine");
+
+    assert_eq!(first["tool"], "echo");
+    assert_eq!(first["request_id"], "7/1");
+    assert_eq!(first["parent"], "7");
+    assert_eq!(first["task_id"], Value::Null);
+    assert_eq!(first["arguments_sha256"], sha256(r#"{"word":"inner"}"#));
+    assert_eq!(first["hooks"], "proceed", "its own decisions");
+    assert_eq!(first["outcome"], "ok");
+    assert_eq!(first["error_type"], Value::Null);
+    // Who and where are the caller's.
+    assert_eq!(first["caller"], json!({"id": "local", "kind": "local"}));
+    assert_eq!(first["client"], json!({"name": "raw", "version": "1"}));
+    assert_eq!(first["transport"], "stdio");
+    assert!(first["duration_ms"].is_u64());
+    assert_eq!(first["replica"], outer["replica"]);
+
+    assert_eq!(second["request_id"], "7/2");
+    assert_eq!(second["parent"], "7");
+    assert_eq!(second["hooks"], "blocked");
+    assert_eq!(second["outcome"], "error");
+    assert_eq!(second["error_type"], "blocked");
+}
+
+#[test]
+fn a_task_call_is_audited_when_it_ends_with_its_task_id() {
+    let fx = Fixture::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "clientInfo": {"name": "raw", "version": "1"}}});
+    let mut server = Server::start_with(
+        &fx,
+        "[audit]\npath = \"audit.log\"\n",
+        &initialize.to_string(),
+    );
+    let created = server.request(1, "tools/call", json!({"name": "summed", "arguments": {}}));
+    let task_id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_string();
+    // The line is written before the task's end is recorded: once `tasks/get` shows the
+    // end, the line is there.
+    let mut id = 1;
+    loop {
+        id += 1;
+        let task = server.request(id, "tasks/get", json!({"taskId": task_id}));
+        if task["result"]["status"] != "working" {
+            assert_eq!(task["result"]["status"], "completed", "{task}");
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let audit = lines(&fx.root().join("audit.log"));
+    assert_eq!(audit.len(), 2, "{audit:#?}");
+    let (child, task) = (&audit[0], &audit[1]);
+    assert_eq!(task["tool"], "summed");
+    assert_eq!(task["request_id"], "1");
+    assert_eq!(task["task_id"], task_id.as_str());
+    assert_eq!(task["parent"], Value::Null);
+    assert_eq!(task["hooks"], "proceed");
+    assert_eq!(task["outcome"], "ok");
+    assert_eq!(task["transport"], "stdio");
+    assert_eq!(child["tool"], "echo");
+    assert_eq!(child["parent"], "1");
+    assert_eq!(child["task_id"], task_id.as_str(), "it ran inside the task");
+    server.finish();
 }

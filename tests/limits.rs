@@ -301,3 +301,106 @@ fn an_mcp_client_over_stdio_gets_a_json_rpc_error_naming_the_limit_and_the_retry
         "{refused}"
     );
 }
+
+/// A 2026-07-28 `tools/call` of `echo` (id `id`) over a new connection to `authority`.
+fn modern_echo(authority: &str, id: u64) -> common::raw_http::Reply {
+    let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "echo", "arguments": {},
+        "_meta": common::fleet::meta(json!({}))}});
+    RawHttp::connect(authority).request(
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("MCP-Protocol-Version", common::fleet::MODERN),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "echo"),
+        ],
+        call.to_string().as_bytes(),
+    )
+}
+
+#[test]
+fn an_sse_answer_over_the_limit_carries_retry_after_when_its_headers_are_still_unsent() {
+    let fx =
+        fixture("[store]\nbackend = \"memory\"\n[limits.tools.echo]\nrate = \"1/m\"\nburst = 1\n");
+    // A server with sessions (not `--stateless`) answers a 2026-07-28 call on SSE, once
+    // its first message is there.
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--cache-dir", "cache", "serve", "--http", "127.0.0.1:0"]);
+    let (child, url) = common::spawn_http_server(command);
+    let _server = Killed(child);
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let first = modern_echo(authority, 1);
+    assert_eq!(first.message()["result"]["content"][0]["text"], "echo");
+    let refused = modern_echo(authority, 2);
+    assert_eq!(
+        refused.header("content-type"),
+        Some("text/event-stream"),
+        "an SSE answer: {:?}",
+        refused.headers
+    );
+    let error = &refused.message()["error"];
+    assert_eq!(error["code"], -32029, "{error}");
+    let ms = error["data"]["retryAfterMs"]
+        .as_u64()
+        .expect("retryAfterMs");
+    assert_eq!(
+        refused.header("retry-after"),
+        Some(ms.div_ceil(1000).to_string().as_str()),
+        "{:?}",
+        refused.headers
+    );
+    assert_eq!(first.header("retry-after"), None);
+}
+
+#[test]
+fn one_named_tokens_limit_does_not_touch_another_tokens_calls() {
+    let fx = fixture(
+        "[store]\nbackend = \"memory\"\n\
+         [[serve.tokens]]\nname = \"ci\"\ntoken_env = \"CI_TOKEN\"\n\
+         [[serve.tokens]]\nname = \"nightly\"\ntoken_env = \"NIGHTLY_TOKEN\"\n\
+         [limits.callers.ci]\nrate = \"1/m\"\nburst = 1\n\
+         [limits.default]\nrate = \"1/m\"\nburst = 3\n",
+    );
+    let env = [
+        ("CI_TOKEN", "ci-secret".to_string()),
+        ("NIGHTLY_TOKEN", "nightly-secret".to_string()),
+    ];
+    let (child, authority) = serve(&fx, &env);
+    let _server = Killed(child);
+    let mut http = RawHttp::connect(&authority);
+    let mut call = |token: &str, id: u64| {
+        let authorization = format!("Bearer {token}");
+        http.request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Authorization", &authorization),
+            ],
+            tools_call(id, "echo", "{}").as_bytes(),
+        )
+        .message()
+    };
+    let limit_of = |answer: &Value| answer["error"]["data"]["limit"].clone();
+    let ok = |answer: &Value| answer["result"]["content"][0]["text"] == "echo";
+    // ci spends its own budget of one...
+    assert!(ok(&call("ci-secret", 1)));
+    let refused = call("ci-secret", 2);
+    assert_eq!(limit_of(&refused), "limits.callers.ci", "{refused}");
+    // ...which nightly never shares: its three of `limits.default` are whole.
+    for id in 3..=5 {
+        let answer = call("nightly-secret", id);
+        assert!(ok(&answer), "{answer}");
+    }
+    let over = call("nightly-secret", 6);
+    assert_eq!(limit_of(&over), "limits.default", "{over}");
+    // And nightly's calls left ci's refusal as it was.
+    assert_eq!(limit_of(&call("ci-secret", 7)), "limits.callers.ci");
+}

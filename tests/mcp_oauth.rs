@@ -348,6 +348,24 @@ fn a_key_published_after_the_start_is_accepted() {
 }
 
 #[test]
+fn a_key_added_to_the_jwks_file_after_the_start_is_accepted() {
+    let old = Key::new("file-old", 21);
+    let new = Key::new("file-new", 22);
+    let fx = Fixture::new();
+    let file = fx.root().join("keys/jwks.json");
+    fx.write("keys/jwks.json", jwks(&[&old]));
+    let server = start_with(fx, &config("jwks_file = \"keys/jwks.json\""));
+    assert_eq!(
+        structured(&server.call(&old.sign(&claims("hana")), "whoami"))["id"],
+        "hana"
+    );
+    // The operator publishes the new key in the file; no restart.
+    std::fs::write(&file, jwks(&[&old, &new])).unwrap();
+    let rotated = server.call(&new.sign(&claims("hana")), "whoami");
+    assert_eq!(structured(&rotated)["id"], "hana", "{}", rotated.text());
+}
+
+#[test]
 fn made_up_key_ids_do_not_flood_the_key_server() {
     let key = Key::new("real", 13);
     let keys = JwksServer::start(jwks(&[&key]));

@@ -21,6 +21,19 @@ registry.register{ name = "outer", toolset = "t", requires_approval = true,
     store.set("seen", true)
     return ctx.call("echo", { via = "outer" })
   end }
+registry.register{ name = "summed", toolset = "t", task = "optional",
+  schema = { description = "A task that calls echo", parameters = { type = "object" } },
+  handler = function(_, ctx) return ctx.call("echo", { n = 1 }) end }
+registry.register{ name = "slow", toolset = "t", timeout_ms = 100,
+  schema = { description = "Overruns its deadline", parameters = { type = "object" } },
+  handler = function() time.sleep(60000) return "never" end }
+registry.register{ name = "hog", toolset = "t",
+  schema = { description = "Allocates without end", parameters = { type = "object" } },
+  handler = function()
+    local t = {}
+    for i = 1, 1e9 do t[i] = string.rep("x", 1024) .. i end
+    return "never"
+  end }
 registry.hook("pre_tool_call", function(call) end)
 "#;
 
@@ -161,6 +174,61 @@ fn a_request_span_parents_the_call_its_stages_a_ctx_call_and_the_store() {
     assert_eq!(store.parent_span_id, handler.span_id);
     assert_eq!(store.attr("db.system.name"), Some("sqlite"));
     assert!(spans.iter().all(|s| s.trace_id == TRACE_ID), "one trace");
+}
+
+#[test]
+fn a_task_calls_request_span_lasts_until_the_task_ends_and_names_the_task() {
+    let receiver = Receiver::start();
+    let fx = Fixture::new();
+    write_tools(
+        &fx,
+        &format!("[telemetry]\notlp_endpoint = {:?}\n", receiver.endpoint()),
+    );
+    let (server, url) = http_server(fx.root());
+    let mut http = RawHttp::connect(&authority(&url));
+    let initialize = serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25",
+            "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": "raw", "version": "1"}}});
+    let reply = http.mcp(None, &initialize.to_string());
+    let session = reply
+        .header("mcp-session-id")
+        .expect("a session")
+        .to_string();
+    http.mcp(Some(&session), common::raw_http::INITIALIZED);
+    let traceparent = format!("00-{TRACE_ID}-{PARENT_ID}-01");
+    let created = http
+        .request(
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Mcp-Session-Id", &session),
+                ("traceparent", &traceparent),
+            ],
+            tools_call(8, "summed", "{}").as_bytes(),
+        )
+        .message();
+    let task_id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a task: {created}"))
+        .to_string();
+    let spans = receiver.wait_for(|spans| spans.iter().any(|s| s.name == "tools/call summed"));
+    stop(server);
+    let request = named(&spans, "tools/call summed");
+    assert_eq!(request.kind, 2, "a server span");
+    assert_eq!(request.trace_id, TRACE_ID);
+    assert_eq!(request.parent_span_id, PARENT_ID);
+    assert_eq!(request.attr("jsonrpc.request.id"), Some("8"));
+    assert_eq!(request.attr("toolhost.task.id"), Some(task_id.as_str()));
+    assert_eq!(request.attr("error.type"), None);
+    let call = named(&spans, "execute_tool summed");
+    assert_eq!(call.parent_span_id, request.span_id, "the task runs in it");
+    let handler = named(&spans, "toolhost.handler summed");
+    assert_eq!(handler.parent_span_id, call.span_id);
+    let child = named(&spans, "execute_tool echo");
+    assert_eq!(child.parent_span_id, handler.span_id, "the task's ctx.call");
 }
 
 #[test]
@@ -585,4 +653,165 @@ fn a_listing_has_a_server_span_under_the_clients_trace() {
     assert_eq!(listing.parent_span_id, PARENT_ID);
     assert_eq!(listing.attr("mcp.method.name"), Some("tools/list"));
     assert_eq!(listing.attr("jsonrpc.request.id"), Some("5"));
+}
+
+/// The `/metrics` of a `serve --http` of the tools with `config`, after `calls` (name,
+/// arguments) on one session.
+fn metrics_after(config: &str, calls: &[(&str, &str)]) -> prometheus_parse::Scrape {
+    let fx = Fixture::new();
+    write_tools(&fx, config);
+    let (server, url) = http_server(fx.root());
+    let host = authority(&url);
+    let mut http = RawHttp::connect(&host);
+    let session = http.open_session();
+    for (id, (name, args)) in calls.iter().enumerate() {
+        let reply = http.mcp(Some(&session), &tools_call(id as u64 + 1, name, args));
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let reply = get(&host, "/metrics", &[]);
+    stop(server);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    scrape(&reply.text())
+}
+
+#[test]
+fn metrics_count_rate_limit_rejections_by_limit_kind() {
+    let metrics = metrics_after(
+        "[store]\nbackend = \"memory\"\n[approval]\nmcp = \"allow\"\n\
+         [limits.tools.echo]\nrate = \"1/m\"\nburst = 1\n\
+         [limits.default]\nrate = \"1/m\"\nburst = 1\n",
+        &[
+            ("echo", "{}"),
+            ("echo", "{}"),
+            ("echo", "{}"),
+            ("outer", "{}"),
+            ("outer", "{}"),
+        ],
+    );
+    // echo: one passes, two are over `limits.tools.echo` (checked before the default);
+    // outer: the first spends the caller's budget for it and its `ctx.call` of echo is
+    // over echo's limit too; the second is over `limits.default`.
+    let rejected = |kind| {
+        sample(
+            &metrics,
+            "toolhost_rate_limit_rejections_total",
+            &[("kind", kind)],
+        )
+    };
+    assert_eq!(rejected("tool"), 3.0);
+    assert_eq!(rejected("default"), 1.0);
+    let limited = [("tool", "echo"), ("error_type", "rate_limited")];
+    assert_eq!(sample(&metrics, "toolhost_tool_calls_total", &limited), 3.0);
+}
+
+#[test]
+fn metrics_count_the_calls_the_host_stopped_by_reason() {
+    let metrics = metrics_after(
+        "[runtime]\nmemory_mb = 16\n",
+        &[("slow", "{}"), ("hog", "{}"), ("echo", "{}")],
+    );
+    let kills = |reason| sample(&metrics, "toolhost_vm_kills_total", &[("reason", reason)]);
+    assert_eq!(kills("deadline"), 1.0);
+    assert_eq!(kills("memory"), 1.0);
+    assert_eq!(sample(&metrics, "toolhost_calls_running", &[]), 0.0);
+    assert_eq!(sample(&metrics, "toolhost_calls_queued", &[]), 0.0);
+}
+
+#[test]
+fn metrics_time_store_operations_by_backend_and_operation() {
+    let metrics = metrics_after(
+        "[approval]\nmcp = \"allow\"\n",
+        &[("outer", "{}"), ("outer", "{}")],
+    );
+    let set = [("backend", "sqlite"), ("operation", "set")];
+    assert_eq!(
+        sample(
+            &metrics,
+            "toolhost_store_operation_duration_seconds_count",
+            &set
+        ),
+        2.0
+    );
+}
+
+/// Scrapes `host`'s `/metrics` until `done` holds of it (within 20 s).
+fn scrape_until(
+    host: &str,
+    mut done: impl FnMut(&prometheus_parse::Scrape) -> bool,
+) -> prometheus_parse::Scrape {
+    let start = std::time::Instant::now();
+    loop {
+        let metrics = scrape(&get(host, "/metrics", &[]).text());
+        if done(&metrics) {
+            return metrics;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "never: {:#?}",
+            metrics.samples
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn has(metrics: &prometheus_parse::Scrape, metric: &str, labels: &[(&str, &str)]) -> bool {
+    metrics
+        .samples
+        .iter()
+        .any(|s| s.metric == metric && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+}
+
+#[test]
+fn metrics_count_reloads_and_the_files_that_failed_to_load() {
+    let fx = Fixture::new();
+    write_tools(&fx, "");
+    let mut command = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"));
+    command
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .args(["--tools-dir", "tools", "--cache-dir", "cache"])
+        .args(["serve", "--http", "127.0.0.1:0", "--watch"]);
+    let (server, url) = common::spawn_http_server(command);
+    let host = authority(&url);
+    fx.write("tools/broken.lua", "registry.register{ name = ");
+    let metrics = scrape_until(&host, |m| has(m, "toolhost_reloads_total", &[]));
+    stop(server);
+    assert!(sample(&metrics, "toolhost_reloads_total", &[("outcome", "ok")]) >= 1.0);
+    assert!(sample(&metrics, "toolhost_load_errors_total", &[]) >= 1.0);
+}
+
+#[test]
+fn metrics_say_which_external_mcp_servers_are_up() {
+    let fx = Fixture::new();
+    let inner_dir = fx.root().join("inner");
+    std::fs::create_dir_all(inner_dir.join("tools")).unwrap();
+    std::fs::write(
+        inner_dir.join("tools/greet.lua"),
+        common::simple_tool("greet", "inner", "hello"),
+    )
+    .unwrap();
+    let (inner, inner_url) = http_server(&inner_dir);
+    // A port nothing listens on: bound, then let go.
+    let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let gone_url = format!("http://{}/mcp", gone.local_addr().unwrap());
+    drop(gone);
+    write_tools(
+        &fx,
+        &format!(
+            "[mcp_servers.inner]\nurl = {inner_url:?}\n[mcp_servers.gone]\nurl = {gone_url:?}\n"
+        ),
+    );
+    let (outer, outer_url) = http_server(fx.root());
+    let host = authority(&outer_url);
+    let metrics = scrape_until(&host, |m| {
+        has(m, "toolhost_mcp_server_up", &[("server", "inner")])
+            && sample(m, "toolhost_mcp_server_up", &[("server", "inner")]) == 1.0
+            && has(m, "toolhost_mcp_server_up", &[("server", "gone")])
+    });
+    stop(outer);
+    stop(inner);
+    assert_eq!(
+        sample(&metrics, "toolhost_mcp_server_up", &[("server", "gone")]),
+        0.0
+    );
 }

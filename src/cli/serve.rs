@@ -53,6 +53,13 @@ fn serve(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
             signal.await;
         }
     };
+    // Metrics are recorded when something can read them: the HTTP server's `/metrics`,
+    // or `--metrics ADDR`. Installed before the host is built: what it records while it
+    // starts (an external MCP server connecting) counts too.
+    let metrics = match args.http.is_some() || args.metrics.is_some() {
+        true => Some(super::telemetry::install_metrics()?),
+        false => None,
+    };
     // Serving takes many calls: the pool size comes from the config (default: cores).
     let host = super::build_with(cli, None, None, /*interactive*/ false)?;
     let selection = Selection {
@@ -62,12 +69,6 @@ fn serve(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
         },
         scope: cli.scope.clone(),
         ..Selection::default()
-    };
-    // Metrics are recorded when something can read them: the HTTP server's `/metrics`,
-    // or `--metrics ADDR`.
-    let metrics = match args.http.is_some() || args.metrics.is_some() {
-        true => Some(super::telemetry::install_metrics()?),
-        false => None,
     };
     let render = metrics
         .clone()

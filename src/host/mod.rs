@@ -401,16 +401,7 @@ fn called(span: &tracing::Span, name: &str, result: &ToolResult) {
         span.record("error.type", kind);
         span.record("otel.status_code", "error");
     }
-    if !crate::telemetry::metric::enabled() {
-        return;
-    }
-    metrics::counter!(
-        crate::telemetry::metric::TOOL_CALLS,
-        "tool" => crate::telemetry::metric::tool_label(name, "", error_type),
-        "outcome" => if error_type.is_some() { "error" } else { "ok" },
-        "error_type" => error_type.unwrap_or(""),
-    )
-    .increment(1);
+    crate::telemetry::metric::tool_call(name, error_type);
 }
 
 /// The result of a call its caller cancelled.

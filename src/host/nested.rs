@@ -11,10 +11,11 @@
 use super::Host;
 use crate::dispatch::{ErrorType, ToolError, ToolResult};
 use crate::registry::{
-    CallContext, CallerDomain, MAX_CALL_DEPTH, NativeFuture, Source, ToolCaller,
+    CallContext, CallerDomain, MAX_CALL_DEPTH, NativeFuture, NestedCall, Source, ToolCaller,
 };
 use serde_json::Value;
 use std::sync::{Arc, Weak};
+use std::time::Instant;
 
 /// The host as a [`ToolCaller`]; weak, so a context kept somewhere cannot keep the host
 /// alive.
@@ -68,13 +69,42 @@ impl ToolCaller for HostCaller {
                 )
                 .to_json();
             }
+            let result = match ctx.nested_audit.clone() {
+                None => host.handle_function_call(&name, args, &ctx).await,
+                Some(audit) => audited(&host, &name, args, &ctx, &*audit).await,
+            };
             // A table for structured results (the tool's own object, not its JSON text).
-            match host.handle_function_call(&name, args, &ctx).await {
+            match result {
                 ToolResult::Json(value) | ToolResult::Multimodal(value) => value,
                 other => other.into_json(),
             }
         })
     }
+}
+
+/// Runs the `ctx.call` of `name` (context `ctx`) and reports it to `audit` when it ends.
+async fn audited(
+    host: &Host,
+    name: &str,
+    args: Value,
+    ctx: &CallContext,
+    audit: &(dyn Fn(&NestedCall<'_>) + Send + Sync),
+) -> ToolResult {
+    let started = Instant::now();
+    // Kept only for the audit line (its digest, or the raw arguments when asked).
+    let audited_args = args.clone();
+    let result = host.handle_function_call(name, args, ctx).await;
+    audit(&NestedCall {
+        request_id: ctx.tool_call_id.as_deref().unwrap_or_default(),
+        parent: ctx.parent_call_id.as_deref().unwrap_or_default(),
+        task_id: ctx.task_id.as_deref(),
+        tool: name,
+        args: &audited_args,
+        decisions: ctx.decisions().unwrap_or_default(),
+        error_type: result.error_type().map(ErrorType::as_str),
+        duration: started.elapsed(),
+    });
+    result
 }
 
 /// Why a call of the trust domain `from` may not `ctx.call` `name` when there is no host to

@@ -70,6 +70,11 @@ pub struct CallContext {
     /// The call runs on behalf of a read-only tool (set for the calls a read-only tool
     /// makes with `ctx.call`): writes are refused, and only read-only tools run.
     pub(crate) read_only: bool,
+    /// Where the call's `ctx.call`s report themselves for the audit log (set by the MCP
+    /// server for the calls it audits; children inherit it).
+    pub(crate) nested_audit: Option<super::NestedAudit>,
+    /// The id of the call that made this one with `ctx.call` (`None`: called from outside).
+    pub(crate) parent_call_id: Option<String>,
 }
 
 /// What a task tool's call calls between `prepare` and its handler (see
@@ -235,6 +240,17 @@ impl CallContext {
         self
     }
 
+    /// This context with `audit` hearing of each `ctx.call` the call makes, at any depth
+    /// (each then notes its own decisions).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn auditing_nested<F>(mut self, audit: F) -> Self
+    where
+        F: Fn(&super::NestedCall<'_>) + Send + Sync + 'static,
+    {
+        self.nested_audit = Some(Arc::new(audit));
+        self
+    }
+
     /// The hooks' and the approval's decisions about the call, when this context notes
     /// them (`None` for a stage that did not decide).
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
@@ -249,8 +265,9 @@ impl CallContext {
         let mut child = self.clone();
         // The task is the parent's: a tool it calls runs inside it, never becomes one.
         child.handover = None;
-        // Audited as the caller's call: the child's own decisions are not the caller's.
-        child.decisions = None;
+        // The child's decisions are its own, not the caller's: a fresh place when audited.
+        child.decisions = self.decisions.as_ref().map(|_| Arc::default());
+        child.parent_call_id = self.tool_call_id.clone();
         child.tool_call_id = Some(tool_call_id);
         child.depth = self.depth.saturating_add(1);
         child.ask_prefix = format!("{}c{index}.", self.ask_prefix);

@@ -1,7 +1,7 @@
 //! What the pipeline decided about one call, for its audit line (docs/telemetry.md): the
 //! pre_tool_call hooks' verdict and the approval's. The MCP server puts one in the context
-//! of each call it audits; the stages fill it in; a `ctx.call` child gets none (its
-//! decisions are its own, not its caller's).
+//! of each call it audits; the stages fill it in; a `ctx.call` child of an audited call gets a
+//! fresh one (its decisions are its own, not its caller's).
 
 use parking_lot::Mutex;
 

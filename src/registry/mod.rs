@@ -17,6 +17,7 @@ mod mcp_header;
 #[cfg(test)]
 pub(crate) use entry::test_entry;
 mod name;
+mod nested_audit;
 mod observe;
 mod output;
 mod registration;
@@ -49,6 +50,7 @@ pub(crate) use function_schema::FunctionSchema;
 pub use handler_error::HandlerError;
 pub(crate) use invalid::Invalid;
 pub(crate) use name::ToolName;
+pub(crate) use nested_audit::{NestedAudit, NestedCall};
 pub use observe::{CallObserver, LogLevel, LogLine, Progress};
 pub use output::Annotations;
 pub(crate) use output::OutputSchema;

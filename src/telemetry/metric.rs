@@ -5,6 +5,9 @@
 // The MCP server and the binary record some of these; the library alone does not.
 #![cfg_attr(not(feature = "mcp"), allow(dead_code))]
 
+use parking_lot::RwLock;
+use std::collections::HashMap;
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use metrics::{Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge};
@@ -31,6 +34,9 @@ pub(crate) const STORE_ERRORS: &str = "toolhost.store.errors";
 pub(crate) const MCP_SERVER_UP: &str = "toolhost.mcp_server.up";
 /// Gauge of open MCP sessions, by `transport`.
 pub(crate) const SESSIONS: &str = "mcp.server.sessions";
+/// Counter of calls a rate limit refused, by `kind` (`default`, `tool`, `caller`,
+/// `caller_tool`: the `[limits]` table of the limit).
+pub(crate) const RATE_LIMITED: &str = "toolhost.rate_limit.rejections";
 /// Counter of audit lines that could not be written.
 pub(crate) const AUDIT_WRITE_ERRORS: &str = "toolhost.audit.write_errors";
 
@@ -72,15 +78,101 @@ pub fn describe() {
     describe_gauge!(MCP_SERVER_UP, "1 while an external MCP server is connected");
     describe_gauge!(SESSIONS, "Open MCP sessions, by transport");
     describe_counter!(AUDIT_WRITE_ERRORS, "Audit lines that could not be written");
+    describe_counter!(RATE_LIMITED, "Calls refused by a rate limit, by limit kind");
 }
 
 /// The `tool` label of a call of `name`: the name only for a call of a tool that exists,
 /// so a client cannot grow the metrics without bound by calling made-up names.
-pub(crate) fn tool_label(name: &str, outcome: &str, error_type: Option<&str>) -> String {
+pub(crate) fn tool_label<'a>(name: &'a str, outcome: &str, error_type: Option<&str>) -> &'a str {
     match (outcome, error_type) {
-        ("refused", _) | (_, Some("unknown_tool")) => "_unknown".to_string(),
-        _ => name.to_string(),
+        ("refused", _) | (_, Some("unknown_tool")) => "_unknown",
+        _ => name,
     }
+}
+
+/// The handles of one per-call metric, by tool label and two more (fixed) labels, made
+/// once each: the `metrics` macros would build a key (a label vector, the tool's name
+/// copied) and look it up in the recorder's registry at every call. Tool labels are the
+/// names of tools that exist (or `_unknown`, see [`tool_label`]), so this stays as small
+/// as the recorder's own series.
+struct PerTool<H> {
+    by_tool: RwLock<HashMap<Box<str>, Vec<Labelled<H>>>>,
+    make: fn(&str, &'static str, &'static str) -> H,
+}
+
+/// A handle and its two labels besides the tool.
+type Labelled<H> = (&'static str, &'static str, H);
+
+impl<H> PerTool<H> {
+    fn new(make: fn(&str, &'static str, &'static str) -> H) -> Self {
+        Self {
+            by_tool: RwLock::new(HashMap::new()),
+            make,
+        }
+    }
+
+    /// Runs `use_it` on the handle of (`tool`, `a`, `b`), made the first time.
+    fn with(&self, tool: &str, a: &'static str, b: &'static str, use_it: impl FnOnce(&H)) {
+        let same = |(x, y, _): &&(&str, &str, H)| *x == a && *y == b;
+        if let Some((_, _, handle)) = self
+            .by_tool
+            .read()
+            .get(tool)
+            .and_then(|handles| handles.iter().find(same))
+        {
+            return use_it(handle);
+        }
+        let mut by_tool = self.by_tool.write();
+        let handles = by_tool.entry(tool.into()).or_default();
+        if !handles.iter().any(|entry| same(&entry)) {
+            handles.push((a, b, (self.make)(tool, a, b)));
+        }
+        if let Some((_, _, handle)) = handles.iter().find(same) {
+            use_it(handle);
+        }
+    }
+}
+
+/// Counts a call through the pipeline of `tool` (its [`tool_label`]) that ended with
+/// `error_type` (`None`: ok), when metrics are on.
+pub(crate) fn tool_call(tool: &str, error_type: Option<&'static str>) {
+    static CALLS: LazyLock<PerTool<metrics::Counter>> = LazyLock::new(|| {
+        PerTool::new(|tool, outcome, error_type| {
+            counter!(TOOL_CALLS, "tool" => tool.to_string(), "outcome" => outcome,
+                "error_type" => error_type)
+        })
+    });
+    if !enabled() {
+        return;
+    }
+    let outcome = if error_type.is_some() { "error" } else { "ok" };
+    let tool = tool_label(tool, outcome, error_type);
+    CALLS.with(tool, outcome, error_type.unwrap_or(""), |calls| {
+        calls.increment(1);
+    });
+}
+
+/// Records an MCP request of `method` for `tool` (`""` for none, else its name, labelled
+/// by [`tool_label`]) that ended with `outcome` (and `error_type`) after `seconds`, when
+/// metrics are on.
+pub(crate) fn operation(
+    method: &'static str,
+    tool: &str,
+    outcome: &'static str,
+    error_type: Option<&str>,
+    seconds: f64,
+) {
+    static OPERATIONS: LazyLock<PerTool<metrics::Histogram>> = LazyLock::new(|| {
+        PerTool::new(|tool, method, outcome| {
+            metrics::histogram!(OPERATION_DURATION, "method" => method,
+                "tool" => tool.to_string(), "outcome" => outcome)
+        })
+    });
+    if !enabled() {
+        return;
+    }
+    let tool = tool_label(tool, outcome, error_type);
+    OPERATIONS.with(tool, method, outcome, |histogram| histogram.record(seconds));
 }
 
 /// Counts a call the host stopped for `reason` (`deadline` or `memory`).
@@ -92,6 +184,11 @@ pub(crate) fn vm_kill(reason: &'static str) {
 pub(crate) fn reloaded(ok: bool, load_errors: usize) {
     counter!(RELOADS, "outcome" => if ok { "ok" } else { "error" }).increment(1);
     counter!(LOAD_ERRORS).increment(load_errors as u64);
+}
+
+/// Counts a call refused by a limit of `kind` (`[limits]` table).
+pub(crate) fn rate_limited(kind: &'static str) {
+    counter!(RATE_LIMITED, "kind" => kind).increment(1);
 }
 
 /// Marks the external MCP server `server` up or down.

@@ -85,15 +85,19 @@ impl Limiters {
 struct Entry {
     /// Its key in the configuration (`limits.tools.search`): what a refusal names.
     name: String,
+    /// Its table (`default`, `tool`, `caller`, `caller_tool`): the rejections metric's
+    /// label (bounded, unlike the names).
+    kind: &'static str,
     rate: Rate,
     /// Its in-process counts (`None`: counted in the store).
     local: Option<Local>,
 }
 
 impl Entry {
-    fn new(name: String, rate: Rate, shared: bool) -> Self {
+    fn new(name: String, kind: &'static str, rate: Rate, shared: bool) -> Self {
         Self {
             name,
+            kind,
             rate,
             local: (!shared).then(|| Local::new(rate)),
         }
@@ -113,13 +117,13 @@ impl Limiter {
         Self {
             default: limits
                 .default
-                .map(|rate| Entry::new("limits.default".into(), rate, shared)),
+                .map(|rate| Entry::new("limits.default".into(), "default", rate, shared)),
             tools: limits
                 .tools
                 .into_iter()
                 .map(|(tool, rate)| {
                     let name = format!("limits.tools.{tool}");
-                    (tool, Entry::new(name, rate, shared))
+                    (tool, Entry::new(name, "tool", rate, shared))
                 })
                 .collect(),
             callers: limits
@@ -127,7 +131,7 @@ impl Limiter {
                 .into_iter()
                 .map(|(caller, rate)| {
                     let name = format!("limits.callers.{caller}");
-                    (caller, Entry::new(name, rate, shared))
+                    (caller, Entry::new(name, "caller", rate, shared))
                 })
                 .collect(),
             caller_tools: limits
@@ -135,7 +139,10 @@ impl Limiter {
                 .into_iter()
                 .map(|((caller, tool), rate)| {
                     let name = format!("limits.callers.{caller}.tools.{tool}");
-                    ((caller, tool), Entry::new(name, rate, shared))
+                    (
+                        (caller, tool),
+                        Entry::new(name, "caller_tool", rate, shared),
+                    )
                 })
                 .collect(),
         }
@@ -201,7 +208,7 @@ impl Limiter {
                 }
             };
             if let Err(after) = verdict {
-                // Telemetry: count the rejection here (by limit) once metrics land.
+                crate::telemetry::metric::rate_limited(entry.kind);
                 return Err(Box::new(refused(tool, &entry.name, after)));
             }
         }

@@ -31,6 +31,9 @@ pub(crate) struct CurrentCall {
     /// The call is served as read-only (its tool's `read_only` annotation, or a caller's
     /// that was): every write host function refuses (docs/effects.md).
     pub read_only: bool,
+    /// The MCP task the call became (set at the handover, after `prepare`): its
+    /// `ctx.call`s run inside it.
+    pub task_id: std::sync::OnceLock<String>,
 }
 
 impl CurrentCall {
@@ -68,6 +71,7 @@ impl CurrentCall {
             asker: ctx.asker().cloned(),
             asking: parking_lot::Mutex::new(Asking::new(ctx.ask_prefix.clone())),
             read_only,
+            task_id: std::sync::OnceLock::new(),
         }))
     }
 }

@@ -240,7 +240,10 @@ impl LuaVm {
                     .tool_call_id
                     .clone()
                     .unwrap_or_else(|| call.tool.clone());
-                let child = ctx.child(format!("{parent}/{n}"), n);
+                let mut child = ctx.child(format!("{parent}/{n}"), n);
+                if child.task_id.is_none() {
+                    child.task_id = call.task_id.get().cloned();
+                }
                 let answer = caller.call(&call.domain, name, args, child).await;
                 convert::json_to_lua(&lua, &answer)
             })?,
@@ -617,6 +620,11 @@ impl LuaVm {
         };
         // An MCP task is created here, between `prepare` and the handler.
         let task_id = ctx.hand_over().await.or_else(|| ctx.task_id.clone());
+        // The handler's `ctx.call`s run inside the task (polled within the call: it is
+        // the current one).
+        if let (Some(id), Some(call)) = (&task_id, current::get(&self.lua)) {
+            let _ = call.task_id.set(id.clone());
+        }
         self.run_invoke(function, args, tool_name, ctx, task_id.as_deref(), prepared)
             .await
     }

@@ -5,12 +5,15 @@
 //! call still answers.
 
 use super::origin::Origin;
+use crate::CallContext;
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Default `[audit] max_bytes`: 100 MiB.
@@ -51,8 +54,13 @@ pub(crate) struct AuditLog {
 
 /// One call, as its audit line tells it.
 pub(crate) struct Entry<'a> {
-    /// The request id as the client wrote it (JSON text).
+    /// The request id as the client wrote it (JSON text); for a `ctx.call`, the child's
+    /// id (`PARENT/N`).
     pub(crate) request_id: &'a str,
+    /// The id of the call that made this one with `ctx.call` (`None`: the client's call).
+    pub(crate) parent: Option<&'a str>,
+    /// The MCP task the call ran as (or inside), if any.
+    pub(crate) task_id: Option<&'a str>,
     /// Where the call came from.
     pub(crate) origin: &'a Origin,
     /// Who called (`ctx.caller`).
@@ -107,11 +115,10 @@ impl AuditLog {
 
     /// Writes `entry`'s line; a failure is reported on stderr and counted.
     pub(crate) fn write(&self, entry: &Entry<'_>) {
-        let mut line = self.line(entry).to_string();
-        line.push('\n');
-        let mut sink = self.sink.lock();
-        if let Err(problem) = sink.write(line.as_bytes()) {
-            drop(sink);
+        let written = self
+            .line(entry)
+            .and_then(|line| self.sink.lock().write(&line));
+        if let Err(problem) = written {
             metrics::counter!(crate::telemetry::metric::AUDIT_WRITE_ERRORS).increment(1);
             eprintln!(
                 "toolhost: cannot write the audit line of {} (request {}): {problem}",
@@ -120,33 +127,133 @@ impl AuditLog {
         }
     }
 
-    /// The JSON of `entry`'s line.
-    fn line(&self, entry: &Entry<'_>) -> Value {
-        let digest = Sha256::digest(canonical(entry.args).as_bytes());
-        let mut line = json!({
-            "time": rfc3339_now(),
-            "request_id": entry.request_id,
-            "caller": caller(entry.caller),
-            "client": entry.origin.client.as_ref().map(|(name, version)| {
-                json!({ "name": name, "version": version })
-            }),
-            "transport": entry.origin.transport,
-            "session_id": entry.origin.session_id,
-            "tool": entry.tool,
-            "arguments_sha256": hex(&digest),
-            "hooks": entry.decisions.0,
-            "approval": entry.decisions.1,
-            "outcome": entry.outcome,
-            "error_type": entry.error_type,
-            "duration_ms": entry.duration_ms,
-            "replica": self.replica,
-        });
-        if self.arguments
-            && let Some(map) = line.as_object_mut()
-        {
-            map.insert("arguments".into(), entry.args.clone());
+    /// `ctx` made ready for auditing a call from `origin`: it notes the hooks' and the
+    /// approval's decisions, and each `ctx.call` it makes (at any depth) writes its own line
+    /// naming its parent.
+    pub(crate) fn auditing(self: &Arc<Self>, ctx: CallContext, origin: &Origin) -> CallContext {
+        let (log, origin, caller) = (self.clone(), origin.clone(), ctx.caller.clone());
+        ctx.noting_decisions().auditing_nested(move |call| {
+            log.write(&Entry {
+                request_id: call.request_id,
+                parent: Some(call.parent),
+                task_id: call.task_id,
+                origin: &origin,
+                caller: &caller,
+                tool: call.tool,
+                args: call.args,
+                decisions: call.decisions,
+                outcome: if call.error_type.is_some() {
+                    "error"
+                } else {
+                    "ok"
+                },
+                error_type: call.error_type,
+                duration_ms: millis(call.duration),
+            });
+        })
+    }
+
+    /// `entry`'s line, newline included. Serialised straight from borrowed fields (no
+    /// JSON tree is built, nothing of the arguments is copied): it is written for every
+    /// call, and its cost is the audit log's cost.
+    fn line(&self, entry: &Entry<'_>) -> Result<Vec<u8>, String> {
+        let digest = serde_json::to_vec(&Canonical(entry.args))
+            .map(|canonical| hex(&Sha256::digest(canonical)))
+            .map_err(|e| format!("cannot encode the arguments: {e}"))?;
+        let line = Line {
+            time: rfc3339_now(),
+            request_id: entry.request_id,
+            parent: entry.parent,
+            task_id: entry.task_id,
+            caller: CallerField {
+                id: entry.caller.id(),
+                kind: entry.caller.kind().as_str(),
+                client_id: entry.caller.client_id(),
+            },
+            client: entry
+                .origin
+                .client
+                .as_ref()
+                .map(|(name, version)| ClientField { name, version }),
+            transport: entry.origin.transport,
+            session_id: entry.origin.session_id.as_deref(),
+            tool: entry.tool,
+            arguments_sha256: digest,
+            hooks: entry.decisions.0,
+            approval: entry.decisions.1,
+            outcome: entry.outcome,
+            error_type: entry.error_type,
+            duration_ms: entry.duration_ms,
+            replica: &self.replica,
+            arguments: self.arguments.then_some(entry.args),
+        };
+        let mut bytes = serde_json::to_vec(&line).map_err(|e| e.to_string())?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+}
+
+/// One audit line (docs/telemetry.md#audit-log), in its fields' order.
+#[derive(Serialize)]
+struct Line<'a> {
+    time: String,
+    request_id: &'a str,
+    parent: Option<&'a str>,
+    task_id: Option<&'a str>,
+    caller: CallerField<'a>,
+    client: Option<ClientField<'a>>,
+    transport: &'a str,
+    session_id: Option<&'a str>,
+    tool: &'a str,
+    arguments_sha256: String,
+    hooks: Option<&'a str>,
+    approval: Option<&'a str>,
+    outcome: &'a str,
+    error_type: Option<&'a str>,
+    duration_ms: u64,
+    replica: &'a str,
+    /// Only with `[audit] arguments = true`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<&'a Value>,
+}
+
+/// Who called: the call's own caller (`ctx.caller`: its kind, id and OAuth client id).
+#[derive(Serialize)]
+struct CallerField<'a> {
+    id: &'a str,
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_id: Option<&'a str>,
+}
+
+/// The client's `clientInfo`.
+#[derive(Serialize)]
+struct ClientField<'a> {
+    name: &'a str,
+    version: &'a str,
+}
+
+/// A JSON value serialised canonically: object keys sorted at every level (the map keeps
+/// insertion order), no whitespace — the same arguments always digest the same. Sorts
+/// references to the entries; copies nothing.
+struct Canonical<'a>(&'a Value);
+
+impl Serialize for Canonical<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self.0 {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                let mut out = serializer.serialize_map(Some(entries.len()))?;
+                for (key, value) in entries {
+                    out.serialize_entry(key, &Canonical(value))?;
+                }
+                out.end()
+            }
+            Value::Array(items) => serializer.collect_seq(items.iter().map(Canonical)),
+            other => other.serialize(serializer),
         }
-        line
     }
 }
 
@@ -185,6 +292,11 @@ impl Sink {
     }
 }
 
+/// `duration` in whole milliseconds.
+pub(crate) fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// `audit.log` → `audit.log.1`.
 fn rotated_name(path: &Path) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
@@ -205,39 +317,21 @@ fn append(path: &Path) -> Result<File, String> {
         })
 }
 
-/// Who called: the call's own caller (`ctx.caller`: its kind, id and OAuth client id).
-fn caller(caller: &crate::Caller) -> Value {
-    let mut value = json!({ "id": caller.id(), "kind": caller.kind().as_str() });
-    if let Some(client_id) = caller.client_id() {
-        value["client_id"] = json!(client_id);
-    }
-    value
-}
-
-/// The arguments as canonical JSON: object keys sorted at every level (`serde_json`'s map
-/// is ordered), no whitespace — the same arguments always digest the same.
+/// The arguments as canonical JSON text (see [`Canonical`]).
+#[cfg(test)]
 fn canonical(args: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut entries: Vec<_> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                Value::Object(
-                    entries
-                        .into_iter()
-                        .map(|(k, v)| (k.clone(), sorted(v)))
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(args).to_string()
+    serde_json::to_string(&Canonical(args)).unwrap_or_default()
 }
 
+/// `bytes` as lowercase hex.
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
+    }
+    out
 }
 
 /// `hostname:pid`: tells the replicas of a fleet apart in a merged log.
@@ -287,6 +381,12 @@ fn rfc3339(secs: u64, millis: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn digests_are_lowercase_hex() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa0, 0xff]), "000fa0ff");
+    }
 
     #[test]
     fn times_are_rfc3339_utc() {

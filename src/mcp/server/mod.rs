@@ -133,7 +133,7 @@ pub(crate) struct Shared {
     /// The Tasks extension's tasks (records in the store, the ones running here).
     tasks: tasks::TaskService,
     /// The audit log (`[audit]`), if there is one.
-    audit: Option<audit::AuditLog>,
+    audit: Option<Arc<audit::AuditLog>>,
     /// `[telemetry] record_arguments`.
     record_arguments: bool,
 }
@@ -176,11 +176,13 @@ impl Shared {
             arguments: audit.arguments,
             max_bytes: audit.max_bytes,
         };
-        let audit = audit::AuditLog::open(settings, base).unwrap_or_else(|problem| {
-            // `toolhost serve` refuses to start on this; an embedder is told here.
-            tracing::error!("{problem}; no audit log");
-            None
-        });
+        let audit = audit::AuditLog::open(settings, base)
+            .unwrap_or_else(|problem| {
+                // `toolhost serve` refuses to start on this; an embedder is told here.
+                tracing::error!("{problem}; no audit log");
+                None
+            })
+            .map(Arc::new);
         let record_arguments = config.config.telemetry.record_arguments;
         drop(config);
         let tasks = tasks::TaskService::new(&host);
@@ -879,8 +881,8 @@ impl McpServer {
     ) -> Result<CallToolResponse, gate::Refused> {
         let args = args.clone();
         let mut ctx = self.context().with_caller(call.caller.clone());
-        if self.shared.audit.is_some() {
-            ctx = ctx.noting_decisions();
+        if let Some(log) = &self.shared.audit {
+            ctx = log.auditing(ctx, &call.origin);
         }
         ctx.tool_call_id = Some(call.tool_call_id.clone());
         // Approvals follow `[approval] mcp`.

@@ -63,6 +63,8 @@ impl McpServer {
         if let (Some(log), Some(reached)) = (&self.shared.audit, &reached) {
             log.write(&super::audit::Entry {
                 request_id: &request_id,
+                parent: None,
+                task_id: None,
                 origin: &origin,
                 caller: &caller,
                 tool: &name,
@@ -70,7 +72,7 @@ impl McpServer {
                 decisions: reached.decisions,
                 outcome,
                 error_type,
-                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                duration_ms: super::audit::millis(started.elapsed()),
             });
         }
         trace.end(&name, outcome, error_type, answer.as_ref().ok());

@@ -93,13 +93,8 @@ impl RequestTrace {
             self.span.set_attribute("gen_ai.tool.call.result", text);
         }
         if metric::enabled() {
-            metrics::histogram!(
-                metric::OPERATION_DURATION,
-                "method" => TOOLS_CALL,
-                "tool" => metric::tool_label(tool, outcome, error_type),
-                "outcome" => outcome,
-            )
-            .record(self.started.elapsed().as_secs_f64());
+            let seconds = self.started.elapsed().as_secs_f64();
+            metric::operation(TOOLS_CALL, tool, outcome, error_type, seconds);
         }
     }
 }
@@ -125,13 +120,9 @@ pub(crate) fn listing_span(request_id: &str, protocol: &str, origin: &Origin) ->
 /// Records a `tools/list` that took since `started` (`ok`: it answered a listing).
 pub(crate) fn listed(started: Instant, ok: bool) {
     if metric::enabled() {
-        metrics::histogram!(
-            metric::OPERATION_DURATION,
-            "method" => TOOLS_LIST,
-            "tool" => "",
-            "outcome" => if ok { "ok" } else { "error" },
-        )
-        .record(started.elapsed().as_secs_f64());
+        let outcome = if ok { "ok" } else { "error" };
+        let seconds = started.elapsed().as_secs_f64();
+        metric::operation(TOOLS_LIST, "", outcome, None, seconds);
     }
 }
 

@@ -15,10 +15,12 @@
 use super::asker::TaskAsker;
 use super::created;
 use super::records::{INTERNAL_ERROR, TaskEnd, rpc_error};
+use super::report::{Decisions, TaskReport};
 use super::runner::Running;
 use crate::mcp::server::content::to_call_result;
 use crate::mcp::server::gate::Refused;
 use crate::mcp::server::input::{self, replay::ReplayAsker};
+use crate::mcp::server::trace::refusal_type;
 use crate::mcp::server::{Call, McpServer};
 use crate::{ErrorType, ToolResult};
 use rmcp::ErrorData as McpError;
@@ -28,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Time a task gets beyond its handler's deadline before a record still `working` counts
 /// as lost (post hooks, the result's conversion and recording).
@@ -57,17 +60,24 @@ impl McpServer {
         let token = self.shared.gate.call_token();
         let running = Running::new(token.clone());
         let args = call.arguments.take().map(Value::Object).unwrap_or_default();
+        let report = TaskReport::start(self, &call, &args);
         let mut ctx = self.context().with_caller(call.caller.clone());
+        if let Some(log) = &self.shared.audit {
+            ctx = log.auditing(ctx, &call.origin);
+        }
         ctx.cancel = token;
         ctx.tool_call_id = Some(call.tool_call_id.clone());
         // Approvals follow `[approval] mcp`, as for any call of an MCP client.
         ctx = ctx.over_mcp_client();
         // Before the handover the request's own way of asking (its rounds stop the call
         // through `token`), after it the task's (see `TaskAsker`).
-        let (ctx, replay) = self
-            .with_inputs(ctx, &call, &args)
-            .await
-            .map_err(|refused| refused.to_error())?;
+        let (ctx, replay) = match self.with_inputs(ctx, &call, &args).await {
+            Ok(made) => made,
+            Err(refused) => {
+                report.refused(refusal_type(&refused));
+                return Err(refused.to_error());
+            }
+        };
         let asker = Arc::new(TaskAsker::new(
             ctx.asker().cloned(),
             running.clone(),
@@ -96,33 +106,35 @@ impl McpServer {
             name: name.clone(),
             args: args.clone(),
         };
-        let mut work = tokio::spawn(async move {
-            // A place of its own: a task outlives the request (and the session) that made
-            // it, so it counts against `max_calls`, not the session's calls.
-            let slots = server.shared.gate.session_slots();
-            let _admitted = server
-                .shared
-                .gate
-                .admit(&slots)
-                .await
-                .map_err(|r| r.to_string())?;
-            let outcome = server.shared.host.handle_call(&call.name, args, &ctx).await;
-            Ok::<_, String>((outcome.result, outcome.structured))
-        });
+        let mut work = tokio::spawn(
+            async move {
+                // A place of its own: a task outlives the request (and the session) that
+                // made it, so it counts against `max_calls`, not the session's calls.
+                let slots = server.shared.gate.session_slots();
+                let _admitted = server.shared.gate.admit(&slots).await?;
+                let outcome = server.shared.host.handle_call(&call.name, args, &ctx).await;
+                let decisions = ctx.decisions().unwrap_or_default();
+                Ok::<_, Refused>((outcome.result, outcome.structured, decisions))
+            }
+            // The call's spans (`execute_tool`, its stages) are the request's children.
+            .instrument(report.span()),
+        );
         // Until the task exists the call is the request's: if this future is dropped (the
         // session went away), the call stops rather than run on unseen.
         let abandoned = running.cancel.clone().drop_guard();
         let reply = tokio::select! {
             reply = asked.recv() => reply,
-            ended = &mut work => return before.answer(ended),
+            ended = &mut work => return before.answer(ended, report),
             () = request.cancelled() => {
                 running.cancel.cancel();
+                // The call still ends (cancelled) and is reported then.
+                tokio::spawn(async move { PlainEnd::report(work.await, report) });
                 return Err(McpError::internal_error("the request was cancelled", None));
             }
         };
         // No handover and the channel closed: the call ended before its handler.
         let Some(reply) = reply else {
-            return before.answer(work.await);
+            return before.answer(work.await, report);
         };
         let tasks = &self.shared.tasks;
         let records = tasks.records.clone();
@@ -139,6 +151,8 @@ impl McpServer {
                 // No task: the handler must not run on unseen.
                 running.cancel.cancel();
                 let _ = reply.send(None);
+                // The call ends cancelled, as a plain call (no task), and is reported then.
+                tokio::spawn(async move { PlainEnd::report(work.await, report) });
                 return Err(McpError::internal_error(
                     format!("creating the task failed: {why}"),
                     None,
@@ -146,6 +160,7 @@ impl McpServer {
             }
         };
         abandoned.disarm();
+        report.became(&id);
         running.became(&id, tasks.records.clone());
         tasks.runner.insert(&id, running.clone());
         tasks.watcher.ensure(&tasks.runner, &tasks.records);
@@ -153,9 +168,21 @@ impl McpServer {
         let (records, runner, task_id) = (tasks.records.clone(), tasks.runner.clone(), id.clone());
         tokio::spawn(async move {
             let end = match work.await {
-                Ok(Ok((result, structured))) => ended(result, structured, &running),
-                Ok(Err(refused)) => failed(&refused, None),
-                Err(e) => failed(&format!("the task's call failed: {e}"), None),
+                Ok(Ok((result, structured, decisions))) => {
+                    // Audited before the end is recorded: before `tasks/get` shows it.
+                    let error_type = result.error_type().map(ErrorType::as_str);
+                    let outcome = if error_type.is_some() { "error" } else { "ok" };
+                    report.ended(Some(&task_id), decisions, outcome, error_type);
+                    ended(result, structured, &running)
+                }
+                Ok(Err(refused)) => {
+                    report.refused(refusal_type(&refused));
+                    failed(&refused.to_string(), None)
+                }
+                Err(e) => {
+                    report.ended(Some(&task_id), Decisions::default(), "error", None);
+                    failed(&format!("the task's call failed: {e}"), None)
+                }
             };
             // The record first, then the entry: a `tasks/get` in between still finds the
             // task running here, never a `working` record with no runner.
@@ -187,13 +214,15 @@ struct PlainEnd {
 impl PlainEnd {
     /// The answer: `input_required` when `prepare` (or the approval) stopped for input in a
     /// 2026-07-28 round, -32021 for a missing capability, else the call's result.
-    fn answer(
-        self,
-        ended: Result<Result<(ToolResult, bool), String>, tokio::task::JoinError>,
-    ) -> Result<CallToolResponse, McpError> {
+    fn answer(self, ended: Ended, report: TaskReport) -> Result<CallToolResponse, McpError> {
         if let Some(replay) = &self.replay {
             let pending = replay.take_pending();
             if !pending.is_empty() {
+                let decisions = match &ended {
+                    Ok(Ok((_, _, decisions))) => *decisions,
+                    _ => Decisions::default(),
+                };
+                report.ended(None, decisions, "input_required", None);
                 return Ok(input::input_required(
                     &self.server.shared.sealer,
                     &self.name,
@@ -204,19 +233,55 @@ impl PlainEnd {
                 .into());
             }
         }
-        match ended {
-            Ok(Ok((result, structured))) => match Refused::of_result(&result) {
+        let answer = match &ended {
+            Ok(Ok((result, _, _))) => match Refused::of_result(result) {
                 Some(refused) => Err(refused.to_error()),
-                None => Ok(to_call_result(result, structured).into()),
+                None => Ok(()),
             },
-            Ok(Err(refused)) => Err(McpError::internal_error(refused, None)),
+            Ok(Err(refused)) => Err(refused.to_error()),
             Err(e) => Err(McpError::internal_error(
                 format!("the call failed: {e}"),
                 None,
             )),
+        };
+        let structured = matches!(&ended, Ok(Ok((_, true, _))));
+        let result = Self::report(ended, report);
+        answer?;
+        match result {
+            Some(result) => Ok(to_call_result(result, structured).into()),
+            None => Err(McpError::internal_error("the call failed", None)),
+        }
+    }
+
+    /// Reports how a call that became no task ended; its result, if it has one.
+    fn report(ended: Ended, report: TaskReport) -> Option<ToolResult> {
+        match ended {
+            Ok(Ok((result, _, decisions))) => {
+                let (outcome, error_type) = match Refused::of_result(&result) {
+                    Some(refused) => ("refused", Some(refusal_type(&refused))),
+                    None => match result.error_type() {
+                        Some(kind) => ("error", Some(kind.as_str())),
+                        None => ("ok", None),
+                    },
+                };
+                report.ended(None, decisions, outcome, error_type);
+                Some(result)
+            }
+            Ok(Err(refused)) => {
+                report.refused(refusal_type(&refused));
+                None
+            }
+            Err(_) => {
+                report.ended(None, Decisions::default(), "error", None);
+                None
+            }
         }
     }
 }
+
+/// How a task call's work ended: its result (structured or not) and the pipeline's
+/// decisions, the gate's refusal, or a panic.
+type Ended = Result<Result<(ToolResult, bool, Decisions), Refused>, tokio::task::JoinError>;
 
 /// How a task's call that reached its handler ended.
 fn ended(result: ToolResult, structured: bool, running: &Running) -> TaskEnd {

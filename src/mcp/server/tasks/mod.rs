@@ -14,7 +14,7 @@
 //! - [`asker`]: the asker of a call made as a task (the request's rounds before the task
 //!   exists, the task's input requests after);
 //! - [`call`]: a `tools/call` becoming a task (the gate, `prepare`, the handover, how it
-//!   ended);
+//!   ended); [`report`]: its request span and audit line;
 //! - this file: [`TaskService`], which answers `tasks/get`, `tasks/update`, `tasks/cancel`
 //!   in rmcp's types, whatever the revision or transport that carried them.
 
@@ -24,6 +24,7 @@ mod clock;
 mod input;
 pub(crate) mod principal;
 mod records;
+mod report;
 mod round;
 mod round_store;
 mod runner;
