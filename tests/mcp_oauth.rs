@@ -693,3 +693,23 @@ registry.prompt{ name = "confess", render = function() return "all of it" end }"
         "{render}"
     );
 }
+
+#[test]
+fn watching_a_resource_needs_the_scope_reading_it_does() {
+    let key = Key::new("k1", 21);
+    let fx = Fixture::new();
+    fx.write("keys.json", jwks(&[&key]));
+    fx.tool(
+        "vault.lua",
+        r#"registry.resource{ uri = "vault://keys", name = "keys", toolset = "admin",
+  read = function() return "secret" end }"#,
+    );
+    let server = start_with(fx, &config("jwks_file = \"keys.json\""));
+    let token = key.sign(&claims("pat"));
+    let listen = r#"{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["vault://keys"]}}}"#;
+    let refused = server.post(Some(&token), listen);
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let refused = refused.message();
+    assert_eq!(refused["error"]["code"], -32003, "{refused}");
+    assert!(refused.to_string().contains("mcp:admin"), "{refused}");
+}

@@ -658,7 +658,14 @@ impl ServerHandler for McpServer {
         // acknowledgment is news to it, one before is not.
         let changes = self.shared.listing_changes();
         let baseline = changes.borrow().clone();
-        self.session.listen_baselines.lock().push_back(baseline);
+        let mut baselines = self.session.listen_baselines.lock();
+        // A subscription rmcp failed to establish after this never pops its baseline:
+        // keep the queue bounded (an older baseline only repeats a notification).
+        if baselines.len() >= subscriptions::MAX_PENDING_LISTENS {
+            baselines.pop_front();
+        }
+        baselines.push_back(baseline);
+        drop(baselines);
         Some(self.accepted_filter(requested))
     }
 
@@ -667,6 +674,10 @@ impl ServerHandler for McpServer {
         // No baseline (not expected): the count now.
         let baseline = self.session.listen_baselines.lock().pop_front();
         let baseline = baseline.unwrap_or_else(|| changes.borrow().clone());
+        // rmcp asks for the filter without the request, so the caller's OAuth scopes are
+        // checked here: a URI the caller may not read ends the subscription with the
+        // scope error `resources/subscribe` and `resources/read` give.
+        self.check_watch_scopes(&context)?;
         let closing = self.shared.gate.closing();
         let input_ended = self.session.input_ended.clone();
         let stopping = async move {

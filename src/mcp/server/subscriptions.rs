@@ -30,6 +30,10 @@ use std::collections::BTreeSet;
 /// hold or check an unbounded list on every reload.
 pub(crate) const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1000;
 
+/// The most `subscriptions/listen` baselines one session holds between rmcp asking for the
+/// filter and the subscription starting (see `McpServer::accepted_subscription_filter`).
+pub(crate) const MAX_PENDING_LISTENS: usize = 64;
+
 impl McpServer {
     /// The resource of the selection serving `uri`, by key (URI or template text), when
     /// the caller may read it.
@@ -61,6 +65,18 @@ impl McpServer {
             accepted.resource_subscriptions = (!kept.is_empty()).then_some(kept);
         }
         accepted
+    }
+
+    /// The scope check of every resource URI a `subscriptions/listen` (2026-07-28) was
+    /// acknowledged for: the first one the caller lacks a scope for is the error.
+    pub(super) fn check_watch_scopes(&self, context: &SubscriptionContext) -> Result<(), McpError> {
+        let uris = context.accepted().resource_subscriptions.iter().flatten();
+        for uri in uris {
+            if let Some((key, name, toolset)) = self.shared.host.resource_serving(uri) {
+                self.check_content_scope(&toolset, &[&key, &name, uri], context.request_context())?;
+            }
+        }
+        Ok(())
     }
 
     /// `resources/subscribe` (2025-11-25): the session hears of updates of `uri` from now

@@ -5,13 +5,15 @@
 //! `ctx.call` too, so no route around this one reaches the tool.
 //!
 //! `resources/read` and `prompts/get` are gated the same way by the scopes their resource
-//! or prompt needs (by toolset, name or URI). Listings are not: `tools/list` still shows
+//! or prompt needs (by toolset, name or URI), and so are watching a URI
+//! (`resources/subscribe`, each URI of a `subscriptions/listen`). Listings are not: `tools/list` still shows
 //! every tool of the selection (a client learns what it could do with more scopes; the
 //! listing is no secret once a caller is authenticated).
 
 use super::challenge::json_rpc_error;
 use super::metadata::Metadata;
 use crate::Caller;
+use super::super::subscriptions::MAX_RESOURCE_SUBSCRIPTIONS;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
@@ -132,12 +134,28 @@ fn targets(body: &[u8]) -> Vec<Target> {
     };
     messages
         .iter()
-        .filter_map(|m| match m.get("method").and_then(|v| v.as_str()) {
-            Some("tools/call") => param(m, "name").map(Target::Tool),
-            Some("resources/read") => param(m, "uri").map(Target::Resource),
-            Some("prompts/get") => param(m, "name").map(Target::Prompt),
-            _ => None,
+        .flat_map(|m| match m.get("method").and_then(|v| v.as_str()) {
+            Some("tools/call") => param(m, "name").map(Target::Tool).into_iter().collect(),
+            Some("resources/read" | "resources/subscribe") => {
+                param(m, "uri").map(Target::Resource).into_iter().collect()
+            }
+            Some("prompts/get") => param(m, "name").map(Target::Prompt).into_iter().collect(),
+            Some("subscriptions/listen") => watched_uris(m),
+            _ => Vec::new(),
         })
+        .collect()
+}
+
+/// The resource URIs a `subscriptions/listen` asks to watch: the ones the server looks at
+/// (the first [`MAX_RESOURCE_SUBSCRIPTIONS`]), so watching needs the scope reading does.
+fn watched_uris(message: &serde_json::Value) -> Vec<Target> {
+    message
+        .pointer("/params/notifications/resourceSubscriptions")
+        .and_then(|uris| uris.as_array())
+        .into_iter()
+        .flatten()
+        .take(MAX_RESOURCE_SUBSCRIPTIONS)
+        .filter_map(|uri| uri.as_str().map(|uri| Target::Resource(uri.to_string())))
         .collect()
 }
 
@@ -165,6 +183,29 @@ mod tests {
         let batch = br#"[{"method":"tools/call","params":{"name":"a"}},{"method":"tools/call","params":{"name":"b"}}]"#;
         assert_eq!(called_tools(batch), ["a", "b"]);
         assert!(called_tools(b"not json").is_empty());
+    }
+
+    #[test]
+    fn subscribing_and_listening_to_a_uri_target_it_like_reading() {
+        let subscribe = br#"{"method":"resources/subscribe","params":{"uri":"a://b"}}"#;
+        assert_eq!(targets(subscribe), vec![Target::Resource("a://b".into())]);
+        let listen = br#"{"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["a://1","a://2"]}}}"#;
+        assert_eq!(
+            targets(listen),
+            vec![
+                Target::Resource("a://1".into()),
+                Target::Resource("a://2".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_listen_is_looked_at_for_its_first_thousand_uris_only() {
+        let uris: Vec<String> = (0..5000).map(|i| format!("a://{i}")).collect();
+        let listen = serde_json::json!({"method": "subscriptions/listen",
+            "params": {"notifications": {"resourceSubscriptions": uris}}});
+        let body = serde_json::to_vec(&listen).unwrap_or_default();
+        assert_eq!(targets(&body).len(), MAX_RESOURCE_SUBSCRIPTIONS);
     }
 
     #[test]
