@@ -23,11 +23,15 @@ impl Installed {
         for sub in ["bin", "home", "project"] {
             std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
         }
-        std::fs::copy(
-            assert_cmd::cargo::cargo_bin!("toolhost"),
-            dir.path().join("bin/toolhost"),
-        )
-        .expect("copy the binary");
+        // A hard link, not a copy: a copy is a file open for writing, and a child another
+        // test forks meanwhile inherits that descriptor until it execs, so running the
+        // copy fails with "Text file busy" (ETXTBSY). A link writes nothing; a copy is
+        // the fallback across filesystems.
+        let built = assert_cmd::cargo::cargo_bin!("toolhost");
+        let installed = dir.path().join("bin/toolhost");
+        if std::fs::hard_link(built, &installed).is_err() {
+            std::fs::copy(built, &installed).expect("copy the binary");
+        }
         Self { dir }
     }
 
@@ -58,7 +62,17 @@ impl Installed {
     }
 
     fn run(&self, args: &[&str]) -> std::process::Output {
-        self.toolhost().args(args).output().expect("toolhost runs")
+        // A copied binary (the fallback above) may still be held open for writing by a
+        // child forked before its copy was closed: that ends when the child execs.
+        for _ in 0..50 {
+            match self.toolhost().args(args).output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                output => return output.expect("toolhost runs"),
+            }
+        }
+        panic!("the installed binary stayed busy (ETXTBSY) for a second")
     }
 }
 
