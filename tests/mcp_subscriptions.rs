@@ -159,18 +159,17 @@ fn a_saved_resource_file_updates_each_subscribed_uri_it_serves() {
         // Saving notes.lua updates what it defines; other.lua's resource is untouched.
         fx.tool("notes.lua", &NOTES.replace("\"A\"", "\"A, edited\""));
         reload(&host).await;
-        let first = loop {
+        // The notifier sends the updates on its own task: wait for all three (a ping's
+        // answer may overtake them), then let anything wrongly sent after them arrive.
+        let mut uris: Vec<String> = Vec::new();
+        while uris.len() < 3 {
             let message = session.next_message().await;
             if message["method"] == "notifications/resources/updated" {
-                break message["params"]["uri"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string();
+                uris.push(message["params"]["uri"].as_str().unwrap_or_default().into());
             }
-        };
+        }
         let rest = flush(&mut session, 6).await;
-        let mut uris = vec![first.as_str()];
-        uris.extend(updated(&rest));
+        uris.extend(updated(&rest).into_iter().map(String::from));
         uris.sort();
         assert_eq!(uris, ["docs://1", "docs://2", "notes://a"], "{rest:?}");
         session.serving.abort();

@@ -53,7 +53,13 @@ impl PipeSession {
 
     /// The server's next message.
     pub async fn next_message(&mut self) -> Value {
-        let line = self.lines.next_line().await.unwrap().expect("a line");
+        // A liveness bound, not a timing assertion: a message that never comes fails the
+        // test instead of hanging it.
+        let line = tokio::time::timeout(std::time::Duration::from_secs(20), self.lines.next_line())
+            .await
+            .expect("a message within 20 s")
+            .unwrap()
+            .expect("a line");
         serde_json::from_str(&line).unwrap()
     }
 

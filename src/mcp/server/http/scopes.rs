@@ -10,10 +10,10 @@
 //! every tool of the selection (a client learns what it could do with more scopes; the
 //! listing is no secret once a caller is authenticated).
 
+use super::super::subscriptions::MAX_RESOURCE_SUBSCRIPTIONS;
 use super::challenge::json_rpc_error;
 use super::metadata::Metadata;
 use crate::Caller;
-use super::super::subscriptions::MAX_RESOURCE_SUBSCRIPTIONS;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
