@@ -189,3 +189,46 @@ fn a_handler_that_is_not_a_literal_registration_counts_the_whole_file() {
     let error = common::error_of(&fx.host(), "liar.lua");
     assert!(error.contains("tools-lua/liar.lua:3 (fs.write)"), "{error}");
 }
+
+/// `toolhost list --json`'s entry for tool `name` in the fixture.
+fn listed(fx: &Fixture, name: &str) -> serde_json::Value {
+    let out = fx
+        .toolhost()
+        .args(["list", "--json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout)
+        .expect("JSON array")
+        .into_iter()
+        .find(|tool| tool["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
+/// Loads `file` as `t.lua` (it declares no annotations) and asserts that tool `name` is
+/// listed with `effect` among its effects and without a derived `read_only = true`.
+fn found_and_not_read_only(file: &str, name: &str, effect: &str) {
+    let fx = Fixture::new();
+    fx.tool("t.lua", file);
+    let listed = listed(&fx, name);
+    let effects = listed["effects"].as_array().cloned().unwrap_or_default();
+    assert!(effects.contains(&json!(effect)), "{listed}");
+    assert_ne!(listed["annotations"]["read_only"], json!(true), "{listed}");
+}
+
+const SCHEMA: &str = "toolset = 't', schema = { parameters = { type = 'object' } }";
+
+#[test]
+fn a_global_defined_inside_a_function_carries_its_effects() {
+    found_and_not_read_only(
+        &format!(
+            "local function setup() function helper(p) fs.write(p, 'x') end end\nsetup()\nregistry.register{{ name = 'x', {SCHEMA}, handler = function() helper('x.txt') return 'ok' end }}\n"
+        ),
+        "x",
+        "fs.write",
+    );
+}

@@ -38,10 +38,13 @@ fn closure(summary: &Summary, start: &Reach) -> Reach {
         if !seen.insert(name) {
             continue;
         }
-        let Some(bound) = summary.bindings.get(name) else {
-            continue;
-        };
-        let parts = std::iter::once(bound).chain(summary.inner.get(name));
+        // What a function assigns to a global counts even when the top level never
+        // binds it (`function setup() function helper() ... end end`).
+        let parts = summary
+            .bindings
+            .get(name)
+            .into_iter()
+            .chain(summary.inner.get(name));
         for part in parts {
             reach.sites.extend(part.sites.iter().cloned());
             for (module, line) in &part.modules {
