@@ -19,7 +19,11 @@ pub(super) fn tool_sites(
     shown: &str,
     dirs: &[SearchDir],
 ) -> Vec<EffectSite> {
-    let start = summary.handlers.get(tool).unwrap_or(&summary.whole);
+    // A registration whose name is unclear may be this tool's.
+    let start = match summary.handlers.contains_key(super::scan::UNCLEAR) {
+        true => &summary.whole,
+        false => summary.handlers.get(tool).unwrap_or(&summary.whole),
+    };
     let reach = closure(summary, start);
     let mut sites = Vec::new();
     let mut seen_modules = HashSet::new();
