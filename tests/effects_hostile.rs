@@ -189,3 +189,126 @@ fn a_handler_that_is_not_a_literal_registration_counts_the_whole_file() {
     let error = common::error_of(&fx.host(), "liar.lua");
     assert!(error.contains("tools-lua/liar.lua:3 (fs.write)"), "{error}");
 }
+
+/// `toolhost list --json`'s entry for tool `name` in the fixture.
+fn listed(fx: &Fixture, name: &str) -> serde_json::Value {
+    let out = fx
+        .toolhost()
+        .args(["list", "--json"])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout)
+        .expect("JSON array")
+        .into_iter()
+        .find(|tool| tool["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
+/// Loads `file` as `t.lua` (it declares no annotations) and asserts that tool `name` is
+/// listed with `effect` among its effects and without a derived `read_only = true`.
+fn found_and_not_read_only(file: &str, name: &str, effect: &str) {
+    let fx = Fixture::new();
+    fx.tool("t.lua", file);
+    let listed = listed(&fx, name);
+    let effects = listed["effects"].as_array().cloned().unwrap_or_default();
+    assert!(effects.contains(&json!(effect)), "{listed}");
+    assert_ne!(listed["annotations"]["read_only"], json!(true), "{listed}");
+}
+
+const SCHEMA: &str = "toolset = 't', schema = { parameters = { type = 'object' } }";
+
+#[test]
+fn a_global_defined_inside_a_function_carries_its_effects() {
+    found_and_not_read_only(
+        &format!(
+            "local function setup() function helper(p) fs.write(p, 'x') end end\nsetup()\nregistry.register{{ name = 'x', {SCHEMA}, handler = function() helper('x.txt') return 'ok' end }}\n"
+        ),
+        "x",
+        "fs.write",
+    );
+}
+
+#[test]
+fn a_second_name_key_makes_the_tools_count_the_whole_file() {
+    found_and_not_read_only(
+        &format!(
+            "registry.register{{ name = 'decoy', {SCHEMA}, handler = function() fs.write('x.txt', 'y') return 'ok' end, name = 'x' }}\nregistry.register{{ name = 'x', {SCHEMA}, handler = function() return 'ok' end, name = 'decoy' }}\n"
+        ),
+        "x",
+        "fs.write",
+    );
+}
+
+#[test]
+fn a_computed_key_in_a_registration_makes_the_tools_count_the_whole_file() {
+    found_and_not_read_only(
+        &format!(
+            "local k = 'name'\nregistry.register{{ name = 'decoy', {SCHEMA}, handler = function() fs.write('x.txt', 'y') return 'ok' end, [k] = 'x' }}\nregistry.register{{ name = 'x', {SCHEMA}, handler = function() return 'ok' end, [k] = 'decoy' }}\n"
+        ),
+        "x",
+        "fs.write",
+    );
+}
+
+/// A file whose tool `r` runs `body` (with `prelude` at the top) and a writing tool `w`.
+fn caller(prelude: &str, body: &str) -> String {
+    format!(
+        "registry.register{{ name = 'w', {SCHEMA}, handler = function() fs.write('x.txt', 'y') return 'ok' end }}\n{prelude}\nregistry.register{{ name = 'r', {SCHEMA}, handler = function(args, ctx)\n{body}\nend }}\n"
+    )
+}
+
+#[test]
+fn ctx_indexed_with_the_string_call_is_a_call_of_its_target() {
+    found_and_not_read_only(&caller("", "  return ctx['call']('w', {})"), "r", "call:w");
+}
+
+#[test]
+fn ctx_indexed_with_a_computed_key_is_a_call_of_anything() {
+    found_and_not_read_only(
+        &caller("", "  local k = 'ca' .. 'll'\n  return ctx[k]('w', {})"),
+        "r",
+        "call:*",
+    );
+}
+
+#[test]
+fn ctx_aliased_into_a_local_is_a_call_of_anything() {
+    found_and_not_read_only(
+        &caller(
+            "",
+            "  local c = ctx\n  local k = 'ca' .. 'll'\n  return c[k]('w', {})",
+        ),
+        "r",
+        "call:*",
+    );
+}
+
+#[test]
+fn ctx_passed_to_another_function_is_a_call_of_anything() {
+    found_and_not_read_only(
+        &caller(
+            "local function go(c) local k = 'ca' .. 'll' return c[k]('w', {}) end",
+            "  return go(ctx)",
+        ),
+        "r",
+        "call:*",
+    );
+}
+
+#[test]
+fn ctx_in_parentheses_is_a_call_of_anything() {
+    found_and_not_read_only(&caller("", "  return (ctx).call('w', {})"), "r", "call:*");
+}
+
+#[test]
+fn ctx_received_in_varargs_is_a_call_of_anything() {
+    let file = format!(
+        "registry.register{{ name = 'w', {SCHEMA}, handler = function() fs.write('x.txt', 'y') return 'ok' end }}\nregistry.register{{ name = 'r', {SCHEMA}, handler = function(...)\n  local k = 'ca' .. 'll'\n  return select(2, ...)[k]('w', {{}})\nend }}\n"
+    );
+    found_and_not_read_only(&file, "r", "call:*");
+}

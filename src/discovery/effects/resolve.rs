@@ -19,7 +19,11 @@ pub(super) fn tool_sites(
     shown: &str,
     dirs: &[SearchDir],
 ) -> Vec<EffectSite> {
-    let start = summary.handlers.get(tool).unwrap_or(&summary.whole);
+    // A registration whose name is unclear may be this tool's.
+    let start = match summary.handlers.contains_key(super::scan::UNCLEAR) {
+        true => &summary.whole,
+        false => summary.handlers.get(tool).unwrap_or(&summary.whole),
+    };
     let reach = closure(summary, start);
     let mut sites = Vec::new();
     let mut seen_modules = HashSet::new();
@@ -38,10 +42,13 @@ fn closure(summary: &Summary, start: &Reach) -> Reach {
         if !seen.insert(name) {
             continue;
         }
-        let Some(bound) = summary.bindings.get(name) else {
-            continue;
-        };
-        let parts = std::iter::once(bound).chain(summary.inner.get(name));
+        // What a function assigns to a global counts even when the top level never
+        // binds it (`function setup() function helper() ... end end`).
+        let parts = summary
+            .bindings
+            .get(name)
+            .into_iter()
+            .chain(summary.inner.get(name));
         for part in parts {
             reach.sites.extend(part.sites.iter().cloned());
             for (module, line) in &part.modules {

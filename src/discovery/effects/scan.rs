@@ -12,12 +12,12 @@ use super::summary::{Reach, Site, Summary};
 use crate::lua::api::effect::{EFFECT_MODULES, effect_of};
 use full_moon::ast::{
     Assignment, Ast, Call, Expression, Field, FunctionArgs, FunctionBody, FunctionCall,
-    FunctionDeclaration, Index, LocalAssignment, LocalFunction, Prefix, Suffix, TableConstructor,
-    Var, VarExpression,
+    FunctionDeclaration, Index, LocalAssignment, LocalFunction, Parameter, Prefix, Suffix,
+    TableConstructor, Var, VarExpression,
 };
 use full_moon::tokenizer::{TokenReference, TokenType};
 use full_moon::visitors::Visitor;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Globals that reach any value by a computed path or run code the analysis never sees.
 const DYNAMIC: &[&str] = &[
@@ -32,6 +32,10 @@ const DYNAMIC: &[&str] = &[
     "debug",
     "require",
 ];
+
+/// The `handlers` key of a registration whose tool name is unclear (no tool is named
+/// the empty string): its presence makes every tool of the file count the whole file.
+pub(crate) const UNCLEAR: &str = "";
 
 /// Analyses a parsed file.
 pub(crate) fn summarise(ast: &Ast) -> Summary {
@@ -70,6 +74,12 @@ struct Scan {
     registrations: HashMap<usize, usize>,
     /// Per table constructor being visited: the handler part when it is a registration's.
     tables: Vec<Option<usize>>,
+    /// The names of every function parameter after the first (any of them may be a
+    /// handler's context, `ctx`): indexing one with a computed key, or using it as a value
+    /// (aliased, passed on), may reach `ctx.call` unseen. Not scoped, like the other names.
+    contexts: HashSet<String>,
+    /// A function that may receive a context in `...` was seen: a later `...` is one.
+    varargs: bool,
 }
 
 impl Scan {
@@ -150,6 +160,13 @@ impl Scan {
     fn bare(&mut self, token: &TokenReference) {
         let name = token.token().to_string();
         self.name(&name);
+        if self.contexts.contains(&name) {
+            self.site(
+                "call:*",
+                format!("{name} (a context passed on or aliased)"),
+                token,
+            );
+        }
         if EFFECT_MODULES.contains(&name.as_str()) {
             let call = format!("{name} (the module table itself)");
             self.site("unknown", call, token);
@@ -199,10 +216,39 @@ impl Scan {
             self.site("unknown", name, token);
             return;
         }
+        // `ctx["call"]`, `ctx[k]`, `ctx:call(...)` on a possible context.
+        if self.contexts.contains(&name) {
+            match first {
+                Some(Suffix::Index(Index::Brackets { expression, .. })) => {
+                    match literal(expression) {
+                        Some(field) if field == "call" => {}
+                        Some(_) => return,
+                        None => {
+                            self.site("call:*", format!("{name}[...]"), token);
+                            return;
+                        }
+                    }
+                }
+                Some(Suffix::Call(Call::MethodCall(method)))
+                    if method.name().token().to_string() == "call" =>
+                {
+                    self.site("call:*", format!("{name}:call"), token);
+                    return;
+                }
+                _ => {}
+            }
+        }
         // `ctx.call(...)`, whatever the context parameter is called.
-        if let Some(Suffix::Index(Index::Dot { name: field, .. })) = first
-            && field.token().to_string() == "call"
-        {
+        let is_call = match first {
+            Some(Suffix::Index(Index::Dot { name: field, .. })) => {
+                field.token().to_string() == "call"
+            }
+            Some(Suffix::Index(Index::Brackets { expression, .. })) => {
+                literal(expression).as_deref() == Some("call")
+            }
+            _ => false,
+        };
+        if is_call {
             let target = suffixes.next().and_then(first_argument);
             let effect = match &target {
                 Some(target) => format!("call:{target}"),
@@ -260,8 +306,18 @@ fn root_of(var: &Var) -> Option<String> {
 }
 
 impl Visitor for Scan {
-    fn visit_function_body(&mut self, _: &FunctionBody) {
+    fn visit_function_body(&mut self, body: &FunctionBody) {
         self.depth += 1;
+        for (position, parameter) in body.parameters().iter().enumerate() {
+            match parameter {
+                Parameter::Name(token) if position > 0 => {
+                    self.contexts.insert(token.token().to_string());
+                }
+                // `function(...)` / `function(args, ...)`: the context may travel in `...`.
+                Parameter::Ellipsis(_) if position < 2 => self.varargs = true,
+                _ => {}
+            }
+        }
     }
 
     fn visit_function_body_end(&mut self, _: &FunctionBody) {
@@ -347,8 +403,13 @@ impl Visitor for Scan {
             ] = suffixes.as_slice()
                 && verb.token().to_string() == "register"
                 && let FunctionArgs::TableConstructor(table) = args.as_ref()
-                && let Some(tool) = tool_name(table)
+                && let Some(named) = tool_name(table)
             {
+                let tool = match named {
+                    Named::Tool(tool) => tool,
+                    // Every tool of the file counts the whole file then.
+                    Named::Unclear => UNCLEAR.to_string(),
+                };
                 let node = Self::node(&mut self.handlers, &mut self.nodes, &tool);
                 self.registrations
                     .insert(&**table as *const TableConstructor as usize, node);
@@ -358,6 +419,15 @@ impl Visitor for Scan {
 
     fn visit_var_expression(&mut self, expression: &VarExpression) {
         self.chain(expression.prefix(), expression.suffixes());
+    }
+
+    fn visit_expression(&mut self, expression: &Expression) {
+        if self.varargs
+            && let Expression::Symbol(token) = expression
+            && token.token().to_string() == "..."
+        {
+            self.site("call:*", "... (may carry a context)".into(), token);
+        }
     }
 
     fn visit_var(&mut self, var: &Var) {
@@ -399,12 +469,35 @@ impl Visitor for Scan {
     }
 }
 
-/// A registration table's `name = "LIT"`.
-fn tool_name(table: &TableConstructor) -> Option<String> {
-    table.fields().iter().find_map(|field| match field {
-        Field::NameKey { key, value, .. } if key.token().to_string() == "name" => literal(value),
-        _ => None,
-    })
+/// What a registration table names.
+enum Named {
+    /// One `name = "LIT"` and only named keys: the tool is LIT.
+    Tool(String),
+    /// The name is not a literal, or the table may name the tool some other way than its
+    /// first `name =` key: Lua keeps the last of several, and a computed key
+    /// (`["name"] = ...`, `[k] = ...`) or a positional element may be one.
+    Unclear,
+}
+
+/// A registration table's name (`None`: no `name =` key at all).
+fn tool_name(table: &TableConstructor) -> Option<Named> {
+    let mut name = None;
+    let mut names = 0;
+    for field in table.fields() {
+        match field {
+            Field::NameKey { key, value, .. } if key.token().to_string() == "name" => {
+                names += 1;
+                name = literal(value);
+            }
+            Field::NameKey { .. } => {}
+            _ => return Some(Named::Unclear),
+        }
+    }
+    match (names, name) {
+        (0, _) => None,
+        (1, Some(name)) => Some(Named::Tool(name)),
+        _ => Some(Named::Unclear),
+    }
 }
 
 #[cfg(test)]
@@ -441,7 +534,7 @@ mod tests {
     #[test]
     fn literal_and_computed_call_targets_differ() {
         let s =
-            summary("local function f(ctx, n) ctx.call('lit') ctx.call(n) ctx.call 'other' end");
+            summary("local function f(n, ctx) ctx.call('lit') ctx.call(n) ctx.call 'other' end");
         let found: Vec<&str> = s
             .whole
             .sites

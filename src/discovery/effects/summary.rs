@@ -40,8 +40,8 @@ pub(crate) struct Summary {
     /// functions, aliases).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub bindings: BTreeMap<String, Reach>,
-    /// What code inside functions assigns to a name (followed only for names bound at the
-    /// top level: a function may replace a field of a module-level table).
+    /// What code inside functions assigns to a name that is not local to it (a global
+    /// defined by a function, a field of a module-level table it replaces).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub inner: BTreeMap<String, Reach>,
     /// Each `registry.register{ name = "LIT", handler = ... }`'s handler, by tool name.
