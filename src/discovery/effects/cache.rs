@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const FILE: &str = "effects.json";
+/// Whose analyses the file holds: this toolhost version and the analysis rules' revision
+/// (bumped whenever the rules change what a file's summary says, so a cache written under
+/// older rules by a build of the same version is not trusted).
+const WRITTEN_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "/effects-2");
 /// Largest cache read.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -41,7 +45,7 @@ impl Effects {
         let read = crate::bounded_read::read_regular(&cache_dir.join(FILE), MAX_BYTES)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<CacheText>(&bytes).ok())
-            .filter(|cache| cache.toolhost == env!("CARGO_PKG_VERSION"))
+            .filter(|cache| cache.toolhost == WRITTEN_BY)
             .map(|cache| {
                 cache
                     .files
@@ -108,7 +112,7 @@ impl Effects {
             return;
         }
         let cache = CacheText {
-            toolhost: env!("CARGO_PKG_VERSION").to_string(),
+            toolhost: WRITTEN_BY.to_string(),
             files: self
                 .used
                 .iter()
