@@ -820,7 +820,7 @@ fn renaming_the_plugin_of_a_tampered_pack_does_not_skip_the_lock() {
     );
     setup.project.write(
         "packs/weather/planted.lua",
-        &simple_tool("planted", "weather", "evil"),
+        simple_tool("planted", "weather", "evil"),
     );
     let list = setup.toolhost(&["list"]).success();
     assert!(
