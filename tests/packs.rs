@@ -748,3 +748,147 @@ fn add_keeps_the_configs_permissions() {
     let mode = std::fs::metadata(&config).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+#[test]
+fn pack_commands_do_not_write_through_links_at_the_temporary_file_names() {
+    let setup = Setup::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("target.txt");
+    std::fs::write(&target, "precious\n").unwrap();
+    for name in ["toolhost.lock.tmp", "toolhost.toml.tmp"] {
+        std::os::unix::fs::symlink(&target, setup.project.root().join(name)).unwrap();
+    }
+    setup.add(&setup.repo.url()).success();
+    setup.toolhost(&["pack", "remove", "weather"]).success();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious\n");
+    for name in ["toolhost.lock", "toolhost.toml"] {
+        let meta = std::fs::symlink_metadata(setup.project.root().join(name)).unwrap();
+        assert!(meta.file_type().is_file(), "{name} is not a regular file");
+    }
+}
+
+#[test]
+fn add_ends_the_config_with_a_newline() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    assert!(setup.read("toolhost.toml").ends_with("]\n"));
+}
+
+#[test]
+fn control_characters_in_a_packs_description_reach_the_terminal_escaped() {
+    let setup = Setup::new();
+    setup.repo.write(
+        "pack.toml",
+        manifest("\"proc\"").replace("Weather tools", "Weather\\u001b[2K\\rtools"),
+    );
+    setup.repo.commit("escapes");
+    let out = setup.add(&setup.repo.url()).success();
+    let stdout = Setup::stdout(&out);
+    assert!(!stdout.contains(['\u{1b}', '\r']), "{stdout:?}");
+    assert!(stdout.contains("Weather\\u{1b}[2K\\rtools"), "{stdout}");
+}
+
+#[test]
+fn control_characters_in_the_lock_reach_pack_list_escaped() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let lock = setup.read("toolhost.lock");
+    let source = format!("source = \"{}\"", setup.repo.url());
+    assert!(lock.contains(&source), "{lock}");
+    setup.project.write(
+        "toolhost.lock",
+        lock.replace(
+            &source,
+            "source = \"evil\\u001b[8mhidden\"\nref = \"r\\u0007\"",
+        ),
+    );
+    let out = setup.toolhost(&["pack", "list"]).success();
+    let stdout = Setup::stdout(&out);
+    assert!(!stdout.contains(['\u{1b}', '\u{7}']), "{stdout:?}");
+    assert!(stdout.contains("evil\\u{1b}[8mhidden"), "{stdout}");
+}
+
+#[test]
+fn renaming_the_plugin_of_a_tampered_pack_does_not_skip_the_lock() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let config = setup.read("toolhost.toml");
+    assert!(config.contains("[plugins.weather]"), "{config}");
+    setup.project.write(
+        "toolhost.toml",
+        config.replace("[plugins.weather]", "[plugins.weather2]"),
+    );
+    setup.project.write(
+        "packs/weather/planted.lua",
+        simple_tool("planted", "weather", "evil"),
+    );
+    let list = setup.toolhost(&["list"]).success();
+    assert!(
+        Setup::stderr(&list).contains("pack 'weather2' is refused: its files do not match"),
+        "{}",
+        Setup::stderr(&list)
+    );
+    assert_eq!(setup.tool_names(), ["hello"]);
+}
+
+/// A host over the project, as `toolhost serve --watch` makes it.
+fn project_host(setup: &Setup) -> toolhost::Host {
+    toolhost::Host::builder()
+        .tools_dir(setup.project.tools())
+        .cache_dir(setup.project.cache())
+        .store_file(setup.project.store_file())
+        .config_file(setup.project.root().join("toolhost.toml"))
+        .build()
+        .expect("host builds")
+}
+
+/// Reload events until one removed `tool` (at most five, ten seconds each).
+fn wait_for_removal(watch: &mut toolhost::Watch, tool: &str) -> bool {
+    (0..5).any(|_| {
+        watch
+            .next_timeout(std::time::Duration::from_secs(10))
+            .is_some_and(|event| event.removed.iter().any(|t| t == tool))
+    })
+}
+
+#[test]
+fn the_watcher_reloads_when_the_lock_changes() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let host = project_host(&setup);
+    let mut watch = host.watch().expect("watching starts");
+    let lock = setup.read("toolhost.lock");
+    let digest = lock
+        .lines()
+        .find(|l| l.starts_with("\"forecast.lua\""))
+        .and_then(|l| l.split('"').nth(3))
+        .expect("forecast.lua's digest")
+        .to_string();
+    setup
+        .project
+        .write("toolhost.lock", lock.replace(&digest, &"0".repeat(64)));
+    assert!(wait_for_removal(&mut watch, "forecast"));
+    assert_eq!(common::names(&host, None), ["hello"]);
+}
+
+#[test]
+fn the_watcher_reloads_when_a_pack_manifest_changes() {
+    let setup = Setup::new();
+    setup.project.write("mine/pack.toml", manifest(""));
+    setup
+        .project
+        .write("mine/forecast.lua", simple_tool("forecast", "weather", "x"));
+    setup.project.write(
+        "toolhost.toml",
+        format!("{CONFIG}[plugins.mine]\ndir = \"mine\"\n"),
+    );
+    let host = project_host(&setup);
+    assert_eq!(common::names(&host, None), ["forecast", "hello"]);
+    let mut watch = host.watch().expect("watching starts");
+    setup.project.write(
+        "mine/pack.toml",
+        format!("{}min_toolhost = \"999.0.0\"\n", manifest("")),
+    );
+    assert!(wait_for_removal(&mut watch, "forecast"));
+    assert_eq!(common::names(&host, None), ["hello"]);
+}

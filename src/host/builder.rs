@@ -511,7 +511,7 @@ fn tool_dirs(
                 .map(|c| c.to_string())
                 .collect(),
         };
-        let pack = super::packs::check(id, &plugin.dir, &lock);
+        let pack = super::packs::check(id, &plugin.dir, &lock, loaded.path.as_deref());
         dirs.push(ToolDir {
             path: plugin.dir.clone(),
             source: Source::Plugin(id.clone()),

@@ -7,7 +7,7 @@
 use crate::config::LoadedConfig;
 use crate::discovery::Refused;
 use crate::error::{Error, Result};
-use crate::pack::{LOCK_FILE, MANIFEST_FILE, PackLock, PackManifest};
+use crate::pack::{LOCK_FILE, LockedPack, MANIFEST_FILE, PACKS_DIR, PackLock, PackManifest};
 use std::path::{Path, PathBuf};
 
 /// What loading a plugin folder as a pack decided.
@@ -36,9 +36,38 @@ fn lock_path(config: &Path) -> PathBuf {
     config.parent().unwrap_or(Path::new("")).join(LOCK_FILE)
 }
 
-/// Checks plugin `id`'s folder `dir` against the lock and its manifest.
-pub(super) fn check(id: &str, dir: &Path, lock: &PackLock) -> PackCheck {
-    let locked = lock.packs.get(id);
+/// The lock entry plugin `id`'s folder `dir` answers to, with the pack folder it covers:
+/// the locked pack whose folder (`packs/NAME` beside the configuration file `config`,
+/// compared canonically, so a link or `..` does not escape it) is `dir` or holds it,
+/// whatever the plugin's id; otherwise the entry named `id` and `dir`. Renaming
+/// `[plugins.NAME]` therefore does not skip the check.
+fn locked_for<'a>(
+    id: &'a str,
+    dir: &Path,
+    lock: &'a PackLock,
+    config: Option<&Path>,
+) -> Option<(&'a str, &'a LockedPack, PathBuf)> {
+    if let (Some(config), Ok(dir_real)) = (config, dir.canonicalize()) {
+        let packs = config.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
+        for (name, locked) in &lock.packs {
+            let folder = packs.join(name);
+            if folder
+                .canonicalize()
+                .is_ok_and(|real| dir_real.starts_with(real))
+            {
+                return Some((name, locked, folder));
+            }
+        }
+    }
+    lock.packs
+        .get_key_value(id)
+        .map(|(name, locked)| (name.as_str(), locked, dir.to_path_buf()))
+}
+
+/// Checks plugin `id`'s folder `dir` against the lock (see [`locked_for`]; `config` is the
+/// configuration file the lock is beside) and its manifest.
+pub(super) fn check(id: &str, dir: &Path, lock: &PackLock, config: Option<&Path>) -> PackCheck {
+    let locked = locked_for(id, dir, lock, config);
     let has_manifest = dir.join(MANIFEST_FILE).exists();
     if locked.is_none() && !has_manifest {
         return PackCheck::default();
@@ -50,21 +79,25 @@ pub(super) fn check(id: &str, dir: &Path, lock: &PackLock) -> PackCheck {
         }),
         requires_env: Vec::new(),
     };
-    if let Some(locked) = locked {
-        match locked.verify(dir) {
+    // A plugin folder inside a locked pack reads that pack's manifest.
+    let manifest_dir = locked
+        .as_ref()
+        .map_or(dir, |(_, _, folder)| folder.as_path());
+    if let Some((name, locked, folder)) = &locked {
+        match locked.verify(folder) {
             Ok(changes) if changes.is_empty() => {}
             Ok(changes) => {
                 let listed: Vec<String> = changes.iter().map(ToString::to_string).collect();
                 return refuse(format!(
                     "its files do not match {LOCK_FILE} ({}; `toolhost pack verify` lists \
-                     them, `toolhost pack update {id}` reinstalls it)",
+                     them, `toolhost pack update {name}` reinstalls it)",
                     listed.join(", ")
                 ));
             }
             Err(e) => return refuse(e.to_string()),
         }
     }
-    let manifest = match PackManifest::read(dir) {
+    let manifest = match PackManifest::read(manifest_dir) {
         Ok(manifest) => manifest,
         Err(e) => return refuse(e.to_string()),
     };

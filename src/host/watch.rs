@@ -1,5 +1,6 @@
 //! `Host::watch()`: file changes under the tool directories (recursively, so `lib/` and
-//! package folders count) and to the config file, debounced (`[runtime]
+//! package folders count; `.lua` files and packs' `pack.toml`), to the config file and to
+//! the `toolhost.lock` beside it, debounced (`[runtime]
 //! reload_debounce_ms`, default 200 ms), trigger a [`Host::reload`]; each reload's event
 //! is delivered to the returned [`Watch`]. Editors' atomic saves (write a temp file, rename
 //! it over) arrive as a rename of the `.lua` path and are handled like any write.
@@ -7,6 +8,7 @@
 use super::Host;
 use super::reload::ReloadEvent;
 use crate::error::{Error, Result};
+use crate::pack::{LOCK_FILE, MANIFEST_FILE};
 use notify::{EventKind, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, Debouncer, RecommendedCache, new_debouncer};
 use std::path::{Path, PathBuf};
@@ -50,22 +52,27 @@ impl Watch {
     }
 }
 
-/// Which changed paths matter: Lua files and folders under the tool directories (not the
-/// cache, not editor scratch files) and the config file itself.
+/// Which changed paths matter: Lua files, packs' `pack.toml` and folders under the tool
+/// directories (not the cache, not editor scratch files), the config file itself and the
+/// `toolhost.lock` beside it (a pack loads only while it matches both).
 struct Relevance {
     tool_dirs: Vec<PathBuf>,
     cache_dir: PathBuf,
     config: Option<PathBuf>,
+    lock: Option<PathBuf>,
 }
 
 impl Relevance {
     fn matters(&self, path: &Path) -> bool {
-        if self.config.as_deref() == Some(path) {
+        if self.config.as_deref() == Some(path) || self.lock.as_deref() == Some(path) {
             return true;
         }
         if path.starts_with(&self.cache_dir) || !self.tool_dirs.iter().any(|d| path.starts_with(d))
         {
             return false;
+        }
+        if path.file_name() == Some(std::ffi::OsStr::new(MANIFEST_FILE)) {
+            return true;
         }
         match path.extension() {
             Some(ext) => ext == "lua",
@@ -94,6 +101,10 @@ impl Host {
         let relevance = Relevance {
             tool_dirs: world.dirs.iter().map(|d| absolute(&d.path)).collect(),
             cache_dir: absolute(&world.cache_dir),
+            lock: config
+                .as_deref()
+                .and_then(Path::parent)
+                .map(|dir| dir.join(LOCK_FILE)),
             config: config.clone(),
         };
         let (sender, events) = mpsc::unbounded_channel();

@@ -107,12 +107,27 @@ impl PackLock {
         format!("{HEADER}{body}")
     }
 
-    /// Writes the lock to `path` (through a temporary file, so a crash leaves the old one).
+    /// Writes the lock to `path` through a new temporary file beside it (a crash leaves the
+    /// old lock). The temporary file gets a fresh random name and is created exclusively, so
+    /// a link committed in its place (`toolhost.lock.tmp -> elsewhere`) is never followed;
+    /// a link at `path` itself is replaced, not written through.
+    #[cfg(feature = "cli")]
     pub fn write(&self, path: &Path) -> Result<(), PackError> {
-        let temp = path.with_extension("lock.tmp");
-        std::fs::write(&temp, self.to_text())
-            .and_then(|()| std::fs::rename(&temp, path))
-            .map_err(|e| PackError::new(path, format!("cannot write: {e}")))
+        let fail = |e: std::io::Error| PackError::new(path, format!("cannot write: {e}"));
+        let parent = match path.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".toolhost.lock.").suffix(".tmp");
+        // The mode `fs::write` gives a new file (0666 less the umask), not tempfile's 0600:
+        // the lock is shared with everyone who reads the configuration.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let mut temp = builder.tempfile_in(parent).map_err(fail)?;
+        std::io::Write::write_all(&mut temp, self.to_text().as_bytes()).map_err(fail)?;
+        temp.persist(path).map_err(|e| fail(e.error))?;
+        Ok(())
     }
 }
 

@@ -21,20 +21,32 @@ pub(super) fn read(path: &Path) -> Result<DocumentMut, CliError> {
         .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
 }
 
-/// Writes `doc` to `path` (through a temporary file beside it, which takes the old file's
-/// permissions: a config readable only by its owner stays so).
+/// Writes `doc` to `path`, ending with a newline, through a new temporary file beside it:
+/// a fresh random name created exclusively, so a link committed in its place is never
+/// followed, and a crash leaves the old file. It takes the old file's permissions (a config
+/// readable only by its owner stays so); a new config gets the usual 0666 less the umask.
 pub(super) fn write(path: &Path, doc: &DocumentMut) -> Result<(), CliError> {
-    let temp = path.with_extension("toml.tmp");
-    std::fs::write(&temp, doc.to_string())
-        .and_then(|()| match std::fs::metadata(path) {
-            Ok(old) => std::fs::set_permissions(&temp, old.permissions()),
-            Err(_) => Ok(()),
-        })
-        .and_then(|()| std::fs::rename(&temp, path))
-        .map_err(super::super::error::io(format!(
-            "cannot write {}",
-            path.display()
-        )))
+    let fail = super::super::error::io(format!("cannot write {}", path.display()));
+    let mut text = doc.to_string();
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let parent = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".toolhost.toml.").suffix(".tmp");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let outcome = builder.tempfile_in(parent).and_then(|mut temp| {
+        std::io::Write::write_all(&mut temp, text.as_bytes())?;
+        if let Ok(old) = std::fs::metadata(path) {
+            temp.as_file().set_permissions(old.permissions())?;
+        }
+        temp.persist(path).map(drop).map_err(|e| e.error)
+    });
+    outcome.map_err(fail)
 }
 
 /// Whether `[plugins.NAME]` exists.

@@ -2,6 +2,7 @@
 //! `--yes` for scripts; without either the command refuses (nothing is granted silently).
 
 use super::super::error::CliError;
+use super::shown::shown;
 use crate::PackManifest;
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -34,9 +35,9 @@ pub(super) fn ask(
     already: &[String],
     yes: bool,
 ) -> Result<(), CliError> {
-    outln!("pack {name} {}", manifest.version);
+    outln!("pack {name} {}", shown(&manifest.version));
     if let Some(description) = &manifest.description {
-        outln!("  {description}");
+        outln!("  {}", shown(description));
     }
     outln!("  capabilities:");
     for capability in granted {
@@ -45,12 +46,12 @@ pub(super) fn ask(
             .find(|(c, _)| c == capability)
             .map(|(_, m)| *m)
             .unwrap_or("");
-        outln!("    {capability:<6} {meaning}");
+        outln!("    {:<6} {meaning}", shown(capability));
     }
     if !manifest.requires_env.is_empty() {
         outln!(
             "  requires environment variables: {}",
-            manifest.requires_env.join(", ")
+            shown(&manifest.requires_env.join(", "))
         );
     }
     let new: Vec<&String> = granted
@@ -60,11 +61,13 @@ pub(super) fn ask(
     if new.is_empty() || yes {
         return Ok(());
     }
-    let listed = new
-        .iter()
-        .map(|c| c.as_str())
-        .collect::<Vec<_>>()
-        .join(", ");
+    let listed = shown(
+        &new.iter()
+            .map(|c| c.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+    .into_owned();
     if !std::io::stdin().is_terminal() {
         return Err(CliError::Usage(format!(
             "pack {name} asks for {listed}; not granted: run on a terminal to answer, or pass \

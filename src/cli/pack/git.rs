@@ -69,8 +69,9 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
         &["clone", "--quiet", "--no-checkout", "--", source],
         Some(&tree),
     )
-    .map_err(|e| CliError::Usage(format!("cannot fetch {source}: {e}")))?;
-    let commit = resolve(&tree, rev).map_err(|e| CliError::Usage(format!("{source}: {e}")))?;
+    .map_err(|e| CliError::Usage(format!("cannot fetch {}: {e}", without_userinfo(source))))?;
+    let commit = resolve(&tree, rev)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", without_userinfo(source))))?;
     git(
         Some(&tree),
         &[
@@ -83,7 +84,12 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
         ],
         None,
     )
-    .map_err(|e| CliError::Usage(format!("{source}: cannot check out {commit}: {e}")))?;
+    .map_err(|e| {
+        CliError::Usage(format!(
+            "{}: cannot check out {commit}: {e}",
+            without_userinfo(source)
+        ))
+    })?;
     std::fs::remove_dir_all(tree.join(".git")).map_err(super::super::error::io(format!(
         "cannot remove {}",
         tree.join(".git").display()
@@ -93,6 +99,20 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
         commit: Some(commit),
         _temp: temp,
     })
+}
+
+/// `source` without the user name and password of a URL (`https://user:token@host/x` →
+/// `https://host/x`): what is recorded in `toolhost.lock`, which is committed, and printed.
+/// Anything else (a path, `user@host:path`, whose user is a login name) is returned as is.
+pub(super) fn without_userinfo(source: &str) -> String {
+    let Some((scheme, rest)) = source.split_once("://") else {
+        return source.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => source.to_string(),
+    }
 }
 
 /// A local folder that is neither a work tree (`.git`) nor a bare repository (`HEAD` and
@@ -202,12 +222,36 @@ fn git(dir: Option<&Path>, args: &[&str], target: Option<&Path>) -> Result<Strin
 
 #[cfg(test)]
 mod tests {
-    use super::split_rev;
+    use super::{split_rev, without_userinfo};
 
     #[test]
     fn the_revision_follows_the_last_hash() {
         assert_eq!(split_rev("file:///a#v1"), ("file:///a", Some("v1")));
         assert_eq!(split_rev("/a/b"), ("/a/b", None));
         assert_eq!(split_rev("/a#"), ("/a", None));
+    }
+
+    #[test]
+    fn the_user_and_password_of_a_url_are_stripped() {
+        assert_eq!(
+            without_userinfo("https://user:token@example.com/a/b.git"),
+            "https://example.com/a/b.git"
+        );
+        assert_eq!(
+            without_userinfo("https://tok@en:x@example.com:8443/p?q=a@b"),
+            "https://example.com:8443/p?q=a@b"
+        );
+        assert_eq!(
+            without_userinfo("ssh://git@example.com/x"),
+            "ssh://example.com/x"
+        );
+        for kept in [
+            "https://example.com/users/@me/x",
+            "git@example.com:x.git",
+            "/home/me/packs/x",
+            "file:///tmp/x",
+        ] {
+            assert_eq!(without_userinfo(kept), kept);
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 use super::super::error::{CliError, io};
 use super::git::{self, Fetched};
+use super::shown::shown;
 use super::{Project, check_name, config_edit, consent};
 use crate::{LockedPack, PackLock, PackManifest};
 use std::collections::BTreeMap;
@@ -42,8 +43,10 @@ fn install_new(
 ) -> Result<ExitCode, CliError> {
     let mut lock = PackLock::read(&project.lock)?;
     let mut doc = config_edit::read(&project.config)?;
-    let recorded = recorded_source(source);
-    let fetched = git::fetch(&recorded, rev, &project.packs)?;
+    let fetch_from = fetch_source(source);
+    // The lock is committed: no credentials in it (git still gets the URL as given).
+    let recorded = git::without_userinfo(&fetch_from);
+    let fetched = git::fetch(&fetch_from, rev, &project.packs)?;
     let manifest = manifest_of(&fetched, &recorded)?;
     let name = name.unwrap_or(&manifest.name).to_string();
     if lock.packs.contains_key(&name) {
@@ -88,7 +91,7 @@ fn install_new(
     lock.write(&project.lock)?;
     outln!(
         "added pack {name} {} at {} ({count} files) in {}",
-        manifest.version,
+        shown(&manifest.version),
         short(fetched.commit.as_deref()),
         dir.display()
     );
@@ -132,7 +135,10 @@ pub(super) fn update(
             && intact
             && reference == locked.reference
         {
-            outln!("{name}: up to date at {}", short(locked.commit.as_deref()));
+            outln!(
+                "{name}: up to date at {}",
+                shown(short(locked.commit.as_deref()))
+            );
             continue;
         }
         let manifest = manifest_of(&fetched, &locked.source)?;
@@ -160,9 +166,9 @@ pub(super) fn update(
         lock.write(&project.lock)?;
         outln!(
             "updated pack {name} to {} at {} (was {})",
-            manifest.version,
+            shown(&manifest.version),
             short(fetched.commit.as_deref()),
-            short(locked.commit.as_deref())
+            shown(short(locked.commit.as_deref()))
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -176,9 +182,9 @@ pub(super) fn not_installed(project: &Project, name: &str) -> CliError {
     ))
 }
 
-/// A local path is recorded absolute, so `pack update` works from any directory; a URL as
-/// given.
-fn recorded_source(source: &str) -> String {
+/// A local path made absolute, so the recorded one works from any directory for `pack
+/// update`; a URL as given.
+fn fetch_source(source: &str) -> String {
     let path = Path::new(source);
     if !source.contains("://")
         && !source.starts_with('-')

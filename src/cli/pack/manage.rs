@@ -3,6 +3,7 @@
 
 use super::super::error::{CliError, io};
 use super::install::{not_installed, short};
+use super::shown::shown;
 use super::{Project, check_name, config_edit};
 use crate::{PackLock, PackManifest};
 use std::process::ExitCode;
@@ -39,14 +40,17 @@ pub(super) fn list(project: &Project) -> Result<ExitCode, CliError> {
         .iter()
         .map(|(name, locked)| {
             let version = PackManifest::read(&project.dir_of(name))
-                .map(|m| m.version)
+                .map(|m| shown(&m.version).into_owned())
                 .unwrap_or_else(|_| "?".to_string());
             [
                 name.clone(),
                 version,
-                locked.reference.clone().unwrap_or_else(|| "-".to_string()),
-                short(locked.commit.as_deref()).to_string(),
-                locked.source.clone(),
+                locked
+                    .reference
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), |r| shown(r).into_owned()),
+                shown(short(locked.commit.as_deref())).into_owned(),
+                shown(&locked.source).into_owned(),
             ]
         })
         .collect();
@@ -67,12 +71,12 @@ pub(super) fn verify(project: &Project) -> Result<ExitCode, CliError> {
             Ok(changes) => {
                 failed = true;
                 for change in changes {
-                    outln!("{name}: {}/{change}", dir.display());
+                    outln!("{name}: {}/{}", dir.display(), shown(&change.to_string()));
                 }
             }
             Err(e) => {
                 failed = true;
-                outln!("{name}: {e}");
+                outln!("{name}: {}", shown(&e.to_string()));
             }
         }
     }

@@ -7,6 +7,7 @@ mod consent;
 mod git;
 mod install;
 mod manage;
+mod shown;
 
 use super::Cli;
 use super::error::CliError;
