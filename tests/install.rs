@@ -487,7 +487,14 @@ fn a_committed_link_in_a_project_cache_deletes_nothing_outside_it() {
     let mut left: Vec<String> = walkdir::WalkDir::new(&victim)
         .min_depth(1)
         .into_iter()
-        .map(|e| e.unwrap().path().strip_prefix(&victim).unwrap().display().to_string())
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .strip_prefix(&victim)
+                .unwrap()
+                .display()
+                .to_string()
+        })
         .collect();
     left.sort();
     assert_eq!(left, ["important.txt", "sub", "sub/more.txt"]);
@@ -510,7 +517,11 @@ registry.prompt{ name = "code_review", toolset = "mine",
     let out = ok(installed.run(&["check"]));
     assert_eq!(stderr(&out), "", "stepping aside is not worth a warning");
     let out = ok(installed.run(&["read", "file:///etc/hostname"]));
-    assert!(stdout(&out).contains("mine: etc/hostname"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("mine: etc/hostname"),
+        "{}",
+        stdout(&out)
+    );
     let out = ok(installed.run(&["prompt", "code_review"]));
     assert!(stdout(&out).contains("my review"), "{}", stdout(&out));
 }
