@@ -52,21 +52,65 @@ fn folder_name() -> &'static str {
 /// folder. Files whose bytes differ from the embedded ones are replaced (atomically: a
 /// concurrent process reads the old or the new file, never half of one); files the library
 /// does not have are removed.
+///
+/// `cache_dir` itself may be a symbolic link (the operator's choice of where the cache
+/// lives); below it, `library/`, the version folder and every folder of the library must be
+/// real directories: a link there (a repository can commit one under a project-relative
+/// `cache_dir`) is removed as a link, never followed, and a real directory made in its
+/// place, so writing and removing strays stay inside the real version folder.
 pub(crate) fn materialize(cache_dir: &Path) -> std::io::Result<PathBuf> {
-    let dir = cache_dir.join("library").join(folder_name());
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(cache_dir)?;
+    let library = cache_dir.join("library");
+    real_dir(&library)?;
+    let dir = library.join(folder_name());
+    real_dir(&dir)?;
     for file in FILES {
         let target = dir.join(file.path);
+        // Every folder between the version folder and the file, outermost first.
+        let mut folders: Vec<&Path> = Path::new(file.path)
+            .ancestors()
+            .skip(1)
+            .filter(|a| !a.as_os_str().is_empty())
+            .collect();
+        folders.reverse();
+        for folder in folders {
+            real_dir(&dir.join(folder))?;
+        }
         if is_current(&target, file.contents) {
             continue;
-        }
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)?;
         }
         write_atomically(&target, file.contents)?;
     }
     remove_strays(&dir)?;
     Ok(dir)
+}
+
+/// Makes `path` a real directory whose parent is one already: a symbolic link or a file
+/// there is removed itself (a link's target is never touched), then the directory made.
+fn real_dir(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => return Ok(()),
+        Ok(_) => match std::fs::remove_file(path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+            _ => {}
+        },
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    match std::fs::create_dir(path) {
+        // Another process made it meanwhile: it must be a real directory too.
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            if std::fs::symlink_metadata(path)?.is_dir() {
+                Ok(())
+            } else {
+                Err(std::io::Error::other(format!(
+                    "{} is not a directory",
+                    path.display()
+                )))
+            }
+        }
+        other => other,
+    }
 }
 
 /// Whether `path` is a regular file holding exactly `expected`.
@@ -122,7 +166,8 @@ fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
 
 /// Removes everything under `dir` that is not a library file or one of their folders (a
 /// file dropped into the copy must not load as a library tool). Another process's temp
-/// files are left alone.
+/// files are left alone. `dir` is a real directory ([`real_dir`]); the walk follows no link
+/// and a link found is removed as a link.
 fn remove_strays(dir: &Path) -> std::io::Result<()> {
     let expected: std::collections::HashSet<PathBuf> = FILES
         .iter()
@@ -142,8 +187,14 @@ fn remove_strays(dir: &Path) -> std::io::Result<()> {
         };
         let name = entry.file_name().to_string_lossy();
         let in_flight = name.starts_with(".library.") && name.ends_with(".tmp");
-        if !in_flight && !expected.contains(relative) {
-            strays.push((entry.path().to_path_buf(), entry.file_type().is_dir()));
+        // A link is a stray even under an expected name (only real files and folders are
+        // the library's); `is_dir` is false for it, so it is removed as a file, not followed.
+        let is_link = entry.path_is_symlink();
+        if !in_flight && (is_link || !expected.contains(relative)) {
+            strays.push((
+                entry.path().to_path_buf(),
+                !is_link && entry.file_type().is_dir(),
+            ));
         }
     }
     // Deepest first, and a folder removed whole makes its entries' removal moot.
@@ -194,5 +245,99 @@ mod tests {
         assert_eq!(std::fs::read(&tool).unwrap(), shipped.contents);
         assert!(!dir.join("planted.lua").exists());
         assert!(!dir.join("pkg").exists());
+    }
+
+    #[test]
+    fn a_link_as_the_version_folder_is_replaced_and_its_target_left_untouched() {
+        let cache = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        std::fs::write(victim.path().join("important.txt"), "keep").unwrap();
+        std::fs::create_dir(victim.path().join("sub")).unwrap();
+        std::fs::create_dir(cache.path().join("library")).unwrap();
+        let link = cache.path().join("library").join(folder_name());
+        std::os::unix::fs::symlink(victim.path(), &link).unwrap();
+        let dir = materialize(cache.path()).unwrap();
+        assert!(!std::fs::symlink_metadata(&dir).unwrap().is_symlink());
+        assert!(dir.join("echo.lua").is_file());
+        let left: Vec<_> = std::fs::read_dir(victim.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert_eq!(
+            std::fs::read_to_string(victim.path().join("important.txt")).unwrap(),
+            "keep"
+        );
+        assert!(victim.path().join("sub").is_dir());
+    }
+
+    #[test]
+    fn a_link_as_the_library_folder_is_replaced_and_its_target_left_untouched() {
+        let cache = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        let planted = victim.path().join(folder_name());
+        std::fs::create_dir(&planted).unwrap();
+        std::fs::write(planted.join("important.txt"), "keep").unwrap();
+        std::os::unix::fs::symlink(victim.path(), cache.path().join("library")).unwrap();
+        let dir = materialize(cache.path()).unwrap();
+        let library = cache.path().join("library");
+        assert!(std::fs::symlink_metadata(&library).unwrap().is_dir());
+        assert!(dir.join("echo.lua").is_file());
+        assert_eq!(
+            std::fs::read_to_string(planted.join("important.txt")).unwrap(),
+            "keep"
+        );
+        assert_eq!(std::fs::read_dir(&planted).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_link_as_a_library_subfolder_is_replaced_and_its_target_left_untouched() {
+        let cache = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        std::fs::write(victim.path().join("important.txt"), "keep").unwrap();
+        let dir = materialize(cache.path()).unwrap();
+        std::fs::remove_dir_all(dir.join("lib")).unwrap();
+        std::os::unix::fs::symlink(victim.path(), dir.join("lib")).unwrap();
+        materialize(cache.path()).unwrap();
+        assert!(std::fs::symlink_metadata(dir.join("lib")).unwrap().is_dir());
+        assert!(dir.join("lib/text.lua").is_file());
+        let left: Vec<_> = std::fs::read_dir(victim.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["important.txt"]);
+    }
+
+    #[test]
+    fn a_link_inside_the_copy_is_removed_without_touching_its_target() {
+        let cache = tempfile::tempdir().unwrap();
+        let victim = tempfile::tempdir().unwrap();
+        std::fs::write(victim.path().join("important.txt"), "keep").unwrap();
+        let dir = materialize(cache.path()).unwrap();
+        std::os::unix::fs::symlink(victim.path(), dir.join("planted")).unwrap();
+        std::os::unix::fs::symlink(victim.path().join("important.txt"), dir.join("x.lua")).unwrap();
+        materialize(cache.path()).unwrap();
+        assert!(std::fs::symlink_metadata(dir.join("planted")).is_err());
+        assert!(std::fs::symlink_metadata(dir.join("x.lua")).is_err());
+        assert_eq!(
+            std::fs::read_to_string(victim.path().join("important.txt")).unwrap(),
+            "keep"
+        );
+    }
+
+    #[test]
+    fn a_linked_cache_dir_is_used_and_the_library_made_inside_it() {
+        let real = tempfile::tempdir().unwrap();
+        let parent = tempfile::tempdir().unwrap();
+        let cache = parent.path().join("cache");
+        std::os::unix::fs::symlink(real.path(), &cache).unwrap();
+        materialize(&cache).unwrap();
+        assert!(
+            real.path()
+                .join("library")
+                .join(folder_name())
+                .join("echo.lua")
+                .is_file()
+        );
     }
 }

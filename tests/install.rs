@@ -259,6 +259,9 @@ fn init_with_library_copies_the_library_whose_copy_then_shadows_the_embedded_one
         rows.iter().all(|row| row["source"] == "builtin"),
         "every tool comes from the project's copy: {rows:?}"
     );
+    // The copied resource and prompt step aside nothing: the library's give way to them.
+    let out = ok(installed.run(&["check"]));
+    assert!(stdout(&out).starts_with("ok: "), "{}", stdout(&out));
     // The copy is the user's to edit: a changed description is what the model sees.
     let echo = tools.join("echo.lua");
     let text = std::fs::read_to_string(&echo).unwrap();
@@ -465,4 +468,74 @@ fn the_library_copy_is_judged_from_the_verdict_cache_on_the_next_start() {
         verdicts.iter().all(|v| v["cached"] == json!(true)),
         "{warm}"
     );
+}
+
+#[test]
+fn a_committed_link_in_a_project_cache_deletes_nothing_outside_it() {
+    let installed = Installed::new();
+    let project = installed.project();
+    std::fs::write(
+        project.join("toolhost.toml"),
+        "cache_dir = \".cache/toolhost\"\n",
+    )
+    .unwrap();
+    // The first start writes the library out: its folder's name is the one to plant.
+    ok(installed.run(&["list"]));
+    let library = project.join(".cache/toolhost/library");
+    let folder = std::fs::read_dir(&library)
+        .unwrap()
+        .next()
+        .expect("the library's folder")
+        .unwrap()
+        .path();
+    std::fs::remove_dir_all(&folder).unwrap();
+    let victim = installed.dir.path().join("victim");
+    std::fs::create_dir_all(victim.join("sub")).unwrap();
+    std::fs::write(victim.join("important.txt"), "keep").unwrap();
+    std::fs::write(victim.join("sub/more.txt"), "keep").unwrap();
+    std::os::unix::fs::symlink("../../../../victim", &folder).unwrap();
+    assert!(folder.join("important.txt").is_file(), "the link resolves");
+
+    let rows = listed(&installed);
+    assert_eq!(source_of(&rows, "read_file"), "library");
+    let mut left: Vec<String> = walkdir::WalkDir::new(&victim)
+        .min_depth(1)
+        .into_iter()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .strip_prefix(&victim)
+                .unwrap()
+                .display()
+                .to_string()
+        })
+        .collect();
+    left.sort();
+    assert_eq!(left, ["important.txt", "sub", "sub/more.txt"]);
+    assert!(!std::fs::symlink_metadata(&folder).unwrap().is_symlink());
+}
+
+#[test]
+fn a_project_resource_and_prompt_are_served_in_place_of_the_library_ones() {
+    let installed = Installed::new();
+    let tools = installed.project().join("tools-lua");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::write(
+        tools.join("mine.lua"),
+        r#"registry.resource{ uri = "file:///{+path}", name = "mine", toolset = "mine",
+  read = function(params) return "mine: " .. params.path end }
+registry.prompt{ name = "code_review", toolset = "mine",
+  render = function() return "my review" end }"#,
+    )
+    .unwrap();
+    let out = ok(installed.run(&["check"]));
+    assert_eq!(stderr(&out), "", "stepping aside is not worth a warning");
+    let out = ok(installed.run(&["read", "file:///etc/hostname"]));
+    assert!(
+        stdout(&out).contains("mine: etc/hostname"),
+        "{}",
+        stdout(&out)
+    );
+    let out = ok(installed.run(&["prompt", "code_review"]));
+    assert!(stdout(&out).contains("my review"), "{}", stdout(&out));
 }

@@ -5,7 +5,7 @@
 //! atomically: every entry of the batch is checked against the state plus the batch's own
 //! earlier entries before anything is inserted.
 
-use super::content::{PromptEntry, ResourceEntry};
+use super::content::{Origin, PromptEntry, ResourceEntry};
 use super::entry::{HookEntry, Source, ToolEntry};
 use super::invalid::Invalid;
 use super::uri_template::Params;
@@ -260,7 +260,9 @@ impl RegistryState {
     /// Whether a file's resources and prompts may join: a URI or prompt name already
     /// registered by another toolset or source is refused (with the line of the call and
     /// the message), as is one given twice by the file; the same toolset's replaces the
-    /// old one (the warnings say so).
+    /// old one (the warnings say so). A library entry steps aside, without a word, for one
+    /// of the same URI or name from another source, as a library tool does
+    /// ([`Self::insert_content`] leaves it out).
     pub(crate) fn judge_content(
         &self,
         resources: &[ResourceEntry],
@@ -302,6 +304,9 @@ impl RegistryState {
             let Some((old, old_origin)) = existing else {
                 continue;
             };
+            if steps_aside(origin, old_origin) {
+                continue;
+            }
             if old.toolset != info.toolset || old_origin.source != origin.source {
                 return Err((
                     origin.line,
@@ -320,20 +325,31 @@ impl RegistryState {
         Ok(warnings)
     }
 
-    /// Adds a file's resources and prompts (judged by [`Self::judge_content`]).
+    /// Adds a file's resources and prompts (judged by [`Self::judge_content`]); a library
+    /// entry whose URI or name another source already has is left out.
     pub(crate) fn insert_content(
         &mut self,
         resources: Vec<ResourceEntry>,
         prompts: Vec<PromptEntry>,
     ) {
-        let count = resources.len() + prompts.len();
+        let mut count = 0;
         for resource in resources {
+            let kept = self.resources.get(&resource.uri);
+            if kept.is_some_and(|old| steps_aside(&resource.origin, &old.origin)) {
+                continue;
+            }
             self.resources
                 .insert(resource.uri.clone(), Arc::new(resource));
+            count += 1;
         }
         for prompt in prompts {
+            let kept = self.prompts.get(&prompt.info.name);
+            if kept.is_some_and(|old| steps_aside(&prompt.origin, &old.origin)) {
+                continue;
+            }
             self.prompts
                 .insert(prompt.info.name.clone(), Arc::new(prompt));
+            count += 1;
         }
         self.generation += count as u64;
     }
@@ -364,4 +380,12 @@ impl RegistryState {
             .filter(|r| r.template.is_some())
             .find_map(|r| r.serves(uri).map(|params| (r, params)))
     }
+}
+
+/// Whether a resource or prompt from `new` gives way to the one from `old` with the same
+/// URI or name: the library is the fallback, loaded after the tool directories, so its
+/// entry steps aside for one from elsewhere (a project that copied the library out with
+/// `init --with-library` serves its own copies), as a library tool does.
+fn steps_aside(new: &Origin, old: &Origin) -> bool {
+    new.source == Source::Library && old.source != Source::Library
 }
