@@ -259,15 +259,7 @@ fn a_bad_token_entry_is_an_error_naming_its_key() {
             "token",
         ),
     ];
-    for (toml, expected) in cases {
-        let fx = Fixture::new();
-        fx.tool("tools.lua", TOOLS);
-        fx.write("toolhost.toml", toml);
-        let output = fx.toolhost().arg("list").output().unwrap();
-        assert!(!output.status.success(), "{toml}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains(expected), "{toml}\n{stderr}");
-    }
+    common::assert_configs_refused(TOOLS, cases);
 }
 
 #[test]

@@ -197,6 +197,23 @@ pub fn spawn_http_server(mut command: std::process::Command) -> (std::process::C
     (child, url)
 }
 
+/// Asserts that each configuration of `cases` stops `toolhost list` (with `tools` as the
+/// tool file) with an error containing its expected text.
+pub fn assert_configs_refused<'a>(
+    tools: &str,
+    cases: impl IntoIterator<Item = (&'a str, &'a str)>,
+) {
+    for (toml, expected) in cases {
+        let fx = Fixture::new();
+        fx.tool("tools.lua", tools);
+        fx.write("toolhost.toml", toml);
+        let output = fx.toolhost().arg("list").output().unwrap();
+        assert!(!output.status.success(), "{toml}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(expected), "{toml}\n{stderr}");
+    }
+}
+
 /// Waits (polling: the event is another process's) until `done`, at most `limit`.
 pub fn wait_until(limit: std::time::Duration, mut done: impl FnMut() -> bool) -> bool {
     let start = std::time::Instant::now();
