@@ -5,7 +5,7 @@
 //! atomically: every entry of the batch is checked against the state plus the batch's own
 //! earlier entries before anything is inserted.
 
-use super::content::{Origin, PromptEntry, ResourceEntry};
+use super::content::{PromptEntry, ResourceEntry};
 use super::entry::{HookEntry, Source, ToolEntry};
 use super::invalid::Invalid;
 use super::uri_template::Params;
@@ -86,7 +86,7 @@ impl RegistryState {
             // the library out with `init --with-library` shadows every library tool).
             if existing
                 .as_ref()
-                .is_some_and(|e| tool.source == Source::Library && e.source != Source::Library)
+                .is_some_and(|e| steps_aside(&tool.source, &e.source))
             {
                 applied.shadowed.push(tool.name.to_string());
                 continue;
@@ -304,7 +304,7 @@ impl RegistryState {
             let Some((old, old_origin)) = existing else {
                 continue;
             };
-            if steps_aside(origin, old_origin) {
+            if steps_aside(&origin.source, &old_origin.source) {
                 continue;
             }
             if old.toolset != info.toolset || old_origin.source != origin.source {
@@ -335,7 +335,7 @@ impl RegistryState {
         let mut count = 0;
         for resource in resources {
             let kept = self.resources.get(&resource.uri);
-            if kept.is_some_and(|old| steps_aside(&resource.origin, &old.origin)) {
+            if kept.is_some_and(|old| steps_aside(&resource.origin.source, &old.origin.source)) {
                 continue;
             }
             self.resources
@@ -344,7 +344,7 @@ impl RegistryState {
         }
         for prompt in prompts {
             let kept = self.prompts.get(&prompt.info.name);
-            if kept.is_some_and(|old| steps_aside(&prompt.origin, &old.origin)) {
+            if kept.is_some_and(|old| steps_aside(&prompt.origin.source, &old.origin.source)) {
                 continue;
             }
             self.prompts
@@ -382,10 +382,10 @@ impl RegistryState {
     }
 }
 
-/// Whether a resource or prompt from `new` gives way to the one from `old` with the same
-/// URI or name: the library is the fallback, loaded after the tool directories, so its
-/// entry steps aside for one from elsewhere (a project that copied the library out with
-/// `init --with-library` serves its own copies), as a library tool does.
-fn steps_aside(new: &Origin, old: &Origin) -> bool {
-    new.source == Source::Library && old.source != Source::Library
+/// Whether a tool, resource or prompt from `new` gives way to the one from `old` with the
+/// same name or URI: the library is the fallback, loaded after the tool directories, so
+/// its entry steps aside for one from elsewhere (a project that copied the library out
+/// with `init --with-library` serves its own copies).
+fn steps_aside(new: &Source, old: &Source) -> bool {
+    *new == Source::Library && *old != Source::Library
 }
