@@ -341,9 +341,13 @@ impl Host {
         let needs = request.needs();
         let host = self.clone();
         let on_vm = world.clone();
-        // The call's span (under the caller's: the MCP request's, or the calling handler's
-        // for a `ctx.call`) goes with the work to the VM's thread.
-        let span = call_span(name);
+        // The call's span goes with the work to the VM's thread: the MCP request's own when
+        // the call is one (it is the tool's execution span), else a span of its own under
+        // the caller's (a `ctx.call`'s under the calling handler's).
+        let span = match crate::telemetry::in_tool_request() {
+            true => tracing::Span::current(),
+            false => call_span(name),
+        };
         let on_vm_span = span.clone();
         let run = world.pool.run(&needs, move |vm| {
             async move {

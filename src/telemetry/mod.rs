@@ -16,6 +16,21 @@ pub(crate) const SPAN_TARGET: &str = "toolhost::span";
 
 /// `gen_ai.operation.name` of a tool call (OpenTelemetry's GenAI conventions).
 pub(crate) const EXECUTE_TOOL: &str = "execute_tool";
+/// The `tracing` name of the server span of an MCP `tools/call` (`tools/call {tool}` for
+/// OpenTelemetry). That span is the call's execution span too: the pipeline opens no
+/// `execute_tool` span of its own under it (see [`in_tool_request`]).
+pub(crate) const TOOL_REQUEST_SPAN: &str = "mcp_tool_request";
+
+/// Whether the current span is an MCP `tools/call`'s server span. It carries what
+/// OpenTelemetry's MCP conventions give a tool's execution (`gen_ai.operation.name =
+/// execute_tool`, the tool's name, `error.type`), so a call it runs needs no second span:
+/// the pipeline's `execute_tool` span under it was a third of what tracing cost per call.
+/// `false` when traces are off (the current span is then disabled).
+pub(crate) fn in_tool_request() -> bool {
+    tracing::Span::current()
+        .metadata()
+        .is_some_and(|meta| meta.name() == TOOL_REQUEST_SPAN)
+}
 
 /// The longest tool name put on a span whole: a client may call any name, and a
 /// megabyte-long one must not become a megabyte of every span it names.

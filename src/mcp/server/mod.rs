@@ -765,7 +765,9 @@ impl ServerHandler for McpServer {
                 }
             }
         };
-        self.run_call(call, Sink::Peer(context.peer.clone()), cancelled)
+        // Boxed: rmcp spawns this future for the request, and by value the call's (the whole
+        // pipeline up to the VM's thread, kilobytes) was copied into the task each time.
+        Box::pin(self.run_call(call, Sink::Peer(context.peer.clone()), cancelled))
             .await
             .map_err(|refused| refused.to_error())
     }

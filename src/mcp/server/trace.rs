@@ -7,7 +7,7 @@
 
 use super::gate::Refused;
 use super::origin::Origin;
-use crate::telemetry::{EXECUTE_TOOL, SPAN_TARGET, metric};
+use crate::telemetry::{EXECUTE_TOOL, SPAN_TARGET, TOOL_REQUEST_SPAN, metric};
 use rmcp::model::CallToolResponse;
 use std::collections::HashMap;
 use std::time::Instant;
@@ -40,7 +40,7 @@ impl RequestTrace {
         let tool = crate::telemetry::span_name(tool);
         let span = tracing::info_span!(
             target: SPAN_TARGET,
-            "mcp_request",
+            TOOL_REQUEST_SPAN,
             otel.name = %format_args!("{TOOLS_CALL} {tool}"),
             otel.kind = "server",
             mcp.method.name = TOOLS_CALL,
