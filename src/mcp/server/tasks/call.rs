@@ -116,7 +116,7 @@ impl McpServer {
                 let decisions = ctx.decisions().unwrap_or_default();
                 Ok::<_, Refused>((outcome.result, outcome.structured, decisions))
             }
-            // The call's spans (`execute_tool`, its stages) are the request's children.
+            // The call's stage spans are the request's children (the request span is its own).
             .instrument(report.span()),
         );
         // Until the task exists the call is the request's: if this future is dropped (the
