@@ -225,7 +225,10 @@ fn a_task_calls_request_span_lasts_until_the_task_ends_and_names_the_task() {
     assert_eq!(request.attr("error.type"), None);
     assert!(!spans.iter().any(|s| s.name == "execute_tool summed"));
     let handler = named(&spans, "toolhost.handler summed");
-    assert_eq!(handler.parent_span_id, request.span_id, "the task runs in it");
+    assert_eq!(
+        handler.parent_span_id, request.span_id,
+        "the task runs in it"
+    );
     let child = named(&spans, "execute_tool echo");
     assert_eq!(child.parent_span_id, handler.span_id, "the task's ctx.call");
 }
