@@ -72,10 +72,11 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
                 .iter()
                 .position(|d| !d.is_library())
                 .unwrap_or(0);
-            discovery::discover_files(files, recipe.dirs, fallback, Some(recipe.cache_dir))
+            discovery::find_files(files, recipe.dirs, fallback)
         }
-        None => discovery::discover(recipe.dirs, Some(recipe.cache_dir)),
-    };
+        None => discovery::find(recipe.dirs),
+    }
+    .judge(Some(recipe.cache_dir));
     let judged = started.elapsed();
     // A file that no longer parses (or cannot be read) but loaded before keeps serving
     // its last good version.
