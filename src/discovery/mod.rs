@@ -25,7 +25,10 @@ pub(crate) use candidates::MAX_FILE_BYTES;
 pub(crate) use candidates::absolutize;
 pub(crate) use effects::{AnnotationCheck, Effects};
 pub(crate) use known_schemas::KnownSchemas;
-pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, plan, reconcile_replica};
+pub(crate) use load::{
+    PlannedEntries, ReplicaFile, Sources, commit_all, load_all, load_replica, plan,
+    reconcile_replica, run_all,
+};
 pub(crate) use registrations::Registrations;
 
 #[cfg(test)]

@@ -80,6 +80,8 @@ struct BuildInputs {
     only_files: Option<Vec<PathBuf>>,
     /// No registration cache: every registering file runs at load.
     run_every_file: bool,
+    /// Judge every file before loading any, even on a cold start (tests compare both).
+    judge_first: bool,
     store: Arc<crate::store::StoreInner>,
     /// The environment tools see.
     env: crate::env_vars::EnvVars,
