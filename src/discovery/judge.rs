@@ -156,7 +156,7 @@ pub(super) fn parse(verdict: &Verdict) -> ParseVerdict {
 /// Test hook: a source holding this marker makes the parser step panic, as `full_moon`
 /// does on some malformed input (none is known today, so tests need a stand-in).
 #[cfg(test)]
-pub(super) const PANIC_MARKER: &str = "--[[toolhost-test: the parser panics here]]";
+pub(crate) const PANIC_MARKER: &str = "--[[toolhost-test: the parser panics here]]";
 
 #[cfg(test)]
 fn panic_if_asked(text: &str) {

@@ -35,6 +35,8 @@ pub(crate) use registrations::Registrations;
 use crate::lua::depth;
 use crate::registry::Source;
 use judge::Judgement;
+#[cfg(test)]
+pub(crate) use judge::PANIC_MARKER as PARSE_PANIC_MARKER;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

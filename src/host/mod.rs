@@ -23,6 +23,8 @@ mod reload;
 mod scopes;
 #[cfg(feature = "cli")]
 mod store_admin;
+#[cfg(test)]
+mod stream_tests;
 #[cfg(feature = "mcp")]
 mod tasks;
 #[cfg(feature = "cli")]
