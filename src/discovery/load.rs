@@ -546,9 +546,10 @@ pub(crate) struct ReplicaFile {
 }
 
 /// Runs the registering files on a replica VM of a pool (on its own thread, while the first
-/// VM loads). Each file's functions get the same ids as on the first VM.
+/// VM loads; on a cold start each file as soon as it is judged). Each file's functions get
+/// the same ids as on the first VM.
 pub(crate) fn load_replica(
-    verdicts: &[Verdict],
+    verdicts: &dyn InOrder,
     dirs: &[ToolDir],
     vm: &mut LuaVm,
     last_good: &Sources,
@@ -556,7 +557,7 @@ pub(crate) fn load_replica(
 ) -> Vec<ReplicaFile> {
     let libs = lib_dirs(dirs);
     let mut files = Vec::new();
-    for (index, verdict, source, dir) in registering(verdicts, dirs) {
+    for (index, verdict, source, dir) in registering_in_order(verdicts, dirs) {
         if let Some(lazy) = plan.get(&index) {
             let mut names: Vec<String> = lazy.expected.iter().map(|t| t.name.clone()).collect();
             names.dedup();

@@ -26,7 +26,7 @@ pub(crate) use candidates::absolutize;
 pub(crate) use effects::{AnnotationCheck, Effects};
 pub(crate) use known_schemas::KnownSchemas;
 pub(crate) use load::{
-    PlannedEntries, ReplicaFile, Sources, commit_all, load_all, load_replica, plan,
+    Plan, PlannedEntries, ReplicaFile, Sources, commit_all, load_all, load_replica, plan,
     reconcile_replica, run_all,
 };
 pub(crate) use registrations::Registrations;
@@ -187,7 +187,7 @@ impl Found {
     pub(crate) fn judge_while<R>(
         self,
         cache_dir: Option<&Path>,
-        meanwhile: impl FnOnce(&dyn InOrder) -> R,
+        meanwhile: impl FnOnce(&(dyn InOrder + Sync)) -> R,
     ) -> (Vec<Verdict>, R) {
         let previous = cache_dir.map(VerdictCache::read).unwrap_or_default();
         let known: Option<Vec<Option<bool>>> = self

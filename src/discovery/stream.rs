@@ -143,7 +143,7 @@ impl Drop for Leaving<'_, '_> {
 pub(super) fn judge_while<R>(
     candidates: &[Candidate],
     previous: &VerdictCache,
-    meanwhile: impl FnOnce(&dyn InOrder) -> R,
+    meanwhile: impl FnOnce(&(dyn InOrder + Sync)) -> R,
 ) -> (Vec<Judgement>, R) {
     let judging = Judging::new(candidates, previous);
     let threads = std::thread::available_parallelism()

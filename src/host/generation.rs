@@ -88,14 +88,10 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         _ => discovery::Registrations::disabled(),
     };
     // Running file i needs only verdict i when no file comes from the registration cache
-    // (planning needs every verdict), none falls back to a last good version (reload) and
-    // no replica loads from a snapshot of every verdict: a cold start or the first after an
-    // upgrade. Then the VM runs each file as soon as it is judged.
-    if recipe.stream_cold
-        && registrations.holds_nothing()
-        && recipe.last_good.is_empty()
-        && recipe.vms <= 1
-    {
+    // (planning needs every verdict) and none falls back to a last good version (reload):
+    // a cold start or the first after an upgrade. Then the VMs run each file as soon as it
+    // is judged.
+    if recipe.stream_cold && registrations.holds_nothing() && recipe.last_good.is_empty() {
         return load_while_judging(recipe, state, found, registrations, started);
     }
     let mut verdicts = found.judge(Some(recipe.cache_dir));
@@ -191,9 +187,10 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     })
 }
 
-/// A cold build on one VM: the parser threads judge the candidates in load order while
-/// the caller creates the VM and runs each registering file as soon as its verdict is in;
-/// the registry then takes the files in order, as when judging comes first.
+/// A cold build: the parser threads judge the candidates in load order while the caller
+/// creates the first VM and runs each registering file as soon as its verdict is in (the
+/// replicas do the same on their own threads); the registry then takes the files in order,
+/// as when judging comes first.
 fn load_while_judging(
     recipe: &Recipe<'_>,
     mut state: RegistryState,
@@ -206,21 +203,54 @@ fn load_while_judging(
         Some(_) => discovery::Effects::uncached(recipe.annotation_check),
     };
     let mut schemas = discovery::KnownSchemas::read(recipe.cache_dir);
-    let (mut verdicts, ran) = found.judge_while(Some(recipe.cache_dir), |judged| {
-        let mut vm = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
-        let ran = vm.loading_without_gc(|vm| {
-            discovery::run_all(
-                judged,
-                recipe.dirs,
-                vm,
-                recipe.last_good,
-                &mut schemas,
-                discovery::PlannedEntries::none(),
-            )
-        });
-        Ok::<_, Error>((vm, ran))
+    let replica_count = recipe.vms.saturating_sub(1);
+    let no_plan = discovery::Plan::new();
+    let (mut verdicts, loaded) = found.judge_while(Some(recipe.cache_dir), |judged| {
+        std::thread::scope(|scope| {
+            // Replicas run the same files on their own threads, each as soon as it is judged.
+            let handles: Vec<_> = (0..replica_count)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut vm = LuaVm::new(recipe.settings).ok()?;
+                        let files = vm.loading_without_gc(|vm| {
+                            discovery::load_replica(
+                                judged,
+                                recipe.dirs,
+                                vm,
+                                recipe.last_good,
+                                &no_plan,
+                            )
+                        });
+                        Some((vm, files))
+                    })
+                })
+                .collect();
+            let primary = LuaVm::new(recipe.settings).map(|mut vm| {
+                let ran = vm.loading_without_gc(|vm| {
+                    discovery::run_all(
+                        judged,
+                        recipe.dirs,
+                        vm,
+                        recipe.last_good,
+                        &mut schemas,
+                        discovery::PlannedEntries::none(),
+                    )
+                });
+                (vm, ran)
+            });
+            let mut replicas = Vec::new();
+            for handle in handles {
+                match handle.join() {
+                    Ok(Some(replica)) => replicas.push(replica),
+                    _ => tracing::warn!(
+                        "a replica VM could not be loaded; continuing with fewer VMs"
+                    ),
+                }
+            }
+            primary.map(|(vm, ran)| (vm, ran, replicas))
+        })
     });
-    let (mut primary, ran) = ran?;
+    let (mut primary, ran, replicas) = loaded.map_err(Error::Lua)?;
     let ran_at = started.elapsed();
     let sources = primary.loading_without_gc(|vm| {
         discovery::commit_all(
@@ -237,15 +267,23 @@ fn load_while_judging(
     effects.write_if_changed();
     schemas.write_if_changed(recipe.cache_dir);
     registrations.write_if_changed();
+    let replicas: Vec<LuaVm> = replicas
+        .into_iter()
+        .map(|(mut vm, files)| {
+            discovery::reconcile_replica(&verdicts, files, &mut vm);
+            vm
+        })
+        .collect();
     tracing::debug!(
-        "discovery: {} candidates judged and run on 1 VM while judging in {:?}, committed in {:?}",
+        "discovery: {} candidates judged and run on {} VM(s) while judging in {:?}, committed in {:?}",
         verdicts.len(),
+        replicas.len() + 1,
         ran_at,
         started.elapsed() - ran_at
     );
     Ok(Generation {
         state,
-        pool: VmPool::new(primary, Vec::new())?,
+        pool: VmPool::new(primary, replicas)?,
         verdicts: settled(verdicts),
         sources,
     })

@@ -63,13 +63,18 @@ fn mixed_dir(root: &Path, count: usize) -> PathBuf {
 
 /// A host over `tools` with an empty (cold) cache in `cache`, on one VM.
 fn builder(tools: &Path, cache: &Path) -> HostBuilder {
+    builder_on(tools, cache, 1)
+}
+
+/// [`builder`] on `vms` VMs.
+fn builder_on(tools: &Path, cache: &Path, vms: usize) -> HostBuilder {
     Host::builder()
         .default_config()
         .library(false)
         .memory_store()
         .tools_dir(tools)
         .cache_dir(cache)
-        .vms(1)
+        .vms(vms)
 }
 
 std::thread_local! {
@@ -235,6 +240,45 @@ fn loading_while_judging_builds_the_host_judging_first_builds() {
     );
     assert!(streamed.tools(None).iter().any(|t| t.name == "packaged"));
     assert_eq!(cache_files(&streamed_cache), cache_files(&judged_cache));
+}
+
+#[test]
+fn replicas_loading_while_judging_agree_with_judging_first() {
+    let root = tempfile::tempdir().unwrap();
+    let tools = mixed_dir(root.path(), 60);
+    let (streamed_cache, judged_cache) = (root.path().join("c1"), root.path().join("c2"));
+    let (streamed, streamed_log) = build_logged(builder_on(&tools, &streamed_cache, 3));
+    let (judged, judged_log) = build_logged(builder_on(&tools, &judged_cache, 3).judge_first());
+    assert_eq!(described(&streamed), described(&judged));
+    // A replica that registered differently would say so here.
+    assert_eq!(streamed_log, judged_log);
+    assert!(
+        !streamed_log.iter().any(|l| l.contains("another VM")),
+        "{streamed_log:?}"
+    );
+    assert_eq!(cache_files(&streamed_cache), cache_files(&judged_cache));
+    // Every tool answers on whichever VM a parallel batch gives it.
+    let names: Vec<String> = streamed.tools(None).into_iter().map(|t| t.name).collect();
+    let calls: Vec<super::FunctionCall> = (0..4)
+        .flat_map(|_| names.iter())
+        .map(|name| super::FunctionCall {
+            name: name.clone(),
+            args: serde_json::json!({}),
+            tool_call_id: None,
+        })
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let ctx = crate::registry::CallContext::default();
+    let results = runtime.block_on(streamed.handle_function_calls(calls, &ctx));
+    assert_eq!(results.len(), 4 * names.len());
+    assert!(names.len() > 10, "{names:?}");
+    for (result, name) in results.iter().zip((0..4).flat_map(|_| names.iter())) {
+        assert_eq!(result.to_string(), *name, "{result:?}");
+    }
 }
 
 #[test]
