@@ -190,3 +190,65 @@ pub(super) fn parse_alone(verdict: &Verdict) -> super::toplevel::ParseVerdict {
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::Reason;
+
+    /// Candidates for `texts`, written as files in `dir`, in order.
+    fn candidates(dir: &std::path::Path, texts: &[&str]) -> Vec<Candidate> {
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let path = dir.join(format!("f{i}.lua"));
+                std::fs::write(&path, text).unwrap();
+                Candidate::new(0, path.clone(), path, None)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_slot_no_thread_is_left_to_fill_is_a_parse_error_not_a_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let found = candidates(dir.path(), &["registry.register{ name = 'a' }"]);
+        let previous = VerdictCache::default();
+        // No parser thread ever started.
+        let judging = Judging::new(&found, &previous);
+        let verdict = judging.verdict(0);
+        assert_eq!(verdict.reason, Reason::ParseError);
+        let error = verdict.error.as_ref().unwrap().to_string();
+        assert!(error.contains("the parser could not run"), "{error}");
+    }
+
+    #[test]
+    fn the_caller_sees_each_verdict_in_load_order_as_the_threads_give_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let texts: Vec<String> = (0..64)
+            .map(|i| match i % 3 {
+                0 => format!("registry.register{{ name = 't{i}' }}"),
+                1 => "return {}".to_string(),
+                _ => "registry.register{ name = ".to_string(),
+            })
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let found = candidates(dir.path(), &texts);
+        let previous = VerdictCache::default();
+        let (judgements, seen) = judge_while(&found, &previous, |judged| {
+            (0..judged.count())
+                .map(|i| judged.verdict(i).reason)
+                .collect::<Vec<_>>()
+        });
+        let expected: Vec<Reason> = (0..64)
+            .map(|i| match i % 3 {
+                0 => Reason::Registers,
+                1 => Reason::Prefilter,
+                _ => Reason::ParseError,
+            })
+            .collect();
+        assert_eq!(seen, expected);
+        let kept: Vec<Reason> = judgements.iter().map(|j| j.verdict.reason).collect();
+        assert_eq!(kept, expected);
+    }
+}
