@@ -11,7 +11,7 @@ use super::effects::Effects;
 use super::known_schemas::KnownSchemas;
 use super::model_facing::model_facing;
 use super::registrations::{Registrations, lazy_file};
-use super::{ToolDir, Verdict};
+use super::{InOrder, ToolDir, Verdict};
 use crate::error::LoadError;
 use crate::lua::register::record::{Expected, SharedCheck, ToolRecord};
 use crate::lua::{FileSpec, LazyFile, LoadingFile, LuaVm, ModuleView, SearchDir};
@@ -57,6 +57,13 @@ pub(crate) type Plan = HashMap<usize, Arc<LazyFile>>;
 /// The registry entries of the files in a [`Plan`], built from their records, for the
 /// first VM to commit.
 pub(crate) struct PlannedEntries(HashMap<usize, Staged>);
+
+impl PlannedEntries {
+    /// No file taken from the registration cache (it holds nothing usable).
+    pub(crate) fn none() -> Self {
+        Self(HashMap::new())
+    }
+}
 
 /// Decides which registering files are taken from the registration cache (their key still
 /// matches and every record still makes a valid entry) instead of running at load.
@@ -164,7 +171,7 @@ struct Ran {
 /// second thread. Returns the sources that loaded.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn load_all(
-    verdicts: &mut [Verdict],
+    verdicts: &mut Vec<Verdict>,
     dirs: &[ToolDir],
     vm: &mut LuaVm,
     state: &mut RegistryState,
@@ -174,10 +181,39 @@ pub(crate) fn load_all(
     registrations: &mut Registrations,
     effects: &mut Effects,
 ) -> Sources {
+    let ran = run_all(&*verdicts, dirs, vm, last_good, schemas, planned);
+    commit_all(
+        ran,
+        verdicts,
+        dirs,
+        vm,
+        state,
+        last_good,
+        registrations,
+        effects,
+    )
+}
+
+/// The files of a load whose Lua ran (or whose entries came from the registration cache),
+/// in load order, with their schemas' validators: what [`commit_all`] applies.
+pub(crate) struct RanFiles {
+    ran: Vec<Ran>,
+    compiled: HashMap<(usize, usize), Compiled>,
+}
+
+/// Phase 1 of a load: runs every registering file in load order as soon as its verdict is
+/// judged (`verdicts` may still be judging later files) and compiles the schemas not known
+/// to compile on a second thread. Nothing reaches the registry yet.
+pub(crate) fn run_all(
+    verdicts: &dyn InOrder,
+    dirs: &[ToolDir],
+    vm: &mut LuaVm,
+    last_good: &Sources,
+    schemas: &mut KnownSchemas,
+    planned: PlannedEntries,
+) -> RanFiles {
     let libs = lib_dirs(dirs);
-    let mut modules = containment::Modules::default();
     let PlannedEntries(mut planned) = planned;
-    let mut sources = Sources::new();
     type Job = ((usize, usize), FunctionSchema, Option<u64>);
     let (jobs, job_queue) = mpsc::channel::<Job>();
     let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled, Option<u64>)>();
@@ -187,7 +223,7 @@ pub(crate) fn load_all(
         let mut job_queue = Some(job_queue);
         let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
         let mut ran: Vec<Ran> = Vec::new();
-        for (index, verdict, source, dir) in registering(verdicts, dirs) {
+        for (index, verdict, source, dir) in registering_in_order(verdicts, dirs) {
             let file = match planned.remove(&index) {
                 Some(staged) => Ran {
                     index,
@@ -248,27 +284,72 @@ pub(crate) fn load_all(
             }
             compiled.insert(key, outcome);
         }
-        for mut file in ran {
-            let index = file.index;
-            let mut outcome =
-                std::mem::replace(&mut file.outcome, Err(LoadError::new("", None, "not run")));
-            let (cacheable, deferred) = match outcome.as_mut() {
-                Ok(staged) => (
-                    staged
-                        .cacheable
-                        .take()
-                        .map(|c| with_shared_checks(c, verdicts)),
-                    staged.deferred.take(),
-                ),
-                Err(_) => (None, None),
-            };
-            let verdict = &mut verdicts[index];
-            let mut result = outcome.and_then(|staged| {
-                let search = dirs
-                    .get(verdict.dir_index)
-                    .map(|dir| search_dirs(verdict, &libs, dir))
-                    .unwrap_or_default();
-                let judged = (&file.source[..], &search[..]);
+        RanFiles { ran, compiled }
+    })
+}
+
+/// Phase 2 of a load: applies the files that ran to the registry in load order, each all
+/// or nothing (a rejected one falls back to its last good version), records what the
+/// registration cache keeps, and returns the sources that loaded. Every verdict is judged.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn commit_all(
+    ran: RanFiles,
+    verdicts: &mut [Verdict],
+    dirs: &[ToolDir],
+    vm: &mut LuaVm,
+    state: &mut RegistryState,
+    last_good: &Sources,
+    registrations: &mut Registrations,
+    effects: &mut Effects,
+) -> Sources {
+    let libs = lib_dirs(dirs);
+    let mut modules = containment::Modules::default();
+    let mut sources = Sources::new();
+    let RanFiles { ran, mut compiled } = ran;
+    for mut file in ran {
+        let index = file.index;
+        let mut outcome =
+            std::mem::replace(&mut file.outcome, Err(LoadError::new("", None, "not run")));
+        let (cacheable, deferred) = match outcome.as_mut() {
+            Ok(staged) => (
+                staged
+                    .cacheable
+                    .take()
+                    .map(|c| with_shared_checks(c, verdicts)),
+                staged.deferred.take(),
+            ),
+            Err(_) => (None, None),
+        };
+        let verdict = &mut verdicts[index];
+        let mut result = outcome.and_then(|staged| {
+            let search = dirs
+                .get(verdict.dir_index)
+                .map(|dir| search_dirs(verdict, &libs, dir))
+                .unwrap_or_default();
+            let judged = (&file.source[..], &search[..]);
+            commit(
+                staged,
+                index,
+                &mut compiled,
+                verdict,
+                vm,
+                state,
+                (effects, judged),
+            )
+            .map_err(|error| at_field_line(error, &file.source))
+        });
+        if let Err(error) = &result
+            && file.replaced_error.is_none()
+            && let Some(fallback) = fallback_for(verdict, &file.source, last_good)
+            && let Some(dir) = dirs.get(verdict.dir_index)
+        {
+            // Rejected by the registry (or a schema that does not compile): the last
+            // good version takes its place; its functions overwrite this version's.
+            file.replaced_error = Some(error.clone());
+            compiled.retain(|(i, _), _| *i != index);
+            let search = search_dirs(verdict, &libs, dir);
+            result = run_file(verdict, dir, &libs, index, &fallback, vm).and_then(|staged| {
+                let judged = (&fallback[..], &search[..]);
                 commit(
                     staged,
                     index,
@@ -278,76 +359,65 @@ pub(crate) fn load_all(
                     state,
                     (effects, judged),
                 )
-                .map_err(|error| at_field_line(error, &file.source))
             });
-            if let Err(error) = &result
-                && file.replaced_error.is_none()
-                && let Some(fallback) = fallback_for(verdict, &file.source, last_good)
-                && let Some(dir) = dirs.get(verdict.dir_index)
-            {
-                // Rejected by the registry (or a schema that does not compile): the last
-                // good version takes its place; its functions overwrite this version's.
-                file.replaced_error = Some(error.clone());
-                compiled.retain(|(i, _), _| *i != index);
-                let search = search_dirs(verdict, &libs, dir);
-                result = run_file(verdict, dir, &libs, index, &fallback, vm).and_then(|staged| {
-                    let judged = (&fallback[..], &search[..]);
-                    commit(
-                        staged,
-                        index,
-                        &mut compiled,
-                        verdict,
-                        vm,
-                        state,
-                        (effects, judged),
-                    )
-                });
-                file.source = fallback;
-            }
-            match (result, file.replaced_error) {
-                (Ok(names), replaced) => {
-                    verdict.tools = names;
-                    if replaced.is_none()
-                        && let Some(dir) = dirs.get(verdict.dir_index)
-                    {
-                        if let Some(lazy) = deferred {
-                            tracing::debug!(
-                                "{}: registrations taken from the cache; the file runs at first use",
-                                verdict.shown
-                            );
-                            let view = file.modules_here.take().unwrap_or_default();
-                            vm.defer_file_seeing(lazy, view);
-                            registrations.keep_read(&verdict.path);
-                        } else if let Some((required, records)) = cacheable {
-                            let search = search_dirs(verdict, &libs, dir);
-                            // A warm start must behave like a cold one: only a file whose
-                            // top level acts on nothing outside itself may be skipped.
-                            if containment::is_contained(verdict, &search, &mut modules) {
-                                let inputs =
-                                    lazy_file(verdict, dir, search, index, file.source.clone());
-                                let key =
-                                    registrations.key(&inputs, dir.scope.as_deref(), required);
-                                registrations.keep(&verdict.path, &key, required, &records);
-                            }
+            file.source = fallback;
+        }
+        match (result, file.replaced_error) {
+            (Ok(names), replaced) => {
+                verdict.tools = names;
+                if replaced.is_none()
+                    && let Some(dir) = dirs.get(verdict.dir_index)
+                {
+                    if let Some(lazy) = deferred {
+                        tracing::debug!(
+                            "{}: registrations taken from the cache; the file runs at first use",
+                            verdict.shown
+                        );
+                        let view = file.modules_here.take().unwrap_or_default();
+                        vm.defer_file_seeing(lazy, view);
+                        registrations.keep_read(&verdict.path);
+                    } else if let Some((required, records)) = cacheable {
+                        let search = search_dirs(verdict, &libs, dir);
+                        // A warm start must behave like a cold one: only a file whose
+                        // top level acts on nothing outside itself may be skipped.
+                        if containment::is_contained(verdict, &search, &mut modules) {
+                            let inputs =
+                                lazy_file(verdict, dir, search, index, file.source.clone());
+                            let key = registrations.key(&inputs, dir.scope.as_deref(), required);
+                            registrations.keep(&verdict.path, &key, required, &records);
                         }
                     }
-                    if let Some(mut error) = replaced {
-                        error.kept_last_good = true;
-                        tracing::warn!(target: "toolhost::load", "{error}");
-                        verdict.error = Some(error);
-                        verdict.last_good = true;
-                    }
-                    sources.insert(verdict.path.clone().into_os_string(), file.source);
                 }
-                (Err(error), replaced) => {
-                    let error = replaced.unwrap_or(error);
+                if let Some(mut error) = replaced {
+                    error.kept_last_good = true;
                     tracing::warn!(target: "toolhost::load", "{error}");
                     verdict.error = Some(error);
+                    verdict.last_good = true;
                 }
+                sources.insert(verdict.path.clone().into_os_string(), file.source);
+            }
+            (Err(error), replaced) => {
+                let error = replaced.unwrap_or(error);
+                tracing::warn!(target: "toolhost::load", "{error}");
+                verdict.error = Some(error);
             }
         }
-    });
+    }
     sources
+}
+
+/// [`registering`] over verdicts that may still be being judged: each is waited for in
+/// turn.
+fn registering_in_order<'a>(
+    verdicts: &'a dyn InOrder,
+    dirs: &'a [ToolDir],
+) -> impl Iterator<Item = (usize, &'a Verdict, Arc<[u8]>, &'a ToolDir)> {
+    (0..verdicts.count()).filter_map(move |index| {
+        let verdict = verdicts.verdict(index);
+        let source = verdict.source.clone()?;
+        let dir = dirs.get(verdict.dir_index)?;
+        verdict.registers.then_some((index, verdict, source, dir))
+    })
 }
 
 /// The registering files that have a source and a directory, with their positions.
@@ -476,9 +546,10 @@ pub(crate) struct ReplicaFile {
 }
 
 /// Runs the registering files on a replica VM of a pool (on its own thread, while the first
-/// VM loads). Each file's functions get the same ids as on the first VM.
+/// VM loads; on a cold start each file as soon as it is judged). Each file's functions get
+/// the same ids as on the first VM.
 pub(crate) fn load_replica(
-    verdicts: &[Verdict],
+    verdicts: &dyn InOrder,
     dirs: &[ToolDir],
     vm: &mut LuaVm,
     last_good: &Sources,
@@ -486,7 +557,7 @@ pub(crate) fn load_replica(
 ) -> Vec<ReplicaFile> {
     let libs = lib_dirs(dirs);
     let mut files = Vec::new();
-    for (index, verdict, source, dir) in registering(verdicts, dirs) {
+    for (index, verdict, source, dir) in registering_in_order(verdicts, dirs) {
         if let Some(lazy) = plan.get(&index) {
             let mut names: Vec<String> = lazy.expected.iter().map(|t| t.name.clone()).collect();
             names.dedup();

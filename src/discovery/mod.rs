@@ -10,11 +10,13 @@ mod effects;
 mod field_line;
 #[cfg(test)]
 mod fuzz_tests;
+mod judge;
 mod known_schemas;
 mod load;
 mod model_facing;
 mod prefilter;
 mod registrations;
+mod stream;
 mod toplevel;
 
 pub(crate) use crate::error::LoadError;
@@ -23,19 +25,24 @@ pub(crate) use candidates::MAX_FILE_BYTES;
 pub(crate) use candidates::absolutize;
 pub(crate) use effects::{AnnotationCheck, Effects};
 pub(crate) use known_schemas::KnownSchemas;
-pub(crate) use load::{ReplicaFile, Sources, load_all, load_replica, plan, reconcile_replica};
+pub(crate) use load::{
+    Plan, PlannedEntries, ReplicaFile, Sources, commit_all, load_all, load_replica, plan,
+    reconcile_replica, run_all,
+};
 pub(crate) use registrations::Registrations;
 
+#[cfg(test)]
 use crate::lua::depth;
 use crate::registry::Source;
+use judge::Judgement;
+#[cfg(test)]
+pub(crate) use judge::PANIC_MARKER as PARSE_PANIC_MARKER;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+pub(crate) use stream::{InOrder, PARSER_STACK_BYTES};
+#[cfg(test)]
 use toplevel::ParseVerdict;
-
-/// Stack for parser threads: `full_moon` recurses once per nesting level.
-const PARSER_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// A directory of tool files.
 #[derive(Debug, Clone)]
@@ -136,10 +143,16 @@ pub struct Verdict {
     pub(crate) top_level: Option<Arc<contained::TopLevel>>,
 }
 
-/// Judges every candidate in `dirs` (in load order), using and refreshing the verdict
-/// cache in `cache_dir` when given.
-pub(crate) fn discover(dirs: &[ToolDir], cache_dir: Option<&Path>) -> Vec<Verdict> {
-    let mut found = Vec::new();
+/// The candidates of a discovery, in load order, and the verdicts of refused directories
+/// (which follow them).
+pub(crate) struct Found {
+    candidates: Vec<candidates::Candidate>,
+    refused: Vec<Verdict>,
+}
+
+/// Finds every candidate in `dirs` (in load order).
+pub(crate) fn find(dirs: &[ToolDir]) -> Found {
+    let mut candidates = Vec::new();
     let mut refused = Vec::new();
     for (index, dir) in dirs.iter().enumerate() {
         if let Some(why) = &dir.refused {
@@ -150,11 +163,82 @@ pub(crate) fn discover(dirs: &[ToolDir], cache_dir: Option<&Path>) -> Vec<Verdic
             tracing::warn!("tool directory {} does not exist", dir.path.display());
             continue;
         }
-        found.extend(candidates::list(&dir.path, index));
+        candidates.extend(candidates::list(&dir.path, index));
     }
-    let mut verdicts = judge(found, cache_dir);
-    verdicts.extend(refused);
-    verdicts
+    Found {
+        candidates,
+        refused,
+    }
+}
+
+impl Found {
+    /// Judges every candidate, using and refreshing the verdict cache in `cache_dir` when
+    /// given.
+    pub(crate) fn judge(self, cache_dir: Option<&Path>) -> Vec<Verdict> {
+        self.judge_while(cache_dir, |_| ()).0
+    }
+
+    /// Judges every candidate while `meanwhile` uses the verdicts in load order as they
+    /// come (see [`InOrder`]); returns them all with what `meanwhile` returned. When the
+    /// verdict cache knows every candidate nothing is parsed, and they are judged on the
+    /// caller first (no thread to start); otherwise on the parser threads. Either way the
+    /// verdict cache is written, and the verdicts' problems are logged in load order, once
+    /// every candidate is judged and `meanwhile` is done.
+    pub(crate) fn judge_while<R>(
+        self,
+        cache_dir: Option<&Path>,
+        meanwhile: impl FnOnce(&(dyn InOrder + Sync)) -> R,
+    ) -> (Vec<Verdict>, R) {
+        let previous = cache_dir.map(VerdictCache::read).unwrap_or_default();
+        let known: Option<Vec<Option<bool>>> = self
+            .candidates
+            .iter()
+            .map(|candidate| match candidate.skip {
+                Some(_) => Some(None),
+                None => judge::cached_verdict(candidate, &previous).map(Some),
+            })
+            .collect();
+        let (judgements, result) = match known {
+            Some(known) => {
+                let judgements: Vec<Judgement> = self
+                    .candidates
+                    .into_iter()
+                    .zip(known)
+                    .map(
+                        |(candidate, cached)| match judge::prepare(candidate, cached) {
+                            judge::Prepared::Judged(judgement) => judgement,
+                            // Not expected (the cache knew it), but never parsed on this stack.
+                            judge::Prepared::Parse(verdict, stamp) => {
+                                let outcome = stream::parse_alone(&verdict);
+                                judge::settle(verdict, stamp, outcome)
+                            }
+                        },
+                    )
+                    .collect();
+                let result = meanwhile(&judgements);
+                (judgements, result)
+            }
+            None => stream::judge_while(&self.candidates, &previous, meanwhile),
+        };
+        let mut next = VerdictCache::default();
+        let mut verdicts = Vec::with_capacity(judgements.len() + self.refused.len());
+        for Judgement { verdict, remember } in judgements {
+            if let Some((stamp, registers)) = remember {
+                next.insert(path_text(&verdict.path), stamp, registers);
+            }
+            verdicts.push(verdict);
+        }
+        if let Some(dir) = cache_dir {
+            next.write_if_changed(&previous, dir);
+        }
+        // Logged under their own target: commands that print the problems themselves
+        // (`check`, `discover`, `watch`) switch it off so each is shown once.
+        for error in verdicts.iter().filter_map(|v| v.error.as_ref()) {
+            tracing::warn!(target: "toolhost::load", "{error}");
+        }
+        verdicts.extend(self.refused);
+        (verdicts, result)
+    }
 }
 
 /// The verdict standing for a refused directory: its file (`pack.toml`), with the reason.
@@ -180,15 +264,10 @@ fn refused_verdict(refused: &Refused, dir_index: usize) -> Verdict {
     }
 }
 
-/// Judges explicitly named files (for `check FILES`); each is attributed to the tool
-/// directory that contains it, else to `fallback_dir`.
-pub(crate) fn discover_files(
-    files: &[PathBuf],
-    dirs: &[ToolDir],
-    fallback_dir: usize,
-    cache_dir: Option<&Path>,
-) -> Vec<Verdict> {
-    let found = files
+/// Explicitly named files (for `check FILES`) as candidates; each is attributed to the
+/// tool directory that contains it, else to `fallback_dir`.
+pub(crate) fn find_files(files: &[PathBuf], dirs: &[ToolDir], fallback_dir: usize) -> Found {
+    let candidates = files
         .iter()
         .map(|file| {
             let absolute = file
@@ -208,140 +287,10 @@ pub(crate) fn discover_files(
             candidates::Candidate::new(dir_index, file.clone(), absolute, package_dir)
         })
         .collect();
-    judge(found, cache_dir)
-}
-
-fn judge(found: Vec<candidates::Candidate>, cache_dir: Option<&Path>) -> Vec<Verdict> {
-    let previous = cache_dir.map(VerdictCache::read).unwrap_or_default();
-    let mut next = VerdictCache::default();
-    let mut verdicts: Vec<Verdict> = Vec::with_capacity(found.len());
-    let mut to_parse: Vec<usize> = Vec::new();
-    let mut parse_stamps: Vec<Option<cache::Stamp>> = Vec::new();
-    for candidate in found {
-        let key = path_text(&candidate.absolute);
-        let mut verdict = Verdict {
-            path: candidate.absolute,
-            shown: path_text(&candidate.shown),
-            dir_index: candidate.dir_index,
-            package_dir: candidate.package_dir,
-            registers: false,
-            reason: Reason::Skipped,
-            cached: false,
-            error: None,
-            tools: Vec::new(),
-            last_good: false,
-            source: None,
-            top_level: None,
-        };
-        if let Some(why) = candidate.skip {
-            verdict.error = Some(LoadError::new(
-                &verdict.shown,
-                None,
-                format!("skipped: {why}"),
-            ));
-            verdicts.push(verdict);
-            continue;
-        }
-        let stamp = candidate.stamp;
-        let bytes = match crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                verdict.reason = Reason::ReadError;
-                verdict.error = Some(LoadError::new(
-                    &verdict.shown,
-                    None,
-                    format!("cannot read: {e}"),
-                ));
-                verdicts.push(verdict);
-                continue;
-            }
-        };
-        let may_register = prefilter::may_register(&bytes);
-        if let Some(stamp) = stamp
-            && let Some(registers) = previous.get(&key, stamp)
-        {
-            next.insert(key, stamp, registers);
-            verdict.cached = true;
-            verdict.registers = registers;
-            verdict.reason = match (registers, may_register) {
-                (true, _) => Reason::Registers,
-                (false, false) => Reason::Prefilter,
-                (false, true) => Reason::NoTopLevelRegister,
-            };
-            if registers {
-                verdict.source = Some(bytes.into());
-            }
-            verdicts.push(verdict);
-            continue;
-        }
-        if !may_register {
-            if let Some(stamp) = stamp {
-                next.insert(key, stamp, false);
-            }
-            verdict.reason = Reason::Prefilter;
-            verdicts.push(verdict);
-            continue;
-        }
-        if let Err(e) = std::str::from_utf8(&bytes) {
-            verdict.reason = Reason::ParseError;
-            let message = format!("not valid UTF-8 (at byte {})", e.valid_up_to());
-            verdict.error = Some(LoadError::new(&verdict.shown, None, message));
-            verdicts.push(verdict);
-            continue;
-        }
-        if let Some(refusal) = depth::prescan(&bytes, depth::MAX_NESTING) {
-            verdict.reason = Reason::ParseError;
-            verdict.error = Some(LoadError::new(
-                &verdict.shown,
-                Some(refusal.line()),
-                depth::refusal_text(refusal),
-            ));
-            verdicts.push(verdict);
-            continue;
-        }
-        verdict.source = Some(bytes.into());
-        to_parse.push(verdicts.len());
-        parse_stamps.push(stamp);
-        verdicts.push(verdict);
+    Found {
+        candidates,
+        refused: Vec::new(),
     }
-
-    let parsed = parse_all(&verdicts, &to_parse);
-    for ((index, outcome), stamp) in to_parse.into_iter().zip(parsed).zip(parse_stamps) {
-        let verdict = &mut verdicts[index];
-        let key = path_text(&verdict.path);
-        match outcome {
-            ParseVerdict::Registers(_) | ParseVerdict::NoTopLevelRegister => {
-                let registers = matches!(outcome, ParseVerdict::Registers(_));
-                if let ParseVerdict::Registers(top_level) = outcome {
-                    verdict.top_level = Some(Arc::new(top_level));
-                }
-                verdict.registers = registers;
-                verdict.reason = if registers {
-                    Reason::Registers
-                } else {
-                    verdict.source = None;
-                    Reason::NoTopLevelRegister
-                };
-                if let Some(stamp) = stamp {
-                    next.insert(key, stamp, registers);
-                }
-            }
-            ParseVerdict::ParseError(error) => {
-                verdict.reason = Reason::ParseError;
-                verdict.error = Some(error);
-                verdict.source = None;
-            }
-        }
-    }
-    if let Some(dir) = cache_dir {
-        next.write_if_changed(&previous, dir);
-    }
-    // Logged under their own target: commands that print the problems themselves
-    // (`check`, `discover`, `watch`) switch it off so each is shown once.
-    for error in verdicts.iter().filter_map(|v| v.error.as_ref()) {
-        tracing::warn!(target: "toolhost::load", "{error}");
-    }
-    verdicts
 }
 
 /// The verdict discovery gives `bytes` (prefilter, UTF-8, the nesting guard, then the
@@ -381,14 +330,10 @@ pub(crate) fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
         source: Some(bytes.into()),
         top_level: None,
     };
-    match parse_all(std::slice::from_ref(&verdict), &[0]).pop() {
-        Some(ParseVerdict::Registers(_)) => (Reason::Registers, None),
-        Some(ParseVerdict::NoTopLevelRegister) => (Reason::NoTopLevelRegister, None),
-        Some(ParseVerdict::ParseError(error)) => (Reason::ParseError, Some(error.to_string())),
-        None => (
-            Reason::ParseError,
-            Some(format!("{shown}: the parser could not run")),
-        ),
+    match stream::parse_alone(&verdict) {
+        ParseVerdict::Registers(_) => (Reason::Registers, None),
+        ParseVerdict::NoTopLevelRegister => (Reason::NoTopLevelRegister, None),
+        ParseVerdict::ParseError(error) => (Reason::ParseError, Some(error.to_string())),
     }
 }
 
@@ -400,69 +345,4 @@ pub(crate) fn path_text(path: &Path) -> String {
         Some(text) => text.to_string(),
         None => path.display().to_string(),
     }
-}
-
-/// Parses the selected files on a few large-stack threads (never on the caller's stack,
-/// which may be a small async worker stack).
-fn parse_all(verdicts: &[Verdict], indexes: &[usize]) -> Vec<ParseVerdict> {
-    if indexes.is_empty() {
-        return Vec::new();
-    }
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(indexes.len());
-    let next = AtomicUsize::new(0);
-    let results: Vec<parking_lot::Mutex<Option<ParseVerdict>>> = indexes
-        .iter()
-        .map(|_| parking_lot::Mutex::new(None))
-        .collect();
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let spawned = std::thread::Builder::new()
-                .name("toolhost-parse".into())
-                .stack_size(PARSER_STACK_BYTES)
-                .spawn_scoped(scope, || {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&index) = indexes.get(i) else { break };
-                        let verdict = &verdicts[index];
-                        let text = verdict
-                            .source
-                            .as_deref()
-                            .and_then(|b| std::str::from_utf8(b).ok())
-                            .map(crate::lua::strip_bom_str)
-                            .unwrap_or("");
-                        // full_moon can panic on some malformed input (an internal
-                        // "unreachable"): that is a parse error of the file, never a crash.
-                        let outcome =
-                            std::panic::catch_unwind(|| toplevel::check(&verdict.shown, text))
-                                .unwrap_or_else(|_| {
-                                    ParseVerdict::ParseError(LoadError::new(
-                                        &verdict.shown,
-                                        None,
-                                        "the Lua parser failed on this file (try `luac -p` on it)",
-                                    ))
-                                });
-                        *results[i].lock() = Some(outcome);
-                    }
-                });
-            if let Err(e) = spawned {
-                tracing::warn!("cannot start a parser thread: {e}");
-            }
-        }
-    });
-    results
-        .into_iter()
-        .zip(indexes)
-        .map(|(slot, &index)| {
-            slot.into_inner().unwrap_or_else(|| {
-                ParseVerdict::ParseError(LoadError::new(
-                    &verdicts[index].shown,
-                    None,
-                    "the parser could not run",
-                ))
-            })
-        })
-        .collect()
 }

@@ -177,6 +177,13 @@ impl Registrations {
         self
     }
 
+    /// Whether no file's registrations can come from the cache (it is disabled, missing,
+    /// unusable, written by another version, or empty): every registering file runs at
+    /// load, and no verdict is needed before the first file runs.
+    pub(crate) fn holds_nothing(&self) -> bool {
+        self.file.is_none() || self.read.is_empty()
+    }
+
     /// The cache file (for a deferred file to remove when it registers something else).
     pub(crate) fn file(&self) -> Option<&Path> {
         self.file.as_deref()

@@ -45,6 +45,7 @@ pub struct HostBuilder {
     native_prompts: Vec<NativePrompt>,
     only_files: Option<Vec<PathBuf>>,
     run_every_file: bool,
+    judge_first: bool,
     hooks: Vec<Arc<dyn Hook>>,
     middleware: Vec<Arc<dyn Middleware>>,
     approver: Option<Arc<dyn Approver>>,
@@ -233,6 +234,14 @@ impl HostBuilder {
         self
     }
 
+    /// Judges every file before the VM runs any, even where it could run each as soon as
+    /// it is judged (a cold start): tests check both orders give the same host.
+    #[cfg(test)]
+    pub(crate) fn judge_first(mut self) -> Self {
+        self.judge_first = true;
+        self
+    }
+
     /// Sets the number of Lua VMs (default: `[runtime] vms`, else one per core).
     pub fn vms(mut self, vms: usize) -> Self {
         self.vms = Some(vms);
@@ -281,6 +290,7 @@ impl HostBuilder {
             vms: self.vms,
             only_files: self.only_files,
             run_every_file: self.run_every_file,
+            judge_first: self.judge_first,
             store,
             env: self.env,
             proc_script: self.proc_script,
@@ -406,6 +416,7 @@ pub(super) fn build_world(
         vms,
         last_good,
         annotation_check: settings_config.sandbox.annotation_check,
+        stream_cold: !inputs.judge_first,
     };
     let generation = generation::build(&recipe)?;
     let world = World {

@@ -32,6 +32,9 @@ pub(super) struct Recipe<'a> {
     pub last_good: &'a discovery::Sources,
     /// `[sandbox] annotation_check`.
     pub annotation_check: discovery::AnnotationCheck,
+    /// Load files while later ones are still judged, when nothing needs every verdict
+    /// first (off only to compare both orders in tests).
+    pub stream_cold: bool,
 }
 
 /// A loaded generation.
@@ -63,7 +66,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         .map_err(|(_, message)| Error::NativeTool(message))?;
     state.insert_content(content.resources.clone(), content.prompts.clone());
     let started = std::time::Instant::now();
-    let mut verdicts = match recipe.only_files {
+    let found = match recipe.only_files {
         Some(files) => {
             // A named file outside every tool directory counts as the first user directory's,
             // never the library's.
@@ -72,10 +75,26 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
                 .iter()
                 .position(|d| !d.is_library())
                 .unwrap_or(0);
-            discovery::discover_files(files, recipe.dirs, fallback, Some(recipe.cache_dir))
+            discovery::find_files(files, recipe.dirs, fallback)
         }
-        None => discovery::discover(recipe.dirs, Some(recipe.cache_dir)),
+        None => discovery::find(recipe.dirs),
     };
+    // Explicit files (`check FILES`) always run: checking them is the point.
+    let mut registrations = match (recipe.only_files, recipe.run_every_file) {
+        (None, false) => discovery::Registrations::read(recipe.cache_dir).under_limits(
+            recipe.settings.memory_limit_bytes,
+            recipe.settings.probe_timeout,
+        ),
+        _ => discovery::Registrations::disabled(),
+    };
+    // Running file i needs only verdict i when no file comes from the registration cache
+    // (planning needs every verdict) and none falls back to a last good version (reload):
+    // a cold start or the first after an upgrade. Then the VMs run each file as soon as it
+    // is judged.
+    if recipe.stream_cold && registrations.holds_nothing() && recipe.last_good.is_empty() {
+        return load_while_judging(recipe, state, found, registrations, started);
+    }
+    let mut verdicts = found.judge(Some(recipe.cache_dir));
     let judged = started.elapsed();
     // A file that no longer parses (or cannot be read) but loaded before keeps serving
     // its last good version.
@@ -90,14 +109,6 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
             unparsable.push(index);
         }
     }
-    // Explicit files (`check FILES`) always run: checking them is the point.
-    let mut registrations = match (recipe.only_files, recipe.run_every_file) {
-        (None, false) => discovery::Registrations::read(recipe.cache_dir).under_limits(
-            recipe.settings.memory_limit_bytes,
-            recipe.settings.probe_timeout,
-        ),
-        _ => discovery::Registrations::disabled(),
-    };
     let (plan, planned) = discovery::plan(&verdicts, recipe.dirs, &mut registrations);
     // Explicit files (`check FILES`) are analysed afresh, like they always run.
     let mut effects = match recipe.only_files {
@@ -161,10 +172,6 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
             vm
         })
         .collect();
-    for verdict in &mut verdicts {
-        verdict.source = None;
-    }
-    verdicts.sort_by(|a, b| a.path.cmp(&b.path));
     tracing::debug!(
         "discovery: {} candidates judged in {:?}, loaded on {} VM(s) in {:?}",
         verdicts.len(),
@@ -175,7 +182,118 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     Ok(Generation {
         state,
         pool: VmPool::new(primary, replicas)?,
-        verdicts,
+        verdicts: settled(verdicts),
         sources,
     })
+}
+
+/// A cold build: the parser threads judge the candidates in load order while the caller
+/// creates the first VM and runs each registering file as soon as its verdict is in (the
+/// replicas do the same on their own threads); the registry then takes the files in order,
+/// as when judging comes first.
+fn load_while_judging(
+    recipe: &Recipe<'_>,
+    mut state: RegistryState,
+    found: discovery::Found,
+    mut registrations: discovery::Registrations,
+    started: std::time::Instant,
+) -> Result<Generation> {
+    let mut effects = match recipe.only_files {
+        None => discovery::Effects::read(recipe.cache_dir, recipe.annotation_check),
+        Some(_) => discovery::Effects::uncached(recipe.annotation_check),
+    };
+    let mut schemas = discovery::KnownSchemas::read(recipe.cache_dir);
+    let replica_count = recipe.vms.saturating_sub(1);
+    let no_plan = discovery::Plan::new();
+    let (mut verdicts, loaded) = found.judge_while(Some(recipe.cache_dir), |judged| {
+        std::thread::scope(|scope| {
+            // Replicas run the same files on their own threads, each as soon as it is judged.
+            let handles: Vec<_> = (0..replica_count)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut vm = LuaVm::new(recipe.settings).ok()?;
+                        let files = vm.loading_without_gc(|vm| {
+                            discovery::load_replica(
+                                judged,
+                                recipe.dirs,
+                                vm,
+                                recipe.last_good,
+                                &no_plan,
+                            )
+                        });
+                        Some((vm, files))
+                    })
+                })
+                .collect();
+            let primary = LuaVm::new(recipe.settings).map(|mut vm| {
+                let ran = vm.loading_without_gc(|vm| {
+                    discovery::run_all(
+                        judged,
+                        recipe.dirs,
+                        vm,
+                        recipe.last_good,
+                        &mut schemas,
+                        discovery::PlannedEntries::none(),
+                    )
+                });
+                (vm, ran)
+            });
+            let mut replicas = Vec::new();
+            for handle in handles {
+                match handle.join() {
+                    Ok(Some(replica)) => replicas.push(replica),
+                    _ => tracing::warn!(
+                        "a replica VM could not be loaded; continuing with fewer VMs"
+                    ),
+                }
+            }
+            primary.map(|(vm, ran)| (vm, ran, replicas))
+        })
+    });
+    let (mut primary, ran, replicas) = loaded.map_err(Error::Lua)?;
+    let ran_at = started.elapsed();
+    let sources = primary.loading_without_gc(|vm| {
+        discovery::commit_all(
+            ran,
+            &mut verdicts,
+            recipe.dirs,
+            vm,
+            &mut state,
+            recipe.last_good,
+            &mut registrations,
+            &mut effects,
+        )
+    });
+    effects.write_if_changed();
+    schemas.write_if_changed(recipe.cache_dir);
+    registrations.write_if_changed();
+    let replicas: Vec<LuaVm> = replicas
+        .into_iter()
+        .map(|(mut vm, files)| {
+            discovery::reconcile_replica(&verdicts, files, &mut vm);
+            vm
+        })
+        .collect();
+    tracing::debug!(
+        "discovery: {} candidates judged and run on {} VM(s) while judging in {:?}, committed in {:?}",
+        verdicts.len(),
+        replicas.len() + 1,
+        ran_at,
+        started.elapsed() - ran_at
+    );
+    Ok(Generation {
+        state,
+        pool: VmPool::new(primary, replicas)?,
+        verdicts: settled(verdicts),
+        sources,
+    })
+}
+
+/// The verdicts as a generation keeps them: sources dropped, sorted by path.
+fn settled(mut verdicts: Vec<Verdict>) -> Vec<Verdict> {
+    for verdict in &mut verdicts {
+        verdict.source = None;
+    }
+    verdicts.sort_by(|a, b| a.path.cmp(&b.path));
+    verdicts
 }

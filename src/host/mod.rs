@@ -23,6 +23,8 @@ mod reload;
 mod scopes;
 #[cfg(feature = "cli")]
 mod store_admin;
+#[cfg(test)]
+mod stream_tests;
 #[cfg(feature = "mcp")]
 mod tasks;
 #[cfg(feature = "cli")]
@@ -80,6 +82,8 @@ struct BuildInputs {
     only_files: Option<Vec<PathBuf>>,
     /// No registration cache: every registering file runs at load.
     run_every_file: bool,
+    /// Judge every file before loading any, even on a cold start (tests compare both).
+    judge_first: bool,
     store: Arc<crate::store::StoreInner>,
     /// The environment tools see.
     env: crate::env_vars::EnvVars,
