@@ -11,6 +11,7 @@ use super::stored::Stored;
 use super::summary::Summary;
 use crate::discovery::cache::write_atomically;
 use crate::lua::SearchDir;
+use crate::registry::EffectSite;
 use serde_json::value::RawValue;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -37,7 +38,7 @@ pub(crate) struct Effects {
     /// The resolved entries read that this load found still true.
     kept: HashSet<String>,
     /// The resolved entries this load made (each replaces any read under its key).
-    fresh: HashMap<String, Resolved>,
+    fresh: HashMap<String, Resolved<'static>>,
     /// Module look-ups and module files, once per load.
     lookups: Lookups,
 }
@@ -147,24 +148,20 @@ impl Effects {
         digest: &str,
         (dirs_key, dirs): (&str, &[SearchDir]),
         tools: &[&str],
-    ) -> Option<Vec<Vec<crate::registry::EffectSite>>> {
-        let resolved = match self.fresh.get(key) {
-            Some(fresh) => fresh.clone(),
+    ) -> Option<Vec<Vec<EffectSite>>> {
+        let read;
+        let resolved: &Resolved<'_> = match self.fresh.get(key) {
+            Some(fresh) => fresh,
             None => {
                 let place = self.stored.resolved.get(key)?;
-                serde_json::from_str::<Resolved>(self.stored.at(place)).ok()?
+                read = serde_json::from_str::<Resolved<'_>>(self.stored.at(place)).ok()?;
+                &read
             }
         };
         if !resolved.holds(dirs_key, dirs, &mut self.lookups) {
             return None;
         }
-        let sites = tools
-            .iter()
-            .map(|tool| {
-                let stored = resolved.tools.get(*tool)?;
-                Some(stored.iter().cloned().map(Into::into).collect())
-            })
-            .collect::<Option<Vec<_>>>()?;
+        let sites = resolved.sites(tools)?;
         // What the entry rests on stays in the next cache.
         for depended in std::iter::once(digest).chain(resolved.module_digests()) {
             if self.stored.files.contains_key(depended) || self.summaries.contains_key(depended) {
@@ -185,20 +182,14 @@ impl Effects {
         key: String,
         dirs_key: &str,
         trail: Trail,
-        tools: BTreeMap<String, Vec<super::resolved::StoredSite>>,
+        tools: &[(&str, &[EffectSite])],
     ) {
         let Some(followed) = trail.followed else {
             return;
         };
         self.kept.remove(&key);
-        self.fresh.insert(
-            key,
-            Resolved {
-                dirs: dirs_key.to_string(),
-                followed,
-                tools,
-            },
-        );
+        self.fresh
+            .insert(key, Resolved::new(dirs_key, followed, tools));
     }
 
     /// Writes the entries this load used when they differ from what was read.

@@ -31,15 +31,16 @@ pub(super) struct Lookups {
 }
 
 /// The text that tells two search-folder lists apart (each folder's canonical and shown
-/// path, in order); `None` when a path is not UTF-8 (such a list is neither memoised nor
-/// cached: it is looked up afresh every time).
+/// path, in order, each after its length: no separator to escape in JSON, none a path can
+/// fake); `None` when a path is not UTF-8 (such a list is neither memoised nor cached: it
+/// is looked up afresh every time).
 pub(super) fn dirs_key(dirs: &[SearchDir]) -> Option<String> {
+    use std::fmt::Write;
     let mut key = String::new();
     for dir in dirs {
-        key.push_str(dir.canonical.to_str()?);
-        key.push('\0');
-        key.push_str(dir.shown.to_str()?);
-        key.push('\0');
+        for path in [dir.canonical.to_str()?, dir.shown.to_str()?] {
+            let _ = write!(key, "{}:{path}", path.len());
+        }
     }
     Some(key)
 }

@@ -111,7 +111,7 @@ fn tool_sites(
         let unknown = EffectSite {
             effect: "unknown".into(),
             call: "the file could not be analysed".into(),
-            file: verdict.shown.clone(),
+            file: verdict.shown.as_str().into(),
             line: 1,
         };
         return names.iter().map(|_| vec![unknown.clone()]).collect();
@@ -125,12 +125,12 @@ fn tool_sites(
         })
         .collect();
     if let Some(dirs_key) = &dirs_key {
-        let tools = names
+        let tools: Vec<(&str, &[EffectSite])> = names
             .iter()
             .zip(&sites)
-            .map(|(name, sites)| (name.to_string(), sites.iter().map(Into::into).collect()))
+            .map(|(name, sites)| (*name, &sites[..]))
             .collect();
-        effects.keep_resolved(key, dirs_key, trail, tools);
+        effects.keep_resolved(key, dirs_key, trail, &tools);
     }
     sites
 }

@@ -9,6 +9,7 @@ use super::summary::{Reach, Summary};
 use crate::lua::SearchDir;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Where a file's modules are looked up: its search folders, and their
 /// [`super::lookups::dirs_key`].
@@ -85,11 +86,12 @@ struct Walk<'w, 'd> {
 impl Walk<'_, '_> {
     /// Adds `reach`'s sites (in `shown`) and, recursively, its modules' (each module once).
     fn collect(&mut self, reach: &Reach, shown: &str) {
+        let shown: Arc<str> = shown.into();
         for site in &reach.sites {
             self.sites.push(EffectSite {
-                effect: site.effect.clone(),
-                call: site.call.clone(),
-                file: shown.to_string(),
+                effect: site.effect.as_str().into(),
+                call: site.call.as_str().into(),
+                file: shown.clone(),
                 line: site.line,
             });
         }
@@ -97,8 +99,8 @@ impl Walk<'_, '_> {
         for (module, line) in modules {
             let unknown = |why: String| EffectSite {
                 effect: "unknown".into(),
-                call: format!("require('{module}'): {why}"),
-                file: shown.to_string(),
+                call: format!("require('{module}'): {why}").into(),
+                file: shown.clone(),
                 line: *line,
             };
             let (key, dirs) = self.dirs;

@@ -3,12 +3,17 @@
 //! (which are in its key): the search folders, and where each module name it followed led
 //! with that module file's digest. A warm start re-checks all of that (memoised look-ups,
 //! [`super::lookups`]) and uses the sites only when everything still holds.
+//!
+//! Read borrowed from the cache's text, and compact: a module's sites repeat in every tool
+//! that requires it, so each entry lists its texts once and its sites by index.
 
 use super::EffectSite;
 use super::lookups::{Found, Lookups};
 use crate::lua::SearchDir;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// The cache key of a file's resolved effects: its digest and its path as shown (which the
 /// sites name), so one content at two places keeps two entries.
@@ -18,65 +23,51 @@ pub(super) fn key(digest: &str, shown: &str) -> String {
 
 /// One module name resolution followed, and what it found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Followed {
-    /// The name as required.
-    pub(super) name: String,
-    /// Where it led, or why it was not found.
-    pub(super) found: FoundText,
+pub(super) enum Followed<'a> {
+    /// Name, the module's canonical path, its shown path, its file's digest (`None`:
+    /// unreadable).
+    Module(
+        #[serde(borrow)] Cow<'a, str>,
+        #[serde(borrow)] Cow<'a, str>,
+        #[serde(borrow)] Cow<'a, str>,
+        #[serde(borrow)] Option<Cow<'a, str>>,
+    ),
+    /// Name, and the message of the failed look-up.
+    Missing(#[serde(borrow)] Cow<'a, str>, #[serde(borrow)] Cow<'a, str>),
 }
 
-/// [`Found`] as text, with the module file's digest (`None`: unreadable).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) enum FoundText {
-    /// Canonical path, shown path, the file's digest.
-    Module(String, String, Option<String>),
-    /// The message of the failed look-up.
-    Missing(String),
+impl Followed<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Self::Module(name, ..) | Self::Missing(name, _) => name,
+        }
+    }
 }
 
 /// A file's resolved effects.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(super) struct Resolved {
+pub(super) struct Resolved<'a> {
     /// The search folders it was resolved with ([`super::lookups::dirs_key`]).
-    pub(super) dirs: String,
+    #[serde(borrow)]
+    pub(super) dirs: Cow<'a, str>,
     /// Each module name followed, in the order first followed.
-    pub(super) followed: Vec<Followed>,
-    /// Each tool's sites, by tool name.
-    pub(super) tools: BTreeMap<String, Vec<StoredSite>>,
-}
-
-/// An [`EffectSite`] as stored: `[effect, call, file, line]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct StoredSite(String, String, String, u32);
-
-impl From<&EffectSite> for StoredSite {
-    fn from(site: &EffectSite) -> Self {
-        Self(
-            site.effect.clone(),
-            site.call.clone(),
-            site.file.clone(),
-            site.line,
-        )
-    }
-}
-
-impl From<StoredSite> for EffectSite {
-    fn from(StoredSite(effect, call, file, line): StoredSite) -> Self {
-        Self {
-            effect,
-            call,
-            file,
-            line,
-        }
-    }
+    #[serde(borrow)]
+    pub(super) followed: Vec<Followed<'a>>,
+    /// The texts its sites name.
+    #[serde(borrow)]
+    pub(super) texts: Vec<Cow<'a, str>>,
+    /// Each tool's sites, by tool name: `[effect, call, file, line]`, texts by index.
+    #[serde(borrow)]
+    pub(super) tools: BTreeMap<Cow<'a, str>, Vec<[u32; 4]>>,
 }
 
 /// What a resolution followed, as it follows it (then kept in a [`Resolved`]).
 #[derive(Debug, Default)]
 pub(super) struct Trail {
     /// Each name once, in the order first followed; `None` once something was followed
-    /// that cannot be written down (a path that is not UTF-8): then nothing is cached.
-    pub(super) followed: Option<Vec<Followed>>,
+    /// that cannot be written down (a path that is not UTF-8) or that may have failed for
+    /// a passing reason: then nothing is kept.
+    pub(super) followed: Option<Vec<Followed<'static>>>,
 }
 
 impl Trail {
@@ -97,55 +88,112 @@ impl Trail {
         let Some(followed) = &mut self.followed else {
             return;
         };
-        if followed.iter().any(|seen| seen.name == name) {
+        if followed.iter().any(|seen| seen.name() == name) {
             return;
         }
-        let text = match found {
+        let owned = |text: &str| Cow::Owned(text.to_string());
+        let entry = match found {
             Ok((path, shown)) => match path.to_str() {
                 Some(path) => {
-                    FoundText::Module(path.to_string(), shown.clone(), digest.map(String::from))
+                    Followed::Module(owned(name), owned(path), owned(shown), digest.map(owned))
                 }
                 None => {
                     self.followed = None;
                     return;
                 }
             },
-            Err(message) => FoundText::Missing(message.clone()),
+            Err(message) => Followed::Missing(owned(name), owned(message)),
         };
-        followed.push(Followed {
-            name: name.to_string(),
-            found: text,
-        });
+        followed.push(entry);
     }
 }
 
-impl Resolved {
+impl Resolved<'_> {
+    /// The entry for `tools`' sites, resolved in the folders `dirs` names, along `followed`.
+    pub(super) fn new<'s>(
+        dirs: &str,
+        followed: Vec<Followed<'static>>,
+        tools: &[(&str, &'s [EffectSite])],
+    ) -> Resolved<'static> {
+        let mut texts: Vec<Cow<'static, str>> = Vec::new();
+        let mut index: HashMap<&'s str, u32> = HashMap::new();
+        let mut text_of = |text: &'s str| -> u32 {
+            *index.entry(text).or_insert_with(|| {
+                texts.push(Cow::Owned(text.to_string()));
+                (texts.len() - 1) as u32
+            })
+        };
+        let mut by_tool = BTreeMap::new();
+        for (tool, sites) in tools {
+            let stored = sites
+                .iter()
+                .map(|site| {
+                    [
+                        text_of(&site.effect),
+                        text_of(&site.call),
+                        text_of(&site.file),
+                        site.line,
+                    ]
+                })
+                .collect();
+            by_tool.insert(Cow::Owned(tool.to_string()), stored);
+        }
+        Resolved {
+            dirs: Cow::Owned(dirs.to_string()),
+            followed,
+            texts,
+            tools: by_tool,
+        }
+    }
+
     /// Whether everything this was resolved from still holds for a file searched in `dirs`
     /// (whose key is `dirs_key`): the same folders, each module name leading to the same
     /// file, each such file with the same digest.
     pub(super) fn holds(&self, dirs_key: &str, dirs: &[SearchDir], lookups: &mut Lookups) -> bool {
         self.dirs == dirs_key
             && self.followed.iter().all(|followed| {
-                let now = lookups.find(Some(dirs_key), dirs, &followed.name);
-                match (&followed.found, now) {
-                    (FoundText::Missing(was), Err(now)) => *was == now,
-                    (FoundText::Module(path, shown, digest), Ok((now_path, now_shown))) => {
-                        now_path.as_os_str() == std::ffi::OsStr::new(path)
+                let now = lookups.find(Some(dirs_key), dirs, followed.name());
+                match (followed, now) {
+                    (Followed::Missing(_, was), Err(now)) => *was == now,
+                    (Followed::Module(_, path, shown, digest), Ok((now_path, now_shown))) => {
+                        now_path.as_os_str() == std::ffi::OsStr::new(&**path)
                             && *shown == now_shown
-                            && lookups.file(&now_path).digest == *digest
+                            && lookups.file(&now_path).digest.as_deref() == digest.as_deref()
                     }
                     _ => false,
                 }
             })
     }
 
+    /// The sites of each of `tools`, in order; `None` when a tool has no entry or an entry
+    /// names a text that is not there (a damaged cache).
+    pub(super) fn sites(&self, tools: &[&str]) -> Option<Vec<Vec<EffectSite>>> {
+        let texts: Vec<Arc<str>> = self.texts.iter().map(|text| Arc::from(&**text)).collect();
+        let text = |at: u32| texts.get(at as usize).cloned();
+        tools
+            .iter()
+            .map(|tool| {
+                self.tools
+                    .get(*tool)?
+                    .iter()
+                    .map(|&[effect, call, file, line]| {
+                        Some(EffectSite {
+                            effect: text(effect)?,
+                            call: text(call)?,
+                            file: text(file)?,
+                            line,
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
     /// The module digests this depends on (kept in the cache beside it).
     pub(super) fn module_digests(&self) -> impl Iterator<Item = &str> {
-        self.followed
-            .iter()
-            .filter_map(|followed| match &followed.found {
-                FoundText::Module(_, _, digest) => digest.as_deref(),
-                FoundText::Missing(_) => None,
-            })
+        self.followed.iter().filter_map(|followed| match followed {
+            Followed::Module(_, _, _, digest) => digest.as_deref(),
+            Followed::Missing(..) => None,
+        })
     }
 }
