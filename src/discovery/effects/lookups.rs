@@ -4,7 +4,7 @@
 //! Memoised for the load only: a later load (a reload, the next start) looks again.
 
 use crate::lua::{SearchDir, resolve_module};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
@@ -35,14 +35,24 @@ pub(super) struct Lookups {
 /// fake); `None` when a path is not UTF-8 (such a list is neither memoised nor cached: it
 /// is looked up afresh every time).
 pub(super) fn dirs_key(dirs: &[SearchDir]) -> Option<String> {
-    use std::fmt::Write;
     let mut key = String::new();
     for dir in dirs {
         for path in [dir.canonical.to_str()?, dir.shown.to_str()?] {
-            let _ = write!(key, "{}:{path}", path.len());
+            push_decimal(&mut key, path.len());
+            key.push(':');
+            key.push_str(path);
         }
     }
     Some(key)
+}
+
+/// Appends `n` in decimal (`write!` costs more than the rest of the key: this runs once
+/// per file on every start).
+fn push_decimal(text: &mut String, n: usize) {
+    if n >= 10 {
+        push_decimal(text, n / 10);
+    }
+    text.push(char::from(b'0' + (n % 10) as u8));
 }
 
 impl Lookups {

@@ -13,12 +13,17 @@ use crate::lua::SearchDir;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
 use std::sync::Arc;
 
 /// The cache key of a file's resolved effects: its digest and its path as shown (which the
 /// sites name), so one content at two places keeps two entries.
 pub(super) fn key(digest: &str, shown: &str) -> String {
-    format!("{digest} {shown}")
+    let mut key = String::with_capacity(digest.len() + 1 + shown.len());
+    key.push_str(digest);
+    key.push(' ');
+    key.push_str(shown);
+    key
 }
 
 /// One module name resolution followed, and what it found.
@@ -56,9 +61,11 @@ pub(super) struct Resolved<'a> {
     /// The texts its sites name.
     #[serde(borrow)]
     pub(super) texts: Vec<Cow<'a, str>>,
-    /// Each tool's sites, by tool name: `[effect, call, file, line]`, texts by index.
+    /// Each tool's sites, by tool name, as one text (an array of small arrays costs several
+    /// times more to parse): `effect,call,file,line` with the texts by index, `;` between
+    /// sites.
     #[serde(borrow)]
-    pub(super) tools: BTreeMap<Cow<'a, str>, Vec<[u32; 4]>>,
+    pub(super) tools: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
 }
 
 /// What a resolution followed, as it follows it (then kept in a [`Resolved`]).
@@ -125,18 +132,24 @@ impl Resolved<'_> {
         };
         let mut by_tool = BTreeMap::new();
         for (tool, sites) in tools {
-            let stored = sites
-                .iter()
-                .map(|site| {
-                    [
-                        text_of(&site.effect),
-                        text_of(&site.call),
-                        text_of(&site.file),
-                        site.line,
-                    ]
-                })
-                .collect();
-            by_tool.insert(Cow::Owned(tool.to_string()), stored);
+            let mut stored = String::new();
+            for site in sites.iter() {
+                let fields = [
+                    text_of(&site.effect),
+                    text_of(&site.call),
+                    text_of(&site.file),
+                    site.line,
+                ];
+                if !stored.is_empty() {
+                    stored.push(';');
+                }
+                let _ = write!(
+                    stored,
+                    "{},{},{},{}",
+                    fields[0], fields[1], fields[2], fields[3]
+                );
+            }
+            by_tool.insert(Cow::Owned(tool.to_string()), Cow::Owned(stored));
         }
         Resolved {
             dirs: Cow::Owned(dirs.to_string()),
@@ -170,19 +183,25 @@ impl Resolved<'_> {
     pub(super) fn sites(&self, tools: &[&str]) -> Option<Vec<Vec<EffectSite>>> {
         let texts: Vec<Arc<str>> = self.texts.iter().map(|text| Arc::from(&**text)).collect();
         let text = |at: u32| texts.get(at as usize).cloned();
+        let number = |field: Option<&str>| field?.parse::<u32>().ok();
         tools
             .iter()
             .map(|tool| {
-                self.tools
-                    .get(*tool)?
-                    .iter()
-                    .map(|&[effect, call, file, line]| {
-                        Some(EffectSite {
-                            effect: text(effect)?,
-                            call: text(call)?,
-                            file: text(file)?,
-                            line,
-                        })
+                let stored: &str = self.tools.get(*tool)?;
+                if stored.is_empty() {
+                    return Some(Vec::new());
+                }
+                stored
+                    .split(';')
+                    .map(|site| {
+                        let mut fields = site.split(',');
+                        let site = EffectSite {
+                            effect: text(number(fields.next())?)?,
+                            call: text(number(fields.next())?)?,
+                            file: text(number(fields.next())?)?,
+                            line: number(fields.next())?,
+                        };
+                        fields.next().is_none().then_some(site)
                     })
                     .collect()
             })

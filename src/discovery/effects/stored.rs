@@ -4,9 +4,10 @@
 //!
 //! [`Summary`]: super::summary::Summary
 
+use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 /// Whose entries the file holds: this toolhost version and the analysis rules' revision
