@@ -35,7 +35,11 @@ pub(super) struct Lookups {
 /// fake); `None` when a path is not UTF-8 (such a list is neither memoised nor cached: it
 /// is looked up afresh every time).
 pub(super) fn dirs_key(dirs: &[SearchDir]) -> Option<String> {
-    let mut key = String::new();
+    let bytes: usize = dirs
+        .iter()
+        .map(|dir| dir.canonical.as_os_str().len() + dir.shown.as_os_str().len() + 8)
+        .sum();
+    let mut key = String::with_capacity(bytes);
     for dir in dirs {
         for path in [dir.canonical.to_str()?, dir.shown.to_str()?] {
             push_decimal(&mut key, path.len());

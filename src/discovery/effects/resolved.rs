@@ -52,7 +52,9 @@ impl Followed<'_> {
 /// A file's resolved effects.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(super) struct Resolved<'a> {
-    /// The search folders it was resolved with ([`super::lookups::dirs_key`]).
+    /// The digest of the search folders it was resolved with ([`super::lookups::dirs_key`]:
+    /// the folders' paths are most of an entry otherwise, and a digest is what names the
+    /// file's own content too).
     #[serde(borrow)]
     pub(super) dirs: Cow<'a, str>,
     /// Each module name followed, in the order first followed.
@@ -152,7 +154,7 @@ impl Resolved<'_> {
             by_tool.insert(Cow::Owned(tool.to_string()), Cow::Owned(stored));
         }
         Resolved {
-            dirs: Cow::Owned(dirs.to_string()),
+            dirs: Cow::Owned(super::cache::digest(dirs.as_bytes())),
             followed,
             texts,
             tools: by_tool,
@@ -163,7 +165,7 @@ impl Resolved<'_> {
     /// (whose key is `dirs_key`): the same folders, each module name leading to the same
     /// file, each such file with the same digest.
     pub(super) fn holds(&self, dirs_key: &str, dirs: &[SearchDir], lookups: &mut Lookups) -> bool {
-        self.dirs == dirs_key
+        self.dirs == super::cache::digest(dirs_key.as_bytes())
             && self.followed.iter().all(|followed| {
                 let now = lookups.find(Some(dirs_key), dirs, followed.name());
                 match (followed, now) {
