@@ -202,8 +202,20 @@ fn writer_started_once(fx: &Fixture) {
 /// An entry forged to claim no effects at all (a read-only tool).
 fn claim_nothing(entry: &mut Value) {
     for sites in entry["tools"].as_object_mut().expect("tools").values_mut() {
-        *sites = json!([]);
+        *sites = json!("");
     }
+}
+
+/// What makes the tests below mean something: an entry whose every dependency still holds
+/// is used as it is, without resolving again (so an entry they forge would be believed if
+/// its module digest, path or file digest were not checked). The cache is trusted like the
+/// other caches once what it rests on is checked.
+#[test]
+fn an_entry_whose_dependencies_hold_is_used_without_resolving_again() {
+    let fx = Fixture::new();
+    writer_started_once(&fx);
+    forge_resolved(&fx, claim_nothing);
+    assert_eq!(effects_of(&fx, "w").0, json!([]));
 }
 
 #[test]
@@ -266,7 +278,7 @@ fn a_forged_entry_naming_a_text_that_is_not_there_reads_as_a_miss() {
     writer_started_once(&fx);
     forge_resolved(&fx, |entry| {
         for sites in entry["tools"].as_object_mut().expect("tools").values_mut() {
-            *sites = json!([[9999, 9999, 9999, 1]]);
+            *sites = json!("0,0,0,1;9999,9999,9999,1");
         }
     });
     assert_eq!(effects_of(&fx, "w").0, json!(["fs.write"]));
