@@ -184,29 +184,9 @@ impl Resolved<'_> {
     /// names a text that is not there (a damaged cache).
     pub(super) fn sites(&self, tools: &[&str]) -> Option<Vec<Vec<EffectSite>>> {
         let texts: Vec<Arc<str>> = self.texts.iter().map(|text| Arc::from(&**text)).collect();
-        let text = |at: u32| texts.get(at as usize).cloned();
-        let number = |field: Option<&str>| field?.parse::<u32>().ok();
         tools
             .iter()
-            .map(|tool| {
-                let stored: &str = self.tools.get(*tool)?;
-                if stored.is_empty() {
-                    return Some(Vec::new());
-                }
-                stored
-                    .split(';')
-                    .map(|site| {
-                        let mut fields = site.split(',');
-                        let site = EffectSite {
-                            effect: text(number(fields.next())?)?,
-                            call: text(number(fields.next())?)?,
-                            file: text(number(fields.next())?)?,
-                            line: number(fields.next())?,
-                        };
-                        fields.next().is_none().then_some(site)
-                    })
-                    .collect()
-            })
+            .map(|tool| parse_sites(self.tools.get(*tool)?, &texts))
             .collect()
     }
 
@@ -216,5 +196,90 @@ impl Resolved<'_> {
             Followed::Module(_, _, _, digest) => digest.as_deref(),
             Followed::Missing(..) => None,
         })
+    }
+}
+
+/// The sites of one tool's stored text (`effect,call,file,line;…`, texts by index into
+/// `texts`); `None` when it is not of that form. Parsed by hand, byte by byte: this runs
+/// for every site of every tool on a warm start, and `split` and `parse` cost several
+/// times more.
+fn parse_sites(stored: &str, texts: &[Arc<str>]) -> Option<Vec<EffectSite>> {
+    let mut sites = Vec::new();
+    if stored.is_empty() {
+        return Some(sites);
+    }
+    let text = |at: u32| texts.get(at as usize).cloned();
+    let mut fields = [0u32; 4];
+    let mut field = 0;
+    let mut digits = 0;
+    for &byte in stored.as_bytes().iter().chain([b';'].iter()) {
+        match byte {
+            b'0'..=b'9' => {
+                let value = fields[field]
+                    .checked_mul(10)?
+                    .checked_add(u32::from(byte - b'0'))?;
+                fields[field] = value;
+                digits += 1;
+            }
+            b',' if digits > 0 && field < 3 => {
+                field += 1;
+                digits = 0;
+            }
+            b';' if digits > 0 && field == 3 => {
+                let [effect, call, file, line] = fields;
+                sites.push(EffectSite {
+                    effect: text(effect)?,
+                    call: text(call)?,
+                    file: text(file)?,
+                    line,
+                });
+                fields = [0; 4];
+                field = 0;
+                digits = 0;
+            }
+            _ => return None,
+        }
+    }
+    Some(sites)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts() -> Vec<Arc<str>> {
+        ["env", "env.get", "lib/p.lua"].map(Arc::from).to_vec()
+    }
+
+    #[test]
+    fn stored_sites_read_back_by_index() {
+        let sites = parse_sites("0,1,2,3;0,1,2,14", &texts()).expect("sites");
+        assert_eq!(sites.len(), 2);
+        assert_eq!(
+            (&*sites[1].effect, &*sites[1].file, sites[1].line),
+            ("env", "lib/p.lua", 14)
+        );
+    }
+
+    #[test]
+    fn damaged_stored_sites_read_as_none() {
+        for damaged in [
+            "0,1,2",
+            "0,1,2,3,4",
+            "0,1,9,3",
+            "0,,2,3",
+            "0,1,2,3;",
+            ";0,1,2,3",
+            "a,1,2,3",
+            "0,1,2,99999999999",
+            "0 ,1,2,3",
+        ] {
+            assert!(parse_sites(damaged, &texts()).is_none(), "{damaged}");
+        }
+    }
+
+    #[test]
+    fn no_stored_sites_are_no_sites() {
+        assert_eq!(parse_sites("", &texts()), Some(Vec::new()));
     }
 }
