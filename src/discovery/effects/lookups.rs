@@ -82,7 +82,7 @@ impl Lookups {
             let bytes =
                 crate::bounded_read::read_regular(path, crate::discovery::MAX_FILE_BYTES).ok();
             let file = ModuleFile {
-                digest: bytes.as_deref().map(super::cache::digest),
+                digest: bytes.as_deref().map(super::digest::digest),
                 bytes,
             };
             self.files.insert(key.to_os_string(), file);

@@ -10,6 +10,7 @@
 
 mod cache;
 mod check;
+mod digest;
 mod lookups;
 mod resolve;
 mod resolved;
@@ -93,7 +94,7 @@ fn tool_sites(
     dirs: &[crate::lua::SearchDir],
 ) -> Vec<Vec<EffectSite>> {
     let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
-    let digest = cache::digest(source);
+    let digest = digest::digest(source);
     let key = resolved::key(&digest, &verdict.shown);
     let dirs_key = lookups::dirs_key(dirs);
     if let Some(dirs_key) = &dirs_key

@@ -154,7 +154,7 @@ impl Resolved<'_> {
             by_tool.insert(Cow::Owned(tool.to_string()), Cow::Owned(stored));
         }
         Resolved {
-            dirs: Cow::Owned(super::cache::digest(dirs.as_bytes())),
+            dirs: Cow::Owned(super::digest::digest(dirs.as_bytes())),
             followed,
             texts,
             tools: by_tool,
@@ -165,7 +165,7 @@ impl Resolved<'_> {
     /// (whose key is `dirs_key`): the same folders, each module name leading to the same
     /// file, each such file with the same digest.
     pub(super) fn holds(&self, dirs_key: &str, dirs: &[SearchDir], lookups: &mut Lookups) -> bool {
-        self.dirs == super::cache::digest(dirs_key.as_bytes())
+        self.dirs == super::digest::digest(dirs_key.as_bytes())
             && self.followed.iter().all(|followed| {
                 let now = lookups.find(Some(dirs_key), dirs, followed.name());
                 match (followed, now) {
