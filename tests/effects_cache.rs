@@ -351,3 +351,21 @@ fn cold_and_warm_starts_give_identical_effects_for_a_directory_with_modules() {
     std::fs::remove_dir_all(fx.cache()).expect("cache removed");
     assert_eq!(listed(&fx), cold);
 }
+
+#[test]
+fn a_lib_folder_created_between_two_starts_is_searched() {
+    let fx = Fixture::new();
+    fx.tool(
+        "r.lua",
+        &tool("r", "", "    return require('m').get('x.txt')"),
+    );
+    assert_eq!(effects_of(&fx, "r").0, json!(["unknown"]));
+    assert_eq!(effects_of(&fx, "r").0, json!(["unknown"]));
+    fx.write(
+        "tools-lua/lib/m.lua",
+        "return { get = function(p) return fs.read(p) end }\n",
+    );
+    let (effects, annotations) = effects_of(&fx, "r");
+    assert_eq!(effects, json!(["fs.read"]));
+    assert_eq!(annotations["read_only"], json!(true), "{annotations}");
+}
