@@ -51,8 +51,8 @@ pub(super) fn run(host: &Host, cli: &Cli, name: &str) -> ExitCode {
         .iter()
         .map(|site| {
             [
-                site.effect.clone(),
-                site.call.clone(),
+                site.effect.to_string(),
+                site.call.to_string(),
                 format!("{}:{}", site.file, site.line),
             ]
         })

@@ -3,17 +3,20 @@
 //! `toolhost explain`.
 
 use serde::Serialize;
+use std::sync::Arc;
 
-/// One effect of a tool, with where its code has it.
+/// One effect of a tool, with where its code has it. The texts are shared: a module's
+/// sites appear in every tool that requires it, and a warm start builds each text once per
+/// file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct EffectSite {
     /// The effect (`fs.read`, `fs.write`, `store.read`, `store.write`, `env`, `proc`,
     /// `call:NAME`, `call:*`, `mcp`, `unknown`).
-    pub effect: String,
+    pub effect: Arc<str>,
     /// What the code does there (`fs.write`, `ctx.call`, `load`, …).
-    pub call: String,
+    pub call: Arc<str>,
     /// The file, as shown in messages.
-    pub file: String,
+    pub file: Arc<str>,
     /// The line.
     pub line: u32,
 }
@@ -31,7 +34,7 @@ impl ToolEffects {
     /// The distinct effects, sorted (what `list --json` shows).
     #[cfg_attr(not(feature = "cli"), allow(dead_code))]
     pub fn names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.sites.iter().map(|s| s.effect.as_str()).collect();
+        let mut names: Vec<&str> = self.sites.iter().map(|s| &*s.effect).collect();
         names.sort_unstable();
         names.dedup();
         names

@@ -1,29 +1,27 @@
-//! The analyses of this load, and `<cache_dir>/effects.json`: file digest → [`Summary`].
-//! Like the other caches it is advisory: missing, corrupt or written by another version
-//! means "nothing cached"; it is written (atomically) only when this load analysed a file
-//! it did not hold. Keyed by content, so an edited file or module is analysed again.
+//! The analyses of this load, and `<cache_dir>/effects.json`: file digest → [`Summary`],
+//! and each file's resolved effects ([`Resolved`], believed only while what they were
+//! resolved from still holds). Like the other caches it is advisory: missing, corrupt or
+//! written by another version means "nothing cached"; it is written (atomically) only when
+//! this load used something it did not hold. Keyed by content, so an edited file or module
+//! is analysed again.
 
+use super::digest::digest;
+use super::lookups::{Found, Lookups};
+use super::resolved::{Resolved, Trail};
+use super::stored::Stored;
 use super::summary::Summary;
 use crate::discovery::cache::write_atomically;
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
+use crate::lua::SearchDir;
+use crate::registry::EffectSite;
+use foldhash::{HashMap, HashSet};
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 const FILE: &str = "effects.json";
-/// Whose analyses the file holds: this toolhost version and the analysis rules' revision
-/// (bumped whenever the rules change what a file's summary says, so a cache written under
-/// older rules by a build of the same version is not trusted).
-const WRITTEN_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "/effects-2");
 /// Largest cache read.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
-
-#[derive(Serialize, Deserialize)]
-struct CacheText {
-    toolhost: String,
-    files: BTreeMap<String, Summary>,
-}
 
 /// What the analysis knows in this load, and how annotations are checked.
 #[derive(Debug, Default)]
@@ -32,32 +30,30 @@ pub(crate) struct Effects {
     dir: Option<PathBuf>,
     /// How a contradiction is treated.
     pub(crate) mode: super::AnnotationCheck,
-    read: HashMap<String, Arc<Summary>>,
-    /// The summaries this load used (what the next file holds).
-    used: HashMap<String, Arc<Summary>>,
-    /// Summaries of module files, by path, for this load.
-    modules: HashMap<PathBuf, Option<Arc<Summary>>>,
+    /// What was read (entries still text).
+    stored: Stored,
+    /// The summaries this load parsed or made, by digest.
+    summaries: HashMap<String, Arc<Summary>>,
+    /// The digests of the summaries this load used (what the next file holds).
+    used: HashSet<String>,
+    /// The resolved entries read that this load found still true.
+    kept: HashSet<String>,
+    /// The resolved entries this load made (each replaces any read under its key).
+    fresh: HashMap<String, Resolved<'static>>,
+    /// Module look-ups and module files, once per load.
+    lookups: Lookups,
 }
 
 impl Effects {
     /// Reads `cache_dir/effects.json` (anything unusable reads as empty).
     pub(crate) fn read(cache_dir: &Path, mode: super::AnnotationCheck) -> Self {
-        let read = crate::bounded_read::read_regular(&cache_dir.join(FILE), MAX_BYTES)
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<CacheText>(&bytes).ok())
-            .filter(|cache| cache.toolhost == WRITTEN_BY)
-            .map(|cache| {
-                cache
-                    .files
-                    .into_iter()
-                    .map(|(digest, summary)| (digest, Arc::new(summary)))
-                    .collect()
-            })
+        let stored = crate::bounded_read::read_regular(&cache_dir.join(FILE), MAX_BYTES)
+            .map(Stored::parse)
             .unwrap_or_default();
         Self {
             dir: Some(cache_dir.to_path_buf()),
             mode,
-            read,
+            stored,
             ..Self::default()
         }
     }
@@ -78,61 +74,183 @@ impl Effects {
         parsed: Option<&Arc<Summary>>,
     ) -> Option<Arc<Summary>> {
         let digest = digest(bytes);
-        let summary = match (parsed, self.used.get(&digest), self.read.get(&digest)) {
-            (Some(parsed), _, _) => parsed.clone(),
-            (None, Some(used), _) => used.clone(),
-            (None, None, Some(read)) => read.clone(),
-            (None, None, None) => analyse(bytes)?,
+        if let Some(parsed) = parsed {
+            self.summaries.insert(digest.clone(), parsed.clone());
+        }
+        self.summary_of(digest, || Some(bytes))
+    }
+
+    /// The summary of the bytes with `digest` (which `bytes` gives when it must be made).
+    fn summary_of<'b>(
+        &mut self,
+        digest: String,
+        bytes: impl FnOnce() -> Option<&'b [u8]>,
+    ) -> Option<Arc<Summary>> {
+        let summary = match self.summaries.get(&digest) {
+            Some(known) => known.clone(),
+            None => {
+                let summary = match self.stored_summary(&digest) {
+                    Some(read) => read,
+                    None => analyse(bytes()?)?,
+                };
+                self.summaries.insert(digest.clone(), summary.clone());
+                summary
+            }
         };
-        self.used.insert(digest, summary.clone());
+        self.used.insert(digest);
         Some(summary)
     }
 
-    /// The analysis of the module file at `path` (read once per load).
-    pub(crate) fn summary_of_file(&mut self, path: &Path) -> Option<Arc<Summary>> {
-        if let Some(known) = self.modules.get(path) {
-            return known.clone();
+    /// The summary the cache holds for `digest`, parsed now. An entry that does not parse
+    /// is forgotten (the file is analysed, and the next cache holds that analysis).
+    fn stored_summary(&mut self, digest: &str) -> Option<Arc<Summary>> {
+        let place = self.stored.files.get(digest)?;
+        match serde_json::from_str::<Summary>(self.stored.at(place)) {
+            Ok(summary) => Some(Arc::new(summary)),
+            Err(_) => {
+                self.stored.files.remove(digest);
+                None
+            }
         }
-        let summary = crate::bounded_read::read_regular(path, crate::discovery::MAX_FILE_BYTES)
-            .ok()
-            .and_then(|bytes| self.summary(&bytes, None));
-        self.modules.insert(path.to_path_buf(), summary.clone());
-        summary
     }
 
-    /// Writes the summaries this load used when they differ from what was read.
+    /// The analysis of the module file at canonical `path` (read once per load), with the
+    /// digest of its bytes (`None`: unreadable).
+    pub(super) fn summary_of_file(
+        &mut self,
+        path: &Path,
+    ) -> (Option<Arc<Summary>>, Option<String>) {
+        let file = self.lookups.file(path);
+        let Some(digest) = file.digest.clone() else {
+            return (None, None);
+        };
+        let bytes = file.bytes.take();
+        let summary = self.summary_of(digest.clone(), || bytes.as_deref());
+        // Made or found: the bytes are not needed again in this load.
+        (summary, Some(digest))
+    }
+
+    /// Where `require(name)` leads from `dirs` (memoised per load by `key`).
+    pub(super) fn find_module(
+        &mut self,
+        key: Option<&str>,
+        dirs: &[SearchDir],
+        name: &str,
+    ) -> Found {
+        self.lookups.find(key, dirs, name)
+    }
+
+    /// The cached sites of each of `tools` for the file `key` names (see
+    /// [`super::resolved::key`]; its own digest `digest`), searched in `dirs`: `Some` only
+    /// when every tool has an entry and everything they were resolved from still holds.
+    pub(super) fn resolved_sites(
+        &mut self,
+        key: &str,
+        digest: &str,
+        (dirs_key, dirs): (&str, &[SearchDir]),
+        tools: &[&str],
+    ) -> Option<Vec<Vec<EffectSite>>> {
+        let read;
+        let resolved: &Resolved<'_> = match self.fresh.get(key) {
+            Some(fresh) => fresh,
+            None => {
+                let place = self.stored.resolved.get(key)?;
+                read = serde_json::from_str::<Resolved<'_>>(self.stored.at(place)).ok()?;
+                &read
+            }
+        };
+        if !resolved.holds(dirs_key, dirs, &mut self.lookups) {
+            return None;
+        }
+        let sites = resolved.sites(tools)?;
+        // What the entry rests on stays in the next cache.
+        for depended in std::iter::once(digest).chain(resolved.module_digests()) {
+            if self.stored.files.contains_key(depended) || self.summaries.contains_key(depended) {
+                self.used.insert(depended.to_string());
+            }
+        }
+        if !self.fresh.contains_key(key) {
+            self.kept.insert(key.to_string());
+        }
+        Some(sites)
+    }
+
+    /// Keeps `tools`' freshly resolved sites for the file `key` names, searched in the
+    /// folders `dirs_key` names, as `trail` followed them (nothing when the trail could
+    /// not be kept).
+    pub(super) fn keep_resolved(
+        &mut self,
+        key: String,
+        dirs_key: &str,
+        trail: Trail,
+        tools: &[(&str, &[EffectSite])],
+    ) {
+        let Some(followed) = trail.followed else {
+            return;
+        };
+        self.kept.remove(&key);
+        self.fresh
+            .insert(key, Resolved::new(dirs_key, followed, tools));
+    }
+
+    /// Writes the entries this load used when they differ from what was read.
     pub(crate) fn write_if_changed(&self) {
         let Some(dir) = &self.dir else { return };
-        let same = self.used.len() == self.read.len()
+        let same = self.fresh.is_empty()
+            && self.kept.len() == self.stored.resolved.len()
+            && self.used.len() == self.stored.files.len()
             && self
                 .used
-                .keys()
-                .all(|digest| self.read.contains_key(digest));
+                .iter()
+                .all(|digest| self.stored.files.contains_key(digest));
         if same {
             return;
         }
-        let cache = CacheText {
-            toolhost: WRITTEN_BY.to_string(),
-            files: self
-                .used
-                .iter()
-                .map(|(digest, summary)| (digest.clone(), Summary::clone(summary)))
-                .collect(),
-        };
-        let written = serde_json::to_string(&cache)
+        let written = self
+            .text()
             .map_err(std::io::Error::other)
             .and_then(|text| write_atomically(dir, FILE, &text));
         if let Err(e) = written {
             tracing::debug!("cannot write {}: {e}", dir.join(FILE).display());
         }
     }
+
+    /// The next cache's text: the summaries used and the resolved entries kept or made,
+    /// each read entry as its own text.
+    fn text(&self) -> serde_json::Result<String> {
+        let mut made: Vec<(&str, Box<RawValue>)> = Vec::new();
+        for digest in &self.used {
+            if !self.stored.files.contains_key(digest)
+                && let Some(summary) = self.summaries.get(digest)
+            {
+                made.push((digest, serde_json::value::to_raw_value(&**summary)?));
+            }
+        }
+        let mut made_resolved: Vec<(&str, Box<RawValue>)> = Vec::new();
+        for (key, resolved) in &self.fresh {
+            made_resolved.push((key, serde_json::value::to_raw_value(resolved)?));
+        }
+        let mut files = BTreeMap::new();
+        for digest in &self.used {
+            if let Some(place) = self.stored.files.get(digest) {
+                files.insert(digest.as_str(), raw(self.stored.at(place))?);
+            }
+        }
+        files.extend(made.iter().map(|(digest, raw)| (*digest, &**raw)));
+        let mut resolved = BTreeMap::new();
+        for key in &self.kept {
+            if let Some(place) = self.stored.resolved.get(key) {
+                resolved.insert(key.as_str(), raw(self.stored.at(place))?);
+            }
+        }
+        resolved.extend(made_resolved.iter().map(|(key, raw)| (*key, &**raw)));
+        super::stored::write(files, resolved)
+    }
 }
 
-/// The digest of a file's bytes, as the cache's key.
-fn digest(bytes: &[u8]) -> String {
-    let mut hasher = crate::digest::hasher();
-    bytes.hash(&mut hasher);
-    format!("{:016x}{:x}", hasher.finish(), bytes.len())
+/// `text` (an entry of the cache read) as JSON text to write again as it is.
+fn raw(text: &str) -> serde_json::Result<&RawValue> {
+    serde_json::from_str(text)
 }
 
 /// Parses and analyses `bytes` on a large-stack thread (`full_moon` recurses once per

@@ -58,12 +58,12 @@ fn contradictions(tool: &str, annotations: &Annotations, sites: &[EffectSite]) -
         ));
     };
     for site in sites {
-        let effect = site.effect.as_str();
+        let effect = &*site.effect;
         if annotations.read_only == Some(true) && is_write(effect) {
             refuse("read_only = true", site);
         }
         if annotations.destructive == Some(false)
-            && (effect == "fs.write" || site.call == "store.delete")
+            && (effect == "fs.write" || &*site.call == "store.delete")
         {
             refuse("destructive = false", site);
         }
@@ -79,9 +79,9 @@ fn derive(annotations: &mut Annotations, sites: &[EffectSite]) -> bool {
     let has = |test: &dyn Fn(&EffectSite) -> bool| sites.iter().any(test);
     let writes = has(&|s| is_write(&s.effect));
     // What the analysis cannot see through: nothing is proven by absence then.
-    let opaque = has(&|s| s.effect == "unknown" || s.effect.starts_with("call:"));
-    let outside = has(&|s| matches!(s.effect.as_str(), "proc" | "mcp"));
-    let destroys = has(&|s| s.effect == "fs.write" || s.call == "store.delete");
+    let opaque = has(&|s| &*s.effect == "unknown" || s.effect.starts_with("call:"));
+    let outside = has(&|s| matches!(&*s.effect, "proc" | "mcp"));
+    let destroys = has(&|s| &*s.effect == "fs.write" || &*s.call == "store.delete");
     let mut derived = false;
     let mut fill = |hint: &mut Option<bool>, value: Option<bool>| {
         if hint.is_none() && value.is_some() {

@@ -3,13 +3,19 @@
 //! declared annotations at load, and used to fill in the ones it left out.
 //!
 //! The analysis of a file ([`scan`]) is kept per file digest in `<cache_dir>/effects.json`
-//! ([`cache`]), so a warm start parses nothing it parsed before; [`resolve`] follows a
-//! handler through the file's names and modules; [`check`] compares with the annotations.
+//! ([`cache`], [`stored`]), so a warm start parses nothing it parsed before; [`resolve`]
+//! follows a handler through the file's names and modules, and its result is kept too
+//! ([`resolved`]), so a warm start resolves nothing it resolved before once it has checked
+//! the modules it followed ([`lookups`]); [`check`] compares with the annotations.
 
 mod cache;
 mod check;
+mod digest;
+mod lookups;
 mod resolve;
+mod resolved;
 mod scan;
+mod stored;
 mod summary;
 
 pub(crate) use cache::Effects;
@@ -54,25 +60,8 @@ pub(crate) fn judge_file(
     dirs: &[crate::lua::SearchDir],
     state: &crate::registry::RegistryState,
 ) -> Result<(), crate::error::LoadError> {
-    // The tree discovery parsed is this source's unless the last good version runs.
-    let parsed = verdict
-        .top_level
-        .as_ref()
-        .and_then(|top| top.effects.as_ref())
-        .filter(|_| verdict.source.as_deref() == Some(source));
-    let summary = effects.summary(source, parsed);
-    for (position, entry) in entries.iter_mut().enumerate() {
-        let sites = match &summary {
-            Some(summary) => {
-                resolve::tool_sites(effects, summary, entry.name.as_str(), &verdict.shown, dirs)
-            }
-            None => vec![EffectSite {
-                effect: "unknown".into(),
-                call: "the file could not be analysed".into(),
-                file: verdict.shown.clone(),
-                line: 1,
-            }],
-        };
+    let sites = tool_sites(effects, entries, verdict, source, dirs);
+    for ((position, entry), sites) in entries.iter_mut().enumerate().zip(sites) {
         let sites = with_mcp(sites, state);
         let line = lines.get(position).copied();
         let derived = match apply(
@@ -93,6 +82,58 @@ pub(crate) fn judge_file(
         entry.effects = Some(Arc::new(ToolEffects { sites, derived }));
     }
     Ok(())
+}
+
+/// The sites of each of `entries` (in order): the cached ones when everything they were
+/// resolved from still holds, else resolved now (and kept for the next start).
+fn tool_sites(
+    effects: &mut Effects,
+    entries: &[crate::registry::ToolEntry],
+    verdict: &super::Verdict,
+    source: &[u8],
+    dirs: &[crate::lua::SearchDir],
+) -> Vec<Vec<EffectSite>> {
+    let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
+    let digest = digest::digest(source);
+    let key = resolved::key(&digest, &verdict.shown);
+    let dirs_key = lookups::dirs_key(dirs);
+    if let Some(dirs_key) = &dirs_key
+        && let Some(sites) = effects.resolved_sites(&key, &digest, (dirs_key, dirs), &names)
+    {
+        return sites;
+    }
+    // The tree discovery parsed is this source's unless the last good version runs.
+    let parsed = verdict
+        .top_level
+        .as_ref()
+        .and_then(|top| top.effects.as_ref())
+        .filter(|_| verdict.source.as_deref() == Some(source));
+    let Some(summary) = effects.summary(source, parsed) else {
+        let unknown = EffectSite {
+            effect: "unknown".into(),
+            call: "the file could not be analysed".into(),
+            file: verdict.shown.as_str().into(),
+            line: 1,
+        };
+        return names.iter().map(|_| vec![unknown.clone()]).collect();
+    };
+    let mut trail = resolved::Trail::recording();
+    let sites: Vec<Vec<EffectSite>> = names
+        .iter()
+        .map(|name| {
+            let dirs = (dirs_key.as_deref(), dirs);
+            resolve::tool_sites(effects, &summary, name, &verdict.shown, dirs, &mut trail)
+        })
+        .collect();
+    if let Some(dirs_key) = &dirs_key {
+        let tools: Vec<(&str, &[EffectSite])> = names
+            .iter()
+            .zip(&sites)
+            .map(|(name, sites)| (*name, &sites[..]))
+            .collect();
+        effects.keep_resolved(key, dirs_key, trail, &tools);
+    }
+    sites
 }
 
 /// `sites` plus an `mcp` site beside each literal `ctx.call` of an external MCP server's

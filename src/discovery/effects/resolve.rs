@@ -4,20 +4,26 @@
 
 use super::EffectSite;
 use super::cache::Effects;
+use super::resolved::Trail;
 use super::summary::{Reach, Summary};
-use crate::lua::{SearchDir, resolve_module};
+use crate::lua::SearchDir;
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+/// Where a file's modules are looked up: its search folders, and their
+/// [`super::lookups::dirs_key`].
+pub(super) type Dirs<'a> = (Option<&'a str>, &'a [SearchDir]);
+
 /// The effect sites of tool `tool` registered by the file `shown` (analysed as `summary`);
-/// modules are looked up in `dirs`.
+/// modules are looked up in `dirs`, and each name followed is noted in `trail`.
 pub(super) fn tool_sites(
     effects: &mut Effects,
     summary: &Summary,
     tool: &str,
     shown: &str,
-    dirs: &[SearchDir],
+    dirs: Dirs<'_>,
+    trail: &mut Trail,
 ) -> Vec<EffectSite> {
     // A registration whose name is unclear may be this tool's.
     let start = match summary.handlers.contains_key(super::scan::UNCLEAR) {
@@ -27,7 +33,14 @@ pub(super) fn tool_sites(
     let reach = closure(summary, start);
     let mut sites = Vec::new();
     let mut seen_modules = HashSet::new();
-    collect(effects, &reach, shown, dirs, &mut sites, &mut seen_modules);
+    let mut walk = Walk {
+        effects,
+        dirs,
+        trail,
+        sites: &mut sites,
+        seen_modules: &mut seen_modules,
+    };
+    walk.collect(&reach, shown);
     sites.sort();
     sites.dedup();
     sites
@@ -60,48 +73,61 @@ fn closure(summary: &Summary, start: &Reach) -> Reach {
     reach
 }
 
-/// Adds `reach`'s sites (in `shown`) and, recursively, its modules' (each module once).
-fn collect(
-    effects: &mut Effects,
-    reach: &Reach,
-    shown: &str,
-    dirs: &[SearchDir],
-    sites: &mut Vec<EffectSite>,
-    seen_modules: &mut HashSet<PathBuf>,
-) {
-    for site in &reach.sites {
-        sites.push(EffectSite {
-            effect: site.effect.clone(),
-            call: site.call.clone(),
-            file: shown.to_string(),
-            line: site.line,
-        });
-    }
-    let modules: &BTreeMap<String, u32> = &reach.modules;
-    for (module, line) in modules {
-        let unknown = |why: String| EffectSite {
-            effect: "unknown".into(),
-            call: format!("require('{module}'): {why}"),
-            file: shown.to_string(),
-            line: *line,
-        };
-        let (path, module_shown) = match resolve_module(dirs, module) {
-            Ok(found) => found,
-            Err(e) => {
-                sites.push(unknown(e.to_string()));
+/// One handler's walk through its modules.
+struct Walk<'w, 'd> {
+    effects: &'w mut Effects,
+    dirs: Dirs<'d>,
+    trail: &'w mut Trail,
+    sites: &'w mut Vec<EffectSite>,
+    /// Each module file once.
+    seen_modules: &'w mut HashSet<PathBuf>,
+}
+
+impl Walk<'_, '_> {
+    /// Adds `reach`'s sites (in `shown`) and, recursively, its modules' (each module once).
+    fn collect(&mut self, reach: &Reach, shown: &str) {
+        let shown: Arc<str> = shown.into();
+        for site in &reach.sites {
+            self.sites.push(EffectSite {
+                effect: site.effect.as_str().into(),
+                call: site.call.as_str().into(),
+                file: shown.clone(),
+                line: site.line,
+            });
+        }
+        let modules: &BTreeMap<String, u32> = &reach.modules;
+        for (module, line) in modules {
+            let unknown = |why: String| EffectSite {
+                effect: "unknown".into(),
+                call: format!("require('{module}'): {why}").into(),
+                file: shown.clone(),
+                line: *line,
+            };
+            let (key, dirs) = self.dirs;
+            let found = self.effects.find_module(key, dirs, module);
+            let (path, module_shown) = match &found {
+                Ok(found) => found.clone(),
+                Err(e) => {
+                    self.trail.note(module, &found, None);
+                    self.sites.push(unknown(e.clone()));
+                    continue;
+                }
+            };
+            let (summary, digest) = self.effects.summary_of_file(&path);
+            self.trail.note(module, &found, digest.as_deref());
+            if !self.seen_modules.insert(path) {
                 continue;
             }
-        };
-        if !seen_modules.insert(path.clone()) {
-            continue;
-        }
-        let summary: Option<Arc<Summary>> = effects.summary_of_file(&path);
-        match summary {
-            Some(summary) => {
-                let whole = summary.whole.clone();
-                collect(effects, &whole, &module_shown, dirs, sites, seen_modules);
+            match summary {
+                Some(summary) => self.collect(&summary.whole, &module_shown),
+                None => {
+                    // Perhaps for a passing reason (a read or a thread that failed): a
+                    // result resting on it is not kept.
+                    self.trail.forget();
+                    self.sites
+                        .push(unknown("the module could not be analysed".into()));
+                }
             }
-            None => sites.push(unknown("the module could not be analysed".into())),
         }
     }
 }

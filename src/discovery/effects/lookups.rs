@@ -1,0 +1,92 @@
+//! What one load learns of the file system while following handlers, each learnt once:
+//! where `require(name)` leads from a file's search folders (one `lstat` per module and
+//! folder list, not per tool), and each module file's bytes and digest (one read per module).
+//! Memoised for the load only: a later load (a reload, the next start) looks again.
+
+use crate::lua::{SearchDir, resolve_module};
+use foldhash::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+/// Where a module name led: the module's canonical path and its path as shown, or why it
+/// was not found (the message a site quotes).
+pub(super) type Found = Result<(PathBuf, String), String>;
+
+/// A module file as read in this load.
+#[derive(Debug)]
+pub(super) struct ModuleFile {
+    /// The digest of its bytes; `None`: it could not be read.
+    pub(super) digest: Option<String>,
+    /// Its bytes, until they are analysed (only a module not in the cache is).
+    pub(super) bytes: Option<Vec<u8>>,
+}
+
+/// The memoised look-ups of one load.
+#[derive(Debug, Default)]
+pub(super) struct Lookups {
+    /// By the search folders' [`dirs_key`], then by module name.
+    found: HashMap<String, HashMap<String, Found>>,
+    /// By canonical path.
+    files: HashMap<OsString, ModuleFile>,
+}
+
+/// The text that tells two search-folder lists apart (each folder's canonical and shown
+/// path, in order, each after its length: no separator to escape in JSON, none a path can
+/// fake); `None` when a path is not UTF-8 (such a list is neither memoised nor cached: it
+/// is looked up afresh every time).
+pub(super) fn dirs_key(dirs: &[SearchDir]) -> Option<String> {
+    let bytes: usize = dirs
+        .iter()
+        .map(|dir| dir.canonical.as_os_str().len() + dir.shown.as_os_str().len() + 8)
+        .sum();
+    let mut key = String::with_capacity(bytes);
+    for dir in dirs {
+        for path in [dir.canonical.to_str()?, dir.shown.to_str()?] {
+            push_decimal(&mut key, path.len());
+            key.push(':');
+            key.push_str(path);
+        }
+    }
+    Some(key)
+}
+
+/// Appends `n` in decimal (`write!` costs more than the rest of the key: this runs once
+/// per file on every start).
+fn push_decimal(text: &mut String, n: usize) {
+    if n >= 10 {
+        push_decimal(text, n / 10);
+    }
+    text.push(char::from(b'0' + (n % 10) as u8));
+}
+
+impl Lookups {
+    /// Where `require(name)` leads from `dirs` (whose [`dirs_key`] is `key`).
+    pub(super) fn find(&mut self, key: Option<&str>, dirs: &[SearchDir], name: &str) -> Found {
+        let look = || resolve_module(dirs, name).map_err(|e| e.to_string());
+        let Some(key) = key else { return look() };
+        if let Some(found) = self.found.get(key).and_then(|names| names.get(name)) {
+            return found.clone();
+        }
+        let found = look();
+        self.found
+            .entry(key.to_string())
+            .or_default()
+            .insert(name.to_string(), found.clone());
+        found
+    }
+
+    /// The module file at canonical `path`, read at its first use in this load.
+    pub(super) fn file(&mut self, path: &Path) -> &mut ModuleFile {
+        let key: &OsStr = path.as_os_str();
+        if !self.files.contains_key(key) {
+            let bytes =
+                crate::bounded_read::read_regular(path, crate::discovery::MAX_FILE_BYTES).ok();
+            let file = ModuleFile {
+                digest: bytes.as_deref().map(super::digest::digest),
+                bytes,
+            };
+            self.files.insert(key.to_os_string(), file);
+        }
+        self.files.get_mut(key).expect("inserted above")
+    }
+}
