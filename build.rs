@@ -8,17 +8,14 @@
 //! embeds with `include_bytes!`, so an installed `toolhost` needs no files beside it.
 //!
 //! And release builds of the binary on x86-64 Linux put the functions of its usual paths
-//! together (`linker/hot-symbols.txt`, see [`order_hot_symbols`]) and pack their relocations
-//! ([`pack_relocations`]): both shrink what every process maps of the binary.
+//! together (`linker/hot-symbols.txt`) and pack their relocations, where the linker can
+//! ([`link_layout`]): both shrink what every process maps of the binary.
 
 use std::path::{Path, PathBuf};
 
 fn main() {
     embed_library();
-    if default_release_linker() {
-        order_hot_symbols();
-        pack_relocations();
-    }
+    link_layout();
     println!("cargo::rerun-if-changed=src/lua/vm/bootstrap.lua");
     let source = std::fs::read_to_string("src/lua/vm/bootstrap.lua")
         .unwrap_or_else(|e| panic!("cannot read src/lua/vm/bootstrap.lua: {e}"));
@@ -81,77 +78,89 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<String>) {
     }
 }
 
-/// Whether this is a release build of the binary for x86-64 Linux with Rust's default
-/// linker (LLD since Rust 1.90), whose options [`order_hot_symbols`] and
-/// [`pack_relocations`] use. Another linker (a `-C linker`, `-fuse-ld` or linker setting in
-/// the flags) may not know them, so nothing is passed then; `TOOLHOST_NO_LINK_LAYOUT=1`
-/// turns both off by hand.
-fn default_release_linker() -> bool {
+/// Release builds of the binary for x86-64 Linux: the functions of its usual paths first
+/// ([`HOT_SYMBOLS`]) and packed relocations, each only when a probe program links (and,
+/// for the packed relocations, starts) with it, linked as this build links: the same
+/// compiler, target, flags and linker. A linker that does not know an option (GNU ld and
+/// gold know neither `--symbol-ordering-file` nor, before 2.38, the packing; Rust's own
+/// LLD knows both) then simply gets neither; `TOOLHOST_NO_LINK_LAYOUT=1` turns both off.
+fn link_layout() {
     println!("cargo::rerun-if-env-changed=TOOLHOST_NO_LINK_LAYOUT");
-    println!("cargo::rerun-if-env-changed=CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER");
+    println!("cargo::rerun-if-changed={HOT_SYMBOLS}");
     let var = |name: &str| std::env::var(name).unwrap_or_default();
-    let flags = var("CARGO_ENCODED_RUSTFLAGS");
-    var("PROFILE") == "release"
-        && var("TARGET") == "x86_64-unknown-linux-gnu"
-        && var("HOST") == "x86_64-unknown-linux-gnu"
-        && std::env::var_os("TOOLHOST_NO_LINK_LAYOUT").is_none()
-        && std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_none()
-        && !flags.contains("linker")
-        && !flags.contains("fuse-ld")
-        && rustc_minor().is_some_and(|minor| minor >= 90)
-}
-
-/// Hands `linker/hot-symbols.txt` (made by `scripts/hot-symbols.sh`) to the linker as its
-/// symbol ordering file. The functions a process runs then sit together at the front of
-/// `.text`; otherwise they are spread over most of it, and the kernel, which maps a file's
-/// pages 64 KiB at a time around each fault, maps most of the binary (12 of 24 MiB of code
-/// for a one-shot `call`; docs/performance.md). A name the build does not define is skipped,
-/// so a stale list only orders less.
-fn order_hot_symbols() {
-    println!("cargo::rerun-if-changed=linker/hot-symbols.txt");
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("linker/hot-symbols.txt");
+    if var("PROFILE") != "release"
+        || var("TARGET") != "x86_64-unknown-linux-gnu"
+        || std::env::var_os("TOOLHOST_NO_LINK_LAYOUT").is_some()
+    {
+        return;
+    }
+    // The functions a process runs then sit together at the front of `.text`; otherwise
+    // they are spread over most of it, and the kernel, which maps a file's pages 64 KiB at
+    // a time around each fault, maps most of the binary (12 of 24 MiB of code for a
+    // one-shot `call`; docs/performance.md). A name the build does not define is skipped,
+    // so a stale list only orders less.
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(HOT_SYMBOLS);
     let path = file.display().to_string();
+    let order = [
+        format!("-Wl,--symbol-ordering-file={path}"),
+        "-Wl,--no-warn-symbol-ordering".to_string(),
+    ];
     // `-Wl,` splits its argument at commas.
-    if file.is_file() && !path.contains(',') {
-        println!("cargo::rustc-link-arg-bins=-Wl,--symbol-ordering-file={path}");
-        println!("cargo::rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
+    if file.is_file() && !path.contains(',') && links("order", &order, false) {
+        for arg in order {
+            println!("cargo::rustc-link-arg-bins={arg}");
+        }
+    }
+    // 37,000 relative relocations were a 1 MiB table the dynamic loader reads at every
+    // start; packed (`DT_RELR`) it is 12 KiB. A glibc older than 2.36 refuses to start such
+    // a binary, so the probe must start here: the binary is built where it runs (`cargo
+    // install`; docs/install.md says what a binary copied elsewhere needs).
+    let packed = ["-Wl,-z,pack-relative-relocs".to_string()];
+    if var("HOST") == var("TARGET") && links("relr", &packed, true) {
+        println!("cargo::rustc-link-arg-bins={}", packed[0]);
     }
 }
 
-/// Packs the binary's relative relocations (`-z pack-relative-relocs`, `DT_RELR`): 37,000
-/// of them were a 1 MiB table the dynamic loader reads at every start. Only when this
-/// machine's C library is glibc 2.36 or later, which understands the packed form (an older
-/// one refuses to start such a binary) — the binary is built where it runs (`cargo install`).
-fn pack_relocations() {
-    let output = std::process::Command::new("getconf")
-        .arg("GNU_LIBC_VERSION")
-        .output();
-    let text = output
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .unwrap_or_default();
-    // "glibc 2.36"
-    let version = text.trim().strip_prefix("glibc ").unwrap_or_default();
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
-    let new_enough = matches!(
-        (parts.next().flatten(), parts.next().flatten()),
-        (Some(major), Some(minor)) if (major, minor) >= (2, 36)
-    );
-    if new_enough {
-        println!("cargo::rustc-link-arg-bins=-Wl,-z,pack-relative-relocs");
-    }
-}
+/// The ordering file [`link_layout`] hands the linker (made by `scripts/hot-symbols.sh`).
+const HOT_SYMBOLS: &str = "linker/hot-symbols.txt";
 
-/// The minor version of the compiler building this crate (`rustc 1.95.0 (…)` → 95).
-fn rustc_minor() -> Option<u32> {
-    let rustc = std::env::var_os("RUSTC")?;
-    let output = std::process::Command::new(rustc)
-        .arg("--version")
-        .output()
-        .ok()?;
-    let text = String::from_utf8(output.stdout).ok()?;
-    let version = text.split_whitespace().nth(1)?;
-    let mut parts = version.split('.');
-    (parts.next()? == "1").then_some(())?;
-    parts.next()?.parse().ok()
+/// Whether an empty program links with `args` given to the linker as this build's binary
+/// is linked (and, with `run`, whether it then starts).
+fn links(name: &str, args: &[String], run: bool) -> bool {
+    let var = |name: &str| std::env::var(name).unwrap_or_default();
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let source = out.join("link_probe.rs");
+    let program = out.join(format!("link_probe_{name}"));
+    if std::fs::write(&source, "fn main() {}\n").is_err() {
+        return false;
+    }
+    let mut probe = std::process::Command::new(var("RUSTC"));
+    probe
+        .args(["--crate-type=bin", "--edition=2021", "--target"])
+        .arg(var("TARGET"))
+        .arg("-o")
+        .arg(&program)
+        .arg(&source);
+    // The flags this build gets (`RUSTFLAGS`, `target.*.rustflags`), its linker setting.
+    for flag in var("CARGO_ENCODED_RUSTFLAGS").split('\x1f') {
+        if !flag.is_empty() {
+            probe.arg(flag);
+        }
+    }
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        let mut flag = std::ffi::OsString::from("-Clinker=");
+        flag.push(linker);
+        probe.arg(flag);
+    }
+    for arg in args {
+        probe.arg(format!("-Clink-arg={arg}"));
+    }
+    let quiet = |command: &mut std::process::Command| {
+        command
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+    };
+    quiet(&mut probe) && (!run || quiet(&mut std::process::Command::new(&program)))
 }

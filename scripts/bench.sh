@@ -16,6 +16,11 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
 cargo build --release --quiet
+# The binary as `cargo build --release` (and `cargo install`) links it, kept aside: `cargo
+# bench` and `cargo test --release` below relink target/release/toolhost with the test
+# dependencies' features, whose symbol names the hot-symbol order (build.rs) does not know.
+binary="$out/toolhost"
+cp target/release/toolhost "$binary"
 # divan benches (workloads are generated into target/bench-workloads on first use)
 for bench in discovery definitions calls store telemetry; do
   cargo bench --quiet --bench "$bench" 2>/dev/null | tee "$out/$bench.txt" >&2
@@ -29,13 +34,13 @@ cargo bench --quiet --bench thread_hop 2>/dev/null | tee "$out/thread_hop.txt" >
 # Whole process: start, discover (warm cache), one call; its time (133 and 1,000 tools) and
 # peak RSS (1,000 tools). Also a fixed CPU probe, so runs in the machine's two CPU speeds
 # can be told apart.
-python3 - "$out" > "$out/process.txt" <<'PY'
+BENCH_BINARY="$binary" python3 - "$out" > "$out/process.txt" <<'PY'
 import json, os, resource, subprocess, statistics, sys, time
 out = sys.argv[1]
 
 def command(n, cache="cache"):
     wl = f"target/bench-workloads/{n}"
-    return ["./target/release/toolhost", "--tools-dir", wl + "/tools-lua", "--config",
+    return [os.environ["BENCH_BINARY"], "--tools-dir", wl + "/tools-lua", "--config",
             wl + "/toolhost.toml", "--cache-dir", f"{out}/{cache}-{n}", "-q", "call", "echo",
             '{"text":"hello"}']
 
@@ -88,7 +93,7 @@ fastmcp=target/fastmcp-venv
 if [[ ! -x "$fastmcp/bin/python" ]] || ! "$fastmcp/bin/python" -c "import mcp.server.fastmcp" 2>/dev/null; then
   python3 -m venv "$fastmcp" && "$fastmcp/bin/pip" install --quiet "mcp==1.30.0"
 fi
-"$venv/bin/python" scripts/mcp_stdio_bench.py "$(pwd)/target/release/toolhost" \
+"$venv/bin/python" scripts/mcp_stdio_bench.py "$binary" \
   "$(pwd)/target/bench-workloads/133" "$(pwd)/target/bench-workloads/1000" \
   "$(pwd)/$fastmcp/bin/python" "$(pwd)/target/bench-workloads/133/workload.json" > "$out/mcp.txt" 2>/dev/null || true
 # Streamable HTTP: toolhost with sessions and --stateless against FastMCP's streamable HTTP
@@ -98,7 +103,7 @@ mcp_dir="$out/mcp"
 mkdir -p "$mcp_dir"
 cp -r target/bench-workloads/133/tools-lua "$mcp_dir/tools-lua"
 printf '[tool_search]\nenabled = "off"\n' > "$mcp_dir/toolhost.toml"
-"$venv/bin/python" scripts/mcp_http_bench.py "$(pwd)/target/release/toolhost" "$mcp_dir" 8 200 \
+"$venv/bin/python" scripts/mcp_http_bench.py "$binary" "$mcp_dir" 8 200 \
   "$(pwd)/$fastmcp/bin/python" "$(pwd)/target/bench-workloads/133/workload.json" >> "$out/mcp.txt" 2>/dev/null || true
 
 # A fleet: echo calls from 16 callers through a round-robin proxy to one and to three

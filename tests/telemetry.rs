@@ -274,6 +274,13 @@ fn a_failed_call_marks_its_spans_with_the_error_type() {
     let request = named(&spans, "tools/call no_such_tool");
     assert_eq!(request.attr("error.type"), Some("unknown_tool"));
     assert!(!spans.iter().any(|s| s.name == "execute_tool no_such_tool"));
+    let recorded = request.attribute_keys.iter().filter(|k| *k == "error.type");
+    assert_eq!(
+        recorded.count(),
+        1,
+        "error.type once: {:?}",
+        request.attribute_keys
+    );
 }
 
 #[test]

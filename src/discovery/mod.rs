@@ -171,6 +171,10 @@ pub(crate) fn find(dirs: &[ToolDir]) -> Found {
     }
 }
 
+/// At most this many candidates the verdict cache does not know are judged on the caller
+/// (each parse on a thread of its own) rather than streamed over the parser threads.
+const FEW_UNKNOWN: usize = 2;
+
 impl Found {
     /// Judges every candidate, using and refreshing the verdict cache in `cache_dir` when
     /// given.
@@ -190,14 +194,22 @@ impl Found {
         meanwhile: impl FnOnce(&(dyn InOrder + Sync)) -> R,
     ) -> (Vec<Verdict>, R) {
         let previous = cache_dir.map(VerdictCache::read).unwrap_or_default();
-        let known: Option<Vec<Option<bool>>> = self
+        let cached: Vec<Option<bool>> = self
             .candidates
             .iter()
-            .map(|candidate| match candidate.skip {
-                Some(_) => Some(None),
-                None => judge::cached_verdict(candidate, &previous).map(Some),
-            })
+            .map(|candidate| judge::cached_verdict(candidate, &previous))
             .collect();
+        let unknown = self
+            .candidates
+            .iter()
+            .zip(&cached)
+            .filter(|(candidate, cached)| candidate.skip.is_none() && cached.is_none())
+            .count();
+        // A file that does not parse is never cached: with one in a directory, the cache
+        // never knows every candidate, and streaming them all for it started a thread per
+        // core at every start. A few unknown ones are judged here instead, each parse on a
+        // thread of its own.
+        let known = (unknown <= FEW_UNKNOWN).then_some(cached);
         let (judgements, result) = match known {
             Some(known) => {
                 let judgements: Vec<Judgement> = self
@@ -207,7 +219,7 @@ impl Found {
                     .map(
                         |(candidate, cached)| match judge::prepare(candidate, cached) {
                             judge::Prepared::Judged(judgement) => judgement,
-                            // Not expected (the cache knew it), but never parsed on this stack.
+                            // One of the few unknown ones: never parsed on this stack.
                             judge::Prepared::Parse(verdict, stamp) => {
                                 let outcome = stream::parse_alone(&verdict);
                                 judge::settle(verdict, stamp, outcome)

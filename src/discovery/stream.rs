@@ -1,8 +1,9 @@
 //! Judging candidates on every core: parser threads (large stacks) take the candidates in
 //! load order and each writes its judgement into the candidate's own slot, while the caller
 //! may already use the verdicts judged so far (the loader runs file i as soon as slot i is
-//! filled). A judgement that panics, or a slot no thread is left to fill, is a parse error
-//! of that file: whoever waits for a slot never waits for a thread that is gone.
+//! filled). A judgement that panics is a parse error of that file; a slot no thread is left
+//! to fill is judged by the caller: whoever waits for a slot never waits for a thread that
+//! is gone.
 
 use super::Verdict;
 use super::cache::VerdictCache;
@@ -73,7 +74,9 @@ impl InOrder for Judging<'_> {
             }
             if self.alive.load(Ordering::Acquire) == 0 {
                 let candidate = self.candidates[index].clone();
-                return &slot.get_or_init(|| judge::unjudged(candidate)).verdict;
+                return &slot
+                    .get_or_init(|| judge_on_caller(candidate, self.previous))
+                    .verdict;
             }
             self.filled.wait(&mut guard);
         }
@@ -114,16 +117,32 @@ impl<'a> Judging<'a> {
         self.filled.notify_all();
     }
 
-    /// Every judgement, in load order; a slot nobody filled is a parse error.
+    /// Every judgement, in load order; a slot nobody filled is judged now, on the caller.
     fn into_judgements(self) -> Vec<Judgement> {
+        let previous = self.previous;
         self.slots
             .into_iter()
             .zip(self.candidates)
             .map(|(slot, candidate)| {
                 slot.into_inner()
-                    .unwrap_or_else(|| judge::unjudged(candidate.clone()))
+                    .unwrap_or_else(|| judge_on_caller(candidate.clone(), previous))
             })
             .collect()
+    }
+}
+
+/// A candidate no parser thread is left to judge (none could start: a memory limit, a
+/// thread limit): every step but the parse on the caller, the parse (when it needs one) on
+/// a thread of its own, never on the caller's stack. Only a file that needs a parse can then
+/// fail for want of a thread; a cached or prefiltered one is judged as ever.
+fn judge_on_caller(candidate: Candidate, previous: &VerdictCache) -> Judgement {
+    let cached = judge::cached_verdict(&candidate, previous);
+    match judge::prepare(candidate, cached) {
+        judge::Prepared::Judged(judgement) => judgement,
+        judge::Prepared::Parse(verdict, stamp) => {
+            let outcome = parse_alone(&verdict);
+            judge::settle(verdict, stamp, outcome)
+        }
     }
 }
 
@@ -210,16 +229,27 @@ mod tests {
     }
 
     #[test]
-    fn a_slot_no_thread_is_left_to_fill_is_a_parse_error_not_a_wait() {
+    fn a_slot_no_thread_is_left_to_fill_is_judged_by_the_caller_not_waited_for() {
         let dir = tempfile::tempdir().unwrap();
-        let found = candidates(dir.path(), &["registry.register{ name = 'a' }"]);
+        let found = candidates(
+            dir.path(),
+            &[
+                "registry.register{ name = 'a' }",
+                "return {}",
+                "registry.register{",
+            ],
+        );
         let previous = VerdictCache::default();
         // No parser thread ever started.
         let judging = Judging::new(&found, &previous);
-        let verdict = judging.verdict(0);
-        assert_eq!(verdict.reason, Reason::ParseError);
-        let error = verdict.error.as_ref().unwrap().to_string();
-        assert!(error.contains("the parser could not run"), "{error}");
+        assert_eq!(judging.verdict(0).reason, Reason::Registers);
+        assert_eq!(judging.verdict(1).reason, Reason::Prefilter);
+        let judgements = judging.into_judgements();
+        let reasons: Vec<Reason> = judgements.iter().map(|j| j.verdict.reason).collect();
+        assert_eq!(
+            reasons,
+            [Reason::Registers, Reason::Prefilter, Reason::ParseError]
+        );
     }
 
     #[test]

@@ -348,7 +348,8 @@ impl Host {
         // The call's span goes with the work to the VM's thread: the MCP request's own when
         // the call is one (it is the tool's execution span), else a span of its own under
         // the caller's (a `ctx.call`'s under the calling handler's).
-        let span = match crate::telemetry::in_tool_request() {
+        let request_span = crate::telemetry::in_tool_request();
+        let span = match request_span {
             true => tracing::Span::current(),
             false => call_span(name),
         };
@@ -382,7 +383,10 @@ impl Host {
         } else {
             answer
         };
-        called(&span, name, &answer.result);
+        // The request's own span gets its error from the MCP layer (an attribute recorded
+        // twice is exported twice).
+        let own_span = (!request_span).then_some(&span);
+        called(own_span, name, &answer.result);
         answer
     }
 }
@@ -402,10 +406,11 @@ fn call_span(name: &str) -> tracing::Span {
     )
 }
 
-/// Records how a call of `name` ended: its span's error, the tool-call counter.
-fn called(span: &tracing::Span, name: &str, result: &ToolResult) {
+/// Records how a call of `name` ended: its own span's error (when it has a span of its
+/// own), the tool-call counter.
+fn called(span: Option<&tracing::Span>, name: &str, result: &ToolResult) {
     let error_type = result.error_type().map(ErrorType::as_str);
-    if let Some(kind) = error_type {
+    if let (Some(kind), Some(span)) = (error_type, span) {
         span.record("error.type", kind);
         span.record("otel.status_code", "error");
     }

@@ -25,6 +25,9 @@ pub struct Span {
     /// OTLP's `SpanKind`: 2 server, 3 client, 1 internal.
     pub kind: i32,
     pub attributes: HashMap<String, String>,
+    /// Every attribute key as the span carried it, in order (a key recorded twice is here
+    /// twice; `attributes` keeps one).
+    pub attribute_keys: Vec<String>,
 }
 
 impl Span {
@@ -142,6 +145,7 @@ fn flatten(request: ExportTraceServiceRequest) -> Vec<Span> {
                     span_id: hex(&span.span_id),
                     parent_span_id: hex(&span.parent_span_id),
                     kind: span.kind,
+                    attribute_keys: span.attributes.iter().map(|kv| kv.key.clone()).collect(),
                     attributes: span
                         .attributes
                         .iter()
