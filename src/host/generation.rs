@@ -110,27 +110,15 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         }
     }
     let (plan, planned) = discovery::plan(&verdicts, recipe.dirs, &mut registrations);
-    // Explicit files (`check FILES`) are analysed afresh, like they always run.
-    let mut effects = match recipe.only_files {
-        None => discovery::Effects::read(recipe.cache_dir, recipe.annotation_check),
-        Some(_) => discovery::Effects::uncached(recipe.annotation_check),
-    };
+    let mut effects = effects_of(recipe);
     let snapshot = verdicts.clone();
     let mut primary = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
     let replica_count = recipe.vms.saturating_sub(1);
-    let mut replicas: Vec<(LuaVm, Vec<discovery::ReplicaFile>)> = Vec::new();
+    let mut replicas: Vec<Replica> = Vec::new();
     let mut sources = discovery::Sources::new();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..replica_count)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut vm = LuaVm::new(recipe.settings).ok()?;
-                    let files = vm.loading_without_gc(|vm| {
-                        discovery::load_replica(&snapshot, recipe.dirs, vm, recipe.last_good, &plan)
-                    });
-                    Some((vm, files))
-                })
-            })
+            .map(|_| scope.spawn(|| replica(recipe, &snapshot, &plan)))
             .collect();
         let mut schemas = discovery::KnownSchemas::read(recipe.cache_dir);
         sources = primary.loading_without_gc(|vm| {
@@ -149,12 +137,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         effects.write_if_changed();
         schemas.write_if_changed(recipe.cache_dir);
         registrations.write_if_changed();
-        for handle in handles {
-            match handle.join() {
-                Ok(Some(replica)) => replicas.push(replica),
-                _ => tracing::warn!("a replica VM could not be loaded; continuing with fewer VMs"),
-            }
-        }
+        replicas = joined(handles);
     });
     for index in unparsable {
         let verdict = &mut verdicts[index];
@@ -165,13 +148,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
             }
         }
     }
-    let replicas: Vec<LuaVm> = replicas
-        .into_iter()
-        .map(|(mut vm, files)| {
-            discovery::reconcile_replica(&verdicts, files, &mut vm);
-            vm
-        })
-        .collect();
+    let replicas = reconciled(&verdicts, replicas);
     tracing::debug!(
         "discovery: {} candidates judged in {:?}, loaded on {} VM(s) in {:?}",
         verdicts.len(),
@@ -198,10 +175,7 @@ fn load_while_judging(
     mut registrations: discovery::Registrations,
     started: std::time::Instant,
 ) -> Result<Generation> {
-    let mut effects = match recipe.only_files {
-        None => discovery::Effects::read(recipe.cache_dir, recipe.annotation_check),
-        Some(_) => discovery::Effects::uncached(recipe.annotation_check),
-    };
+    let mut effects = effects_of(recipe);
     let mut schemas = discovery::KnownSchemas::read(recipe.cache_dir);
     let replica_count = recipe.vms.saturating_sub(1);
     let no_plan = discovery::Plan::new();
@@ -209,21 +183,7 @@ fn load_while_judging(
         std::thread::scope(|scope| {
             // Replicas run the same files on their own threads, each as soon as it is judged.
             let handles: Vec<_> = (0..replica_count)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut vm = LuaVm::new(recipe.settings).ok()?;
-                        let files = vm.loading_without_gc(|vm| {
-                            discovery::load_replica(
-                                judged,
-                                recipe.dirs,
-                                vm,
-                                recipe.last_good,
-                                &no_plan,
-                            )
-                        });
-                        Some((vm, files))
-                    })
-                })
+                .map(|_| scope.spawn(|| replica(recipe, judged, &no_plan)))
                 .collect();
             let primary = LuaVm::new(recipe.settings).map(|mut vm| {
                 let ran = vm.loading_without_gc(|vm| {
@@ -238,15 +198,7 @@ fn load_while_judging(
                 });
                 (vm, ran)
             });
-            let mut replicas = Vec::new();
-            for handle in handles {
-                match handle.join() {
-                    Ok(Some(replica)) => replicas.push(replica),
-                    _ => tracing::warn!(
-                        "a replica VM could not be loaded; continuing with fewer VMs"
-                    ),
-                }
-            }
+            let replicas = joined(handles);
             primary.map(|(vm, ran)| (vm, ran, replicas))
         })
     });
@@ -267,13 +219,7 @@ fn load_while_judging(
     effects.write_if_changed();
     schemas.write_if_changed(recipe.cache_dir);
     registrations.write_if_changed();
-    let replicas: Vec<LuaVm> = replicas
-        .into_iter()
-        .map(|(mut vm, files)| {
-            discovery::reconcile_replica(&verdicts, files, &mut vm);
-            vm
-        })
-        .collect();
+    let replicas = reconciled(&verdicts, replicas);
     tracing::debug!(
         "discovery: {} candidates judged and run on {} VM(s) while judging in {:?}, committed in {:?}",
         verdicts.len(),
@@ -287,6 +233,56 @@ fn load_while_judging(
         verdicts: settled(verdicts),
         sources,
     })
+}
+
+/// How this build analyses effects: with `effects.json`, or afresh for explicit files
+/// (`check FILES`), which always run too.
+fn effects_of(recipe: &Recipe<'_>) -> discovery::Effects {
+    match recipe.only_files {
+        None => discovery::Effects::read(recipe.cache_dir, recipe.annotation_check),
+        Some(_) => discovery::Effects::uncached(recipe.annotation_check),
+    }
+}
+
+/// A loaded replica VM and what it made of each file.
+type Replica = (LuaVm, Vec<discovery::ReplicaFile>);
+
+/// A replica VM loading `verdicts` (each as soon as it is judged) and deferring the files
+/// in `plan`; `None` when the VM cannot be made.
+fn replica(
+    recipe: &Recipe<'_>,
+    verdicts: &dyn discovery::InOrder,
+    plan: &discovery::Plan,
+) -> Option<Replica> {
+    let mut vm = LuaVm::new(recipe.settings).ok()?;
+    let files = vm.loading_without_gc(|vm| {
+        discovery::load_replica(verdicts, recipe.dirs, vm, recipe.last_good, plan)
+    });
+    Some((vm, files))
+}
+
+/// The replicas that loaded (one that could not is left out, with a warning).
+fn joined(handles: Vec<std::thread::ScopedJoinHandle<'_, Option<Replica>>>) -> Vec<Replica> {
+    let mut replicas = Vec::new();
+    for handle in handles {
+        match handle.join() {
+            Ok(Some(replica)) => replicas.push(replica),
+            _ => tracing::warn!("a replica VM could not be loaded; continuing with fewer VMs"),
+        }
+    }
+    replicas
+}
+
+/// The replicas, each keeping only the files that registered on it what they registered
+/// on the first VM.
+fn reconciled(verdicts: &[Verdict], replicas: Vec<Replica>) -> Vec<LuaVm> {
+    replicas
+        .into_iter()
+        .map(|(mut vm, files)| {
+            discovery::reconcile_replica(verdicts, files, &mut vm);
+            vm
+        })
+        .collect()
 }
 
 /// The verdicts as a generation keeps them: sources dropped, sorted by path.
