@@ -17,17 +17,7 @@ fn tool(name: &str, annotations: &str, body: &str) -> String {
 
 /// `toolhost list --json` in the fixture, by tool name.
 fn listed(fx: &Fixture) -> Vec<Value> {
-    let out = fx
-        .toolhost()
-        .args(["list", "--json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Vec<Value>>(&out.stdout).expect("JSON array")
+    fx.list_json()
 }
 
 fn listed_tool(fx: &Fixture, name: &str) -> Value {

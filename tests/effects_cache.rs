@@ -18,18 +18,8 @@ fn tool(name: &str, prelude: &str, body: &str) -> String {
 
 /// `toolhost list --json`, by tool name: (effects, annotations) of each tool.
 fn listed(fx: &Fixture) -> Vec<(String, Value, Value)> {
-    let out = fx
-        .toolhost()
-        .args(["list", "--json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let tools: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON array");
-    let mut listed: Vec<_> = tools
+    let mut listed: Vec<_> = fx
+        .list_json()
         .into_iter()
         .map(|tool| {
             (

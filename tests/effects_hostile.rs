@@ -192,18 +192,7 @@ fn a_handler_that_is_not_a_literal_registration_counts_the_whole_file() {
 
 /// `toolhost list --json`'s entry for tool `name` in the fixture.
 fn listed(fx: &Fixture, name: &str) -> serde_json::Value {
-    let out = fx
-        .toolhost()
-        .args(["list", "--json"])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice::<Vec<serde_json::Value>>(&out.stdout)
-        .expect("JSON array")
+    fx.list_json()
         .into_iter()
         .find(|tool| tool["name"] == name)
         .unwrap_or_else(|| panic!("{name} is not listed"))

@@ -62,6 +62,21 @@ impl Fixture {
         cmd
     }
 
+    /// `toolhost list --json` in the fixture: every tool's entry (the run must succeed).
+    pub fn list_json(&self) -> Vec<Value> {
+        let out = self
+            .toolhost()
+            .args(["list", "--json"])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("JSON array")
+    }
+
     /// Writes `content` to `rel` (relative to the fixture root), creating parents.
     pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
         let path = self.root().join(rel);
