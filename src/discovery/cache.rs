@@ -3,8 +3,9 @@
 //! wrong shape) means "no cache"; writing is best effort, atomic (temp file + rename) and
 //! only happens when something changed.
 
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
@@ -17,7 +18,7 @@ pub(super) type Stamp = (u64, u64);
 /// The cached verdicts, by absolute path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct VerdictCache {
-    entries: BTreeMap<String, (Stamp, bool)>,
+    entries: HashMap<String, (Stamp, bool), foldhash::fast::RandomState>,
 }
 
 /// The stamp in already read metadata.
@@ -49,20 +50,7 @@ impl VerdictCache {
     }
 
     fn parse(bytes: &[u8]) -> Option<Self> {
-        let Value::Object(map) = serde_json::from_slice::<Value>(bytes).ok()? else {
-            return None;
-        };
-        let mut entries = BTreeMap::new();
-        for (path, value) in map {
-            // One wrong-shaped entry invalidates only itself.
-            if let Value::Array(items) = value
-                && let [mtime, size, registers] = items.as_slice()
-                && let (Some(mtime), Some(size), Some(registers)) =
-                    (mtime.as_u64(), size.as_u64(), registers.as_bool())
-            {
-                entries.insert(path, ((mtime, size), registers));
-            }
-        }
+        let Entries(entries) = serde_json::from_slice(bytes).ok()?;
         Some(Self { entries })
     }
 
@@ -94,10 +82,144 @@ impl VerdictCache {
 
     fn write(&self, cache_dir: &Path) -> std::io::Result<()> {
         let mut map = Map::new();
-        for (path, ((mtime, size), registers)) in &self.entries {
+        let mut entries: Vec<_> = self.entries.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (path, ((mtime, size), registers)) in entries {
             map.insert(path.clone(), serde_json::json!([mtime, size, registers]));
         }
         write_atomically(cache_dir, "discovery.json", &Value::Object(map).to_string())
+    }
+}
+
+/// The file's object read straight into entries (no `Value` tree: a warm start reads it
+/// every time); an entry of any other shape than `[mtime_ns, size, registers]` is left out
+/// (it invalidates only itself), anything but an object fails the whole file.
+struct Entries(HashMap<String, (Stamp, bool), foldhash::fast::RandomState>);
+
+impl<'de> Deserialize<'de> for Entries {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> Visitor<'de> for Object {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of verdicts")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entries, A::Error> {
+                let capacity = map.size_hint().unwrap_or(0).min(4096);
+                let mut entries = HashMap::with_capacity_and_hasher(capacity, Default::default());
+                while let Some((path, Entry(entry))) = map.next_entry::<String, Entry>()? {
+                    match entry {
+                        Some(entry) => entries.insert(path, entry),
+                        // A later well-shaped duplicate still counts, as with a `Value` map.
+                        None => entries.remove(&path),
+                    };
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
+}
+
+/// One entry: `Some` when it is `[mtime_ns, size, registers]`, `None` for any other JSON.
+struct Entry(Option<(Stamp, bool)>);
+
+/// One element of an entry's array.
+enum Item {
+    Number(u64),
+    Bool(bool),
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Entry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Shape;
+        impl<'de> Visitor<'de> for Shape {
+            type Value = Entry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("[mtime_ns, size, registers]")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Entry, A::Error> {
+                let first = seq.next_element::<Item>()?;
+                let second = seq.next_element::<Item>()?;
+                let third = seq.next_element::<Item>()?;
+                let mut extra = false;
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    extra = true;
+                }
+                Ok(Entry(match (first, second, third, extra) {
+                    (
+                        Some(Item::Number(mtime)),
+                        Some(Item::Number(size)),
+                        Some(Item::Bool(registers)),
+                        false,
+                    ) => Some(((mtime, size), registers)),
+                    _ => None,
+                }))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Entry, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Entry(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Entry, E> {
+                Ok(Entry(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Entry, E> {
+                Ok(Entry(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Entry, E> {
+                Ok(Entry(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Entry, E> {
+                Ok(Entry(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Entry, E> {
+                Ok(Entry(None))
+            }
+            fn visit_unit<E>(self) -> Result<Entry, E> {
+                Ok(Entry(None))
+            }
+        }
+        deserializer.deserialize_any(Shape)
+    }
+}
+
+impl<'de> Deserialize<'de> for Item {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Scalar;
+        impl<'de> Visitor<'de> for Scalar {
+            type Value = Item;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number or a boolean")
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Item, E> {
+                Ok(Item::Number(n))
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Item, E> {
+                Ok(Item::Bool(b))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Item, E> {
+                Ok(Item::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Item, E> {
+                Ok(Item::Other)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Item, E> {
+                Ok(Item::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Item, E> {
+                Ok(Item::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Item::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Item::Other)
+            }
+        }
+        deserializer.deserialize_any(Scalar)
     }
 }
 
@@ -131,6 +253,37 @@ mod tests {
         assert_eq!(cache.get("/a", (1, 2)), Some(true));
         assert_eq!(cache.get("/a", (1, 3)), None);
         assert_eq!(cache.get("/b", (1, 2)), None);
+    }
+
+    #[test]
+    fn an_entry_of_any_other_shape_invalidates_only_itself() {
+        let text = br#"{"/ok":[1,2,false],"/long":[1,2,true,4],"/short":[1,2],"/neg":[-1,2,true],
+            "/float":[1.5,2,true],"/nested":[[1],2,true],"/obj":{"a":[1,2,true]},"/null":null,
+            "/str":"x","/empty":[],"/last":[3,4,true]}"#;
+        let cache = VerdictCache::parse(text).unwrap();
+        let kept: Vec<&String> = {
+            let mut kept: Vec<&String> = cache.entries.keys().collect();
+            kept.sort();
+            kept
+        };
+        assert_eq!(kept, ["/last", "/ok"]);
+        assert_eq!(cache.get("/ok", (1, 2)), Some(false));
+        assert_eq!(cache.get("/last", (3, 4)), Some(true));
+    }
+
+    #[test]
+    fn a_duplicate_path_counts_as_its_last_entry() {
+        let cache = VerdictCache::parse(br#"{"/a":[1,2,true],"/a":[1,2,false]}"#).unwrap();
+        assert_eq!(cache.get("/a", (1, 2)), Some(false));
+        let cache = VerdictCache::parse(br#"{"/a":[1,2,true],"/a":"x"}"#).unwrap();
+        assert_eq!(cache.get("/a", (1, 2)), None);
+    }
+
+    #[test]
+    fn trailing_garbage_or_a_non_object_is_no_cache() {
+        assert_eq!(VerdictCache::parse(br#"{"/a":[1,2,true]} x"#), None);
+        assert_eq!(VerdictCache::parse(b"null"), None);
+        assert_eq!(VerdictCache::parse(b"\"[1,2,true]\""), None);
     }
 
     #[test]

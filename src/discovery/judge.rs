@@ -89,23 +89,24 @@ pub(super) fn prepare(candidate: Candidate, cached: Option<bool>) -> Prepared {
             return judged(verdict, None);
         }
     };
-    let may_register = super::prefilter::may_register(&bytes);
     if let Some(stamp) = stamp
         && let Some(registers) = cached
     {
         verdict.cached = true;
         verdict.registers = registers;
-        verdict.reason = match (registers, may_register) {
-            (true, _) => Reason::Registers,
-            (false, false) => Reason::Prefilter,
-            (false, true) => Reason::NoTopLevelRegister,
+        // The prefilter only names why a cached file does not register (a warm start's
+        // registering files are never scanned).
+        verdict.reason = match registers {
+            true => Reason::Registers,
+            false if super::prefilter::may_register(&bytes) => Reason::NoTopLevelRegister,
+            false => Reason::Prefilter,
         };
         if registers {
             verdict.source = Some(bytes.into());
         }
         return judged(verdict, Some((stamp, registers)));
     }
-    if !may_register {
+    if !super::prefilter::may_register(&bytes) {
         verdict.reason = Reason::Prefilter;
         return judged(verdict, stamp.map(|stamp| (stamp, false)));
     }

@@ -54,6 +54,12 @@ pub(super) struct Generation {
 /// the same tools as on the first VM. Files whose registrations the registration cache
 /// holds are not run: every VM runs them at first use.
 pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
+    std::thread::scope(|scope| build_while_preparing(recipe, Pending::start(scope, recipe)))
+}
+
+/// [`build`], with the first VM, `effects.json` and the schema cache on their way
+/// (`pending`).
+fn build_while_preparing(recipe: &Recipe<'_>, pending: Pending<'_, '_>) -> Result<Generation> {
     let mut state = RegistryState::new(recipe.plugins_allowing_override.clone());
     for native in recipe.natives {
         state
@@ -92,7 +98,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
     // a cold start or the first after an upgrade. Then the VMs run each file as soon as it
     // is judged.
     if recipe.stream_cold && registrations.holds_nothing() && recipe.last_good.is_empty() {
-        return load_while_judging(recipe, state, found, registrations, started);
+        return load_while_judging(recipe, state, found, registrations, pending, started);
     }
     let mut verdicts = found.judge(Some(recipe.cache_dir));
     let judged = started.elapsed();
@@ -110,9 +116,12 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         }
     }
     let (plan, planned) = discovery::plan(&verdicts, recipe.dirs, &mut registrations);
-    let mut effects = effects_of(recipe);
+    let Prepared {
+        vm: mut primary,
+        mut effects,
+        mut schemas,
+    } = pending.take(recipe)?;
     let snapshot = verdicts.clone();
-    let mut primary = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
     let replica_count = recipe.vms.saturating_sub(1);
     let mut replicas: Vec<Replica> = Vec::new();
     let mut sources = discovery::Sources::new();
@@ -120,7 +129,6 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
         let handles: Vec<_> = (0..replica_count)
             .map(|_| scope.spawn(|| replica(recipe, &snapshot, &plan)))
             .collect();
-        let mut schemas = discovery::KnownSchemas::read(recipe.cache_dir);
         sources = primary.loading_without_gc(|vm| {
             discovery::load_all(
                 &mut verdicts,
@@ -173,10 +181,9 @@ fn load_while_judging(
     mut state: RegistryState,
     found: discovery::Found,
     mut registrations: discovery::Registrations,
+    pending: Pending<'_, '_>,
     started: std::time::Instant,
 ) -> Result<Generation> {
-    let mut effects = effects_of(recipe);
-    let mut schemas = discovery::KnownSchemas::read(recipe.cache_dir);
     let replica_count = recipe.vms.saturating_sub(1);
     let no_plan = discovery::Plan::new();
     let (mut verdicts, loaded) = found.judge_while(Some(recipe.cache_dir), |judged| {
@@ -185,24 +192,29 @@ fn load_while_judging(
             let handles: Vec<_> = (0..replica_count)
                 .map(|_| scope.spawn(|| replica(recipe, judged, &no_plan)))
                 .collect();
-            let primary = LuaVm::new(recipe.settings).map(|mut vm| {
-                let ran = vm.loading_without_gc(|vm| {
+            let primary = pending.take(recipe).map(|mut prepared| {
+                let ran = prepared.vm.loading_without_gc(|vm| {
                     discovery::run_all(
                         judged,
                         recipe.dirs,
                         vm,
                         recipe.last_good,
-                        &mut schemas,
+                        &mut prepared.schemas,
                         discovery::PlannedEntries::none(),
                     )
                 });
-                (vm, ran)
+                (prepared, ran)
             });
             let replicas = joined(handles);
-            primary.map(|(vm, ran)| (vm, ran, replicas))
+            primary.map(|(prepared, ran)| (prepared, ran, replicas))
         })
     });
-    let (mut primary, ran, replicas) = loaded.map_err(Error::Lua)?;
+    let (prepared, ran, replicas) = loaded?;
+    let Prepared {
+        vm: mut primary,
+        mut effects,
+        schemas,
+    } = prepared;
     let ran_at = started.elapsed();
     let sources = primary.loading_without_gc(|vm| {
         discovery::commit_all(
@@ -233,6 +245,58 @@ fn load_while_judging(
         verdicts: settled(verdicts),
         sources,
     })
+}
+
+/// What a build needs that does not depend on discovery: the first VM, the effects cache
+/// and the known schemas.
+struct Prepared {
+    /// The first VM, with nothing loaded yet.
+    vm: LuaVm,
+    /// `effects.json`, read.
+    effects: discovery::Effects,
+    /// The schema cache, read.
+    schemas: discovery::KnownSchemas,
+}
+
+/// Makes what [`Prepared`] holds.
+fn prepare(recipe: &Recipe<'_>) -> Result<Prepared> {
+    Ok(Prepared {
+        vm: LuaVm::new(recipe.settings).map_err(Error::Lua)?,
+        effects: effects_of(recipe),
+        schemas: discovery::KnownSchemas::read(recipe.cache_dir),
+    })
+}
+
+/// A [`Prepared`] on its way: made on a thread of its own while the caller finds and judges
+/// the candidates (creating a VM and parsing two cache files are a third of a warm start,
+/// and none of it waits for discovery), or on the caller when no thread could start.
+enum Pending<'scope, 'env> {
+    /// Being made on this thread.
+    Thread(std::thread::ScopedJoinHandle<'scope, Result<Prepared>>),
+    /// To be made by the caller.
+    Inline(std::marker::PhantomData<&'env ()>),
+}
+
+impl<'scope, 'env> Pending<'scope, 'env> {
+    /// Starts making a [`Prepared`] for `recipe` on a thread of `scope`.
+    fn start(scope: &'scope std::thread::Scope<'scope, 'env>, recipe: &'env Recipe<'env>) -> Self {
+        std::thread::Builder::new()
+            .name("toolhost-prepare".into())
+            .spawn_scoped(scope, || prepare(recipe))
+            .map_or(Self::Inline(std::marker::PhantomData), Self::Thread)
+    }
+
+    /// The [`Prepared`], waiting for its thread if it has one.
+    fn take(self, recipe: &Recipe<'_>) -> Result<Prepared> {
+        match self {
+            Self::Thread(handle) => handle.join().unwrap_or_else(|_| {
+                Err(Error::Lua(mlua::Error::runtime(
+                    "the thread preparing the first VM failed",
+                )))
+            }),
+            Self::Inline(_) => prepare(recipe),
+        }
+    }
 }
 
 /// How this build analyses effects: with `effects.json`, or afresh for explicit files
