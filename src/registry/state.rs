@@ -46,6 +46,10 @@ pub(crate) struct Applied {
 
 type Key = (Option<String>, String);
 
+/// A batch's tools before they enter the registry (foldhash: a start applies every file's
+/// batch, and SipHash was a tenth of that).
+type Staged = HashMap<Key, Arc<ToolEntry>, foldhash::fast::RandomState>;
+
 impl RegistryState {
     /// An empty registry whose plugins in `plugins_allowing_override` have the operator's
     /// opt-in (`[plugins.ID] allow_tool_override = true`).
@@ -74,11 +78,11 @@ impl RegistryState {
         tools: Vec<ToolEntry>,
         hooks: Vec<HookEntry>,
     ) -> Result<Applied, Rejection> {
-        let mut staged: HashMap<Key, Arc<ToolEntry>> = HashMap::new();
+        let mut staged: Staged = HashMap::with_capacity_and_hasher(tools.len(), Default::default());
         let mut applied = Applied::default();
         let mut order: Vec<Key> = Vec::with_capacity(tools.len());
         for (index, tool) in tools.into_iter().enumerate() {
-            let key: Key = (tool.scope.clone(), tool.name.to_string());
+            let key: Key = (tool.scope.clone(), tool.name.as_str().to_owned());
             let existing = self.existing_for(&tool, &staged);
             // The library is the fallback: loaded after the built-in directories (and the
             // native and MCP tools), its tool steps aside for one of the same name from
@@ -184,12 +188,8 @@ impl RegistryState {
         &self.hooks
     }
 
-    fn existing_for(
-        &self,
-        tool: &ToolEntry,
-        staged: &HashMap<Key, Arc<ToolEntry>>,
-    ) -> Option<Arc<ToolEntry>> {
-        let own = (tool.scope.clone(), tool.name.to_string());
+    fn existing_for(&self, tool: &ToolEntry, staged: &Staged) -> Option<Arc<ToolEntry>> {
+        let own = (tool.scope.clone(), tool.name.as_str().to_owned());
         if let Some(entry) = staged.get(&own) {
             return Some(entry.clone());
         }
@@ -201,7 +201,7 @@ impl RegistryState {
             {
                 return Some(entry.clone());
             }
-            let global = (None, tool.name.to_string());
+            let global = (None, tool.name.as_str().to_owned());
             if let Some(entry) = staged.get(&global) {
                 return Some(entry.clone());
             }
