@@ -59,7 +59,7 @@ pub(super) fn build(recipe: &Recipe<'_>) -> Result<Generation> {
 
 /// [`build`], with the first VM, `effects.json` and the schema cache on their way
 /// (`pending`).
-fn build_while_preparing(recipe: &Recipe<'_>, pending: Pending<'_, '_>) -> Result<Generation> {
+fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> Result<Generation> {
     let mut state = RegistryState::new(recipe.plugins_allowing_override.clone());
     for native in recipe.natives {
         state
@@ -85,14 +85,7 @@ fn build_while_preparing(recipe: &Recipe<'_>, pending: Pending<'_, '_>) -> Resul
         }
         None => discovery::find(recipe.dirs),
     };
-    // Explicit files (`check FILES`) always run: checking them is the point.
-    let mut registrations = match (recipe.only_files, recipe.run_every_file) {
-        (None, false) => discovery::Registrations::read(recipe.cache_dir).under_limits(
-            recipe.settings.memory_limit_bytes,
-            recipe.settings.probe_timeout,
-        ),
-        _ => discovery::Registrations::disabled(),
-    };
+    let mut registrations = pending.registrations(recipe);
     // Running file i needs only verdict i when no file comes from the registration cache
     // (planning needs every verdict) and none falls back to a last good version (reload):
     // a cold start or the first after an upgrade. Then the VMs run each file as soon as it
@@ -267,34 +260,71 @@ fn prepare(recipe: &Recipe<'_>) -> Result<Prepared> {
     })
 }
 
-/// A [`Prepared`] on its way: made on a thread of its own while the caller finds and judges
-/// the candidates (creating a VM and parsing two cache files are a third of a warm start,
-/// and none of it waits for discovery), or on the caller when no thread could start.
-enum Pending<'scope, 'env> {
-    /// Being made on this thread.
-    Thread(std::thread::ScopedJoinHandle<'scope, Result<Prepared>>),
-    /// To be made by the caller.
-    Inline(std::marker::PhantomData<&'env ()>),
+/// The registration cache this build uses. Explicit files (`check FILES`) always run:
+/// checking them is the point.
+fn registrations_of(recipe: &Recipe<'_>) -> discovery::Registrations {
+    match (recipe.only_files, recipe.run_every_file) {
+        (None, false) => discovery::Registrations::read(recipe.cache_dir).under_limits(
+            recipe.settings.memory_limit_bytes,
+            recipe.settings.probe_timeout,
+        ),
+        _ => discovery::Registrations::disabled(),
+    }
+}
+
+/// The registration cache and a [`Prepared`] on their way: made on a thread of their own
+/// while the caller lists and judges the candidates (reading the two cache files and
+/// creating a VM are a third of a warm start, and none of it waits for discovery), or on
+/// the caller when no thread could start. The registration cache comes first: the caller
+/// needs it as soon as it has listed the candidates.
+struct Pending<'scope, 'env> {
+    /// The registration cache, sent as soon as it is read; `None` once taken, or when the
+    /// caller reads it.
+    registrations: Option<std::sync::mpsc::Receiver<discovery::Registrations>>,
+    /// The thread making the [`Prepared`]; `None` when the caller makes it.
+    thread: Option<std::thread::ScopedJoinHandle<'scope, Result<Prepared>>>,
+    /// The recipe's lifetime, which the thread borrows.
+    recipe: std::marker::PhantomData<&'env ()>,
 }
 
 impl<'scope, 'env> Pending<'scope, 'env> {
-    /// Starts making a [`Prepared`] for `recipe` on a thread of `scope`.
+    /// Starts reading the registration cache and making a [`Prepared`] for `recipe` on a
+    /// thread of `scope`.
     fn start(scope: &'scope std::thread::Scope<'scope, 'env>, recipe: &'env Recipe<'env>) -> Self {
-        std::thread::Builder::new()
+        let (send, receive) = std::sync::mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
             .name("toolhost-prepare".into())
-            .spawn_scoped(scope, || prepare(recipe))
-            .map_or(Self::Inline(std::marker::PhantomData), Self::Thread)
+            .spawn_scoped(scope, move || {
+                // The caller reads it itself when it is gone (it failed to wait).
+                let _ = send.send(registrations_of(recipe));
+                prepare(recipe)
+            })
+            .ok();
+        Self {
+            registrations: thread.is_some().then_some(receive),
+            thread,
+            recipe: std::marker::PhantomData,
+        }
+    }
+
+    /// The registration cache, waiting for the thread if it reads it (read here if the
+    /// thread ended without sending it).
+    fn registrations(&mut self, recipe: &Recipe<'_>) -> discovery::Registrations {
+        self.registrations
+            .take()
+            .and_then(|receive| receive.recv().ok())
+            .unwrap_or_else(|| registrations_of(recipe))
     }
 
     /// The [`Prepared`], waiting for its thread if it has one.
     fn take(self, recipe: &Recipe<'_>) -> Result<Prepared> {
-        match self {
-            Self::Thread(handle) => handle.join().unwrap_or_else(|_| {
+        match self.thread {
+            Some(thread) => thread.join().unwrap_or_else(|_| {
                 Err(Error::Lua(mlua::Error::runtime(
                     "the thread preparing the first VM failed",
                 )))
             }),
-            Self::Inline(_) => prepare(recipe),
+            None => prepare(recipe),
         }
     }
 }
