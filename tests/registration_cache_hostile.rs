@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{Fixture, call};
+use common::Fixture;
 use serde_json::{Value, json};
 
 const GREETER: &str = r#"registry.register{
@@ -48,25 +48,64 @@ fn first_tool(index: &mut Value) -> &mut Value {
 /// How many files a warm `list` took from the cache.
 fn taken_from_cache(fx: &Fixture) -> usize {
     let out = fx.toolhost().args(["-v", "list"]).output().expect("runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stderr)
         .matches(TAKEN_FROM_CACHE)
         .count()
+}
+
+/// One cold start of the command line (the cache's keys cover how files are named, so
+/// every start here is one of the same command line).
+fn cold_start(fx: &Fixture) {
+    let out = fx.toolhost().arg("list").output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A fixture whose cache holds the greeter (one cold start).
 fn cached_greeter() -> Fixture {
     let fx = Fixture::new();
     fx.tool("greeter.lua", GREETER);
-    drop(fx.host());
+    cold_start(&fx);
     assert_eq!(taken_from_cache(&fx), 1);
     fx
 }
 
-/// The call's error message (empty when it succeeded).
-fn error_of_call(fx: &Fixture, name: &str) -> String {
-    let answer = call(&fx.host(), name, json!({}));
-    answer["error"].as_str().unwrap_or_default().to_string()
+/// What `toolhost call NAME {}` printed (stdout, then stderr).
+fn call(fx: &Fixture, name: &str) -> String {
+    let out = fx
+        .toolhost()
+        .args(["call", name, "{}"])
+        .output()
+        .expect("runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    format!("{stdout}{stderr}")
+}
+
+/// Asserts that calling `name` answers the greeter's own "hello".
+fn assert_greets(fx: &Fixture, name: &str) {
+    let answer = call(fx, name);
+    assert!(
+        answer.contains("hello") && !answer.contains("registered differently"),
+        "{answer}"
+    );
+}
+
+/// Asserts that calling `name` fails because the file registered something else than
+/// the cache said.
+fn assert_registered_differently(fx: &Fixture, name: &str) {
+    let answer = call(fx, name);
+    assert!(answer.contains("registered differently"), "{answer}");
 }
 
 #[test]
@@ -81,7 +120,7 @@ fn a_cache_of_the_previous_shape_reads_as_empty_and_the_start_is_correct() {
         }
     });
     assert_eq!(taken_from_cache(&fx), 0);
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("hello"));
+    assert_greets(&fx, "greet");
     // Rewritten in this version's shape.
     assert_eq!(taken_from_cache(&fx), 1);
 }
@@ -101,7 +140,7 @@ fn a_cache_cut_inside_its_index_reads_as_empty() {
     let newline = text.iter().position(|b| *b == b'\n').expect("index line");
     std::fs::write(cache_file(&fx), &text[..newline / 2]).expect("write");
     assert_eq!(taken_from_cache(&fx), 0);
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("hello"));
+    assert_greets(&fx, "greet");
 }
 
 #[test]
@@ -110,7 +149,7 @@ fn a_cache_cut_inside_its_schemas_runs_the_file_at_load() {
     let text = std::fs::read(cache_file(&fx)).expect("written");
     std::fs::write(cache_file(&fx), &text[..text.len() - 3]).expect("write");
     assert_eq!(taken_from_cache(&fx), 0);
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("hello"));
+    assert_greets(&fx, "greet");
 }
 
 #[test]
@@ -119,12 +158,9 @@ fn a_record_renamed_in_the_cache_is_not_believed_at_its_first_call() {
     edit_index(&fx, |index, _| {
         first_tool(index)["record"]["name"] = json!("forged");
     });
-    assert!(
-        error_of_call(&fx, "forged").contains("registered differently"),
-        "the forged name was served"
-    );
+    assert_registered_differently(&fx, "forged");
     // The forged entry is gone: the file runs and registers what it says.
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("hello"));
+    assert_greets(&fx, "greet");
 }
 
 #[test]
@@ -133,8 +169,8 @@ fn a_record_with_a_forged_annotation_is_not_believed_at_its_first_call() {
     edit_index(&fx, |index, _| {
         first_tool(index)["record"]["registration"]["annotations"]["title"] = json!("Forged");
     });
-    assert!(error_of_call(&fx, "greet").contains("registered differently"));
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("hello"));
+    assert_registered_differently(&fx, "greet");
+    assert_greets(&fx, "greet");
 }
 
 #[test]
@@ -145,8 +181,8 @@ fn a_record_pointed_at_another_valid_schema_is_not_believed_at_its_first_call() 
         first_tool(index)["schema"] = json!([schemas.len(), schemas.len() + other.len()]);
         schemas.push_str(other);
     });
-    assert!(error_of_call(&fx, "greet").contains("registered differently"));
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("hello"));
+    assert_registered_differently(&fx, "greet");
+    assert_greets(&fx, "greet");
 }
 
 #[test]
@@ -156,7 +192,7 @@ fn a_record_rewritten_to_the_same_fields_is_believed() {
     let fx = cached_greeter();
     edit_index(&fx, |_, _| {});
     assert_eq!(taken_from_cache(&fx), 1);
-    assert_eq!(call(&fx.host(), "greet", json!({})), json!("hello"));
+    assert_greets(&fx, "greet");
 }
 
 #[test]
@@ -164,22 +200,22 @@ fn a_record_of_the_wrong_type_makes_the_whole_cache_read_as_empty() {
     let fx = Fixture::new();
     fx.tool("greeter.lua", GREETER);
     fx.tool("other.lua", &GREETER.replace("greet", "other"));
-    drop(fx.host());
+    cold_start(&fx);
     assert_eq!(taken_from_cache(&fx), 2);
     edit_index(&fx, |index, _| {
         first_tool(index)["record"]["line"] = json!("one");
     });
     assert_eq!(taken_from_cache(&fx), 0);
-    assert_eq!(call(&fx.host(), "other", json!({})), json!("hello"));
+    assert_greets(&fx, "other");
 }
 
 #[test]
 fn a_tool_file_edited_between_two_starts_shows_its_new_registration() {
     let fx = cached_greeter();
-    fx.tool("greeter.lua", &GREETER.replace("Greets", "Says hello"));
+    fx.tool("greeter.lua", &GREETER.replace("Greeter", "Greeter two"));
     let listed = fx.list_json();
     assert_eq!(listed.len(), 1);
-    assert!(listed[0].to_string().contains("Says hello"), "{listed:?}");
+    assert_eq!(listed[0]["annotations"]["title"], "Greeter two", "{listed:?}");
     assert_eq!(taken_from_cache(&fx), 1);
 }
 

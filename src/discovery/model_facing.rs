@@ -82,7 +82,16 @@ mod tests {
 
     #[test]
     fn the_text_shortcut_names_a_file_as_its_components_do() {
-        let dirs = ["/x/tools-lua", "/x/tools-lua/", "tools", "./tools", "a//b", "/", ".", "a/.."];
+        let dirs = [
+            "/x/tools-lua",
+            "/x/tools-lua/",
+            "tools",
+            "./tools",
+            "a//b",
+            "/",
+            ".",
+            "a/..",
+        ];
         let insides = ["a.lua", "pkg/t.lua", "./a.lua", "../a.lua", "a//b.lua", ""];
         for dir in dirs {
             for inside in insides {

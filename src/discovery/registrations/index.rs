@@ -19,8 +19,11 @@ pub(super) const FORMAT: u32 = 2;
 /// A file's entry as read: its key, whether it required a module, and its records.
 #[derive(Debug, Deserialize)]
 pub(super) struct ReadEntry {
+    /// The key the file's run had.
     pub key: Key,
+    /// Its top level required a module (the key covers its `require` folders).
     pub required: bool,
+    /// Its records, in registration order.
     pub tools: Vec<ReadTool>,
 }
 
@@ -28,7 +31,9 @@ pub(super) struct ReadEntry {
 /// from the first byte after the index).
 #[derive(Debug, Deserialize)]
 pub(super) struct ReadTool {
+    /// The record, its `schema` left `null`.
     pub record: ToolRecord,
+    /// Where its schema's text is.
     pub schema: [usize; 2],
 }
 
@@ -45,10 +50,14 @@ struct Index<'a> {
 /// The entries of a cache file, and where its schemas start, when it is a file of this
 /// version and shape (`None`: anything else, read as "nothing cached").
 pub(super) fn read(text: &str) -> Option<(Vec<(String, ReadEntry)>, usize)> {
-    let newline = text.find('\n')?;
-    let index: Index<'_> = serde_json::from_str(&text[..newline]).ok()?;
-    (index.toolhost == env!("CARGO_PKG_VERSION") && index.format == FORMAT)
-        .then_some((index.files, newline + 1))
+    // The parse finds where the index ends (no separate scan for the newline).
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Index<'_>>();
+    let index = stream.next()?.ok()?;
+    let end = stream.byte_offset();
+    let usable = text[end..].starts_with('\n')
+        && index.toolhost == env!("CARGO_PKG_VERSION")
+        && index.format == FORMAT;
+    usable.then_some((index.files, end + 1))
 }
 
 /// The `files` object as a list, in the file's order: the caller sizes its map once
@@ -77,8 +86,11 @@ fn in_order<'de, D: Deserializer<'de>>(
 
 /// One file's entry to write: its records and their schemas' text.
 pub(super) struct EntryToWrite<'a> {
+    /// The key of the file's run.
     pub key: Key,
+    /// Its top level required a module.
     pub required: bool,
+    /// Each record and its schema's text.
     pub tools: Vec<(&'a ToolRecord, &'a str)>,
 }
 
@@ -91,6 +103,7 @@ struct IndexToWrite<'a> {
     files: BTreeMap<&'a str, FileToWrite<'a>>,
 }
 
+/// One file's entry as written.
 #[derive(Serialize)]
 struct FileToWrite<'a> {
     key: Key,
@@ -98,6 +111,7 @@ struct FileToWrite<'a> {
     tools: Vec<ToolToWrite<'a>>,
 }
 
+/// One record as written: the record, and its schema's place among the schemas.
 #[derive(Serialize)]
 struct ToolToWrite<'a> {
     record: &'a ToolRecord,
@@ -196,7 +210,10 @@ mod tests {
         assert!(text.contains(&tag));
         assert!(read(&text.replacen(&tag, "", 1)).is_none(), "no tag");
         let earlier = format!(r#""format":{},"#, FORMAT - 1);
-        assert!(read(&text.replacen(&tag, &earlier, 1)).is_none(), "earlier tag");
+        assert!(
+            read(&text.replacen(&tag, &earlier, 1)).is_none(),
+            "earlier tag"
+        );
     }
 
     #[test]

@@ -237,7 +237,11 @@ mod tests {
         let mut added = record.clone();
         added["registration"]["requires_approval"] = json!(true);
         assert_ne!(digest_of(&added, SCHEMA), same, "an option added");
-        assert_ne!(digest_of(&record, r#"{"parameters":{}}"#), same, "the schema");
+        assert_ne!(
+            digest_of(&record, r#"{"parameters":{}}"#),
+            same,
+            "the schema"
+        );
     }
 
     #[test]
