@@ -215,7 +215,10 @@ fn a_tool_file_edited_between_two_starts_shows_its_new_registration() {
     fx.tool("greeter.lua", &GREETER.replace("Greeter", "Greeter two"));
     let listed = fx.list_json();
     assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0]["annotations"]["title"], "Greeter two", "{listed:?}");
+    assert_eq!(
+        listed[0]["annotations"]["title"], "Greeter two",
+        "{listed:?}"
+    );
     assert_eq!(taken_from_cache(&fx), 1);
 }
 

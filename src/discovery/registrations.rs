@@ -159,8 +159,8 @@ impl Registrations {
         scope: Option<&str>,
     ) -> Option<Hit> {
         self.file.as_ref()?;
-        let entry = self.read.get(path.to_str()?)?;
-        if entry.key != self.keys.key(file, scope, entry.required) {
+        let entry = self.read.get_mut(path.to_str()?)?;
+        if entry.handed_out || entry.key != self.keys.key(file, scope, entry.required) {
             return None;
         }
         let mut hit = Hit {
@@ -172,9 +172,13 @@ impl Registrations {
             let schema = schema_text(&self.text, self.schemas_at, tool.schema)?;
             hit.expected.push(Expected::of(&tool.record, schema));
             hit.schemas.push(schema.to_string());
-            // A copy: the entry read is written back as it is when the cache changes.
-            hit.records.push(tool.record.clone());
         }
+        // Moved, not copied: should the cache be written, they are read again.
+        hit.records = std::mem::take(&mut entry.tools)
+            .into_iter()
+            .map(|tool| tool.record)
+            .collect();
+        entry.handed_out = true;
         Some(hit)
     }
 
@@ -230,10 +234,23 @@ impl Registrations {
 
     /// The file's text for this load's entries.
     fn to_text(&self) -> Option<String> {
+        // Records handed out at lookup are read again from the file's text, only now that
+        // the cache is written (something changed): a warm start copies none of them.
+        let handed_out = |entry: &Entry| matches!(entry, Entry::Read(read) if read.handed_out);
+        let again: PathMap<ReadEntry> = match self.current.values().any(handed_out) {
+            true => index::read(&self.text)
+                .map(|(entries, _)| entries.into_iter().collect())
+                .unwrap_or_default(),
+            false => PathMap::default(),
+        };
         let entries = self.current.iter().filter_map(|(path, entry)| {
             let entry = match entry {
                 Entry::Read(read) => {
-                    let tools = read.tools.iter().map(|tool| {
+                    let tools = match read.handed_out {
+                        true => &again.get(path).filter(|e| e.key == read.key)?.tools,
+                        false => &read.tools,
+                    };
+                    let tools = tools.iter().map(|tool| {
                         let schema = schema_text(&self.text, self.schemas_at, tool.schema)?;
                         Some((&tool.record, schema))
                     });

@@ -23,8 +23,12 @@ pub(super) struct ReadEntry {
     pub key: Key,
     /// Its top level required a module (the key covers its `require` folders).
     pub required: bool,
-    /// Its records, in registration order.
+    /// Its records, in registration order (empty once handed out by a lookup).
     pub tools: Vec<ReadTool>,
+    /// Its records were handed out (to build registry entries): to write the entry back,
+    /// they are read again from the file's text.
+    #[serde(skip)]
+    pub handed_out: bool,
 }
 
 /// One record as read, and where its schema's text is among the schemas (byte offsets

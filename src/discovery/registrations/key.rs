@@ -6,8 +6,8 @@
 use crate::lua::{LazyFile, SearchDir};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
 
 /// Deepest `require` folder walked for the module fingerprint.
 const MAX_LIB_DEPTH: usize = 16;
@@ -30,8 +30,10 @@ impl Key {
 pub(super) struct Keys {
     /// Digest of the toolhost version and the load's limits.
     base: u64,
-    /// Module fingerprints of `require` folders, computed once per load.
-    lib_prints: HashMap<PathBuf, u64>,
+    /// Module fingerprints of `require` folders, computed once per load. Keyed by the
+    /// path's bytes, hashed with foldhash: `Path`'s own hash walks its components with
+    /// SipHash, and every file that required a module looks its folders up.
+    lib_prints: HashMap<OsString, u64, foldhash::fast::RandomState>,
 }
 
 impl Default for Keys {
@@ -50,7 +52,7 @@ impl Keys {
         limits.hash(&mut hasher);
         Self {
             base: hasher.finish(),
-            lib_prints: HashMap::new(),
+            lib_prints: HashMap::default(),
         }
     }
 
@@ -81,7 +83,7 @@ impl Keys {
     /// behind a symlink is its target's text; an edit that keeps a file's size and
     /// modification time, as `cp -p` or `rsync -a` can leave it, still changes the print).
     fn lib_print(&mut self, dir: &SearchDir) -> u64 {
-        if let Some(print) = self.lib_prints.get(&dir.canonical) {
+        if let Some(print) = self.lib_prints.get(dir.canonical.as_os_str()) {
             return *print;
         }
         let mut hasher = crate::digest::hasher();
@@ -98,7 +100,8 @@ impl Keys {
             }
         }
         let print = hasher.finish();
-        self.lib_prints.insert(dir.canonical.clone(), print);
+        self.lib_prints
+            .insert(dir.canonical.as_os_str().to_owned(), print);
         print
     }
 }
