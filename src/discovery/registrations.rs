@@ -82,7 +82,8 @@ pub(crate) struct Hit {
 pub(crate) struct Registrations {
     /// Where the file lives; `None` disables the cache (`check`, explicit files).
     file: Option<PathBuf>,
-    /// The file's text: the schemas are copied out of it.
+    /// The file's text: the schemas are copied out of it, and the records a lookup handed
+    /// out are read from it again when the cache is written back.
     text: String,
     /// Where the schemas start in `text`.
     schemas_at: usize,
