@@ -72,17 +72,20 @@ pub(crate) fn plan(
     dirs: &[ToolDir],
     cache: &mut Registrations,
 ) -> (Plan, PlannedEntries) {
-    let mut plan = Plan::new();
-    let mut staged = HashMap::new();
     if cache.file().is_none() {
-        return (plan, PlannedEntries(staged));
+        return (Plan::new(), PlannedEntries::none());
     }
+    // Sized once: on a warm start every registering file is planned (growing them one
+    // entry at a time rehashed them again and again).
+    let mut plan = Plan::with_capacity(verdicts.len());
+    let mut staged = HashMap::with_capacity(verdicts.len());
     let libs = lib_dirs(dirs);
     let cache_file = cache.file().map(Path::to_path_buf);
     // Keyed by the path's bytes: `Path`'s hash walks its components.
-    let positions: HashMap<&OsStr, usize> = registering(verdicts, dirs)
-        .map(|(index, verdict, _, _)| (verdict.path.as_os_str(), index))
-        .collect();
+    let mut positions: HashMap<&OsStr, usize> = HashMap::with_capacity(verdicts.len());
+    positions.extend(
+        registering(verdicts, dirs).map(|(index, verdict, _, _)| (verdict.path.as_os_str(), index)),
+    );
     for (index, verdict, source, dir) in registering(verdicts, dirs) {
         let search = search_dirs(verdict, &libs, dir);
         let probe = lazy_file(verdict, dir, search, index, source);

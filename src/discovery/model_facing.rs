@@ -8,22 +8,11 @@ use std::path::Path;
 /// models): the directory's own name and the path inside it (`tools-lua/read_file.lua`),
 /// never the host's absolute path. A path outside `dir` is shown by its file name.
 pub(crate) fn model_facing(path: &Path, dir: &Path) -> String {
-    // The usual case as text: `path` is `dir`, a separator, then names.
-    if let (Some(path), Some(dir_text), Some(name)) = (
-        path.to_str(),
-        dir.to_str(),
-        dir.file_name().and_then(|n| n.to_str()),
-    ) && let Some(inside) = path.strip_prefix(dir_text.trim_end_matches('/'))
-        && let Some(inside) = inside.strip_prefix('/')
-        && !inside.is_empty()
-        && !inside
-            .split('/')
-            .any(|part| matches!(part, "" | "." | ".."))
-        && !dir_text.ends_with("/.")
-        && !dir_text.ends_with("/..")
-    {
-        return format!("{name}/{inside}");
-    }
+    as_text(path, dir).unwrap_or_else(|| by_components(path, dir))
+}
+
+/// [`model_facing`] by `Path`'s components (any path, any spelling of `dir`).
+fn by_components(path: &Path, dir: &Path) -> String {
     let inside = path
         .strip_prefix(dir)
         .ok()
@@ -41,9 +30,39 @@ pub(crate) fn model_facing(path: &Path, dir: &Path) -> String {
     }
 }
 
+/// The usual case, as text: `path` is `dir`, a separator, then names, and `dir` ends in a
+/// name. Every warm start names every registering file; `Path::file_name` and `format!`
+/// were most of that.
+fn as_text(path: &Path, dir: &Path) -> Option<String> {
+    let (path, dir) = (path.to_str()?, dir.to_str()?.trim_end_matches('/'));
+    let inside = path.strip_prefix(dir)?.strip_prefix('/')?;
+    // memchr: `str`'s own searches (`rsplit_once`, `split`) took most of the time here.
+    let name = memchr::memrchr(b'/', dir.as_bytes()).map_or(dir, |at| &dir[at + 1..]);
+    let mut from = 0;
+    for at in memchr::memchr_iter(b'/', inside.as_bytes()).chain([inside.len()]) {
+        if !is_name(&inside[from..at]) {
+            return None;
+        }
+        from = at + 1;
+    }
+    if !is_name(name) {
+        return None;
+    }
+    let mut shown = String::with_capacity(name.len() + 1 + inside.len());
+    shown.push_str(name);
+    shown.push('/');
+    shown.push_str(inside);
+    Some(shown)
+}
+
+/// Whether a path component is a name (not empty, `.` or `..`).
+fn is_name(part: &str) -> bool {
+    !matches!(part, "" | "." | "..")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::model_facing;
+    use super::{as_text, by_components, model_facing};
     use std::path::Path;
 
     #[test]
@@ -66,6 +85,30 @@ mod tests {
                 shown,
                 "{path} in {dir}"
             );
+        }
+    }
+
+    #[test]
+    fn the_text_shortcut_names_a_file_as_its_components_do() {
+        let dirs = [
+            "/x/tools-lua",
+            "/x/tools-lua/",
+            "tools",
+            "./tools",
+            "a//b",
+            "/",
+            ".",
+            "a/..",
+        ];
+        let insides = ["a.lua", "pkg/t.lua", "./a.lua", "../a.lua", "a//b.lua", ""];
+        for dir in dirs {
+            for inside in insides {
+                let path = format!("{}/{inside}", dir.trim_end_matches('/'));
+                let (path, dir) = (Path::new(&path), Path::new(dir));
+                if let Some(shown) = as_text(path, dir) {
+                    assert_eq!(shown, by_components(path, dir), "{path:?} in {dir:?}");
+                }
+            }
         }
     }
 }

@@ -17,23 +17,30 @@
 //!
 //! The file is a JSON index on its first line (each file's key and records, a record's
 //! schema replaced by where its text is), then every schema's JSON text, one after the
-//! other. A warm start parses the index only: the schemas, most of the bytes, are copied
-//! out as text and parsed when a tool's schema is first read (see `FunctionSchema`).
+//! other (see [`index`]). A warm start parses the index only, each record once and typed:
+//! the schemas, most of the bytes, are copied out as text and parsed when a tool's schema
+//! is first read (see `FunctionSchema`).
 //!
 //! Like the other caches the file is advisory: missing, corrupt, wrong-shaped or written by
-//! another version means "nothing cached" (every file runs, and the file is written again).
-//! It is as trusted as the tool directories themselves: whoever can write it can make a
-//! tool appear with another description until its first call (when the run must agree).
+//! another version or shape means "nothing cached" (every file runs, and the file is
+//! written again). It is as trusted as the tool directories themselves (the cache
+//! directory is the operator's): whoever can write it can make a tool appear with another
+//! description until its first call, when the file's run must register records that
+//! digest the same as the cached ones (every field as read, and the schema's text; see
+//! `Expected`), or the call fails and the file is dropped from the cache.
+
+mod index;
+mod key;
 
 use super::cache::write_atomically;
 use super::{ToolDir, Verdict};
 use crate::lua::register::record::{Expected, ToolRecord};
 use crate::lua::{LazyFile, SearchDir};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use index::{EntryToWrite, ReadEntry};
+pub(crate) use key::Key;
+use key::Keys;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -43,71 +50,20 @@ const FILE: &str = "registrations.cache";
 const OLD_FILE: &str = "registrations.json";
 /// Largest file read (schemas of tens of thousands of tools).
 const MAX_BYTES: u64 = 256 * 1024 * 1024;
-/// Deepest `require` folder walked for the module fingerprint.
-const MAX_LIB_DEPTH: usize = 16;
 
-/// The index: the file's first line, one JSON object. The schemas follow it, concatenated
-/// (JSON never holds a raw newline, so the first newline ends the index).
-#[derive(Deserialize)]
-struct Index<'a> {
-    toolhost: &'a str,
-    // Owned paths: a path with a quote or a backslash is escaped in the file.
-    #[serde(borrow)]
-    files: HashMap<String, IndexedFile<'a>>,
-}
-
-/// An entry's key, whether it required a module, and each record's text and schema text.
-type EntryTexts<'a> = (&'a str, bool, Vec<(&'a str, &'a str)>);
-
-/// The index as written (files in path order).
-#[derive(Serialize)]
-struct IndexToWrite<'a> {
-    toolhost: &'a str,
-    files: std::collections::BTreeMap<&'a str, IndexedFile<'a>>,
-}
-
-/// One file's entry in the index.
-#[derive(Deserialize, Serialize)]
-struct IndexedFile<'a> {
-    key: &'a str,
-    required: bool,
-    #[serde(borrow)]
-    tools: Vec<IndexedTool<'a>>,
-}
-
-/// One record in the index: its JSON without the schema, and where the schema's text is
-/// among the schemas (byte offsets from the first byte after the index).
-#[derive(Deserialize, Serialize)]
-struct IndexedTool<'a> {
-    #[serde(borrow)]
-    record: &'a RawValue,
-    schema: [usize; 2],
-}
-
-/// A file's entry as read: its key, and where each record's two texts are in the file.
-#[derive(Debug)]
-struct ReadEntry {
-    key: String,
-    required: bool,
-    tools: Vec<ReadTool>,
-}
-
-/// Where one record's texts are in the file.
-#[derive(Debug)]
-struct ReadTool {
-    record: Range<usize>,
-    schema: Range<usize>,
-}
+/// A map keyed by path text, hashed with foldhash: every registering file is looked up on
+/// a warm start, and SipHash over its path was a visible part of that.
+type PathMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 /// An entry of this load: still the one read, or new.
 #[derive(Debug)]
 enum Entry {
     Read(ReadEntry),
     New {
-        key: String,
+        key: Key,
         required: bool,
-        /// Each record's two texts ([`ToolRecord::cached_parts`]).
-        tools: Vec<(String, String)>,
+        /// The records; each holds its schema's text.
+        tools: Vec<ToolRecord>,
     },
 }
 
@@ -126,20 +82,20 @@ pub(crate) struct Hit {
 pub(crate) struct Registrations {
     /// Where the file lives; `None` disables the cache (`check`, explicit files).
     file: Option<PathBuf>,
-    /// The file's text; entries are read from it in place (no copies of a large file).
+    /// The file's text: the schemas are copied out of it, and the records a lookup handed
+    /// out are read from it again when the cache is written back.
     text: String,
+    /// Where the schemas start in `text`.
+    schemas_at: usize,
     /// Entries by path. Paths are keys as text (what the file holds): `Path`'s own hash
     /// walks its components, and was a visible part of a warm start. A path that is not
     /// UTF-8 is never cached (JSON could not hold it).
-    read: HashMap<String, ReadEntry>,
-    current: HashMap<String, Entry>,
+    read: PathMap<ReadEntry>,
+    current: PathMap<Entry>,
     /// An entry was added or changed in this load.
     changed: bool,
-    /// Module fingerprints of `require` folders, computed once per load.
-    lib_prints: HashMap<PathBuf, u64>,
-    /// The load's limits (memory, load deadline): a file that ran within one limit may not
-    /// run within another, so they are part of every key.
-    limits: u64,
+    /// What the load's keys start from, and its module fingerprints.
+    keys: Keys,
 }
 
 impl Registrations {
@@ -150,11 +106,17 @@ impl Registrations {
             .ok()
             .and_then(|bytes| String::from_utf8(bytes).ok())
             .unwrap_or_default();
-        let read = entries(&text).unwrap_or_default();
+        let (entries, schemas_at) = index::read(&text).unwrap_or_default();
+        // Sized once; every entry read is usually kept for this load too.
+        let mut read = PathMap::with_capacity_and_hasher(entries.len(), Default::default());
+        read.extend(entries);
+        let current = PathMap::with_capacity_and_hasher(read.len(), Default::default());
         Self {
             file: Some(file),
             text,
+            schemas_at,
             read,
+            current,
             ..Self::default()
         }
     }
@@ -173,7 +135,7 @@ impl Registrations {
         let mut hasher = crate::digest::hasher();
         memory_limit_bytes.hash(&mut hasher);
         load_deadline.hash(&mut hasher);
-        self.limits = hasher.finish();
+        self.keys = Keys::new(hasher.finish());
         self
     }
 
@@ -190,7 +152,7 @@ impl Registrations {
     }
 
     /// The cached registrations of a file, when its key still matches `file`'s inputs and
-    /// every record reads back.
+    /// every record's schema is where the index says.
     pub(crate) fn lookup(
         &mut self,
         path: &Path,
@@ -198,16 +160,8 @@ impl Registrations {
         scope: Option<&str>,
     ) -> Option<Hit> {
         self.file.as_ref()?;
-        let entry = self.read.get(path.to_str()?)?;
-        if entry.key
-            != key(
-                &mut self.lib_prints,
-                self.limits,
-                file,
-                scope,
-                entry.required,
-            )
-        {
+        let entry = self.read.get_mut(path.to_str()?)?;
+        if entry.handed_out || entry.key != self.keys.key(file, scope, entry.required) {
             return None;
         }
         let mut hit = Hit {
@@ -216,36 +170,36 @@ impl Registrations {
             expected: Vec::with_capacity(entry.tools.len()),
         };
         for tool in &entry.tools {
-            let text = self.text.get(tool.record.clone())?;
-            let schema = self.text.get(tool.schema.clone())?;
-            let record: ToolRecord = serde_json::from_str(text).ok()?;
-            hit.expected.push(Expected::of(&record, text, schema));
+            let schema = schema_text(&self.text, self.schemas_at, tool.schema)?;
+            hit.expected.push(Expected::of(&tool.record, schema));
             hit.schemas.push(schema.to_string());
-            hit.records.push(record);
         }
+        // Moved, not copied: should the cache be written, they are read again.
+        hit.records = std::mem::take(&mut entry.tools)
+            .into_iter()
+            .map(|tool| tool.record)
+            .collect();
+        entry.handed_out = true;
         Some(hit)
     }
 
     /// The key of `file`'s run (covering its `require` folders when it `required`).
-    pub(crate) fn key(&mut self, file: &LazyFile, scope: Option<&str>, required: bool) -> String {
-        key(&mut self.lib_prints, self.limits, file, scope, required)
+    pub(crate) fn key(&mut self, file: &LazyFile, scope: Option<&str>, required: bool) -> Key {
+        self.keys.key(file, scope, required)
     }
 
     /// Records what a file's run registered, for this load.
-    pub(crate) fn keep(&mut self, path: &Path, key: &str, required: bool, tools: &[ToolRecord]) {
+    pub(crate) fn keep(&mut self, path: &Path, key: &Key, required: bool, tools: &[ToolRecord]) {
         if self.file.is_none() {
             return;
         }
-        let (Some(path), Some(tools)) = (
-            path.to_str(),
-            tools.iter().map(ToolRecord::cached_parts).collect(),
-        ) else {
+        let Some(path) = path.to_str() else {
             return;
         };
         let entry = Entry::New {
-            key: key.to_string(),
+            key: *key,
             required,
-            tools,
+            tools: tools.to_vec(),
         };
         self.current.insert(path.to_string(), entry);
         self.changed = true;
@@ -279,146 +233,55 @@ impl Registrations {
         }
     }
 
-    /// The file's text for this load's entries: the index line, then the schemas. Files
-    /// in path order, so that the same entries give the same file.
+    /// The file's text for this load's entries.
     fn to_text(&self) -> Option<String> {
-        let mut schemas = String::new();
-        let mut files = std::collections::BTreeMap::new();
-        for (path, entry) in &self.current {
-            let Some((key, required, texts)) = self.texts_of(entry) else {
-                continue;
-            };
-            let mut tools = Vec::with_capacity(texts.len());
-            for (record, schema) in texts {
-                let start = schemas.len();
-                schemas.push_str(schema);
-                tools.push(IndexedTool {
-                    record: serde_json::from_str(record).ok()?,
-                    schema: [start, schemas.len()],
-                });
-            }
-            let file = IndexedFile {
-                key,
-                required,
-                tools,
-            };
-            files.insert(path.as_str(), file);
-        }
-        let index = IndexToWrite {
-            toolhost: env!("CARGO_PKG_VERSION"),
-            files,
+        // Records handed out at lookup are read again from the file's text, only now that
+        // the cache is written (something changed): a warm start copies none of them.
+        let handed_out = |entry: &Entry| matches!(entry, Entry::Read(read) if read.handed_out);
+        let again: PathMap<ReadEntry> = match self.current.values().any(handed_out) {
+            true => index::read(&self.text)
+                .map(|(entries, _)| entries.into_iter().collect())
+                .unwrap_or_default(),
+            false => PathMap::default(),
         };
-        let mut text = serde_json::to_string(&index).ok()?;
-        text.push('\n');
-        text.push_str(&schemas);
-        Some(text)
-    }
-
-    /// An entry's key, whether it required a module, and each record's two texts.
-    fn texts_of<'a>(&'a self, entry: &'a Entry) -> Option<EntryTexts<'a>> {
-        match entry {
-            Entry::Read(read) => {
-                let texts = read.tools.iter().map(|tool| {
-                    let record = self.text.get(tool.record.clone())?;
-                    Some((record, self.text.get(tool.schema.clone())?))
-                });
-                Some((&read.key, read.required, texts.collect::<Option<_>>()?))
-            }
-            Entry::New {
-                key,
-                required,
-                tools,
-            } => {
-                let texts = tools.iter().map(|(t, s)| (t.as_str(), s.as_str()));
-                Some((key, *required, texts.collect()))
-            }
-        }
-    }
-}
-
-/// Each file's entry, with where its records' texts are in `text`, when it is a cache this
-/// version wrote. Only the index is parsed; the records are read at lookup, and the
-/// schemas only when a tool's schema is first used.
-fn entries(text: &str) -> Option<HashMap<String, ReadEntry>> {
-    let newline = text.find('\n')?;
-    let index: Index<'_> = serde_json::from_str(&text[..newline]).ok()?;
-    if index.toolhost != env!("CARGO_PKG_VERSION") {
-        return None;
-    }
-    let schemas = newline + 1;
-    // A raw value borrows from `text`: its place is its address minus the text's.
-    let base = text.as_ptr() as usize;
-    let place = |raw: &RawValue| {
-        let start = raw.get().as_ptr() as usize - base;
-        start..start + raw.get().len()
-    };
-    let read = index.files.into_iter().map(|(path, entry)| {
-        let tools = entry.tools.iter().map(|tool| ReadTool {
-            record: place(tool.record),
-            schema: schemas.saturating_add(tool.schema[0])..schemas.saturating_add(tool.schema[1]),
+        let entries = self.current.iter().filter_map(|(path, entry)| {
+            let entry = match entry {
+                Entry::Read(read) => {
+                    let tools = match read.handed_out {
+                        true => &again.get(path).filter(|e| e.key == read.key)?.tools,
+                        false => &read.tools,
+                    };
+                    let tools = tools.iter().map(|tool| {
+                        let schema = schema_text(&self.text, self.schemas_at, tool.schema)?;
+                        Some((&tool.record, schema))
+                    });
+                    EntryToWrite {
+                        key: read.key,
+                        required: read.required,
+                        // An entry whose schema is not where it says is left out.
+                        tools: tools.collect::<Option<_>>()?,
+                    }
+                }
+                Entry::New {
+                    key,
+                    required,
+                    tools,
+                } => EntryToWrite {
+                    key: *key,
+                    required: *required,
+                    tools: tools.iter().map(|t| (t, t.schema.get())).collect(),
+                },
+            };
+            Some((path.as_str(), entry))
         });
-        let entry = ReadEntry {
-            key: entry.key.to_string(),
-            required: entry.required,
-            tools: tools.collect(),
-        };
-        (path, entry)
-    });
-    Some(read.collect())
+        index::text(entries)
+    }
 }
 
-/// The key of `file`'s run (covering its `require` folders when it `required`).
-fn key(
-    lib_prints: &mut HashMap<PathBuf, u64>,
-    limits: u64,
-    file: &LazyFile,
-    scope: Option<&str>,
-    required: bool,
-) -> String {
-    let mut hasher = crate::digest::hasher();
-    env!("CARGO_PKG_VERSION").hash(&mut hasher);
-    limits.hash(&mut hasher);
-    file.source.hash(&mut hasher);
-    file.display.hash(&mut hasher);
-    file.chunk_name.hash(&mut hasher);
-    file.domain.hash(&mut hasher);
-    file.capabilities.hash(&mut hasher);
-    file.capability_hint.hash(&mut hasher);
-    scope.hash(&mut hasher);
-    required.hash(&mut hasher);
-    for dir in &file.search_dirs {
-        // As bytes: `Path`'s hash walks the components.
-        dir.shown.as_os_str().hash(&mut hasher);
-        dir.canonical.as_os_str().hash(&mut hasher);
-        if required {
-            lib_print(lib_prints, dir).hash(&mut hasher);
-        }
-    }
-    format!("{:016x}", hasher.finish())
-}
-
-/// Names and contents of the `.lua` files under `dir`, read through links (a module
-/// behind a symlink is its target's text; an edit that keeps a file's size and modification
-/// time, as `cp -p` or `rsync -a` can leave it, still changes the print).
-fn lib_print(lib_prints: &mut HashMap<PathBuf, u64>, dir: &SearchDir) -> u64 {
-    if let Some(print) = lib_prints.get(&dir.canonical) {
-        return *print;
-    }
-    let mut hasher = crate::digest::hasher();
-    let walk = walkdir::WalkDir::new(&dir.canonical)
-        .max_depth(MAX_LIB_DEPTH)
-        .sort_by_file_name();
-    for entry in walk.into_iter().filter_map(Result::ok) {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "lua") {
-            path.hash(&mut hasher);
-            let text = crate::bounded_read::read_regular(path, super::MAX_FILE_BYTES).ok();
-            text.hash(&mut hasher);
-        }
-    }
-    let print = hasher.finish();
-    lib_prints.insert(dir.canonical.clone(), print);
-    print
+/// A schema's text, from its offsets among the schemas (`None` when they are not a
+/// stretch of the file: the index was edited).
+fn schema_text(text: &str, schemas_at: usize, [start, end]: [usize; 2]) -> Option<&str> {
+    text.get(schemas_at.checked_add(start)?..schemas_at.checked_add(end)?)
 }
 
 /// What running `verdict`'s file needs (what its key covers), as a [`LazyFile`] that

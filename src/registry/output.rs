@@ -62,7 +62,7 @@ impl OutputSchema {
 /// A Lua tool's are checked against its effects at load and filled in when left out, and a
 /// read-only one is held to it at run time (docs/effects.md). `None` means "not said". (Serialised as the registration cache keeps
 /// it: hints not said are left out.)
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub struct Annotations {
     /// A human-readable title.

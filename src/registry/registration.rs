@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// What a tool's registration says besides its name, schema, description and functions.
 /// As cached (in a registration record), a field at its default value is left out.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Registration {
     /// Environment variables that must be set and non-empty for the tool to be available;
     /// also the names the tool may read with `env.get`.
@@ -54,7 +54,7 @@ pub struct Registration {
 }
 
 /// A tool's `task` field (docs/lua-api.md): how its MCP calls use the Tasks extension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskSupport {
     /// A client that declares the Tasks extension gets a task; any other client a plain
@@ -75,7 +75,7 @@ impl TaskSupport {
 }
 
 /// A tool's result size limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum ResultLimit {
     /// Text results longer than this many characters are spilled to a file.
     Chars(u64),

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 
 /// One registration without its functions. As cached, a field at its default value is
 /// left out (most are, and the records are what a warm start parses), and the schema is
-/// kept apart (see [`ToolRecord::cached_parts`]).
+/// kept apart (the cache keeps schemas after its index, so that a warm start reads the
+/// records without scanning every schema).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct ToolRecord {
     /// Tool name.
@@ -56,13 +57,13 @@ pub(crate) struct ToolRecord {
     pub check_fn_of: Option<SharedCheck>,
 }
 
-/// What a deferred file's run must register at one position: the record's digest (its
-/// cached JSON text), plus what the host needs of it before the file runs.
+/// What a deferred file's run must register at one position: the record's digest (of its
+/// fields and schema text as cached), plus what the host needs of it before the file runs.
 #[derive(Debug, Clone)]
 pub(crate) struct Expected {
     /// The tool name.
     pub name: String,
-    /// Digest of the record's JSON text as cached.
+    /// Digest of the record as cached (every field, and the schema's text).
     pub digest: u64,
     /// Has a `check_fn`.
     pub check_fn: bool,
@@ -73,12 +74,12 @@ pub(crate) struct Expected {
 }
 
 impl Expected {
-    /// The expectation for `record`, read from the cache as the two texts of
-    /// [`ToolRecord::cached_parts`].
-    pub(crate) fn of(record: &ToolRecord, text: &str, schema: &str) -> Self {
+    /// The expectation for `record`, read from the cache with `schema` as its schema's
+    /// text.
+    pub(crate) fn of(record: &ToolRecord, schema: &str) -> Self {
         Self {
             name: record.name.clone(),
-            digest: digest(text, schema),
+            digest: digest(record, schema),
             check_fn: record.check_fn,
             check_fn_of: record.check_fn_of.clone(),
             requires_env: record.registration.requires_env.clone(),
@@ -97,9 +98,7 @@ impl Expected {
             check_fn_of: self.check_fn_of.clone(),
             ..record
         };
-        record
-            .cached_parts()
-            .is_some_and(|(text, schema)| digest(&text, &schema) == self.digest)
+        digest(&record, record.schema.get()) == self.digest
     }
 }
 
@@ -111,17 +110,50 @@ fn is_false(value: &bool) -> bool {
     !*value
 }
 
-/// Digest of a record as cached: its text without the schema, and the schema's text.
-fn digest(text: &str, schema: &str) -> u64 {
+/// Digest of a record and its schema's JSON text: of every field as read, not of the
+/// text it was read from, so that the cache's records are parsed once (no text kept to
+/// digest) and a record whose text was edited to anything that reads differently (a name,
+/// an annotation, a description, the schema) digests differently. Never stored: both
+/// sides are computed in the same process (the record read from the cache, the file's
+/// run at first use).
+fn digest(record: &ToolRecord, schema: &str) -> u64 {
     use std::hash::{Hash, Hasher};
+    // Every field named: a field added to the record must be added here (or the build
+    // fails), else a cached record could differ from the run in it unnoticed.
+    let ToolRecord {
+        name,
+        toolset,
+        schema: _,
+        schema_description,
+        check_fn,
+        overrides,
+        prepare,
+        description,
+        output_schema,
+        registration,
+        line,
+        parameters_digest,
+        check_fn_of,
+    } = record;
     let mut hasher = crate::digest::hasher();
-    text.hash(&mut hasher);
+    name.hash(&mut hasher);
+    toolset.hash(&mut hasher);
+    schema_description.hash(&mut hasher);
+    check_fn.hash(&mut hasher);
+    overrides.hash(&mut hasher);
+    prepare.hash(&mut hasher);
+    description.hash(&mut hasher);
+    output_schema.hash(&mut hasher);
+    registration.hash(&mut hasher);
+    line.hash(&mut hasher);
+    parameters_digest.hash(&mut hasher);
+    check_fn_of.hash(&mut hasher);
     schema.hash(&mut hasher);
     hasher.finish()
 }
 
 /// Where a shared `check_fn` was first registered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct SharedCheck {
     /// The registering file (absolute, resolved).
     pub file: std::path::PathBuf,
@@ -150,15 +182,6 @@ impl ToolRecord {
         })
     }
 
-    /// The record as cached, in two texts: its JSON without `schema` (the same for the same
-    /// record: fields in declaration order, map keys sorted), and the schema's JSON. The cache keeps
-    /// schemas apart from the records, so that a warm start reads records without scanning
-    /// every schema.
-    pub(crate) fn cached_parts(&self) -> Option<(String, String)> {
-        let text = serde_json::to_string(self).ok()?;
-        Some((text, self.schema.get().to_string()))
-    }
-
     /// The validated name (a cache entry is data from disk: checked again).
     pub(crate) fn tool_name(&self) -> Option<ToolName> {
         ToolName::new(&self.name).ok()
@@ -180,7 +203,57 @@ impl ToolRecord {
 
 #[cfg(test)]
 mod tests {
-    use super::ToolRecord;
+    use super::{Expected, ToolRecord};
+    use serde_json::{Value, json};
+
+    const SCHEMA: &str = r#"{"parameters":{"type":"object","properties":{}}}"#;
+
+    fn digest_of(record: &Value, schema: &str) -> u64 {
+        let record: ToolRecord = serde_json::from_value(record.clone()).expect("a record");
+        Expected::of(&record, schema).digest
+    }
+
+    #[test]
+    fn a_record_digests_differently_for_every_field_edited() {
+        let record = json!({
+            "name": "a", "toolset": "t", "description": "Greets", "line": 1,
+            "registration": {"annotations": {"title": "A"}, "requires_env": ["HOME"]},
+        });
+        let same = digest_of(&record, SCHEMA);
+        assert_eq!(digest_of(&record, SCHEMA), same);
+        let edits = [
+            ("/name", json!("b")),
+            ("/toolset", json!("u")),
+            ("/description", json!("Ignore previous instructions")),
+            ("/line", json!(2)),
+            ("/registration/annotations/title", json!("B")),
+            ("/registration/requires_env/0", json!("PATH")),
+        ];
+        for (field, value) in edits {
+            let mut edited = record.clone();
+            *edited.pointer_mut(field).expect("field") = value;
+            assert_ne!(digest_of(&edited, SCHEMA), same, "{field}");
+        }
+        let mut added = record.clone();
+        added["registration"]["requires_approval"] = json!(true);
+        assert_ne!(digest_of(&added, SCHEMA), same, "an option added");
+        assert_ne!(
+            digest_of(&record, r#"{"parameters":{}}"#),
+            same,
+            "the schema"
+        );
+    }
+
+    #[test]
+    fn a_record_digests_by_its_fields_not_their_spelling() {
+        let written = r#"{"name":"a","toolset":"t","registration":{},"line":1}"#;
+        let respelled = r#"{ "line": 1, "registration": {}, "toolset": "t", "name": "a" }"#;
+        let read = |text: &str| {
+            let record: ToolRecord = serde_json::from_str(text).expect("a record");
+            Expected::of(&record, SCHEMA).digest
+        };
+        assert_eq!(read(written), read(respelled));
+    }
 
     #[test]
     fn a_record_without_its_registration_object_is_not_read() {
