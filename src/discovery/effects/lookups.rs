@@ -3,6 +3,7 @@
 //! folder list, not per tool), and each module file's bytes and digest (one read per module).
 //! Memoised for the load only: a later load (a reload, the next start) looks again.
 
+use super::digest::Digest;
 use crate::lua::{SearchDir, resolve_module};
 use foldhash::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -16,7 +17,7 @@ pub(super) type Found = Result<(PathBuf, String), String>;
 #[derive(Debug)]
 pub(super) struct ModuleFile {
     /// The digest of its bytes; `None`: it could not be read.
-    pub(super) digest: Option<String>,
+    pub(super) digest: Option<Digest>,
     /// Its bytes, until they are analysed (only a module not in the cache is).
     pub(super) bytes: Option<Vec<u8>>,
 }
@@ -62,31 +63,87 @@ fn push_decimal(text: &mut String, n: usize) {
 impl Lookups {
     /// Where `require(name)` leads from `dirs` (whose [`dirs_key`] is `key`).
     pub(super) fn find(&mut self, key: Option<&str>, dirs: &[SearchDir], name: &str) -> Found {
-        let look = || resolve_module(dirs, name).map_err(|e| e.to_string());
-        let Some(key) = key else { return look() };
-        if let Some(found) = self.found.get(key).and_then(|names| names.get(name)) {
-            return found.clone();
+        match key {
+            Some(key) => found(&mut self.found, key, dirs, name).clone(),
+            None => resolve_module(dirs, name).map_err(|e| e.to_string()),
         }
-        let found = look();
-        self.found
-            .entry(key.to_string())
-            .or_default()
-            .insert(name.to_string(), found.clone());
-        found
+    }
+
+    /// Whether `require(name)` from `dirs` (whose [`dirs_key`] is `key`) still leads to
+    /// the module at canonical `path` shown as `shown`, whose bytes have `digest` (`None`:
+    /// unreadable). Compared in place: a warm start checks this for every module of every
+    /// cached entry.
+    pub(super) fn still_leads(
+        &mut self,
+        (key, dirs): (&str, &[SearchDir]),
+        name: &str,
+        (path, shown): (&str, &str),
+        digest: Option<Digest>,
+    ) -> bool {
+        let Self {
+            found: names,
+            files,
+        } = self;
+        match found(names, key, dirs, name) {
+            Ok((now_path, now_shown)) => {
+                now_path.as_os_str() == OsStr::new(path)
+                    && now_shown == shown
+                    && module_file(files, now_path).digest == digest
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Whether `require(name)` from `dirs` (whose [`dirs_key`] is `key`) still fails with
+    /// `message`.
+    pub(super) fn still_misses(
+        &mut self,
+        (key, dirs): (&str, &[SearchDir]),
+        name: &str,
+        message: &str,
+    ) -> bool {
+        matches!(found(&mut self.found, key, dirs, name), Err(now) if now == message)
     }
 
     /// The module file at canonical `path`, read at its first use in this load.
     pub(super) fn file(&mut self, path: &Path) -> &mut ModuleFile {
-        let key: &OsStr = path.as_os_str();
-        if !self.files.contains_key(key) {
-            let bytes =
-                crate::bounded_read::read_regular(path, crate::discovery::MAX_FILE_BYTES).ok();
-            let file = ModuleFile {
-                digest: bytes.as_deref().map(super::digest::digest),
-                bytes,
-            };
-            self.files.insert(key.to_os_string(), file);
-        }
-        self.files.get_mut(key).expect("inserted above")
+        module_file(&mut self.files, path)
     }
+}
+
+/// Where `require(name)` leads from `dirs` (whose [`dirs_key`] is `key`), looked up at
+/// the first ask in this load.
+fn found<'f>(
+    found: &'f mut HashMap<String, HashMap<String, Found>>,
+    key: &str,
+    dirs: &[SearchDir],
+    name: &str,
+) -> &'f Found {
+    // Looked up before inserting: the usual case allocates no key.
+    if !found.contains_key(key) {
+        found.insert(key.to_string(), HashMap::default());
+    }
+    let names = found.get_mut(key).expect("inserted above");
+    if !names.contains_key(name) {
+        let now = resolve_module(dirs, name).map_err(|e| e.to_string());
+        names.insert(name.to_string(), now);
+    }
+    names.get(name).expect("inserted above")
+}
+
+/// The module file at canonical `path` in `files`, read at its first use in this load.
+fn module_file<'f>(
+    files: &'f mut HashMap<OsString, ModuleFile>,
+    path: &Path,
+) -> &'f mut ModuleFile {
+    let key: &OsStr = path.as_os_str();
+    if !files.contains_key(key) {
+        let bytes = crate::bounded_read::read_regular(path, crate::discovery::MAX_FILE_BYTES).ok();
+        let file = ModuleFile {
+            digest: bytes.as_deref().map(Digest::of),
+            bytes,
+        };
+        files.insert(key.to_os_string(), file);
+    }
+    files.get_mut(key).expect("inserted above")
 }

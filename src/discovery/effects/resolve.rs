@@ -114,7 +114,7 @@ impl Walk<'_, '_> {
                 }
             };
             let (summary, digest) = self.effects.summary_of_file(&path);
-            self.trail.note(module, &found, digest.as_deref());
+            self.trail.note(module, &found, digest);
             if !self.seen_modules.insert(path) {
                 continue;
             }

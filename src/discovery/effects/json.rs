@@ -1,0 +1,279 @@
+//! A strict JSON reader for `effects.json`, in one pass over the text: values the caller
+//! does not need now are only delimited (checked, not built), strings without escapes are
+//! borrowed from the text. serde's `RawValue` delimited each entry through its generic
+//! deserialiser (about ten instructions a byte, most of a warm start's effects cost) and
+//! the entries used were then parsed a second time.
+//!
+//! Every function answers `None` on text that is not JSON (or nested deeper than
+//! [`MAX_DEPTH`]); the caller then treats what it was reading as absent.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// Deepest nesting of arrays and objects delimited (the cache's own entries nest about
+/// five deep; a hostile file must not exhaust the stack).
+const MAX_DEPTH: usize = 64;
+
+/// A position in JSON text.
+pub(super) struct Reader<'t> {
+    text: &'t str,
+    at: usize,
+}
+
+impl<'t> Reader<'t> {
+    /// A reader at the start of `text`.
+    pub(super) fn new(text: &'t str) -> Self {
+        Self { text, at: 0 }
+    }
+
+    /// The byte offset reached.
+    pub(super) fn at(&self) -> usize {
+        self.at
+    }
+
+    /// The offset where the next value starts (after white space); `None` at the end.
+    pub(super) fn start(&mut self) -> Option<usize> {
+        self.peek()?;
+        Some(self.at)
+    }
+
+    fn bytes(&self) -> &'t [u8] {
+        self.text.as_bytes()
+    }
+
+    /// The next byte that is not white space (not consumed).
+    fn peek(&mut self) -> Option<u8> {
+        while let Some(&byte) = self.bytes().get(self.at) {
+            match byte {
+                b' ' | b'\n' | b'\r' | b'\t' => self.at += 1,
+                _ => return Some(byte),
+            }
+        }
+        None
+    }
+
+    /// Consumes `byte` (after white space).
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// Whether only white space is left.
+    pub(super) fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    /// A string: borrowed when it has no escapes.
+    pub(super) fn string(&mut self) -> Option<Cow<'t, str>> {
+        self.eat(b'"')?;
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            let byte = *self.bytes().get(self.at)?;
+            self.at += 1;
+            match byte {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    // The escaped byte cannot end the string; it is checked below.
+                    self.bytes().get(self.at)?;
+                    self.at += 1;
+                }
+                0..=0x1f => return None,
+                _ => {}
+            }
+        }
+        if !escaped {
+            // Both ends are ASCII quotes: char boundaries.
+            return self.text.get(start..self.at - 1).map(Cow::Borrowed);
+        }
+        let quoted = self.text.get(start - 1..self.at)?;
+        serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
+    }
+
+    /// The members of an object, each key passed to `member`, which must read its value.
+    pub(super) fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, Cow<'t, str>) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            member(self, key)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The elements of an array, each read by `element`.
+    pub(super) fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.at += 1;
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// `null` (consumed: `Some(true)`), or something else (not consumed: `Some(false)`).
+    pub(super) fn null(&mut self) -> Option<bool> {
+        if self.peek()? != b'n' {
+            return Some(false);
+        }
+        self.literal(b"null")?;
+        Some(true)
+    }
+
+    /// Any value, checked and skipped: its place in the text.
+    pub(super) fn value(&mut self) -> Option<Range<usize>> {
+        self.peek()?;
+        let start = self.at;
+        self.skip(0)?;
+        Some(start..self.at)
+    }
+
+    fn skip(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'{' | b'[' if depth >= MAX_DEPTH => None,
+            b'{' => self.object(|reader, _| reader.skip(depth + 1)),
+            b'[' => self.array(|reader| reader.skip(depth + 1)),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.at + word.len();
+        (self.bytes().get(self.at..end)? == word).then(|| self.at = end)
+    }
+
+    /// A number, by JSON's grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+    fn number(&mut self) -> Option<()> {
+        let bytes = self.bytes();
+        let digits = |at: &mut usize| {
+            let start = *at;
+            while bytes.get(*at).is_some_and(u8::is_ascii_digit) {
+                *at += 1;
+            }
+            (*at > start).then_some(())
+        };
+        let mut at = self.at;
+        if bytes.get(at) == Some(&b'-') {
+            at += 1;
+        }
+        match bytes.get(at)? {
+            b'0' => at += 1,
+            b'1'..=b'9' => digits(&mut at)?,
+            _ => return None,
+        }
+        if bytes.get(at) == Some(&b'.') {
+            at += 1;
+            digits(&mut at)?;
+        }
+        if matches!(bytes.get(at), Some(b'e' | b'E')) {
+            at += 1;
+            if matches!(bytes.get(at), Some(b'+' | b'-')) {
+                at += 1;
+            }
+            digits(&mut at)?;
+        }
+        self.at = at;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the reader takes `text` as exactly one value.
+    fn whole(text: &str) -> bool {
+        let mut reader = Reader::new(text);
+        reader.value().is_some() && reader.at_end()
+    }
+
+    #[test]
+    fn what_serde_json_reads_the_reader_reads() {
+        for text in [
+            r#"{"a":[1,-2.5e+3,true,false,null,"x\"y\\\u00e9"],"b":{}}"#,
+            " [ ] ",
+            "0",
+            r#""\ud83d\ude00""#,
+            r#"{"k" : { "n" : [ [ ] , { } ] } }"#,
+        ] {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(text).is_ok(),
+                "{text}"
+            );
+            assert!(whole(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn what_serde_json_refuses_the_reader_refuses() {
+        for text in [
+            "",
+            "{",
+            r#"{"a":1"#,
+            r#"{"a" 1}"#,
+            r#"{"a":1,}"#,
+            "[1,]",
+            "[1 2]",
+            "01",
+            "1.",
+            "-",
+            "1e",
+            "tru",
+            "nul",
+            r#""unterminated"#,
+            "\"a\u{1}b\"",
+            r#""\x""#,
+            r#""\ud800""#,
+            "{1:2}",
+        ] {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(text).is_err(),
+                "{text}"
+            );
+            assert!(!whole(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn nesting_deeper_than_the_limit_is_refused_without_exhausting_the_stack() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(!whole(&deep));
+        let shallow = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(whole(&shallow));
+    }
+
+    #[test]
+    fn a_string_without_escapes_is_borrowed_and_one_with_escapes_decoded() {
+        let mut reader = Reader::new(r#""plain" "a\nb""#);
+        assert!(matches!(reader.string(), Some(Cow::Borrowed("plain"))));
+        assert_eq!(reader.string().as_deref(), Some("a\nb"));
+    }
+}
