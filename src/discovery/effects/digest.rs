@@ -74,14 +74,16 @@ fn parse_hex(digits: &[u8]) -> Option<u64> {
     if digits.is_empty() || digits.len() > 16 {
         return None;
     }
-    digits.iter().try_fold(0u64, |value, &digit| {
+    let mut value = 0u64;
+    for &digit in digits {
         let nibble = match digit {
             b'0'..=b'9' => digit - b'0',
             b'a'..=b'f' => digit - b'a' + 10,
             _ => return None,
         };
-        Some(value << 4 | u64::from(nibble))
-    })
+        value = value << 4 | u64::from(nibble);
+    }
+    Some(value)
 }
 
 #[cfg(test)]

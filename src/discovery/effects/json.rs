@@ -66,28 +66,38 @@ impl<'t> Reader<'t> {
     pub(super) fn string(&mut self) -> Option<Cow<'t, str>> {
         self.eat(b'"')?;
         let start = self.at;
-        let mut escaped = false;
-        loop {
-            let byte = *self.bytes().get(self.at)?;
-            self.at += 1;
-            match byte {
-                b'"' => break,
-                b'\\' => {
-                    escaped = true;
-                    // The escaped byte cannot end the string; it is checked below.
-                    self.bytes().get(self.at)?;
-                    self.at += 1;
-                }
-                0..=0x1f => return None,
-                _ => {}
-            }
-        }
+        let escaped = self.string_end()?;
         if !escaped {
             // Both ends are ASCII quotes: char boundaries.
             return self.text.get(start..self.at - 1).map(Cow::Borrowed);
         }
         let quoted = self.text.get(start - 1..self.at)?;
         serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
+    }
+
+    /// Moves past the closing quote of the string whose opening quote was just consumed;
+    /// whether it has escapes (`None`: it does not end, or holds a control character).
+    /// The quote is found with `memchr` (most strings of the cache are paths and names,
+    /// tens of bytes with no escape), and control characters checked over the whole run.
+    fn string_end(&mut self) -> Option<bool> {
+        let bytes = self.bytes();
+        let mut escaped = false;
+        loop {
+            let rest = bytes.get(self.at..)?;
+            let found = memchr::memchr2(b'"', b'\\', rest)?;
+            if rest[..found].iter().any(|&byte| byte < 0x20) {
+                return None;
+            }
+            self.at += found + 1;
+            if rest[found] == b'"' {
+                return Some(escaped);
+            }
+            // The escaped byte cannot end the string; serde_json checks the escape
+            // ([`Reader::string`]).
+            escaped = true;
+            bytes.get(self.at)?;
+            self.at += 1;
+        }
     }
 
     /// The members of an object, each key passed to `member`, which must read its value.
@@ -148,21 +158,71 @@ impl<'t> Reader<'t> {
     pub(super) fn value(&mut self) -> Option<Range<usize>> {
         self.peek()?;
         let start = self.at;
-        self.skip(0)?;
+        self.skip()?;
         Some(start..self.at)
     }
 
-    fn skip(&mut self, depth: usize) -> Option<()> {
-        match self.peek()? {
-            b'"' => self.string().map(drop),
-            b'{' | b'[' if depth >= MAX_DEPTH => None,
-            b'{' => self.object(|reader, _| reader.skip(depth + 1)),
-            b'[' => self.array(|reader| reader.skip(depth + 1)),
-            b't' => self.literal(b"true"),
-            b'f' => self.literal(b"false"),
-            b'n' => self.literal(b"null"),
-            _ => self.number(),
+    /// Checks and skips one value: a loop over its tokens with the open containers as
+    /// bits (object 1, array 0), not a recursion, so a skip costs a few instructions a
+    /// byte (a warm start skips every summary of the cache).
+    fn skip(&mut self) -> Option<()> {
+        let mut open: u64 = 0;
+        let mut depth = 0;
+        loop {
+            // A value.
+            match self.peek()? {
+                opening @ (b'{' | b'[') => {
+                    if depth == MAX_DEPTH {
+                        return None;
+                    }
+                    self.at += 1;
+                    let object = opening == b'{';
+                    let closing = if object { b'}' } else { b']' };
+                    if self.peek()? != closing {
+                        open = open << 1 | u64::from(object);
+                        depth += 1;
+                        if object {
+                            self.key()?;
+                        }
+                        continue;
+                    }
+                    self.at += 1;
+                }
+                b'"' => drop(self.string()?),
+                b't' => self.literal(b"true")?,
+                b'f' => self.literal(b"false")?,
+                b'n' => self.literal(b"null")?,
+                _ => self.number()?,
+            }
+            // What follows it: the next member or element, or the end of containers.
+            loop {
+                if depth == 0 {
+                    return Some(());
+                }
+                let object = open & 1 == 1;
+                match self.peek()? {
+                    b',' => {
+                        self.at += 1;
+                        if object {
+                            self.key()?;
+                        }
+                        break;
+                    }
+                    b'}' if object => {}
+                    b']' if !object => {}
+                    _ => return None,
+                }
+                self.at += 1;
+                open >>= 1;
+                depth -= 1;
+            }
         }
+    }
+
+    /// An object's key and its colon.
+    fn key(&mut self) -> Option<()> {
+        self.string()?;
+        self.eat(b':')
     }
 
     fn literal(&mut self, word: &[u8]) -> Option<()> {

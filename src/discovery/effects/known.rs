@@ -139,22 +139,29 @@ impl Entry {
         texts: Texts<'_>,
         tools: &[&str],
     ) -> Option<Vec<Vec<EffectSite>>> {
-        let at = |tool: &str| {
-            self.tools
-                .iter()
-                .position(|(name, sites)| sites.is_some() && texts.str(*name) == tool)
-        };
-        let places: Vec<usize> = tools.iter().map(|tool| at(tool)).collect::<Option<_>>()?;
-        let mut taken: Vec<Vec<EffectSite>> = Vec::with_capacity(places.len());
-        for (at, &place) in places.iter().enumerate() {
+        if !tools.iter().all(|tool| self.place(texts, tool).is_some()) {
+            return None;
+        }
+        let mut taken: Vec<Vec<EffectSite>> = Vec::with_capacity(tools.len());
+        for (at, tool) in tools.iter().enumerate() {
             // The same tool asked for twice: a copy of what was taken for it.
-            let sites = match places[..at].iter().position(|&earlier| earlier == place) {
+            let sites = match tools[..at].iter().position(|earlier| earlier == tool) {
                 Some(earlier) => taken[earlier].clone(),
-                None => self.tools[place].1.take().unwrap_or_default(),
+                None => {
+                    let place = self.place(texts, tool)?;
+                    self.tools[place].1.take().unwrap_or_default()
+                }
             };
             taken.push(sites);
         }
         Some(taken)
+    }
+
+    /// Where `tool`'s sites are, when they are there.
+    fn place(&self, texts: Texts<'_>, tool: &str) -> Option<usize> {
+        self.tools
+            .iter()
+            .position(|(name, sites)| sites.is_some() && texts.str(*name) == tool)
     }
 
     /// The module digests this depends on (kept in the cache beside it).
@@ -197,7 +204,9 @@ fn entry<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>, shown: Span) -> Opt
     let mut dirs = None;
     let mut followed = None;
     let mut texts: Option<Vec<Arc<str>>> = None;
-    let mut tools: Option<Vec<(Span, Cow<'t, str>)>> = None;
+    let mut tools: Option<Vec<(Span, Option<Vec<EffectSite>>)>> = None;
+    // Sites read before the texts they name (not the order written): parsed at the end.
+    let mut pending: Vec<(usize, Cow<'t, str>)> = Vec::new();
     reader.object(|reader, field| {
         match &*field {
             "dirs" if dirs.is_none() => dirs = Some(Digest::parse(&reader.string()?)?),
@@ -218,9 +227,18 @@ fn entry<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>, shown: Span) -> Opt
                 texts = Some(list);
             }
             "tools" if tools.is_none() => {
-                let mut list = Vec::new();
+                // Most files register one tool.
+                let mut list = Vec::with_capacity(1);
                 reader.object(|reader, name| {
-                    list.push((spans.span(name), reader.string()?));
+                    let name = spans.span(name);
+                    let sites = reader.string()?;
+                    match &texts {
+                        Some(texts) => list.push((name, parse_sites(&sites, texts))),
+                        None => {
+                            pending.push((list.len(), sites));
+                            list.push((name, None));
+                        }
+                    }
                     Some(())
                 })?;
                 tools = Some(list);
@@ -231,10 +249,10 @@ fn entry<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>, shown: Span) -> Opt
         Some(())
     })?;
     let texts = texts?;
-    let tools = tools?
-        .into_iter()
-        .map(|(name, sites)| (name, parse_sites(&sites, &texts)))
-        .collect();
+    let mut tools = tools?;
+    for (at, sites) in pending {
+        tools[at].1 = parse_sites(&sites, &texts);
+    }
     Some(Entry {
         shown,
         place: start..reader.at(),

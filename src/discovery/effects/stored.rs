@@ -299,4 +299,50 @@ mod tests {
             assert!(stored.files.is_empty() && stored.resolved.len() == 0);
         }
     }
+
+    /// A cache with one summary and one resolved entry that follows a module.
+    fn a_whole_cache() -> String {
+        let key = format!("{} tools/é \"x\".lua", digest(1));
+        let resolved = format!(
+            r#"{{"dirs":"{}","followed":[{{"Module":["m","/a/m.lua","lib/m.lua","{}"]}},{{"Missing":["n","not found"]}}],"texts":["fs.write","fs.write","lib/m.lua"],"tools":{{"w":"0,1,2,3"}}}}"#,
+            digest(2),
+            digest(3)
+        );
+        write(
+            [(
+                &*digest(3),
+                r#"{"whole":{"sites":[["fs.write","fs.write",3]]}}"#,
+            )],
+            [(&*key, &*resolved)],
+        )
+        .expect("written")
+    }
+
+    #[test]
+    fn every_truncation_of_a_cache_reads_as_empty() {
+        let whole = a_whole_cache();
+        assert_eq!(Stored::parse(whole.clone().into_bytes()).resolved.len(), 1);
+        for end in 0..whole.len() {
+            let stored = Stored::parse(whole.as_bytes()[..end].to_vec());
+            assert!(
+                stored.files.is_empty() && stored.resolved.len() == 0,
+                "{end}"
+            );
+        }
+    }
+
+    #[test]
+    fn any_byte_of_a_cache_changed_reads_without_a_panic() {
+        let whole = a_whole_cache().into_bytes();
+        for at in 0..whole.len() {
+            for byte in [b'"', b'\\', b'{', b']', b',', b'0', 0xff, 0x01] {
+                let mut damaged = whole.clone();
+                damaged[at] = byte;
+                let mut stored = Stored::parse(damaged);
+                // Whatever was read can be looked at.
+                let (texts, resolved, _) = stored.split();
+                let _ = resolved.find(Digest::of(&[1]), "tools/é \"x\".lua", texts);
+            }
+        }
+    }
 }
