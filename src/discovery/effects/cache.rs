@@ -6,7 +6,7 @@
 //! is analysed again.
 
 use super::digest::Digest;
-use super::lookups::{Found, Lookups};
+use super::lookups::{DirsKey, Found, Lookups};
 use super::resolved::{self, Resolved, Trail};
 use super::stored::Stored;
 use super::summary::Summary;
@@ -129,10 +129,16 @@ impl Effects {
         (summary, Some(digest))
     }
 
+    /// The key of the search folders `dirs` (`None`: a path is not UTF-8, and nothing
+    /// resolved in them is memoised or kept).
+    pub(super) fn dirs_key(&mut self, dirs: &[SearchDir]) -> Option<DirsKey> {
+        self.lookups.dirs_key(dirs)
+    }
+
     /// Where `require(name)` leads from `dirs` (memoised per load by `key`).
     pub(super) fn find_module(
         &mut self,
-        key: Option<&str>,
+        key: Option<&DirsKey>,
         dirs: &[SearchDir],
         name: &str,
     ) -> Found {
@@ -140,19 +146,17 @@ impl Effects {
     }
 
     /// The cached sites of each of `tools` for the file with content `digest` shown as
-    /// `shown`, searched in `dirs` (whose [`super::lookups::dirs_key`] is `dirs_key`):
-    /// `Some` only when every tool has an entry and everything they were resolved from
-    /// still holds.
+    /// `shown`, searched in `dirs` (whose key is `dirs_key`): `Some` only when every tool
+    /// has an entry and everything they were resolved from still holds.
     pub(super) fn resolved_sites(
         &mut self,
         (digest, shown): (Digest, &str),
-        (dirs_key, dirs): (&str, &[SearchDir]),
+        dirs: (&DirsKey, &[SearchDir]),
         tools: &[&str],
     ) -> Option<Vec<Vec<EffectSite>>> {
-        let dirs_digest = Digest::of(dirs_key.as_bytes());
         let (texts, known, files) = self.stored.split();
         let entry = known.find(digest, shown, texts)?;
-        if !entry.holds(texts, (dirs_digest, dirs_key, dirs), &mut self.lookups) {
+        if !entry.holds(texts, dirs, &mut self.lookups) {
             return None;
         }
         let sites = entry.take_sites(texts, tools)?;
@@ -172,7 +176,7 @@ impl Effects {
     pub(super) fn keep_resolved(
         &mut self,
         (digest, shown): (Digest, &str),
-        dirs_key: &str,
+        dirs_key: &DirsKey,
         trail: Trail,
         tools: &[(&str, &[EffectSite])],
     ) {
@@ -185,7 +189,7 @@ impl Effects {
         }
         self.fresh.insert(
             resolved::key(digest, shown),
-            Resolved::new(dirs_key, followed, tools),
+            Resolved::new(dirs_key.digest, followed, tools),
         );
     }
 

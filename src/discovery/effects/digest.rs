@@ -76,15 +76,26 @@ fn parse_hex(digits: &[u8]) -> Option<u64> {
     }
     let mut value = 0u64;
     for &digit in digits {
-        let nibble = match digit {
-            b'0'..=b'9' => digit - b'0',
-            b'a'..=b'f' => digit - b'a' + 10,
-            _ => return None,
-        };
+        let nibble = NIBBLES[usize::from(digit)];
+        if nibble > 0xf {
+            return None;
+        }
         value = value << 4 | u64::from(nibble);
     }
     Some(value)
 }
+
+/// Each byte's value as a lower-case hex digit (`0xff`: not one). A table: a warm start
+/// reads a few digests per cached file.
+const NIBBLES: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut at = 0;
+    while at < 16 {
+        table[b"0123456789abcdef"[at] as usize] = at as u8;
+        at += 1;
+    }
+    table
+};
 
 #[cfg(test)]
 mod tests {

@@ -85,7 +85,11 @@ impl<'t> Reader<'t> {
         loop {
             let rest = bytes.get(self.at..)?;
             let found = memchr::memchr2(b'"', b'\\', rest)?;
-            if rest[..found].iter().any(|&byte| byte < 0x20) {
+            // The least byte, as a fold: vectorised, where an early-exit search is not.
+            let least = rest[..found]
+                .iter()
+                .fold(u8::MAX, |least, &byte| least.min(byte));
+            if least < 0x20 {
                 return None;
             }
             self.at += found + 1;

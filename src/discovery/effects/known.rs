@@ -7,7 +7,7 @@
 use super::EffectSite;
 use super::digest::Digest;
 use super::json::Reader;
-use super::lookups::Lookups;
+use super::lookups::{DirsKey, Lookups};
 use super::resolved::parse_sites;
 use super::stored::{Span, Spans, Texts};
 use crate::lua::SearchDir;
@@ -105,15 +105,15 @@ impl Entry {
     }
 
     /// Whether everything this was resolved from still holds for a file searched in
-    /// `search` (whose key is `dirs_key`, its digest `dirs`): the same folders, each
-    /// module name leading to the same file, each such file with the same digest.
+    /// `search` (whose key is `dirs_key`): the same folders, each module name leading to
+    /// the same file, each such file with the same digest.
     pub(super) fn holds(
         &self,
         texts: Texts<'_>,
-        (dirs, dirs_key, search): (Digest, &str, &[SearchDir]),
+        (dirs_key, search): (&DirsKey, &[SearchDir]),
         lookups: &mut Lookups,
     ) -> bool {
-        self.dirs == dirs
+        self.dirs == dirs_key.digest
             && self.followed.iter().all(|followed| match followed {
                 Followed::Module {
                     name,
@@ -188,7 +188,7 @@ pub(super) fn read<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>) -> Option
 
 /// A key's digest and path as shown ([`super::resolved::key`]).
 fn split_key(key: Cow<'_, str>) -> Option<(Digest, Cow<'_, str>)> {
-    let space = key.find(' ')?;
+    let space = memchr::memchr(b' ', key.as_bytes())?;
     let digest = Digest::parse(&key[..space])?;
     let shown = match key {
         Cow::Borrowed(key) => Cow::Borrowed(&key[space + 1..]),

@@ -8,6 +8,7 @@ use crate::lua::{SearchDir, resolve_module};
 use foldhash::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where a module name led: the module's canonical path and its path as shown, or why it
 /// was not found (the message a site quotes).
@@ -22,20 +23,34 @@ pub(super) struct ModuleFile {
     pub(super) bytes: Option<Vec<u8>>,
 }
 
+/// A search-folder list's [`dirs_key`], with that text's digest (what a cached entry
+/// names it by, and what the memo of look-ups is keyed by).
+#[derive(Debug, Clone)]
+pub(super) struct DirsKey {
+    /// The key's text.
+    pub(super) text: Arc<str>,
+    /// The digest of `text`.
+    pub(super) digest: Digest,
+}
+
 /// The memoised look-ups of one load.
 #[derive(Debug, Default)]
 pub(super) struct Lookups {
-    /// By the search folders' [`dirs_key`], then by module name.
-    found: HashMap<String, HashMap<String, Found>>,
+    /// By the digest of the search folders' [`dirs_key`] (with the key itself, compared
+    /// too), then by module name.
+    found: HashMap<Digest, (Arc<str>, HashMap<String, Found>)>,
     /// By canonical path.
     files: HashMap<OsString, ModuleFile>,
+    /// The last search-folder list asked about, and its key: files one after the other in
+    /// a directory search the same folders, and making the key cost more than comparing.
+    last_dirs: Option<(Vec<SearchDir>, Option<DirsKey>)>,
 }
 
 /// The text that tells two search-folder lists apart (each folder's canonical and shown
 /// path, in order, each after its length: no separator to escape in JSON, none a path can
 /// fake); `None` when a path is not UTF-8 (such a list is neither memoised nor cached: it
 /// is looked up afresh every time).
-pub(super) fn dirs_key(dirs: &[SearchDir]) -> Option<String> {
+fn dirs_key(dirs: &[SearchDir]) -> Option<String> {
     let bytes: usize = dirs
         .iter()
         .map(|dir| dir.canonical.as_os_str().len() + dir.shown.as_os_str().len() + 8)
@@ -61,21 +76,36 @@ fn push_decimal(text: &mut String, n: usize) {
 }
 
 impl Lookups {
-    /// Where `require(name)` leads from `dirs` (whose [`dirs_key`] is `key`).
-    pub(super) fn find(&mut self, key: Option<&str>, dirs: &[SearchDir], name: &str) -> Found {
-        match key {
-            Some(key) => found(&mut self.found, key, dirs, name).clone(),
+    /// The [`DirsKey`] of `dirs` (`None`: a path is not UTF-8).
+    pub(super) fn dirs_key(&mut self, dirs: &[SearchDir]) -> Option<DirsKey> {
+        if let Some((last, key)) = &self.last_dirs
+            && same_dirs(last, dirs)
+        {
+            return key.clone();
+        }
+        let key = dirs_key(dirs).map(|text| DirsKey {
+            digest: Digest::of(text.as_bytes()),
+            text: text.into(),
+        });
+        self.last_dirs = Some((dirs.to_vec(), key.clone()));
+        key
+    }
+
+    /// Where `require(name)` leads from `dirs` (whose key is `key`).
+    pub(super) fn find(&mut self, key: Option<&DirsKey>, dirs: &[SearchDir], name: &str) -> Found {
+        match key.and_then(|key| found(&mut self.found, key, dirs, name)) {
+            Some(found) => found.clone(),
             None => resolve_module(dirs, name).map_err(|e| e.to_string()),
         }
     }
 
-    /// Whether `require(name)` from `dirs` (whose [`dirs_key`] is `key`) still leads to
-    /// the module at canonical `path` shown as `shown`, whose bytes have `digest` (`None`:
+    /// Whether `require(name)` from `dirs` (whose key is `key`) still leads to the module
+    /// at canonical `path` shown as `shown`, whose bytes have `digest` (`None`:
     /// unreadable). Compared in place: a warm start checks this for every module of every
     /// cached entry.
     pub(super) fn still_leads(
         &mut self,
-        (key, dirs): (&str, &[SearchDir]),
+        (key, dirs): (&DirsKey, &[SearchDir]),
         name: &str,
         (path, shown): (&str, &str),
         digest: Option<Digest>,
@@ -83,26 +113,34 @@ impl Lookups {
         let Self {
             found: names,
             files,
+            ..
         } = self;
+        let leads = |(now_path, now_shown): &(PathBuf, String), files: &mut _| {
+            now_path.as_os_str() == OsStr::new(path)
+                && now_shown == shown
+                && module_file(files, now_path).digest == digest
+        };
         match found(names, key, dirs, name) {
-            Ok((now_path, now_shown)) => {
-                now_path.as_os_str() == OsStr::new(path)
-                    && now_shown == shown
-                    && module_file(files, now_path).digest == digest
-            }
-            Err(_) => false,
+            Some(Ok(now)) => leads(now, files),
+            Some(Err(_)) => false,
+            None => match resolve_module(dirs, name) {
+                Ok(now) => leads(&now, files),
+                Err(_) => false,
+            },
         }
     }
 
-    /// Whether `require(name)` from `dirs` (whose [`dirs_key`] is `key`) still fails with
-    /// `message`.
+    /// Whether `require(name)` from `dirs` (whose key is `key`) still fails with `message`.
     pub(super) fn still_misses(
         &mut self,
-        (key, dirs): (&str, &[SearchDir]),
+        (key, dirs): (&DirsKey, &[SearchDir]),
         name: &str,
         message: &str,
     ) -> bool {
-        matches!(found(&mut self.found, key, dirs, name), Err(now) if now == message)
+        match found(&mut self.found, key, dirs, name) {
+            Some(found) => matches!(found, Err(now) if now == message),
+            None => matches!(resolve_module(dirs, name), Err(now) if now.to_string() == message),
+        }
     }
 
     /// The module file at canonical `path`, read at its first use in this load.
@@ -111,24 +149,36 @@ impl Lookups {
     }
 }
 
-/// Where `require(name)` leads from `dirs` (whose [`dirs_key`] is `key`), looked up at
-/// the first ask in this load.
+/// Whether two search-folder lists are the same folders, shown the same (compared as
+/// bytes: `Path`'s own comparison walks the components).
+fn same_dirs(one: &[SearchDir], other: &[SearchDir]) -> bool {
+    one.len() == other.len()
+        && one.iter().zip(other).all(|(one, other)| {
+            one.canonical.as_os_str() == other.canonical.as_os_str()
+                && one.shown.as_os_str() == other.shown.as_os_str()
+        })
+}
+
+/// Where `require(name)` leads from `dirs` (whose key is `key`), looked up at the first
+/// ask in this load; `None` when another list's key has the same digest (never seen in
+/// practice: that list is then looked up afresh every time, not memoised).
 fn found<'f>(
-    found: &'f mut HashMap<String, HashMap<String, Found>>,
-    key: &str,
+    found: &'f mut HashMap<Digest, (Arc<str>, HashMap<String, Found>)>,
+    key: &DirsKey,
     dirs: &[SearchDir],
     name: &str,
-) -> &'f Found {
-    // Looked up before inserting: the usual case allocates no key.
-    if !found.contains_key(key) {
-        found.insert(key.to_string(), HashMap::default());
+) -> Option<&'f Found> {
+    let (text, names) = found
+        .entry(key.digest)
+        .or_insert_with(|| (key.text.clone(), HashMap::default()));
+    if !Arc::ptr_eq(text, &key.text) && **text != *key.text {
+        return None;
     }
-    let names = found.get_mut(key).expect("inserted above");
     if !names.contains_key(name) {
         let now = resolve_module(dirs, name).map_err(|e| e.to_string());
         names.insert(name.to_string(), now);
     }
-    names.get(name).expect("inserted above")
+    names.get(name)
 }
 
 /// The module file at canonical `path` in `files`, read at its first use in this load.

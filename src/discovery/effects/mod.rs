@@ -100,7 +100,7 @@ fn tool_sites(
     let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
     let digest = verdict.digest_of(source);
     let file = (digest, verdict.shown.as_str());
-    let dirs_key = lookups::dirs_key(dirs);
+    let dirs_key = effects.dirs_key(dirs);
     if let Some(dirs_key) = &dirs_key
         && let Some(sites) = effects.resolved_sites(file, (dirs_key, dirs), &names)
     {
@@ -125,7 +125,7 @@ fn tool_sites(
     let sites: Vec<Vec<EffectSite>> = names
         .iter()
         .map(|name| {
-            let dirs = (dirs_key.as_deref(), dirs);
+            let dirs = (dirs_key.as_ref(), dirs);
             resolve::tool_sites(effects, &summary, name, &verdict.shown, dirs, &mut trail)
         })
         .collect();

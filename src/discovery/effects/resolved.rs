@@ -115,9 +115,10 @@ impl Trail {
 }
 
 impl Resolved<'_> {
-    /// The entry for `tools`' sites, resolved in the folders `dirs` names, along `followed`.
+    /// The entry for `tools`' sites, resolved in the folders whose key has digest `dirs`,
+    /// along `followed`.
     pub(super) fn new<'s>(
-        dirs: &str,
+        dirs: Digest,
         followed: Vec<Followed<'static>>,
         tools: &[(&str, &'s [EffectSite])],
     ) -> Resolved<'static> {
@@ -151,7 +152,7 @@ impl Resolved<'_> {
             by_tool.insert(Cow::Owned(tool.to_string()), Cow::Owned(stored));
         }
         Resolved {
-            dirs: Cow::Owned(Digest::of(dirs.as_bytes()).text()),
+            dirs: Cow::Owned(dirs.text()),
             followed,
             texts,
             tools: by_tool,
