@@ -77,30 +77,23 @@ impl<'t> Reader<'t> {
 
     /// Moves past the closing quote of the string whose opening quote was just consumed;
     /// whether it has escapes (`None`: it does not end, or holds a control character).
-    /// The quote is found with `memchr` (most strings of the cache are paths and names,
-    /// tens of bytes with no escape), and control characters checked over the whole run.
     fn string_end(&mut self) -> Option<bool> {
         let bytes = self.bytes();
         let mut escaped = false;
         loop {
-            let rest = bytes.get(self.at..)?;
-            let found = memchr::memchr2(b'"', b'\\', rest)?;
-            // The least byte, as a fold: vectorised, where an early-exit search is not.
-            let least = rest[..found]
-                .iter()
-                .fold(u8::MAX, |least, &byte| least.min(byte));
-            if least < 0x20 {
-                return None;
+            let found = self.at + first_special(bytes.get(self.at..)?)?;
+            self.at = found + 1;
+            match bytes[found] {
+                b'"' => return Some(escaped),
+                b'\\' => {
+                    // The escaped byte cannot end the string; serde_json checks the
+                    // escape ([`Reader::string`]).
+                    escaped = true;
+                    bytes.get(self.at)?;
+                    self.at += 1;
+                }
+                _ => return None,
             }
-            self.at += found + 1;
-            if rest[found] == b'"' {
-                return Some(escaped);
-            }
-            // The escaped byte cannot end the string; serde_json checks the escape
-            // ([`Reader::string`]).
-            escaped = true;
-            bytes.get(self.at)?;
-            self.at += 1;
         }
     }
 
@@ -269,6 +262,40 @@ impl<'t> Reader<'t> {
     }
 }
 
+/// Where the first quote, backslash or control character of `bytes` is. Eight bytes at
+/// a time (each test is a zero-byte test on a word): most strings of the cache are names
+/// of a few bytes or paths of tens, and a search per string (`memchr`) cost more in its
+/// set-up than the scan.
+fn first_special(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = ONES << 7;
+    let mut at = 0;
+    while let Some(chunk) = bytes
+        .get(at..at + 8)
+        .and_then(|c| <[u8; 8]>::try_from(c).ok())
+    {
+        let word = u64::from_le_bytes(chunk);
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        // A byte's high bit is set where it is zero (below 0x20 for `word` itself); only
+        // bytes above the first match can be flagged wrongly (a borrow), so the lowest
+        // flag is exact.
+        let flags = (quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word);
+        let flags = flags & HIGHS;
+        if flags != 0 {
+            return Some(at + (flags.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let rest = bytes.get(at..)?;
+    let found = rest
+        .iter()
+        .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
+    Some(at + found)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +350,28 @@ mod tests {
                 "{text}"
             );
             assert!(!whole(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_first_quote_backslash_or_control_character_is_found_at_any_place() {
+        for len in 0..40 {
+            for special in [b'"', b'\\', 0x00, 0x1f] {
+                for at in 0..len {
+                    // UTF-8 continuation bytes and every other byte around it.
+                    let mut bytes: Vec<u8> = (0..len)
+                        .map(|i| [b'a', 0xc3, 0xa9, b' ', 0x7f, b'!', b']'][i % 7])
+                        .collect();
+                    bytes[at] = special;
+                    assert_eq!(first_special(&bytes), Some(at), "{bytes:?}");
+                    if at + 1 < len {
+                        bytes[at + 1] = b'"';
+                        assert_eq!(first_special(&bytes), Some(at), "{bytes:?}");
+                    }
+                }
+            }
+            let plain: Vec<u8> = (0..len).map(|i| [b'a', 0xff, 0x20, b'#'][i % 4]).collect();
+            assert_eq!(first_special(&plain), None);
         }
     }
 
