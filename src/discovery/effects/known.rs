@@ -244,7 +244,9 @@ fn entry<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>, shown: Span) -> Opt
                 tools = Some(list);
             }
             "dirs" | "followed" | "texts" | "tools" => return None,
-            _ => drop(reader.value()?),
+            _ => {
+                reader.value()?;
+            }
         }
         Some(())
     })?;

@@ -174,7 +174,9 @@ fn read<'t>(
             "files" if files.is_none() => files = Some(read_files(reader)?),
             "resolved" if resolved.is_none() => resolved = Some(known::read(reader, spans)?),
             "toolhost" | "files" | "resolved" => return None,
-            _ => drop(reader.value()?),
+            _ => {
+                reader.value()?;
+            }
         }
         Some(())
     })?;
