@@ -9,7 +9,7 @@ use super::digest::Digest;
 use super::json::Reader;
 use super::lookups::{DirsKey, Lookups};
 use super::resolved::parse_sites;
-use super::stored::{Span, Spans, Texts};
+use super::spans::{Span, Spans, Texts};
 use crate::lua::SearchDir;
 use foldhash::HashMap;
 use std::borrow::Cow;

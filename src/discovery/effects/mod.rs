@@ -18,6 +18,7 @@ mod lookups;
 mod resolve;
 mod resolved;
 mod scan;
+mod spans;
 mod stored;
 mod summary;
 

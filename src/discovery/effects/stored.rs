@@ -7,27 +7,15 @@
 use super::digest::Digest;
 use super::json::Reader;
 use super::known::{self, Known};
+use super::spans::{DECODED, Spans, Texts};
 use foldhash::HashMap;
-use std::borrow::Cow;
 use std::ops::Range;
-use std::sync::Arc;
 
 /// Whose entries the file holds: this toolhost version and the analysis rules' revision
 /// (bumped whenever the rules or the file's shape change, so a cache written under older
 /// rules by a build of the same version is not trusted). `effects-4`: digests are read
 /// as numbers, and an entry not of the shape written makes the whole file unusable.
 const WRITTEN_BY: &str = concat!(env!("CARGO_PKG_VERSION"), "/effects-4");
-
-/// A string of the cache read: where it is in the text, or (when it had escapes) in the
-/// decoded strings.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Span {
-    start: u32,
-    end: u32,
-}
-
-/// Marks a [`Span`] of the decoded strings (the text read is below 64 MiB, far below it).
-const DECODED: u32 = 1 << 31;
 
 /// The entries of a read `effects.json`: file digest → its summary's place in the text,
 /// and the resolved entries, read.
@@ -56,7 +44,7 @@ impl Stored {
         let Some((files, resolved)) = read(&text, &mut spans) else {
             return Self::default();
         };
-        let decoded = spans.decoded;
+        let decoded = spans.into_decoded();
         Self {
             text,
             decoded,
@@ -72,89 +60,14 @@ impl Stored {
 
     /// The strings of the text read.
     pub(super) fn texts(&self) -> Texts<'_> {
-        Texts {
-            text: &self.text,
-            decoded: &self.decoded,
-        }
+        Texts::new(&self.text, &self.decoded)
     }
 
     /// The strings of the text read, the resolved entries (to change while reading their
     /// strings) and the summaries' places.
     pub(super) fn split(&mut self) -> (Texts<'_>, &mut Known, &HashMap<Digest, Range<usize>>) {
-        let texts = Texts {
-            text: &self.text,
-            decoded: &self.decoded,
-        };
+        let texts = Texts::new(&self.text, &self.decoded);
         (texts, &mut self.resolved, &self.files)
-    }
-}
-
-/// The strings of a read cache, by [`Span`].
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Texts<'s> {
-    text: &'s str,
-    decoded: &'s str,
-}
-
-impl<'s> Texts<'s> {
-    /// The string `span` names.
-    pub(super) fn str(self, span: Span) -> &'s str {
-        let (text, start) = match span.start & DECODED {
-            0 => (self.text, span.start),
-            _ => (self.decoded, span.start & !DECODED),
-        };
-        text.get(start as usize..span.end as usize).unwrap_or("")
-    }
-}
-
-/// Makes the [`Span`]s of a text being read, and shares the texts sites name.
-pub(super) struct Spans<'t> {
-    text: &'t str,
-    decoded: String,
-    shared: HashMap<&'t str, Arc<str>>,
-}
-
-impl<'t> Spans<'t> {
-    fn new(text: &'t str) -> Self {
-        Self {
-            text,
-            decoded: String::new(),
-            shared: HashMap::default(),
-        }
-    }
-
-    /// The span of `string`, read from the text.
-    pub(super) fn span(&mut self, string: Cow<'t, str>) -> Span {
-        match string {
-            Cow::Borrowed(borrowed) => {
-                let start = borrowed.as_ptr() as usize - self.text.as_ptr() as usize;
-                Span {
-                    start: start as u32,
-                    end: (start + borrowed.len()) as u32,
-                }
-            }
-            Cow::Owned(owned) => {
-                let start = self.decoded.len();
-                self.decoded.push_str(&owned);
-                Span {
-                    start: start as u32 | DECODED,
-                    end: self.decoded.len() as u32,
-                }
-            }
-        }
-    }
-
-    /// `string` as a shared text (one allocation per distinct text of the file: a
-    /// module's sites name the same texts in every entry that requires it).
-    pub(super) fn shared(&mut self, string: Cow<'t, str>) -> Arc<str> {
-        match string {
-            Cow::Borrowed(borrowed) => self
-                .shared
-                .entry(borrowed)
-                .or_insert_with(|| borrowed.into())
-                .clone(),
-            Cow::Owned(owned) => owned.into(),
-        }
     }
 }
 
