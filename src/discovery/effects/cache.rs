@@ -278,3 +278,15 @@ fn analyse(bytes: &[u8]) -> Option<Arc<Summary>> {
             .flatten()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host reads the cache on a thread of its own while discovery runs.
+    #[test]
+    fn the_effects_read_can_move_to_another_thread() {
+        fn movable<T: Send + 'static>() {}
+        movable::<Effects>();
+    }
+}
