@@ -359,3 +359,152 @@ fn a_lib_folder_created_between_two_starts_is_searched() {
     assert_eq!(effects, json!(["fs.read"]));
     assert_eq!(annotations["read_only"], json!(true), "{annotations}");
 }
+
+// The cache is read in one pass: summaries only delimited (parsed at a miss), resolved
+// entries typed. What that makes newly possible to get wrong:
+
+/// Two tools writing through `lib/m.lua`, started twice: cold, then warm (a warm start that
+/// takes both entries and parses no summary).
+fn two_writers_started_warm(fx: &Fixture) {
+    fx.write(
+        "tools-lua/lib/m.lua",
+        "return { put = function(p) return fs.write(p, 'x') end }\n",
+    );
+    for name in ["w", "v"] {
+        fx.tool(
+            &format!("{name}.lua"),
+            &tool(name, "local m = require('m')", "    return m.put('x.txt')"),
+        );
+    }
+    let cold = listed(fx);
+    let written = std::fs::read(cache_file(fx)).expect("effects.json");
+    assert_eq!(listed(fx), cold);
+    assert_eq!(std::fs::read(cache_file(fx)).expect("kept"), written);
+}
+
+#[test]
+fn a_module_summary_left_as_text_by_a_warm_start_serves_a_later_miss() {
+    let fx = Fixture::new();
+    two_writers_started_warm(&fx);
+    // `v`'s entry misses; the module's summary comes from the cache's text.
+    fx.tool(
+        "v.lua",
+        &tool(
+            "v",
+            "local m = require('m')",
+            "    store.set('k', 1); return m.put('x.txt')",
+        ),
+    );
+    assert_eq!(effects_of(&fx, "v").0, json!(["fs.write", "store.write"]));
+    assert_eq!(effects_of(&fx, "w").0, json!(["fs.write"]));
+    let warm = listed(&fx);
+    std::fs::remove_dir_all(fx.cache()).expect("cache removed");
+    assert_eq!(listed(&fx), warm);
+}
+
+#[test]
+fn an_entry_not_used_by_a_load_that_writes_is_written_back_as_it_was() {
+    let fx = Fixture::new();
+    two_writers_started_warm(&fx);
+    let before = cache_json(&fx);
+    let w_entry = |cache: &Value| {
+        let resolved = cache["resolved"].as_object().expect("resolved").clone();
+        resolved
+            .into_iter()
+            .find(|(key, _)| key.ends_with("w.lua"))
+            .expect("w's entry")
+    };
+    fx.tool("v.lua", &tool("v", "", "    return env.get('HOME')"));
+    assert_eq!(effects_of(&fx, "v").0, json!(["env"]));
+    let text =
+        String::from_utf8(std::fs::read(cache_file(&fx)).expect("rewritten")).expect("UTF-8");
+    let (key, entry) = w_entry(&before);
+    assert_eq!(w_entry(&cache_json(&fx)), (key, entry.clone()));
+    assert!(text.contains(&entry.to_string()), "{text}");
+}
+
+#[test]
+fn an_entry_of_another_shape_makes_the_whole_cache_read_as_empty() {
+    let damages: [fn(&mut Value); 6] = [
+        |entry: &mut Value| entry["followed"][0]["Module"] = json!(["m"]),
+        |entry: &mut Value| entry["followed"][0] = json!({"Elsewhere": ["m", "x"]}),
+        |entry: &mut Value| entry["texts"] = json!([1]),
+        |entry: &mut Value| entry["dirs"] = json!("not a digest"),
+        |entry: &mut Value| entry["followed"][0]["Module"][3] = json!("0123456789ABCDEF1"),
+        |entry: &mut Value| entry["tools"]["w"] = json!(["0,0,0,1"]),
+    ];
+    for damage in damages {
+        let fx = Fixture::new();
+        writer_started_once(&fx);
+        forge_resolved(&fx, |entry| {
+            claim_nothing(entry);
+            damage(entry);
+        });
+        let (effects, annotations) = effects_of(&fx, "w");
+        assert_eq!(effects, json!(["fs.write"]));
+        assert_eq!(annotations["read_only"], json!(false), "{annotations}");
+    }
+}
+
+#[test]
+fn an_entry_resolved_with_other_search_folders_is_not_believed() {
+    let fx = Fixture::new();
+    writer_started_once(&fx);
+    forge_resolved(&fx, |entry| {
+        claim_nothing(entry);
+        // The digest of some other folder list.
+        entry["dirs"] = json!("0123456789abcdef1f");
+    });
+    assert_eq!(effects_of(&fx, "w").0, json!(["fs.write"]));
+}
+
+#[test]
+fn an_entry_written_with_escapes_reads_as_the_same_entry() {
+    let fx = Fixture::new();
+    writer_started_once(&fx);
+    // Believed as it is (see an_entry_whose_dependencies_hold_is_used_without_resolving_again),
+    // so a claim of nothing shows whether the escaped paths were read as the same paths.
+    forge_resolved(&fx, claim_nothing);
+    let text = String::from_utf8(std::fs::read(cache_file(&fx)).expect("forged")).expect("UTF-8");
+    assert!(text.contains('/'));
+    std::fs::write(cache_file(&fx), text.replace('/', "\\/")).expect("escaped");
+    assert_eq!(effects_of(&fx, "w").0, json!([]));
+}
+
+#[test]
+fn a_tool_file_whose_path_needs_escaping_is_found_on_a_warm_start() {
+    let fx = Fixture::new();
+    fx.write(
+        "tools-lua/lib/m.lua",
+        "return { put = function(p) return fs.write(p, 'x') end }\n",
+    );
+    let file = "wé\"ird\\name.lua";
+    fx.tool(
+        file,
+        &tool("w", "local m = require('m')", "    return m.put('x.txt')"),
+    );
+    let cold = listed(&fx);
+    assert_eq!(effects_of(&fx, "w").0, json!(["fs.write"]));
+    assert_eq!(listed(&fx), cold);
+    forge_resolved(&fx, claim_nothing);
+    assert_eq!(
+        effects_of(&fx, "w").0,
+        json!([]),
+        "the forged entry was not found"
+    );
+}
+
+#[test]
+fn an_older_revisions_cache_reads_as_empty_and_is_replaced() {
+    let fx = Fixture::new();
+    writer_started_once(&fx);
+    let current = std::fs::read(cache_file(&fx)).expect("effects.json");
+    forge_resolved(&fx, claim_nothing);
+    let mut old = cache_json(&fx);
+    let revision = old["toolhost"].as_str().expect("revision").to_string();
+    let (version, _) = revision.split_once('/').expect("version/revision");
+    old["toolhost"] = json!(format!("{version}/effects-3"));
+    std::fs::write(cache_file(&fx), old.to_string()).expect("old revision");
+    assert_eq!(effects_of(&fx, "w").0, json!(["fs.write"]));
+    assert_eq!(std::fs::read(cache_file(&fx)).expect("rewritten"), current);
+}

@@ -58,6 +58,7 @@ pub(super) fn blank(candidate: Candidate) -> Verdict {
         last_good: false,
         source: None,
         top_level: None,
+        digest: Default::default(),
     }
 }
 

@@ -23,7 +23,7 @@ pub(crate) use crate::error::LoadError;
 use cache::VerdictCache;
 pub(crate) use candidates::MAX_FILE_BYTES;
 pub(crate) use candidates::absolutize;
-pub(crate) use effects::{AnnotationCheck, Effects};
+pub(crate) use effects::{AnnotationCheck, Digest as ContentDigest, Effects};
 pub(crate) use known_schemas::KnownSchemas;
 pub(crate) use load::{
     Plan, PlannedEntries, ReplicaFile, Sources, commit_all, load_all, load_replica, plan,
@@ -39,7 +39,7 @@ use judge::Judgement;
 pub(crate) use judge::PANIC_MARKER as PARSE_PANIC_MARKER;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 pub(crate) use stream::{InOrder, PARSER_STACK_BYTES};
 #[cfg(test)]
 use toplevel::ParseVerdict;
@@ -141,6 +141,30 @@ pub struct Verdict {
     /// What its top level does beyond registering, when it was parsed by this discovery
     /// (a cached verdict is not parsed; see `contained`).
     pub(crate) top_level: Option<Arc<contained::TopLevel>>,
+    /// The digest of `source`, made at its first use ([`Verdict::source_digest`]).
+    pub(crate) digest: OnceLock<ContentDigest>,
+}
+
+impl Verdict {
+    /// The digest of the bytes kept in `source`, made once per load however many caches
+    /// key on it (the effects cache; the registration cache's key may share it). `source`
+    /// is set only while the file is judged, before any digest is asked for.
+    pub(crate) fn source_digest(&self) -> Option<ContentDigest> {
+        let source = self.source.as_deref()?;
+        Some(*self.digest.get_or_init(|| ContentDigest::of(source)))
+    }
+
+    /// The digest of `bytes`: the one of [`Verdict::source_digest`] when `bytes` are the
+    /// kept source itself (not, say, a last good version loaded in its place).
+    pub(crate) fn digest_of(&self, bytes: &[u8]) -> ContentDigest {
+        let own = self.source.as_deref();
+        if own.is_some_and(|own| std::ptr::eq(own, bytes))
+            && let Some(digest) = self.source_digest()
+        {
+            return digest;
+        }
+        ContentDigest::of(bytes)
+    }
 }
 
 /// The candidates of a discovery, in load order, and the verdicts of refused directories
@@ -273,6 +297,7 @@ fn refused_verdict(refused: &Refused, dir_index: usize) -> Verdict {
         last_good: false,
         source: None,
         top_level: None,
+        digest: OnceLock::new(),
     }
 }
 
@@ -341,6 +366,7 @@ pub(crate) fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
         last_good: false,
         source: Some(bytes.into()),
         top_level: None,
+        digest: OnceLock::new(),
     };
     match stream::parse_alone(&verdict) {
         ParseVerdict::Registers(_) => (Reason::Registers, None),

@@ -1,20 +1,20 @@
 //! The analyses of this load, and `<cache_dir>/effects.json`: file digest → [`Summary`],
-//! and each file's resolved effects ([`Resolved`], believed only while what they were
-//! resolved from still holds). Like the other caches it is advisory: missing, corrupt or
+//! and each file's resolved effects ([`Resolved`] as written, [`super::known`] as read;
+//! believed only while what they were resolved from still holds). Like the other caches it is advisory: missing, corrupt or
 //! written by another version means "nothing cached"; it is written (atomically) only when
 //! this load used something it did not hold. Keyed by content, so an edited file or module
 //! is analysed again.
 
-use super::digest::digest;
-use super::lookups::{Found, Lookups};
-use super::resolved::{Resolved, Trail};
+use super::digest::Digest;
+use super::lookups::{DirsKey, Found, Lookups};
+use super::resolved::{self, Resolved, Trail};
 use super::stored::Stored;
 use super::summary::Summary;
 use crate::discovery::cache::write_atomically;
 use crate::lua::SearchDir;
 use crate::registry::EffectSite;
 use foldhash::{HashMap, HashSet};
-use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,15 +30,13 @@ pub(crate) struct Effects {
     dir: Option<PathBuf>,
     /// How a contradiction is treated.
     pub(crate) mode: super::AnnotationCheck,
-    /// What was read (entries still text).
+    /// What was read (summaries still text, resolved entries typed).
     stored: Stored,
     /// The summaries this load parsed or made, by digest.
-    summaries: HashMap<String, Arc<Summary>>,
+    summaries: HashMap<Digest, Arc<Summary>>,
     /// The digests of the summaries this load used (what the next file holds).
-    used: HashSet<String>,
-    /// The resolved entries read that this load found still true.
-    kept: HashSet<String>,
-    /// The resolved entries this load made (each replaces any read under its key).
+    used: HashSet<Digest>,
+    /// The resolved entries this load made, by key (each replaces any read under it).
     fresh: HashMap<String, Resolved<'static>>,
     /// Module look-ups and module files, once per load.
     lookups: Lookups,
@@ -66,16 +64,17 @@ impl Effects {
         }
     }
 
-    /// The analysis of `bytes`: `parsed` when discovery just made it, else the cached one,
-    /// else made now. `None` when the file does not parse (its effects are unknown).
+    /// The analysis of `bytes` (whose digest is `digest`): `parsed` when discovery just
+    /// made it, else the cached one, else made now. `None` when the file does not parse
+    /// (its effects are unknown).
     pub(crate) fn summary(
         &mut self,
+        digest: Digest,
         bytes: &[u8],
         parsed: Option<&Arc<Summary>>,
     ) -> Option<Arc<Summary>> {
-        let digest = digest(bytes);
         if let Some(parsed) = parsed {
-            self.summaries.insert(digest.clone(), parsed.clone());
+            self.summaries.insert(digest, parsed.clone());
         }
         self.summary_of(digest, || Some(bytes))
     }
@@ -83,17 +82,17 @@ impl Effects {
     /// The summary of the bytes with `digest` (which `bytes` gives when it must be made).
     fn summary_of<'b>(
         &mut self,
-        digest: String,
+        digest: Digest,
         bytes: impl FnOnce() -> Option<&'b [u8]>,
     ) -> Option<Arc<Summary>> {
         let summary = match self.summaries.get(&digest) {
             Some(known) => known.clone(),
             None => {
-                let summary = match self.stored_summary(&digest) {
+                let summary = match self.stored_summary(digest) {
                     Some(read) => read,
                     None => analyse(bytes()?)?,
                 };
-                self.summaries.insert(digest.clone(), summary.clone());
+                self.summaries.insert(digest, summary.clone());
                 summary
             }
         };
@@ -103,12 +102,12 @@ impl Effects {
 
     /// The summary the cache holds for `digest`, parsed now. An entry that does not parse
     /// is forgotten (the file is analysed, and the next cache holds that analysis).
-    fn stored_summary(&mut self, digest: &str) -> Option<Arc<Summary>> {
-        let place = self.stored.files.get(digest)?;
+    fn stored_summary(&mut self, digest: Digest) -> Option<Arc<Summary>> {
+        let place = self.stored.files.get(&digest)?;
         match serde_json::from_str::<Summary>(self.stored.at(place)) {
             Ok(summary) => Some(Arc::new(summary)),
             Err(_) => {
-                self.stored.files.remove(digest);
+                self.stored.files.remove(&digest);
                 None
             }
         }
@@ -119,85 +118,87 @@ impl Effects {
     pub(super) fn summary_of_file(
         &mut self,
         path: &Path,
-    ) -> (Option<Arc<Summary>>, Option<String>) {
+    ) -> (Option<Arc<Summary>>, Option<Digest>) {
         let file = self.lookups.file(path);
-        let Some(digest) = file.digest.clone() else {
+        let Some(digest) = file.digest else {
             return (None, None);
         };
         let bytes = file.bytes.take();
-        let summary = self.summary_of(digest.clone(), || bytes.as_deref());
+        let summary = self.summary_of(digest, || bytes.as_deref());
         // Made or found: the bytes are not needed again in this load.
         (summary, Some(digest))
+    }
+
+    /// The key of the search folders `dirs` (`None`: a path is not UTF-8, and nothing
+    /// resolved in them is memoised or kept).
+    pub(super) fn dirs_key(&mut self, dirs: &[SearchDir]) -> Option<DirsKey> {
+        self.lookups.dirs_key(dirs)
     }
 
     /// Where `require(name)` leads from `dirs` (memoised per load by `key`).
     pub(super) fn find_module(
         &mut self,
-        key: Option<&str>,
+        key: Option<&DirsKey>,
         dirs: &[SearchDir],
         name: &str,
     ) -> Found {
         self.lookups.find(key, dirs, name)
     }
 
-    /// The cached sites of each of `tools` for the file `key` names (see
-    /// [`super::resolved::key`]; its own digest `digest`), searched in `dirs`: `Some` only
-    /// when every tool has an entry and everything they were resolved from still holds.
+    /// The cached sites of each of `tools` for the file with content `digest` shown as
+    /// `shown`, searched in `dirs` (whose key is `dirs_key`): `Some` only when every tool
+    /// has an entry and everything they were resolved from still holds.
     pub(super) fn resolved_sites(
         &mut self,
-        key: &str,
-        digest: &str,
-        (dirs_key, dirs): (&str, &[SearchDir]),
+        (digest, shown): (Digest, &str),
+        dirs: (&DirsKey, &[SearchDir]),
         tools: &[&str],
     ) -> Option<Vec<Vec<EffectSite>>> {
-        let read;
-        let resolved: &Resolved<'_> = match self.fresh.get(key) {
-            Some(fresh) => fresh,
-            None => {
-                let place = self.stored.resolved.get(key)?;
-                read = serde_json::from_str::<Resolved<'_>>(self.stored.at(place)).ok()?;
-                &read
-            }
-        };
-        if !resolved.holds(dirs_key, dirs, &mut self.lookups) {
+        let (texts, known, files) = self.stored.split();
+        let entry = known.find(digest, shown, texts)?;
+        if !entry.holds(texts, dirs, &mut self.lookups) {
             return None;
         }
-        let sites = resolved.sites(tools)?;
+        let sites = entry.take_sites(texts, tools)?;
+        entry.kept = true;
         // What the entry rests on stays in the next cache.
-        for depended in std::iter::once(digest).chain(resolved.module_digests()) {
-            if self.stored.files.contains_key(depended) || self.summaries.contains_key(depended) {
-                self.used.insert(depended.to_string());
+        for depended in std::iter::once(digest).chain(entry.module_digests()) {
+            if files.contains_key(&depended) || self.summaries.contains_key(&depended) {
+                self.used.insert(depended);
             }
-        }
-        if !self.fresh.contains_key(key) {
-            self.kept.insert(key.to_string());
         }
         Some(sites)
     }
 
-    /// Keeps `tools`' freshly resolved sites for the file `key` names, searched in the
-    /// folders `dirs_key` names, as `trail` followed them (nothing when the trail could
-    /// not be kept).
+    /// Keeps `tools`' freshly resolved sites for the file with content `digest` shown as
+    /// `shown`, searched in the folders `dirs_key` names, as `trail` followed them
+    /// (nothing when the trail could not be kept).
     pub(super) fn keep_resolved(
         &mut self,
-        key: String,
-        dirs_key: &str,
+        (digest, shown): (Digest, &str),
+        dirs_key: &DirsKey,
         trail: Trail,
         tools: &[(&str, &[EffectSite])],
     ) {
         let Some(followed) = trail.followed else {
             return;
         };
-        self.kept.remove(&key);
-        self.fresh
-            .insert(key, Resolved::new(dirs_key, followed, tools));
+        let (texts, known, _) = self.stored.split();
+        if let Some(read) = known.find(digest, shown, texts) {
+            read.kept = false;
+        }
+        self.fresh.insert(
+            resolved::key(digest, shown),
+            Resolved::new(dirs_key.digest, followed, tools),
+        );
     }
 
     /// Writes the entries this load used when they differ from what was read.
     pub(crate) fn write_if_changed(&self) {
         let Some(dir) = &self.dir else { return };
+        let kept = self.stored.resolved.iter().filter(|(_, e)| e.kept).count();
         let same = self.fresh.is_empty()
-            && self.kept.len() == self.stored.resolved.len()
+            && kept == self.stored.resolved.len()
             && self.used.len() == self.stored.files.len()
             && self
                 .used
@@ -218,39 +219,35 @@ impl Effects {
     /// The next cache's text: the summaries used and the resolved entries kept or made,
     /// each read entry as its own text.
     fn text(&self) -> serde_json::Result<String> {
-        let mut made: Vec<(&str, Box<RawValue>)> = Vec::new();
+        let mut files: BTreeMap<String, Cow<'_, str>> = BTreeMap::new();
         for digest in &self.used {
-            if !self.stored.files.contains_key(digest)
-                && let Some(summary) = self.summaries.get(digest)
-            {
-                made.push((digest, serde_json::value::to_raw_value(&**summary)?));
-            }
+            let text = match self.stored.files.get(digest) {
+                Some(place) => Cow::Borrowed(self.stored.at(place)),
+                None => match self.summaries.get(digest) {
+                    Some(summary) => Cow::Owned(serde_json::to_string(&**summary)?),
+                    None => continue,
+                },
+            };
+            files.insert(digest.text(), text);
         }
-        let mut made_resolved: Vec<(&str, Box<RawValue>)> = Vec::new();
-        for (key, resolved) in &self.fresh {
-            made_resolved.push((key, serde_json::value::to_raw_value(resolved)?));
+        let mut resolved: BTreeMap<String, Cow<'_, str>> = BTreeMap::new();
+        let texts = self.stored.texts();
+        for (digest, entry) in self.stored.resolved.iter().filter(|(_, e)| e.kept) {
+            let key = resolved::key(digest, entry.shown(texts));
+            resolved.insert(key, Cow::Borrowed(self.stored.at(&entry.place)));
         }
-        let mut files = BTreeMap::new();
-        for digest in &self.used {
-            if let Some(place) = self.stored.files.get(digest) {
-                files.insert(digest.as_str(), raw(self.stored.at(place))?);
-            }
+        for (key, made) in &self.fresh {
+            resolved.insert(key.clone(), Cow::Owned(serde_json::to_string(made)?));
         }
-        files.extend(made.iter().map(|(digest, raw)| (*digest, &**raw)));
-        let mut resolved = BTreeMap::new();
-        for key in &self.kept {
-            if let Some(place) = self.stored.resolved.get(key) {
-                resolved.insert(key.as_str(), raw(self.stored.at(place))?);
-            }
-        }
-        resolved.extend(made_resolved.iter().map(|(key, raw)| (*key, &**raw)));
-        super::stored::write(files, resolved)
+        super::stored::write(pairs(&files), pairs(&resolved))
     }
 }
 
-/// `text` (an entry of the cache read) as JSON text to write again as it is.
-fn raw(text: &str) -> serde_json::Result<&RawValue> {
-    serde_json::from_str(text)
+/// Each entry of `entries` as (key, text).
+fn pairs<'e>(
+    entries: &'e BTreeMap<String, Cow<'_, str>>,
+) -> impl Iterator<Item = (&'e str, &'e str)> {
+    entries.iter().map(|(key, text)| (key.as_str(), &**text))
 }
 
 /// Parses and analyses `bytes` on a large-stack thread (`full_moon` recurses once per
@@ -280,4 +277,16 @@ fn analyse(bytes: &[u8]) -> Option<Arc<Summary>> {
             .ok()
             .flatten()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host reads the cache on a thread of its own while discovery runs.
+    #[test]
+    fn the_effects_read_can_move_to_another_thread() {
+        fn movable<T: Send + 'static>() {}
+        movable::<Effects>();
+    }
 }

@@ -6,20 +6,25 @@
 //! ([`cache`], [`stored`]), so a warm start parses nothing it parsed before; [`resolve`]
 //! follows a handler through the file's names and modules, and its result is kept too
 //! ([`resolved`]), so a warm start resolves nothing it resolved before once it has checked
-//! the modules it followed ([`lookups`]); [`check`] compares with the annotations.
+//! the modules it followed ([`lookups`]); the cache is read in one pass ([`json`]), its
+//! resolved entries typed ([`known`]); [`check`] compares with the annotations.
 
 mod cache;
 mod check;
 mod digest;
+mod json;
+mod known;
 mod lookups;
 mod resolve;
 mod resolved;
 mod scan;
+mod spans;
 mod stored;
 mod summary;
 
 pub(crate) use cache::Effects;
 pub(crate) use check::{AnnotationCheck, apply};
+pub(crate) use digest::Digest;
 pub(crate) use summary::Summary;
 
 pub(crate) use crate::registry::{EffectSite, ToolEffects};
@@ -94,11 +99,11 @@ fn tool_sites(
     dirs: &[crate::lua::SearchDir],
 ) -> Vec<Vec<EffectSite>> {
     let names: Vec<&str> = entries.iter().map(|entry| entry.name.as_str()).collect();
-    let digest = digest::digest(source);
-    let key = resolved::key(&digest, &verdict.shown);
-    let dirs_key = lookups::dirs_key(dirs);
+    let digest = verdict.digest_of(source);
+    let file = (digest, verdict.shown.as_str());
+    let dirs_key = effects.dirs_key(dirs);
     if let Some(dirs_key) = &dirs_key
-        && let Some(sites) = effects.resolved_sites(&key, &digest, (dirs_key, dirs), &names)
+        && let Some(sites) = effects.resolved_sites(file, (dirs_key, dirs), &names)
     {
         return sites;
     }
@@ -108,7 +113,7 @@ fn tool_sites(
         .as_ref()
         .and_then(|top| top.effects.as_ref())
         .filter(|_| verdict.source.as_deref() == Some(source));
-    let Some(summary) = effects.summary(source, parsed) else {
+    let Some(summary) = effects.summary(digest, source, parsed) else {
         let unknown = EffectSite {
             effect: "unknown".into(),
             call: "the file could not be analysed".into(),
@@ -121,7 +126,7 @@ fn tool_sites(
     let sites: Vec<Vec<EffectSite>> = names
         .iter()
         .map(|name| {
-            let dirs = (dirs_key.as_deref(), dirs);
+            let dirs = (dirs_key.as_ref(), dirs);
             resolve::tool_sites(effects, &summary, name, &verdict.shown, dirs, &mut trail)
         })
         .collect();
@@ -131,7 +136,7 @@ fn tool_sites(
             .zip(&sites)
             .map(|(name, sites)| (*name, &sites[..]))
             .collect();
-        effects.keep_resolved(key, dirs_key, trail, &tools);
+        effects.keep_resolved(file, dirs_key, trail, &tools);
     }
     sites
 }

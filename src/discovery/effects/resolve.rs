@@ -4,6 +4,7 @@
 
 use super::EffectSite;
 use super::cache::Effects;
+use super::lookups::DirsKey;
 use super::resolved::Trail;
 use super::summary::{Reach, Summary};
 use crate::lua::SearchDir;
@@ -11,9 +12,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Where a file's modules are looked up: its search folders, and their
-/// [`super::lookups::dirs_key`].
-pub(super) type Dirs<'a> = (Option<&'a str>, &'a [SearchDir]);
+/// Where a file's modules are looked up: its search folders, and their key (`None`: a
+/// path is not UTF-8).
+pub(super) type Dirs<'a> = (Option<&'a DirsKey>, &'a [SearchDir]);
 
 /// The effect sites of tool `tool` registered by the file `shown` (analysed as `summary`);
 /// modules are looked up in `dirs`, and each name followed is noted in `trail`.
@@ -114,7 +115,7 @@ impl Walk<'_, '_> {
                 }
             };
             let (summary, digest) = self.effects.summary_of_file(&path);
-            self.trail.note(module, &found, digest.as_deref());
+            self.trail.note(module, &found, digest);
             if !self.seen_modules.insert(path) {
                 continue;
             }

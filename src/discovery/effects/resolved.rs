@@ -8,9 +8,9 @@
 //! that requires it, so each entry lists its texts once and its sites by index.
 
 use super::EffectSite;
-use super::lookups::{Found, Lookups};
-use crate::lua::SearchDir;
-use serde::{Deserialize, Serialize};
+use super::digest::Digest;
+use super::lookups::Found;
+use serde::Serialize;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -18,27 +18,27 @@ use std::sync::Arc;
 
 /// The cache key of a file's resolved effects: its digest and its path as shown (which the
 /// sites name), so one content at two places keeps two entries.
-pub(super) fn key(digest: &str, shown: &str) -> String {
-    let mut key = String::with_capacity(digest.len() + 1 + shown.len());
-    key.push_str(digest);
+pub(super) fn key(digest: Digest, shown: &str) -> String {
+    let mut key = String::with_capacity(33 + shown.len());
+    digest.push_to(&mut key);
     key.push(' ');
     key.push_str(shown);
     key
 }
 
 /// One module name resolution followed, and what it found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub(super) enum Followed<'a> {
     /// Name, the module's canonical path, its shown path, its file's digest (`None`:
     /// unreadable).
     Module(
-        #[serde(borrow)] Cow<'a, str>,
-        #[serde(borrow)] Cow<'a, str>,
-        #[serde(borrow)] Cow<'a, str>,
-        #[serde(borrow)] Option<Cow<'a, str>>,
+        Cow<'a, str>,
+        Cow<'a, str>,
+        Cow<'a, str>,
+        Option<Cow<'a, str>>,
     ),
     /// Name, and the message of the failed look-up.
-    Missing(#[serde(borrow)] Cow<'a, str>, #[serde(borrow)] Cow<'a, str>),
+    Missing(Cow<'a, str>, Cow<'a, str>),
 }
 
 impl Followed<'_> {
@@ -50,23 +50,19 @@ impl Followed<'_> {
 }
 
 /// A file's resolved effects.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub(super) struct Resolved<'a> {
     /// The digest of the search folders it was resolved with ([`super::lookups::dirs_key`]:
     /// the folders' paths are most of an entry otherwise, and a digest is what names the
     /// file's own content too).
-    #[serde(borrow)]
     pub(super) dirs: Cow<'a, str>,
     /// Each module name followed, in the order first followed.
-    #[serde(borrow)]
     pub(super) followed: Vec<Followed<'a>>,
     /// The texts its sites name.
-    #[serde(borrow)]
     pub(super) texts: Vec<Cow<'a, str>>,
     /// Each tool's sites, by tool name, as one text (an array of small arrays costs several
     /// times more to parse): `effect,call,file,line` with the texts by index, `;` between
     /// sites.
-    #[serde(borrow)]
     pub(super) tools: BTreeMap<Cow<'a, str>, Cow<'a, str>>,
 }
 
@@ -93,7 +89,7 @@ impl Trail {
     }
 
     /// Notes that `name` led to `found` (a module with `digest`).
-    pub(super) fn note(&mut self, name: &str, found: &Found, digest: Option<&str>) {
+    pub(super) fn note(&mut self, name: &str, found: &Found, digest: Option<Digest>) {
         let Some(followed) = &mut self.followed else {
             return;
         };
@@ -104,7 +100,8 @@ impl Trail {
         let entry = match found {
             Ok((path, shown)) => match path.to_str() {
                 Some(path) => {
-                    Followed::Module(owned(name), owned(path), owned(shown), digest.map(owned))
+                    let digest = digest.map(|digest| Cow::Owned(digest.text()));
+                    Followed::Module(owned(name), owned(path), owned(shown), digest)
                 }
                 None => {
                     self.followed = None;
@@ -118,9 +115,10 @@ impl Trail {
 }
 
 impl Resolved<'_> {
-    /// The entry for `tools`' sites, resolved in the folders `dirs` names, along `followed`.
+    /// The entry for `tools`' sites, resolved in the folders whose key has digest `dirs`,
+    /// along `followed`.
     pub(super) fn new<'s>(
-        dirs: &str,
+        dirs: Digest,
         followed: Vec<Followed<'static>>,
         tools: &[(&str, &'s [EffectSite])],
     ) -> Resolved<'static> {
@@ -154,48 +152,11 @@ impl Resolved<'_> {
             by_tool.insert(Cow::Owned(tool.to_string()), Cow::Owned(stored));
         }
         Resolved {
-            dirs: Cow::Owned(super::digest::digest(dirs.as_bytes())),
+            dirs: Cow::Owned(dirs.text()),
             followed,
             texts,
             tools: by_tool,
         }
-    }
-
-    /// Whether everything this was resolved from still holds for a file searched in `dirs`
-    /// (whose key is `dirs_key`): the same folders, each module name leading to the same
-    /// file, each such file with the same digest.
-    pub(super) fn holds(&self, dirs_key: &str, dirs: &[SearchDir], lookups: &mut Lookups) -> bool {
-        self.dirs == super::digest::digest(dirs_key.as_bytes())
-            && self.followed.iter().all(|followed| {
-                let now = lookups.find(Some(dirs_key), dirs, followed.name());
-                match (followed, now) {
-                    (Followed::Missing(_, was), Err(now)) => *was == now,
-                    (Followed::Module(_, path, shown, digest), Ok((now_path, now_shown))) => {
-                        now_path.as_os_str() == std::ffi::OsStr::new(&**path)
-                            && *shown == now_shown
-                            && lookups.file(&now_path).digest.as_deref() == digest.as_deref()
-                    }
-                    _ => false,
-                }
-            })
-    }
-
-    /// The sites of each of `tools`, in order; `None` when a tool has no entry or an entry
-    /// names a text that is not there (a damaged cache).
-    pub(super) fn sites(&self, tools: &[&str]) -> Option<Vec<Vec<EffectSite>>> {
-        let texts: Vec<Arc<str>> = self.texts.iter().map(|text| Arc::from(&**text)).collect();
-        tools
-            .iter()
-            .map(|tool| parse_sites(self.tools.get(*tool)?, &texts))
-            .collect()
-    }
-
-    /// The module digests this depends on (kept in the cache beside it).
-    pub(super) fn module_digests(&self) -> impl Iterator<Item = &str> {
-        self.followed.iter().filter_map(|followed| match followed {
-            Followed::Module(_, _, _, digest) => digest.as_deref(),
-            Followed::Missing(..) => None,
-        })
     }
 }
 
@@ -203,7 +164,7 @@ impl Resolved<'_> {
 /// `texts`); `None` when it is not of that form. Parsed by hand, byte by byte: this runs
 /// for every site of every tool on a warm start, and `split` and `parse` cost several
 /// times more.
-fn parse_sites(stored: &str, texts: &[Arc<str>]) -> Option<Vec<EffectSite>> {
+pub(super) fn parse_sites(stored: &str, texts: &[Arc<str>]) -> Option<Vec<EffectSite>> {
     let mut sites = Vec::new();
     if stored.is_empty() {
         return Some(sites);
