@@ -429,10 +429,8 @@ impl McpServer {
     /// Where a call of this (stdio) session comes from: its client as it declared itself
     /// at `initialize`.
     pub(crate) fn session_origin(&self) -> origin::Origin {
-        let peer = self.session.peer.lock().clone();
-        origin::Origin::stdio(
-            peer.and_then(|peer| peer.peer_info().map(|info| info.client_info.clone())),
-        )
+        let info = self.session.peer.lock().as_ref().and_then(|peer| peer.peer_info());
+        origin::Origin::stdio(info.as_deref().map(|info| &info.client_info))
     }
 
     /// The declared client of the request behind `context`.
@@ -906,7 +904,6 @@ impl McpServer {
         args: &Value,
         reached: &mut served::Reached,
     ) -> Result<CallToolResponse, gate::Refused> {
-        let args = args.clone();
         let mut ctx = self.context().with_caller(call.caller.clone());
         if let Some(log) = &self.shared.audit {
             ctx = log.auditing(ctx, &call.origin);
@@ -914,7 +911,11 @@ impl McpServer {
         ctx.tool_call_id = Some(call.tool_call_id.clone());
         // Approvals follow `[approval] mcp`.
         ctx = ctx.over_mcp_client();
-        let (mut ctx, replay) = self.with_inputs(ctx, &call, &args).await?;
+        let wi = self.with_inputs(ctx, &call, args);
+        crate::size_probe!("with_inputs", wi); // SIZE_PROBE
+        let (mut ctx, replay) = wi.await?;
+        crate::size_probe!("ctx", ctx); // SIZE_PROBE
+        crate::size_probe!("call", call); // SIZE_PROBE
         // `None`: a level above anything a tool logs (`critical` and up) lets nothing through.
         let log_level = match call.peer.log_level {
             Some(level) => observer::minimum_level(level),
@@ -932,6 +933,8 @@ impl McpServer {
         let host = &self.shared.host;
         let outcome = {
             let running = host.handle_call(&call.name, args.clone(), &ctx);
+            crate::size_probe!("handle_call", running); // SIZE_PROBE
+            crate::size_probe!("cancelled", cancelled); // SIZE_PROBE
             tokio::pin!(running);
             tokio::pin!(cancelled);
             tokio::select! {
@@ -947,7 +950,9 @@ impl McpServer {
         // The observer in `ctx` must go before the reports can finish.
         drop(ctx);
         if let Some(reports) = reports {
-            reports.finish().await;
+            let rf = reports.finish();
+            crate::size_probe!("reports_finish", rf); // SIZE_PROBE
+            rf.await;
         }
         // Stopped for input: the pending requests and the state to continue with.
         if let Some(asker) = replay {
@@ -956,7 +961,7 @@ impl McpServer {
                 return Ok(input::input_required(
                     &self.shared.sealer,
                     &call.name,
-                    &args,
+                    args,
                     &asker.recorded(),
                     pending,
                 )

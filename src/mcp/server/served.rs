@@ -43,13 +43,17 @@ impl McpServer {
         trace.arguments(&args);
         let mut reached = None;
         let answer = async {
-            let _admitted = self.shared.gate.admit(&self.session.slots).await?;
+            let adm = self.shared.gate.admit(&self.session.slots);
+            crate::size_probe!("admit", adm); // SIZE_PROBE
+            let _admitted = adm.await?;
             let reached = reached.insert(Reached::default());
-            self.run_admitted(call, sink, cancelled, &args, reached)
-                .await
+            let ra = self.run_admitted(call, sink, cancelled, &args, reached);
+            crate::size_probe!("run_admitted", ra); // SIZE_PROBE
+            ra.await
         }
-        .instrument(span)
-        .await;
+        .instrument(span);
+        crate::size_probe!("answer_block", answer); // SIZE_PROBE
+        let answer = answer.await;
         let (outcome, error_type) = match (&answer, &reached) {
             (Ok(CallToolResponse::InputRequired(_)), _) => ("input_required", None),
             (Ok(_), Some(reached)) => match reached.error_type {
