@@ -221,10 +221,6 @@
 #![deny(unreachable_pub)]
 #![deny(missing_docs)]
 
-// SIZE_PROBE (temporary)
-/// Prints a future size once (temporary measurement).
-#[macro_export]
-macro_rules! size_probe { ($name:expr, $v:expr) => {{ static ONCE: std::sync::Once = std::sync::Once::new(); ONCE.call_once(|| eprintln!("SIZE {} {}", $name, std::mem::size_of_val(&$v))); }} }
 mod blocking;
 mod bounded_read;
 #[cfg(feature = "cli")]

@@ -132,8 +132,18 @@ fn each_call_sees_its_own_caller() {
     let (_fx, host) = host();
     for (ctx, id, kind, client) in [
         (local("1"), "local", "local", "none"),
-        (local("2").with_caller(Caller::token("ci")), "ci", "token", "none"),
-        (local("3").with_caller(Caller::token("ci")), "ci", "token", "none"),
+        (
+            local("2").with_caller(Caller::token("ci")),
+            "ci",
+            "token",
+            "none",
+        ),
+        (
+            local("3").with_caller(Caller::token("ci")),
+            "ci",
+            "token",
+            "none",
+        ),
         (oauth("4", "alice"), "alice", "oauth", "agent"),
         (local("5"), "local", "local", "none"),
     ] {

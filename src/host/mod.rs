@@ -360,7 +360,6 @@ impl Host {
                 let env = host.env(&world, &state);
                 let token = ctx.cancel.clone();
                 let pipeline = host.inner.pipeline.run(&env, &vm, request, &ctx);
-                crate::size_probe!("pipeline", pipeline); // SIZE_PROBE
                 vm.cancellable(token, pipeline).await
             }
             .instrument(on_vm_span)
@@ -368,7 +367,6 @@ impl Host {
         // Cancelling answers at once; dropping `run` drops the call on its VM (a Lua handler
         // stops at once, a `proc.run` child is killed), and the token stops any probe or
         // hook that is running there.
-        crate::size_probe!("pool_run", run); // SIZE_PROBE
         let answer = tokio::select! {
             biased;
             () = cancel.cancelled() => cancelled(name).into(),

@@ -62,9 +62,9 @@ impl Reader {
             match ffi::lua_type(state, at) {
                 ffi::LUA_TNIL => Some(Value::Null),
                 ffi::LUA_TBOOLEAN => Some(Value::Bool(ffi::lua_toboolean(state, at) != 0)),
-                ffi::LUA_TNUMBER if ffi::lua_isinteger(state, at) != 0 => {
-                    Some(Value::from(ffi::lua_tointegerx(state, at, std::ptr::null_mut())))
-                }
+                ffi::LUA_TNUMBER if ffi::lua_isinteger(state, at) != 0 => Some(Value::from(
+                    ffi::lua_tointegerx(state, at, std::ptr::null_mut()),
+                )),
                 ffi::LUA_TNUMBER => {
                     Number::from_f64(ffi::lua_tonumberx(state, at, std::ptr::null_mut()))
                         .map(Value::Number)
@@ -241,7 +241,10 @@ mod tests {
         let lua = Lua::new();
         install_array_marker(&lua).unwrap();
         lua.globals()
-            .set("null", LuaValue::LightUserData(mlua::LightUserData(std::ptr::null_mut())))
+            .set(
+                "null",
+                LuaValue::LightUserData(mlua::LightUserData(std::ptr::null_mut())),
+            )
             .unwrap();
         lua.globals().set("marker", lua.array_metatable()).unwrap();
         lua
@@ -284,7 +287,10 @@ mod tests {
     #[test]
     fn an_empty_table_under_an_array_keyword_is_an_array_in_schema_mode() {
         let lua = lua();
-        let t = table(&lua, "return {type = 'object', properties = {}, required = {}}");
+        let t = table(
+            &lua,
+            "return {type = 'object', properties = {}, required = {}}",
+        );
         assert_eq!(
             read(&lua, &t, Mode::Schema).unwrap(),
             serde_json::json!({"type": "object", "properties": {}, "required": []})
@@ -329,7 +335,11 @@ mod tests {
     #[test]
     fn nesting_past_the_limit_is_left_to_the_walker() {
         let lua = lua();
-        let code = format!("return {}1{}", "{".repeat(MAX_DEPTH + 1), "}".repeat(MAX_DEPTH + 1));
+        let code = format!(
+            "return {}1{}",
+            "{".repeat(MAX_DEPTH + 1),
+            "}".repeat(MAX_DEPTH + 1)
+        );
         let t = table(&lua, &code);
         assert_eq!(read(&lua, &t, Mode::Data), None);
         let err = super::super::lua_to_json(&lua, &LuaValue::Table(t), Mode::Data).unwrap_err();

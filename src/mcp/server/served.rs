@@ -39,21 +39,17 @@ impl McpServer {
         let request_id = call.tool_call_id.clone();
         let origin = call.origin.clone();
         let caller = call.caller.clone();
-        let args = call.arguments.take().map(Value::Object).unwrap_or_default();
+        let mut args = call.arguments.take().map(Value::Object).unwrap_or_default();
         trace.arguments(&args);
         let mut reached = None;
         let answer = async {
-            let adm = self.shared.gate.admit(&self.session.slots);
-            crate::size_probe!("admit", adm); // SIZE_PROBE
-            let _admitted = adm.await?;
+            let _admitted = self.shared.gate.admit(&self.session.slots).await?;
             let reached = reached.insert(Reached::default());
-            let ra = self.run_admitted(call, sink, cancelled, &args, reached);
-            crate::size_probe!("run_admitted", ra); // SIZE_PROBE
-            ra.await
+            self.run_admitted(call, sink, cancelled, &mut args, reached)
+                .await
         }
-        .instrument(span);
-        crate::size_probe!("answer_block", answer); // SIZE_PROBE
-        let answer = answer.await;
+        .instrument(span)
+        .await;
         let (outcome, error_type) = match (&answer, &reached) {
             (Ok(CallToolResponse::InputRequired(_)), _) => ("input_required", None),
             (Ok(_), Some(reached)) => match reached.error_type {

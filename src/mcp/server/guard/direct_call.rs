@@ -154,12 +154,11 @@ pub(super) fn start(
     // Boxed: the call's future (the whole pipeline up to the VM's thread) is kilobytes, and
     // spawning it by value copied it three times into the task (callgrind: ≈66k
     // instructions of `memcpy` per call, and as many bytes through the cache).
-    let fut = async move {
+    tokio::spawn(Box::pin(async move {
         let DirectCall { raw_id, call } = request;
-        let rc = server
-            .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned());
-        crate::size_probe!("run_call", rc); // SIZE_PROBE
-        let outcome = rc.await;
+        let outcome = server
+            .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
+            .await;
         let answer = match outcome {
             Ok(response) => {
                 // As rmcp answers a session of a protocol older than 2026-07-28 (where a
@@ -192,9 +191,7 @@ pub(super) fn start(
         }
         ids.lock().end_direct(serial);
         drop(place);
-    };
-    crate::size_probe!("start", fut); // SIZE_PROBE
-    tokio::spawn(Box::pin(fut));
+    }));
 }
 
 impl Unanswered {
