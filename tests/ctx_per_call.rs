@@ -34,6 +34,12 @@ registry.register{ name = "fail", toolset = "t",
     rawset(ctx.caller, "id", "root")
     error("boom")
   end }
+registry.register{ name = "spin", toolset = "t", timeout_ms = 50,
+  schema = { description = "Runs past its deadline", parameters = { type = "object" } },
+  handler = function(args, ctx)
+    rawset(ctx.caller, "id", "root")
+    while true do end
+  end }
 registry.register{ name = "whoami", toolset = "t",
   schema = { description = "Who is calling", parameters = { type = "object" } },
   handler = function(args, ctx)
@@ -164,4 +170,31 @@ fn a_handler_raising_mid_call_leaves_the_next_call_clean() {
     assert_eq!(next["id"], "local", "{next}");
     assert_eq!(next["raw"], "empty", "{next}");
     assert_eq!(next["tool_call_id"], "2", "{next}");
+}
+
+#[test]
+fn a_handler_stopped_at_its_deadline_leaves_the_next_call_clean() {
+    let (_fx, host) = host();
+    let stopped = call_in(&host, "spin", json!({}), &local("1"));
+    assert_eq!(stopped["error_type"], "timeout", "{stopped}");
+    let next = run(&host, "whoami", &local("2"));
+    assert_eq!(next["id"], "local", "{next}");
+    assert_eq!(next["raw"], "empty", "{next}");
+}
+
+/// More callers than a VM keeps: each call still sees its own, the first again after the
+/// others pushed it out.
+#[test]
+fn callers_past_those_a_vm_keeps_each_see_their_own() {
+    let (_fx, host) = host();
+    let names: Vec<String> = (0..12)
+        .map(|i| format!("token-{i}"))
+        .chain(["token-0".to_string()])
+        .collect();
+    for (at, name) in names.iter().enumerate() {
+        let ctx = local(&at.to_string()).with_caller(Caller::token(name.as_str()));
+        let seen = run(&host, "whoami", &ctx);
+        assert_eq!(seen["id"], name.as_str(), "{seen}");
+        assert_eq!(seen["kind"], "token", "{seen}");
+    }
 }
