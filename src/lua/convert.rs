@@ -13,6 +13,8 @@ use mlua::{Lua, LuaSerdeExt, Table, Value as LuaValue, ffi};
 use serde_json::{Map, Number, Value};
 use std::ffi::{c_int, c_void};
 
+mod plain;
+
 /// Deepest nesting accepted in either direction; deeper values are an error, not a crash.
 pub(crate) const MAX_DEPTH: usize = 128;
 
@@ -160,6 +162,19 @@ fn depth_of(value: &Value, depth: usize) -> usize {
 
 /// Reads a Lua value as JSON.
 pub(crate) fn lua_to_json(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, ConvertError> {
+    // A table is read off the stack when it holds only plain JSON; the walker reads what
+    // that way gives up on (and names what is wrong).
+    if let LuaValue::Table(table) = value
+        && let Some(json) = plain::read(lua, table, mode)
+    {
+        return Ok(json);
+    }
+    walk(lua, value, mode)
+}
+
+/// Reads a Lua value as JSON through mlua, one value at a time, naming the path of a value
+/// JSON cannot hold.
+fn walk(lua: &Lua, value: &LuaValue, mode: Mode) -> Result<Value, ConvertError> {
     let mut walker = Walker {
         marker: Some(lua.array_metatable().to_pointer()),
         mode,

@@ -183,27 +183,50 @@ local function ctx_all(...)
   return unpack(results, 1, fns.n)
 end
 
+-- What every call's `ctx` offers besides its own values: the same functions for every call
+-- (the __index of each call's hidden fields table; tool code never reaches this table).
+local ctx_functions_mt = {
+  __index = {
+    progress = progress, call = ctx_call, ask = ctx_ask, roots = ctx_roots, sample = ctx_sample,
+    all = ctx_all,
+  },
+}
+
+-- The hidden half of a `ctx.caller`: its metatable, whose __index holds the values. Only
+-- a call's own empty proxy table is ever handed to tool code, and the metatable (fields
+-- and all) is out of its reach (`__metatable = false`, no debug library): so the host may
+-- keep one and use it for every call of the same caller (see src/lua/vm/call_values.rs)
+-- without showing any call anything of another. A scopes list is a table a handler may
+-- change: the host never reuses the metatable of a caller with one.
+local function caller_metatable(kind, id, client_id, scopes)
+  return {
+    __index = { kind = kind, id = id, client_id = client_id, scopes = scopes },
+    __newindex = refuse_write,
+    __metatable = false,
+  }
+end
+
 -- Runs a handler on the current (async) thread as a new call, with a read-only `ctx`
 -- (built here: a Lua table constructor is far cheaper than building it field by field
--- from Rust).
+-- from Rust). Each call gets proxies of its own (a handler may `rawset` into its own
+-- `ctx` or `ctx.caller`, and keep them past its call: another call never sees either).
+--
+-- `caller_mt`: the caller's metatable kept by the host; nil, and the caller's values
+-- instead, when it has none.
 local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope, prepared,
-                      caller_kind, caller_id, client_id, scopes)
+                      caller_mt, caller_kind, caller_id, client_id, scopes)
   local co = running()
   call_of[co] = {}
   handler_threads[co] = true
   -- Read-only like ctx: a handler cannot pose as someone else to the tools it calls (they
   -- get the caller from the host, never from this table).
-  local caller = real_setmetatable({}, {
-    __index = { kind = caller_kind, id = caller_id, client_id = client_id, scopes = scopes },
-    __newindex = refuse_write,
-    __metatable = false,
-  })
+  local caller = real_setmetatable({},
+    caller_mt or caller_metatable(caller_kind, caller_id, client_id, scopes))
   local ctx = real_setmetatable({}, {
-    __index = {
+    __index = real_setmetatable({
       tool_name = tool_name, tool_call_id = tool_call_id, session_id = session_id,
-      task_id = task_id, scope = scope, caller = caller, progress = progress, call = ctx_call,
-      ask = ctx_ask, roots = ctx_roots, sample = ctx_sample, all = ctx_all,
-    },
+      task_id = task_id, scope = scope, caller = caller,
+    }, ctx_functions_mt),
     __newindex = refuse_write,
     __metatable = false,
   })
@@ -509,4 +532,4 @@ local function make_env(api, require_fn, registry, hint, identity, domain)
   return env
 end
 
-return make_env, invoke, begin_sync
+return make_env, invoke, begin_sync, caller_metatable

@@ -8,6 +8,7 @@
 mod ask;
 mod ask_spec;
 pub(crate) mod bootstrap;
+mod call_values;
 mod lazy;
 mod module_view;
 pub(crate) mod pool;
@@ -129,6 +130,10 @@ pub(crate) struct LuaVm {
     lua: Lua,
     make_env: Function,
     invoke: Function,
+    /// Makes the hidden half of a `ctx.caller` (its metatable) for `call_values`.
+    caller_metatable: Function,
+    /// Lua values every handler call is handed, kept between calls.
+    call_values: call_values::CallValues,
     /// Opens a new synchronous run (file, probe, hook): coroutines created by an earlier
     /// run cannot be resumed by it.
     begin_sync: Function,
@@ -285,12 +290,18 @@ impl LuaVm {
                 })
             })?,
         )?;
-        let (make_env, invoke, begin_sync): (Function, Function, Function) =
-            bootstrap::chunk(&lua)?.call(host)?;
+        let (make_env, invoke, begin_sync, caller_metatable): (
+            Function,
+            Function,
+            Function,
+            Function,
+        ) = bootstrap::chunk(&lua)?.call(host)?;
         Ok(Self {
             lua,
             make_env,
             invoke,
+            caller_metatable,
+            call_values: call_values::CallValues::default(),
             begin_sync,
             load_tokens: AtomicU64::new(0),
             functions: Mutex::new(HashMap::new()),
@@ -639,13 +650,25 @@ impl LuaVm {
         task_id: Option<&str>,
         prepared: LuaValue,
     ) -> mlua::Result<LuaValue> {
-        // Scopes exist for OAuth callers only: no table for the others.
-        let scopes = match ctx.caller.scopes() {
-            Some(scopes) => LuaValue::Table(
-                self.lua
-                    .create_sequence_from(scopes.iter().map(String::as_str))?,
+        let caller = &ctx.caller;
+        let tool_name = self.call_values.name(&self.lua, tool_name)?;
+        // The caller's kept metatable; a caller with scopes hands its values instead, and
+        // its call builds a metatable of its own.
+        let caller_mt = self.call_values.caller(&self.caller_metatable, caller)?;
+        let (kind, id, client_id, scopes) = match (&caller_mt, caller.scopes()) {
+            (Some(_), _) => (None, None, None, LuaValue::Nil),
+            (None, scopes) => (
+                Some(caller.kind().as_str()),
+                Some(caller.id()),
+                caller.client_id(),
+                match scopes {
+                    Some(scopes) => LuaValue::Table(
+                        self.lua
+                            .create_sequence_from(scopes.iter().map(String::as_str))?,
+                    ),
+                    None => LuaValue::Nil,
+                },
             ),
-            None => LuaValue::Nil,
         };
         // call_async runs on a recycled coroutine; `invoke` binds it to the handler and
         // builds the read-only ctx.
@@ -659,9 +682,10 @@ impl LuaVm {
                 task_id,
                 ctx.scope.as_deref(),
                 prepared,
-                ctx.caller.kind().as_str(),
-                ctx.caller.id(),
-                ctx.caller.client_id(),
+                caller_mt,
+                kind,
+                id,
+                client_id,
                 scopes,
             ))
             .await

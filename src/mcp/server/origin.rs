@@ -70,10 +70,11 @@ impl Origin {
     }
 
     /// A call of a stdio session whose client declared `client` at `initialize`.
-    pub(crate) fn stdio(client: Option<Implementation>) -> Self {
+    pub(crate) fn stdio(client: Option<&Implementation>) -> Self {
         Self {
             transport: "stdio",
-            client: client.map(name_and_version),
+            // The two members read, not the whole declaration (icons, title, …) copied.
+            client: client.map(|info| (info.name.clone(), info.version.clone())),
             ..Self::default()
         }
     }

@@ -39,13 +39,13 @@ impl McpServer {
         let request_id = call.tool_call_id.clone();
         let origin = call.origin.clone();
         let caller = call.caller.clone();
-        let args = call.arguments.take().map(Value::Object).unwrap_or_default();
+        let mut args = call.arguments.take().map(Value::Object).unwrap_or_default();
         trace.arguments(&args);
         let mut reached = None;
         let answer = async {
             let _admitted = self.shared.gate.admit(&self.session.slots).await?;
             let reached = reached.insert(Reached::default());
-            self.run_admitted(call, sink, cancelled, &args, reached)
+            self.run_admitted(call, sink, cancelled, &mut args, reached)
                 .await
         }
         .instrument(span)
