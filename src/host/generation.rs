@@ -251,13 +251,10 @@ struct Prepared {
     schemas: discovery::KnownSchemas,
 }
 
-/// Makes what [`Prepared`] holds.
-fn prepare(recipe: &Recipe<'_>) -> Result<Prepared> {
-    Ok(Prepared {
-        vm: LuaVm::new(recipe.settings).map_err(Error::Lua)?,
-        effects: effects_of(recipe),
-        schemas: discovery::KnownSchemas::read(recipe.cache_dir),
-    })
+/// The first VM, with nothing loaded yet, and the known schemas.
+fn first_vm(recipe: &Recipe<'_>) -> Result<(LuaVm, discovery::KnownSchemas)> {
+    let vm = LuaVm::new(recipe.settings).map_err(Error::Lua)?;
+    Ok((vm, discovery::KnownSchemas::read(recipe.cache_dir)))
 }
 
 /// The registration cache this build uses. Explicit files (`check FILES`) always run:
@@ -272,37 +269,49 @@ fn registrations_of(recipe: &Recipe<'_>) -> discovery::Registrations {
     }
 }
 
-/// The registration cache and a [`Prepared`] on their way: made on a thread of their own
-/// while the caller lists and judges the candidates (reading the two cache files and
-/// creating a VM are a third of a warm start, and none of it waits for discovery), or on
-/// the caller when no thread could start. The registration cache comes first: the caller
-/// needs it as soon as it has listed the candidates.
+/// The registration cache and a [`Prepared`] on their way, made on two threads of their
+/// own while the caller lists and judges the candidates (reading the cache files and
+/// creating a VM were half of a warm start, and none of it waits for discovery): one reads
+/// the registration cache first (the caller needs it as soon as it has listed the
+/// candidates), then creates the first VM and reads the known schemas; the other reads
+/// `effects.json` (needed last, when the files are committed). What no thread could start
+/// for, the caller makes itself.
 struct Pending<'scope, 'env> {
     /// The registration cache, sent as soon as it is read; `None` once taken, or when the
     /// caller reads it.
     registrations: Option<std::sync::mpsc::Receiver<discovery::Registrations>>,
-    /// The thread making the [`Prepared`]; `None` when the caller makes it.
-    thread: Option<std::thread::ScopedJoinHandle<'scope, Result<Prepared>>>,
-    /// The recipe's lifetime, which the thread borrows.
+    /// The thread creating the first VM.
+    vm: Option<VmThread<'scope>>,
+    /// The thread reading `effects.json`.
+    effects: Option<std::thread::ScopedJoinHandle<'scope, discovery::Effects>>,
+    /// The recipe's lifetime, which the threads borrow.
     recipe: std::marker::PhantomData<&'env ()>,
 }
 
+/// The thread that reads the registration cache and creates the first VM.
+type VmThread<'scope> =
+    std::thread::ScopedJoinHandle<'scope, Result<(LuaVm, discovery::KnownSchemas)>>;
+
 impl<'scope, 'env> Pending<'scope, 'env> {
-    /// Starts reading the registration cache and making a [`Prepared`] for `recipe` on a
-    /// thread of `scope`.
+    /// Starts the threads for `recipe` in `scope`.
     fn start(scope: &'scope std::thread::Scope<'scope, 'env>, recipe: &'env Recipe<'env>) -> Self {
         let (send, receive) = std::sync::mpsc::sync_channel(1);
-        let thread = std::thread::Builder::new()
+        let vm = std::thread::Builder::new()
             .name("toolhost-prepare".into())
             .spawn_scoped(scope, move || {
                 // The caller reads it itself when it is gone (it failed to wait).
                 let _ = send.send(registrations_of(recipe));
-                prepare(recipe)
+                first_vm(recipe)
             })
             .ok();
+        let effects = std::thread::Builder::new()
+            .name("toolhost-effects".into())
+            .spawn_scoped(scope, || effects_of(recipe))
+            .ok();
         Self {
-            registrations: thread.is_some().then_some(receive),
-            thread,
+            registrations: vm.is_some().then_some(receive),
+            vm,
+            effects,
             recipe: std::marker::PhantomData,
         }
     }
@@ -316,16 +325,28 @@ impl<'scope, 'env> Pending<'scope, 'env> {
             .unwrap_or_else(|| registrations_of(recipe))
     }
 
-    /// The [`Prepared`], waiting for its thread if it has one.
+    /// The [`Prepared`], waiting for the threads.
     fn take(self, recipe: &Recipe<'_>) -> Result<Prepared> {
-        match self.thread {
+        let effects = match self.effects {
+            // A read that failed this way would fail again: analyse afresh instead.
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| discovery::Effects::uncached(recipe.annotation_check)),
+            None => effects_of(recipe),
+        };
+        let (vm, schemas) = match self.vm {
             Some(thread) => thread.join().unwrap_or_else(|_| {
                 Err(Error::Lua(mlua::Error::runtime(
                     "the thread preparing the first VM failed",
                 )))
-            }),
-            None => prepare(recipe),
-        }
+            })?,
+            None => first_vm(recipe)?,
+        };
+        Ok(Prepared {
+            vm,
+            effects,
+            schemas,
+        })
     }
 }
 
