@@ -9,7 +9,7 @@
 //! false`; see `caller_metatable` in bootstrap.lua). A caller with OAuth scopes is never
 //! kept: its scopes list is a table its handler may change.
 
-use crate::Caller;
+use crate::registry::Caller;
 use mlua::{Function, Lua, LuaString, Table};
 use parking_lot::Mutex;
 use std::collections::HashMap;
