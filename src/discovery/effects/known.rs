@@ -1,17 +1,20 @@
 //! The resolved entries of a read `effects.json` ([`super::resolved`] has the form
-//! written), read typed in the cache's one pass: each tool's sites already built (their
-//! texts shared), the digests as numbers, every other string as its place in the text. A
+//! written), read typed with serde as the cache is read: each tool's sites already built
+//! (their texts shared), the digests as numbers, every other string as its place in the
+//! text. A
 //! warm start then only checks what an entry rests on ([`Entry::holds`]) and takes its
 //! sites: no second parse per file on the load's path.
 
 use super::EffectSite;
 use super::digest::Digest;
-use super::json::Reader;
 use super::lookups::{DirsKey, Lookups};
 use super::resolved::parse_sites;
 use super::spans::{Span, Spans, Texts};
+use super::text::{Members, Str, place_in};
 use crate::lua::SearchDir;
 use foldhash::HashMap;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::ops::Range;
 use std::sync::Arc;
@@ -173,16 +176,47 @@ impl Entry {
     }
 }
 
-/// The `resolved` object of the cache. `None` unless every entry is of the shape written.
-pub(super) fn read<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>) -> Option<Known> {
+/// One resolved entry as written ([`super::resolved::Resolved`]): fields in any order,
+/// each once, others ignored; strings borrowed from the text.
+#[derive(Deserialize)]
+struct EntryText<'t> {
+    dirs: Digest,
+    #[serde(borrow)]
+    followed: Vec<FollowedText<'t>>,
+    #[serde(borrow)]
+    texts: Vec<Str<'t>>,
+    #[serde(borrow)]
+    tools: Members<Str<'t>, Str<'t>>,
+}
+
+/// `{"Module":[name,path,shown,digest|null]}` or `{"Missing":[name,message]}`.
+#[derive(Deserialize)]
+enum FollowedText<'t> {
+    Module(
+        #[serde(borrow)] Str<'t>,
+        #[serde(borrow)] Str<'t>,
+        #[serde(borrow)] Str<'t>,
+        Option<Digest>,
+    ),
+    Missing(#[serde(borrow)] Str<'t>, #[serde(borrow)] Str<'t>),
+}
+
+/// The `resolved` object of the cache `text`, its entries delimited (`members`); each is
+/// read typed now, its sites built. `None` unless every entry is of the shape written.
+pub(super) fn read<'t>(
+    text: &'t str,
+    members: Members<Str<'t>, &'t RawValue>,
+    spans: &mut Spans<'t>,
+) -> Option<Known> {
     let mut known = Known::default();
-    reader.object(|reader, key| {
-        let (digest, shown) = split_key(key)?;
+    for (key, raw) in members.0 {
+        let (digest, shown) = split_key(key.0)?;
         let shown = spans.span(shown);
-        let entry = entry(reader, spans, shown)?;
+        // Borrowed from `raw`, itself a slice of `text`: the spans name places in `text`.
+        let read: EntryText<'t> = serde_json::from_str(raw.get()).ok()?;
+        let entry = entry(read, spans, shown, place_in(text, raw.get()));
         known.insert(digest, entry);
-        Some(())
-    })?;
+    }
     Some(known)
 }
 
@@ -197,110 +231,46 @@ fn split_key(key: Cow<'_, str>) -> Option<(Digest, Cow<'_, str>)> {
     Some((digest, shown))
 }
 
-/// One entry: `{"dirs":…,"followed":[…],"texts":[…],"tools":{…}}` (fields in any order,
-/// each once; others are skipped).
-fn entry<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>, shown: Span) -> Option<Entry> {
-    let start = reader.start()?;
-    let mut dirs = None;
-    let mut followed = None;
-    let mut texts: Option<Vec<Arc<str>>> = None;
-    let mut tools: Option<Vec<(Span, Option<Vec<EffectSite>>)>> = None;
-    // Sites read before the texts they name (not the order written): parsed at the end.
-    let mut pending: Vec<(usize, Cow<'t, str>)> = Vec::new();
-    reader.object(|reader, field| {
-        match &*field {
-            "dirs" if dirs.is_none() => dirs = Some(Digest::parse(&reader.string()?)?),
-            "followed" if followed.is_none() => {
-                let mut list = Vec::new();
-                reader.array(|reader| {
-                    list.push(one_followed(reader, spans)?);
-                    Some(())
-                })?;
-                followed = Some(list);
-            }
-            "texts" if texts.is_none() => {
-                let mut list = Vec::new();
-                reader.array(|reader| {
-                    list.push(spans.shared(reader.string()?));
-                    Some(())
-                })?;
-                texts = Some(list);
-            }
-            "tools" if tools.is_none() => {
-                // Most files register one tool.
-                let mut list = Vec::with_capacity(1);
-                reader.object(|reader, name| {
-                    let name = spans.span(name);
-                    let sites = reader.string()?;
-                    match &texts {
-                        Some(texts) => list.push((name, parse_sites(&sites, texts))),
-                        None => {
-                            pending.push((list.len(), sites));
-                            list.push((name, None));
-                        }
-                    }
-                    Some(())
-                })?;
-                tools = Some(list);
-            }
-            "dirs" | "followed" | "texts" | "tools" => return None,
-            _ => {
-                reader.value()?;
-            }
-        }
-        Some(())
-    })?;
-    let texts = texts?;
-    let mut tools = tools?;
-    for (at, sites) in pending {
-        tools[at].1 = parse_sites(&sites, &texts);
-    }
-    Some(Entry {
-        shown,
-        place: start..reader.at(),
-        dirs: dirs?,
-        followed: followed?,
-        tools,
-        kept: false,
-    })
-}
-
-/// `{"Module":[name,path,shown,digest|null]}` or `{"Missing":[name,message]}`.
-fn one_followed<'t>(reader: &mut Reader<'t>, spans: &mut Spans<'t>) -> Option<Followed> {
-    let mut followed = None;
-    reader.object(|reader, tag| {
-        if followed.is_some() {
-            return None;
-        }
-        let mut strings: Vec<Span> = Vec::with_capacity(3);
-        let mut digest = None;
-        let arity = match &*tag {
-            "Module" => 4,
-            "Missing" => 2,
-            _ => return None,
-        };
-        let mut count = 0;
-        reader.array(|reader| {
-            count += 1;
-            match count {
-                4 if reader.null()? => {}
-                4 => digest = Some(Digest::parse(&reader.string()?)?),
-                n if n <= arity => strings.push(spans.span(reader.string()?)),
-                _ => return None,
-            }
-            Some(())
-        })?;
-        followed = Some(match (arity, count, &strings[..]) {
-            (4, 4, &[name, path, shown]) => Followed::Module {
-                name,
-                path,
-                shown,
+/// The entry `read` at `place`, its strings as spans, its texts shared and its sites built.
+fn entry<'t>(
+    read: EntryText<'t>,
+    spans: &mut Spans<'t>,
+    shown: Span,
+    place: Range<usize>,
+) -> Entry {
+    let texts: Vec<Arc<str>> = read
+        .texts
+        .into_iter()
+        .map(|text| spans.shared(text.0))
+        .collect();
+    let followed = read
+        .followed
+        .into_iter()
+        .map(|followed| match followed {
+            FollowedText::Module(name, path, shown, digest) => Followed::Module {
+                name: spans.span(name.0),
+                path: spans.span(path.0),
+                shown: spans.span(shown.0),
                 digest,
             },
-            (2, 2, &[name, message]) => Followed::Missing { name, message },
-            _ => return None,
-        });
-        Some(())
-    })?;
-    followed
+            FollowedText::Missing(name, message) => Followed::Missing {
+                name: spans.span(name.0),
+                message: spans.span(message.0),
+            },
+        })
+        .collect();
+    let tools = read
+        .tools
+        .0
+        .into_iter()
+        .map(|(name, sites)| (spans.span(name.0), parse_sites(&sites.0, &texts)))
+        .collect();
+    Entry {
+        shown,
+        place,
+        dirs: read.dirs,
+        followed,
+        tools,
+        kept: false,
+    }
 }

@@ -12,7 +12,6 @@
 mod cache;
 mod check;
 mod digest;
-mod json;
 mod known;
 mod lookups;
 mod resolve;
@@ -21,6 +20,7 @@ mod scan;
 mod spans;
 mod stored;
 mod summary;
+mod text;
 
 pub(crate) use cache::Effects;
 pub(crate) use check::{AnnotationCheck, apply};

@@ -1,14 +1,16 @@
-//! `effects.json` as text: read in one pass ([`super::json`]), which records each file
-//! summary's place in the text (a summary is parsed only when a load misses and needs it,
-//! so a warm start builds none) and reads each resolved entry typed, ready to check
-//! ([`super::known`]); written back from those places (what is not re-serialised stays
-//! byte-identical).
+//! `effects.json` as text: read with serde_json, which delimits each file summary and
+//! keeps its place in the text (a borrowed `RawValue`: a summary is parsed only when a
+//! load misses and needs it, so a warm start builds none) and reads each resolved entry
+//! typed, ready to check ([`super::known`]); written back from those places (what is not
+//! re-serialised stays byte-identical).
 
 use super::digest::Digest;
-use super::json::Reader;
 use super::known::{self, Known};
 use super::spans::{DECODED, Spans, Texts};
+use super::text::{Members, Str, place_in};
 use foldhash::HashMap;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::ops::Range;
 
 /// Whose entries the file holds: this toolhost version and the analysis rules' revision
@@ -71,43 +73,34 @@ impl Stored {
     }
 }
 
+/// The cache's top level as read: each summary only delimited (kept as its text, parsed
+/// when a load misses and needs it), each resolved entry delimited and then read typed
+/// ([`known::read`]). Fields in any order, each once; others are ignored.
+#[derive(Deserialize)]
+struct CacheText<'t> {
+    #[serde(borrow)]
+    toolhost: Str<'t>,
+    #[serde(borrow)]
+    files: Members<Digest, &'t RawValue>,
+    #[serde(borrow)]
+    resolved: Members<Str<'t>, &'t RawValue>,
+}
+
 /// The summaries' places and the resolved entries of `text`; `None` unless it is a whole
 /// cache of this revision.
 fn read<'t>(
     text: &'t str,
     spans: &mut Spans<'t>,
 ) -> Option<(HashMap<Digest, Range<usize>>, Known)> {
-    let mut reader = Reader::new(text);
-    let mut written_by = None;
-    let mut files = None;
-    let mut resolved = None;
-    reader.object(|reader, key| {
-        match &*key {
-            "toolhost" if written_by.is_none() => written_by = Some(reader.string()?),
-            "files" if files.is_none() => files = Some(read_files(reader)?),
-            "resolved" if resolved.is_none() => resolved = Some(known::read(reader, spans)?),
-            "toolhost" | "files" | "resolved" => return None,
-            _ => {
-                reader.value()?;
-            }
-        }
-        Some(())
-    })?;
-    if !reader.at_end() || written_by.as_deref() != Some(WRITTEN_BY) {
+    let cache: CacheText<'t> = serde_json::from_str(text).ok()?;
+    if cache.toolhost.0 != WRITTEN_BY {
         return None;
     }
-    Some((files?, resolved?))
-}
-
-/// The place of each summary, by digest.
-fn read_files(reader: &mut Reader<'_>) -> Option<HashMap<Digest, Range<usize>>> {
-    let mut files = HashMap::default();
-    reader.object(|reader, key| {
-        let digest = Digest::parse(&key)?;
-        files.insert(digest, reader.value()?);
-        Some(())
-    })?;
-    Some(files)
+    let files = (cache.files.0.into_iter())
+        .map(|(digest, summary)| (digest, place_in(text, summary.get())))
+        .collect();
+    let resolved = known::read(text, cache.resolved, spans)?;
+    Some((files, resolved))
 }
 
 /// The text of a cache holding `files` and `resolved` (each entry's JSON text, by key, in
@@ -259,5 +252,77 @@ mod tests {
                 let _ = resolved.find(Digest::of(&[1]), "tools/é \"x\".lua", texts);
             }
         }
+    }
+
+    #[test]
+    fn a_resolved_entry_reads_back_as_its_exact_text() {
+        let whole = a_whole_cache();
+        let stored = Stored::parse(whole.clone().into_bytes());
+        let (_, entry) = stored.resolved.iter().next().expect("an entry");
+        let text = stored.at(&entry.place);
+        assert!(text.starts_with("{\"dirs\"") && text.ends_with("\"0,1,2,3\"}}"));
+        assert!(whole.contains(&format!(":{text}}}")));
+    }
+
+    #[test]
+    fn an_entry_of_another_shape_reads_as_empty() {
+        let whole = a_whole_cache();
+        for (from, to) in [
+            (r#"{"Missing":["n","not found"]}"#, r#"{"Missing":["n"]}"#),
+            (
+                r#"{"Missing":["n","not found"]}"#,
+                r#"{"Missing":["n","x","y"]}"#,
+            ),
+            (r#"{"Missing":["n","not found"]}"#, r#"{"Gone":["n","x"]}"#),
+            (
+                r#"{"Missing":["n","not found"]}"#,
+                r#"{"Missing":["n","x"],"Module":[]}"#,
+            ),
+            (r#""w":"0,1,2,3""#, r#""w":[0,1,2,3]"#),
+            (r#""texts":["#, r#""texts":7,"texts":["#),
+            (r#""toolhost":"#, r#""toolhost":"x","toolhost":"#),
+        ] {
+            assert!(whole.contains(from), "{from}");
+            let stored = Stored::parse(whole.replacen(from, to, 1).into_bytes());
+            assert!(
+                stored.files.is_empty() && stored.resolved.len() == 0,
+                "{to}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_field_toolhost_does_not_write_is_ignored() {
+        let whole = a_whole_cache().replacen(r#"{"dirs":"#, r#"{"new":[{"a":null}],"dirs":"#, 1);
+        let stored = Stored::parse(whole.into_bytes());
+        assert_eq!((stored.files.len(), stored.resolved.len()), (1, 1));
+    }
+
+    #[test]
+    fn escaped_strings_in_an_entry_read_decoded() {
+        let whole =
+            a_whole_cache().replacen(r#""texts":["fs.write","#, r#""texts":["fs.wr\u0069te","#, 1);
+        let mut stored = Stored::parse(whole.into_bytes());
+        let (texts, resolved, _) = stored.split();
+        let entry = resolved
+            .find(Digest::of(&[1]), "tools/é \"x\".lua", texts)
+            .expect("the entry (its key escaped too)");
+        let sites = entry.take_sites(texts, &["w"]).expect("its sites");
+        assert_eq!(&*sites[0][0].effect, "fs.write");
+    }
+
+    #[test]
+    fn deep_nesting_reads_without_exhausting_the_stack() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        // Only delimited (serde_json skips without recursing): the summary is kept as text.
+        let in_summary =
+            a_whole_cache().replacen(r#"{"whole":"#, &format!(r#"{{"deep":{deep},"whole":"#), 1);
+        let stored = Stored::parse(in_summary.into_bytes());
+        assert_eq!((stored.files.len(), stored.resolved.len()), (1, 1));
+        // Read typed: not of the shape written (serde_json stops at its depth limit).
+        let in_entry =
+            a_whole_cache().replacen(r#""followed":["#, &format!(r#""followed":[{deep},"#), 1);
+        let stored = Stored::parse(in_entry.into_bytes());
+        assert!(stored.files.is_empty() && stored.resolved.len() == 0);
     }
 }
