@@ -84,6 +84,31 @@ fn unsupported_returns_are_contract_errors() {
     assert!(out["error"].as_str().unwrap().contains("cycle"), "{out}");
 }
 
+/// A `json.array` whose Lua length is a far border (2^40 after about forty assignments)
+/// would make the host allocate a slot per position: it is refused, and the VM keeps
+/// serving.
+#[test]
+fn a_json_array_with_a_huge_border_is_refused_and_the_next_call_works() {
+    let (_fx, host) = host_with_handler(
+        "if args.small then return json.array{1, 2, nil, 4} end\n\
+         local t = json.array{}\n\
+         for _, i in ipairs{1, 2, 3, 4, 5, 8, 9} do t[i] = 1 end\n\
+         local j = 16\n\
+         for i = 5, 41 do t[j] = 1; j = j * 2 end\n\
+         return { t = t }",
+    );
+    let out = call(&host, "t", json!({}));
+    assert_eq!(out["error_type"], "tool_result_contract", "{out}");
+    assert!(
+        out["error"].as_str().unwrap().contains("too sparse"),
+        "{out}"
+    );
+    assert_eq!(
+        call(&host, "t", json!({"small": true})),
+        json!("[1,2,null,4]")
+    );
+}
+
 #[test]
 fn handler_errors_name_file_and_line() {
     let out = result_of("local x = 1\nerror('it broke')");

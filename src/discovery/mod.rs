@@ -146,9 +146,9 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The digest of the bytes kept in `source`, made once per load however many caches
-    /// key on it (the effects cache; the registration cache's key may share it). `source`
-    /// is set only while the file is judged, before any digest is asked for.
+    /// The digest of the bytes kept in `source`, made once per load however often the
+    /// effects cache asks (the registration cache's key hashes the source itself, for now).
+    /// `source` is set only while the file is judged, before any digest is asked for.
     pub(crate) fn source_digest(&self) -> Option<ContentDigest> {
         let source = self.source.as_deref()?;
         Some(*self.digest.get_or_init(|| ContentDigest::of(source)))

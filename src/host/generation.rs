@@ -326,15 +326,16 @@ impl<'scope, 'env> Pending<'scope, 'env> {
     }
 
     /// The [`Prepared`], waiting for the threads.
-    fn take(self, recipe: &Recipe<'_>) -> Result<Prepared> {
-        let effects = match self.effects {
-            // A read that failed this way would fail again: analyse afresh instead.
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|_| discovery::Effects::uncached(recipe.annotation_check)),
+    fn take(mut self, recipe: &Recipe<'_>) -> Result<Prepared> {
+        let effects = match self.effects.take() {
+            Some(thread) => thread.join().unwrap_or_else(|_| {
+                // A read that failed this way would fail again: analyse afresh instead.
+                tracing::warn!("reading effects.json failed; analysing every file afresh");
+                discovery::Effects::uncached(recipe.annotation_check)
+            }),
             None => effects_of(recipe),
         };
-        let (vm, schemas) = match self.vm {
+        let (vm, schemas) = match self.vm.take() {
             Some(thread) => thread.join().unwrap_or_else(|_| {
                 Err(Error::Lua(mlua::Error::runtime(
                     "the thread preparing the first VM failed",
@@ -347,6 +348,19 @@ impl<'scope, 'env> Pending<'scope, 'env> {
             effects,
             schemas,
         })
+    }
+}
+
+impl Drop for Pending<'_, '_> {
+    /// A build that ends early (an error before the files load) still joins the threads
+    /// here: a thread that panicked and was never joined would make the scope panic.
+    fn drop(&mut self) {
+        if let Some(thread) = self.effects.take() {
+            let _ = thread.join();
+        }
+        if let Some(thread) = self.vm.take() {
+            let _ = thread.join();
+        }
     }
 }
 

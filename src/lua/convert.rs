@@ -189,6 +189,18 @@ struct Walker {
     seen: Vec<*const c_void>,
 }
 
+/// Most `null`s a `json.array`'s holes may add beyond one per value it holds. Lua's length
+/// of a table with holes is any of its borders, so a handful of assignments can give a
+/// table a length of 2^60: the slots are bounded by the values that exist, never by
+/// that length.
+const MAX_EXTRA_HOLES: usize = 1024;
+
+/// Whether a `json.array` of Lua length `len` holding `values` values may be converted (its
+/// holes become `null`s, at most one per value plus [`MAX_EXTRA_HOLES`]).
+pub(crate) fn sparse_array_allowed(len: usize, values: usize) -> bool {
+    len <= values.saturating_mul(2).saturating_add(MAX_EXTRA_HOLES)
+}
+
 /// Prefixes the path of an error coming out of a child at `segment` (paths are built only
 /// when something fails, so the happy path allocates none).
 fn under(segment: &str, mut error: ConvertError) -> ConvertError {
@@ -251,6 +263,13 @@ impl Walker {
             })
             .map_err(|e| self.fail(e.to_string()))?;
         let len = if marked { table.raw_len() } else { pairs.len() };
+        if marked && !sparse_array_allowed(len, pairs.len()) {
+            return Err(self.fail(format!(
+                "json.array of length {len} holds only {} values: too sparse to convert \
+                 (each hole would be a null)",
+                pairs.len()
+            )));
+        }
         let sequence = !pairs.is_empty()
             && pairs
                 .iter()

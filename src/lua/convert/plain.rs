@@ -136,6 +136,10 @@ impl Reader {
             } else {
                 pairs
             };
+            if marked && !super::sparse_array_allowed(len, pairs) {
+                // The walker reports it.
+                return None;
+            }
             let sequence =
                 pairs > 0 && indices && usize::try_from(greatest).is_ok_and(|g| g <= len);
             self.seen.push(ptr);
