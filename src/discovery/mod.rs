@@ -13,6 +13,7 @@ mod fuzz_tests;
 mod judge;
 mod known_schemas;
 mod load;
+mod members;
 mod model_facing;
 mod prefilter;
 mod registrations;

@@ -5,12 +5,13 @@
 //! warm start then only checks what an entry rests on ([`Entry::holds`]) and takes its
 //! sites: no second parse per file on the load's path.
 
+use super::super::members::Members;
 use super::EffectSite;
 use super::digest::Digest;
 use super::lookups::{DirsKey, Lookups};
 use super::resolved::parse_sites;
 use super::spans::{Span, Spans, Texts};
-use super::text::{Members, Str, place_in};
+use super::text::{Str, place_in};
 use crate::lua::SearchDir;
 use foldhash::HashMap;
 use serde::Deserialize;

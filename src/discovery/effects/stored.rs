@@ -4,10 +4,11 @@
 //! typed, ready to check ([`super::known`]); written back from those places (what is not
 //! re-serialised stays byte-identical).
 
+use super::super::members::Members;
 use super::digest::Digest;
 use super::known::{self, Known};
 use super::spans::{DECODED, Spans, Texts};
-use super::text::{Members, Str, place_in};
+use super::text::{Str, place_in};
 use foldhash::HashMap;
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -3,7 +3,7 @@
 //! built for what is only walked once).
 
 use super::digest::Digest;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, Visitor};
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
@@ -48,32 +48,6 @@ impl<'de> Deserialize<'de> for Digest {
     }
 }
 
-/// An object's members in the order written (duplicate keys kept: the reader decides).
-#[derive(Debug)]
-pub(super) struct Members<K, V>(pub(super) Vec<(K, V)>);
-
-impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Members<K, V> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MembersVisitor<K, V>(PhantomData<(K, V)>);
-        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Visitor<'de> for MembersVisitor<K, V> {
-            type Value = Members<K, V>;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-                formatter.write_str("an object")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0));
-                while let Some(member) = map.next_entry()? {
-                    members.push(member);
-                }
-                Ok(Members(members))
-            }
-        }
-        deserializer.deserialize_map(MembersVisitor(PhantomData))
-    }
-}
-
 /// Where `part` (a slice of `text`, as serde borrows them) is in `text`.
 pub(super) fn place_in(text: &str, part: &str) -> std::ops::Range<usize> {
     let start = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
@@ -101,13 +75,5 @@ mod tests {
         for other in [r#""00""#, "1", "null", r#""ABCDEF0123456789ab""#] {
             assert!(serde_json::from_str::<Digest>(other).is_err(), "{other}");
         }
-    }
-
-    #[test]
-    fn members_keep_their_order_and_duplicates() {
-        let members: Members<Str<'_>, u32> =
-            serde_json::from_str(r#"{"b":1,"a":2,"b":3}"#).expect("an object");
-        let keys: Vec<(&str, u32)> = members.0.iter().map(|(k, v)| (&*k.0, *v)).collect();
-        assert_eq!(keys, [("b", 1), ("a", 2), ("b", 3)]);
     }
 }

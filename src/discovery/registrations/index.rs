@@ -4,12 +4,11 @@
 //! once, where it stands, into the [`ToolRecord`] a warm start builds the registry from.
 //! The schemas, most of the bytes, are not scanned at all.
 
+use super::super::members::Members;
 use super::key::Key;
 use crate::lua::register::record::ToolRecord;
-use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 
 /// The shape of the file this version writes. Raised whenever the index changes shape, so
 /// that a file of an earlier shape reads as empty rather than half understood (the toolhost
@@ -47,8 +46,7 @@ struct Index<'a> {
     toolhost: &'a str,
     format: u32,
     // Owned paths: a path with a quote or a backslash is escaped in the file.
-    #[serde(deserialize_with = "in_order")]
-    files: Vec<(String, ReadEntry)>,
+    files: Members<String, ReadEntry>,
 }
 
 /// The entries of a cache file, and where its schemas start, when it is a file of this
@@ -61,31 +59,7 @@ pub(super) fn read(text: &str) -> Option<(Vec<(String, ReadEntry)>, usize)> {
     let usable = text[end..].starts_with('\n')
         && index.toolhost == env!("CARGO_PKG_VERSION")
         && index.format == FORMAT;
-    usable.then_some((index.files, end + 1))
-}
-
-/// The `files` object as a list, in the file's order: the caller sizes its map once
-/// (serde's own map would grow one entry at a time, rehashing as it goes).
-fn in_order<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Vec<(String, ReadEntry)>, D::Error> {
-    struct Files;
-    impl<'de> Visitor<'de> for Files {
-        type Value = Vec<(String, ReadEntry)>;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an object of files")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut files = Vec::with_capacity(map.size_hint().unwrap_or(0));
-            while let Some(entry) = map.next_entry()? {
-                files.push(entry);
-            }
-            Ok(files)
-        }
-    }
-    deserializer.deserialize_map(Files)
+    usable.then_some((index.files.0, end + 1))
 }
 
 /// One file's entry to write: its records and their schemas' text.
