@@ -10,16 +10,21 @@ fn main() {
 #[divan::bench(args = [133, 1000], sample_count = 30)]
 fn warm(bencher: divan::Bencher, n: usize) {
     let cache = tempfile::tempdir().expect("temp dir");
-    common::host(n, cache.path());
-    bencher.bench_local(|| common::host(n, cache.path()));
+    let config = common::config(n, cache.path(), "off");
+    common::build(n, cache.path(), &config);
+    bencher.bench_local(|| common::build(n, cache.path(), &config));
 }
 
 #[divan::bench(args = [133, 1000], sample_count = 30)]
 fn cold(bencher: divan::Bencher, n: usize) {
     common::workload(n);
     bencher
-        .with_inputs(|| tempfile::tempdir().expect("temp dir"))
-        .bench_local_values(|cache| common::host(n, cache.path()));
+        .with_inputs(|| {
+            let cache = tempfile::tempdir().expect("temp dir");
+            let config = common::config(n, cache.path(), "off");
+            (cache, config)
+        })
+        .bench_local_values(|(cache, config)| common::build(n, cache.path(), &config));
 }
 
 /// A reload after one tool file changed (what the watcher runs after its debounce): the

@@ -54,6 +54,14 @@ pub fn host(n: usize, cache: &Path) -> Host {
 /// one VM (what a one-shot process or a single agent loop uses; the pool's scaling is
 /// measured separately). The workload's config, so changed, is written beside the cache.
 pub fn host_with(n: usize, cache: &Path, mode: &str) -> Host {
+    build(n, cache, &config(n, cache, mode))
+}
+
+/// Writes workload `n`'s config with `[tool_search] enabled = mode` beside the cache and
+/// returns its path. Benches that time a build write it once, before the timed loop: a
+/// rewritten file costs the file system hundreds of microseconds (a truncated file is
+/// flushed when closed), which is the harness's and not a start's.
+pub fn config(n: usize, cache: &Path, mode: &str) -> PathBuf {
     let dir = workload(n);
     let text = std::fs::read_to_string(dir.join("toolhost.toml")).expect("workload config");
     let mut config: toml::Table = text.parse().expect("workload config is TOML");
@@ -66,10 +74,16 @@ pub fn host_with(n: usize, cache: &Path, mode: &str) -> Host {
     std::fs::create_dir_all(cache).expect("cache dir");
     let path = cache.join(format!("toolhost-{n}-{mode}.toml"));
     std::fs::write(&path, config.to_string()).expect("bench config written");
+    path
+}
+
+/// A host over workload `n` with its cache in `cache` and the config file `config` (from
+/// [`config`]), on one VM: what a start does, and nothing else.
+pub fn build(n: usize, cache: &Path, config: &Path) -> Host {
     Host::builder()
-        .tools_dir(dir.join("tools-lua"))
+        .tools_dir(workload(n).join("tools-lua"))
         .cache_dir(cache)
-        .config_file(path)
+        .config_file(config)
         .vms(1)
         .build()
         .expect("workload host builds")

@@ -34,16 +34,30 @@ impl Candidate {
         package_dir: Option<PathBuf>,
     ) -> Self {
         let meta = std::fs::metadata(&shown).ok();
-        let skip = meta.as_ref().and_then(skip_reason);
-        let stamp = meta.as_ref().and_then(super::cache::stamp_of);
+        Self::with_metadata(dir_index, shown, absolute, package_dir, meta.as_ref())
+    }
+
+    /// A candidate whose (link-following) metadata is already read.
+    fn with_metadata(
+        dir_index: usize,
+        shown: PathBuf,
+        absolute: PathBuf,
+        package_dir: Option<PathBuf>,
+        meta: Option<&std::fs::Metadata>,
+    ) -> Self {
         Self {
             dir_index,
             shown,
             absolute,
             package_dir,
-            skip,
-            stamp,
+            skip: meta.and_then(skip_reason),
+            stamp: meta.and_then(super::cache::stamp_of),
         }
+    }
+
+    /// The size its metadata gave (what reading it should find), when it was read.
+    pub(super) fn expected_len(&self) -> Option<u64> {
+        self.stamp.map(|(_, size)| size)
     }
 }
 
@@ -58,6 +72,10 @@ fn hidden(name: &std::ffi::OsStr) -> bool {
 
 /// Lists the candidates of one tool directory, sorted by path. A missing directory has
 /// none (the caller warns).
+///
+/// Links are followed here rather than by walkdir: following them there reads the metadata
+/// of every entry, and each candidate's is read again for its stamp; an ordinary entry's
+/// type comes from the directory listing, so its one metadata read is the candidate's.
 pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     // Resolve the directory once; only symlinked entries and package files (whose folder
     // may be a link) need resolving on their own.
@@ -65,24 +83,18 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     let walker = WalkDir::new(dir)
         .min_depth(1)
         .max_depth(2)
-        .follow_links(true)
         // Not `sort_by_file_name`: the list is sorted once at the end, and walkdir's sort
         // took each name apart again on every comparison (a sixth of a warm start).
         .into_iter()
         .filter_entry(|entry| {
-            let name = entry.file_name();
-            !(entry.depth() == 1
-                && entry.file_type().is_dir()
-                && (name == "lib" || name == "tests-lua" || hidden(name)))
+            !(entry.depth() == 1 && entry.file_type().is_dir() && excluded(entry.file_name()))
         });
     let mut out = Vec::new();
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
             Err(error) => {
-                // A link that cannot be followed (to itself, in a loop, or to nothing) still
-                // gets a verdict when its name makes it a candidate.
-                if let Some(candidate) = unresolvable(&error, dir_index) {
+                if let Some(candidate) = unresolvable(&error, error.depth(), dir_index) {
                     out.push(candidate);
                 }
                 continue;
@@ -92,58 +104,138 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
         if hidden(name) {
             continue;
         }
-        let is_candidate = match entry.depth() {
-            1 => {
-                let name = name.to_string_lossy();
-                name.ends_with(".lua") && !is_test_file(&name)
-            }
-            _ => name == "tool.lua",
-        };
-        if !is_candidate {
+        if entry.file_type().is_symlink() {
+            linked(&entry, &canonical_dir, dir_index, &mut out);
+            continue;
+        }
+        if !is_candidate_name(name, entry.depth()) {
             continue;
         }
         let shown = entry.path().to_path_buf();
-        let absolute = if entry.depth() == 1 && !entry.path_is_symlink() {
-            canonical_dir.join(name)
-        } else {
-            shown.canonicalize().unwrap_or_else(|_| absolutize(&shown))
+        let (absolute, package_dir) = match entry.depth() {
+            1 => (canonical_dir.join(name), None),
+            _ => (resolved(&shown), shown.parent().map(Path::to_path_buf)),
         };
-        let package_dir = (entry.depth() == 2)
-            .then(|| shown.parent().map(Path::to_path_buf))
-            .flatten();
         out.push(Candidate::new(dir_index, shown, absolute, package_dir));
     }
     out.sort_by_cached_key(|candidate| order_key(&candidate.shown, dir));
     out
 }
 
-/// A candidate for an entry walkdir could not follow, skipped with the reason.
-fn unresolvable(error: &walkdir::Error, dir_index: usize) -> Option<Candidate> {
-    let shown = error.path()?.to_path_buf();
-    let name = shown.file_name()?.to_string_lossy().into_owned();
-    let is_candidate = match error.depth() {
-        1 => name.ends_with(".lua") && !is_test_file(&name) && !name.starts_with('_'),
+/// What a symlinked entry adds: itself when its name makes it a candidate (skipped with
+/// the reason when the link cannot be followed), and a linked package folder's `tool.lua`
+/// (never when the link leads back to the tool directory `canonical_dir`: walkdir calls
+/// that a loop).
+fn linked(
+    entry: &walkdir::DirEntry,
+    canonical_dir: &Path,
+    dir_index: usize,
+    out: &mut Vec<Candidate>,
+) {
+    let shown = entry.path().to_path_buf();
+    let name = entry.file_name();
+    let target = std::fs::metadata(&shown);
+    if is_candidate_name(name, entry.depth()) {
+        let package_dir = (entry.depth() == 2)
+            .then(|| shown.parent().map(Path::to_path_buf))
+            .flatten();
+        out.push(match &target {
+            Ok(meta) => Candidate::with_metadata(
+                dir_index,
+                shown.clone(),
+                resolved(&shown),
+                package_dir,
+                Some(meta),
+            ),
+            Err(error) => cannot_follow(shown.clone(), package_dir, dir_index, &error.to_string()),
+        });
+    }
+    let is_package = entry.depth() == 1
+        && !excluded(name)
+        && target.is_ok_and(|meta| meta.is_dir())
+        && resolved(&shown) != canonical_dir;
+    if !is_package {
+        return;
+    }
+    // A linked package folder: its entries as walkdir would have listed them following it.
+    let inside = WalkDir::new(&shown)
+        .min_depth(1)
+        .max_depth(1)
+        .follow_links(true);
+    for entry in inside {
+        match entry {
+            Ok(entry) if entry.file_name() == "tool.lua" => {
+                let shown = entry.path().to_path_buf();
+                let absolute = resolved(&shown);
+                let package_dir = shown.parent().map(Path::to_path_buf);
+                out.push(Candidate::new(dir_index, shown, absolute, package_dir));
+            }
+            Ok(_) => {}
+            Err(error) => {
+                if let Some(candidate) = unresolvable(&error, 2, dir_index) {
+                    out.push(candidate);
+                }
+            }
+        }
+    }
+}
+
+/// A folder at the top of a tool directory that is never walked: `lib/`, `tests-lua/` and
+/// `_`-prefixed ones.
+fn excluded(name: &std::ffi::OsStr) -> bool {
+    name == "lib" || name == "tests-lua" || hidden(name)
+}
+
+/// Whether an entry at `depth` is named like a candidate: `NAME.lua` at the top (not a test
+/// file), `tool.lua` in a package folder.
+fn is_candidate_name(name: &std::ffi::OsStr, depth: usize) -> bool {
+    match depth {
+        1 => {
+            let name = name.to_string_lossy();
+            name.ends_with(".lua") && !is_test_file(&name) && !name.starts_with('_')
+        }
         2 => name == "tool.lua",
         _ => false,
-    };
-    if !is_candidate {
+    }
+}
+
+/// `shown`, absolute and with every link resolved (made absolute only, when it cannot be).
+fn resolved(shown: &Path) -> PathBuf {
+    shown.canonicalize().unwrap_or_else(|_| absolutize(shown))
+}
+
+/// A candidate for an entry walkdir could not follow (at `depth` below the tool
+/// directory), skipped with the reason.
+fn unresolvable(error: &walkdir::Error, depth: usize, dir_index: usize) -> Option<Candidate> {
+    let shown = error.path()?.to_path_buf();
+    if !is_candidate_name(shown.file_name()?, depth) {
         return None;
     }
     let why = match error.io_error() {
         Some(io) => io.to_string(),
         None => "a symlink loop".to_string(),
     };
-    let package_dir = (error.depth() == 2)
+    let package_dir = (depth == 2)
         .then(|| shown.parent().map(Path::to_path_buf))
         .flatten();
-    Some(Candidate {
+    Some(cannot_follow(shown, package_dir, dir_index, &why))
+}
+
+/// A candidate at `shown` skipped because its link cannot be followed (`why`).
+fn cannot_follow(
+    shown: PathBuf,
+    package_dir: Option<PathBuf>,
+    dir_index: usize,
+    why: &str,
+) -> Candidate {
+    Candidate {
         dir_index,
         absolute: absolutize(&shown),
         shown,
         package_dir,
         skip: Some(format!("cannot follow this link ({why})")),
         stamp: None,
-    })
+    }
 }
 
 /// What candidates of one directory sort by: the path after `dir` (the same bytes for
@@ -262,5 +354,94 @@ mod tests {
                 "{name}: {skip:?}"
             );
         }
+    }
+
+    fn names_and_skips(root: &Path) -> Vec<(String, Option<String>)> {
+        list(root, 0)
+            .iter()
+            .map(|c| {
+                let name = c.shown.strip_prefix(root).unwrap().display().to_string();
+                (name, c.skip.clone())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_linked_tool_file_is_a_candidate_with_its_targets_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("real.lua"), "-- linked").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path().join("real.lua"), dir.path().join("a.lua"))
+            .unwrap();
+        let listed = list(dir.path(), 0);
+        assert_eq!(listed.len(), 1);
+        assert_eq!(listed[0].expected_len(), Some("-- linked".len() as u64));
+        assert_eq!(
+            listed[0].absolute,
+            elsewhere.path().join("real.lua").canonicalize().unwrap()
+        );
+    }
+
+    #[test]
+    fn a_linked_package_folder_gives_its_tool_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("tool.lua"), "-- pkg").unwrap();
+        std::fs::write(elsewhere.path().join("helper.lua"), "-- not a tool").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("pkg")).unwrap();
+        let listed = list(dir.path(), 0);
+        let names: Vec<_> = names_and_skips(dir.path());
+        assert_eq!(names, [("pkg/tool.lua".to_string(), None)]);
+        assert_eq!(listed[0].package_dir, Some(dir.path().join("pkg")));
+    }
+
+    #[test]
+    fn a_link_back_to_the_tool_directory_adds_nothing_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tool.lua"), "-- x").unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("again")).unwrap();
+        assert_eq!(
+            names_and_skips(dir.path()),
+            [("tool.lua".to_string(), None)]
+        );
+    }
+
+    #[test]
+    fn a_linked_lib_folder_is_not_walked() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::write(elsewhere.path().join("tool.lua"), "-- x").unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("lib")).unwrap();
+        assert!(list(dir.path(), 0).is_empty());
+    }
+
+    #[test]
+    fn a_dangling_package_tool_file_is_a_skipped_candidate() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pkg")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), dir.path().join("pkg/tool.lua"))
+            .unwrap();
+        let names = names_and_skips(dir.path());
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert!(
+            names[0]
+                .1
+                .as_deref()
+                .is_some_and(|s| s.starts_with("cannot follow this link")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_folder_named_like_a_tool_file_is_a_skipped_candidate() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("odd.lua")).unwrap();
+        assert_eq!(
+            names_and_skips(dir.path()),
+            [(
+                "odd.lua".to_string(),
+                Some("not a regular file".to_string())
+            )]
+        );
     }
 }

@@ -68,6 +68,7 @@ pub(super) fn blank(candidate: Candidate) -> Verdict {
 pub(super) fn prepare(candidate: Candidate, cached: Option<bool>) -> Prepared {
     let skip = candidate.skip.clone();
     let stamp = candidate.stamp;
+    let expected_len = candidate.expected_len();
     let mut verdict = blank(candidate);
     let judged = |verdict, remember| Prepared::Judged(Judgement { verdict, remember });
     if let Some(why) = skip {
@@ -78,7 +79,12 @@ pub(super) fn prepare(candidate: Candidate, cached: Option<bool>) -> Prepared {
         ));
         return judged(verdict, None);
     }
-    let bytes = match crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES) {
+    // The candidate's metadata showed a regular file of this size (else it was skipped).
+    let read = match expected_len {
+        Some(len) => crate::bounded_read::read_regular_of_len(&verdict.path, len, MAX_FILE_BYTES),
+        None => crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES),
+    };
+    let bytes = match read {
         Ok(bytes) => bytes,
         Err(e) => {
             verdict.reason = Reason::ReadError;
