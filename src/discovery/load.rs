@@ -79,7 +79,7 @@ pub(crate) fn plan(
     // entry at a time rehashed them again and again).
     let mut plan = Plan::with_capacity(verdicts.len());
     let mut staged = HashMap::with_capacity(verdicts.len());
-    let libs = lib_dirs(dirs);
+    let libs = Libs::of(dirs);
     let cache_file = cache.file().map(Path::to_path_buf);
     // Keyed by the path's bytes: `Path`'s hash walks its components.
     let mut positions: HashMap<&OsStr, usize> = HashMap::with_capacity(verdicts.len());
@@ -87,8 +87,15 @@ pub(crate) fn plan(
         registering(verdicts, dirs).map(|(index, verdict, _, _)| (verdict.path.as_os_str(), index)),
     );
     for (index, verdict, source, dir) in registering(verdicts, dirs) {
-        let search = search_dirs(verdict, &libs, dir);
-        let probe = lazy_file(verdict, dir, search, index, source);
+        let search = libs.search_dirs(verdict, dir);
+        let probe = lazy_file(
+            verdict,
+            dir,
+            libs.domain(verdict.dir_index, dir),
+            search,
+            index,
+            source,
+        );
         let Some(hit) = cache.lookup(&verdict.path, &probe, dir.scope.as_deref()) else {
             continue;
         };
@@ -215,7 +222,7 @@ pub(crate) fn run_all(
     schemas: &mut KnownSchemas,
     planned: PlannedEntries,
 ) -> RanFiles {
-    let libs = lib_dirs(dirs);
+    let libs = Libs::of(dirs);
     let PlannedEntries(mut planned) = planned;
     type Job = ((usize, usize), FunctionSchema, Option<u64>);
     let (jobs, job_queue) = mpsc::channel::<Job>();
@@ -305,7 +312,7 @@ pub(crate) fn commit_all(
     registrations: &mut Registrations,
     effects: &mut Effects,
 ) -> Sources {
-    let libs = lib_dirs(dirs);
+    let libs = Libs::of(dirs);
     let mut modules = containment::Modules::default();
     let mut sources = Sources::new();
     let RanFiles { ran, mut compiled } = ran;
@@ -327,7 +334,7 @@ pub(crate) fn commit_all(
         let mut result = outcome.and_then(|staged| {
             let search = dirs
                 .get(verdict.dir_index)
-                .map(|dir| search_dirs(verdict, &libs, dir))
+                .map(|dir| libs.search_dirs(verdict, dir))
                 .unwrap_or_default();
             let judged = (&file.source[..], &search[..]);
             commit(
@@ -350,7 +357,7 @@ pub(crate) fn commit_all(
             // good version takes its place; its functions overwrite this version's.
             file.replaced_error = Some(error.clone());
             compiled.retain(|(i, _), _| *i != index);
-            let search = search_dirs(verdict, &libs, dir);
+            let search = libs.search_dirs(verdict, dir);
             result = run_file(verdict, dir, &libs, index, &fallback, vm).and_then(|staged| {
                 let judged = (&fallback[..], &search[..]);
                 commit(
@@ -380,12 +387,18 @@ pub(crate) fn commit_all(
                         vm.defer_file_seeing(lazy, view);
                         registrations.keep_read(&verdict.path);
                     } else if let Some((required, records)) = cacheable {
-                        let search = search_dirs(verdict, &libs, dir);
+                        let search = libs.search_dirs(verdict, dir);
                         // A warm start must behave like a cold one: only a file whose
                         // top level acts on nothing outside itself may be skipped.
                         if containment::is_contained(verdict, &search, &mut modules) {
-                            let inputs =
-                                lazy_file(verdict, dir, search, index, file.source.clone());
+                            let inputs = lazy_file(
+                                verdict,
+                                dir,
+                                libs.domain(verdict.dir_index, dir),
+                                search,
+                                index,
+                                file.source.clone(),
+                            );
                             let key = registrations.key(&inputs, dir.scope.as_deref(), required);
                             registrations.keep(&verdict.path, &key, required, &records);
                         }
@@ -439,7 +452,7 @@ fn registering<'a>(
 fn run_with_fallback(
     verdict: &Verdict,
     dir: &ToolDir,
-    libs: &[Option<SearchDir>],
+    libs: &Libs,
     index: usize,
     source: Arc<[u8]>,
     last_good: &Sources,
@@ -475,7 +488,7 @@ fn fallback_for(verdict: &Verdict, current: &Arc<[u8]>, last_good: &Sources) -> 
 fn run_file(
     verdict: &Verdict,
     dir: &ToolDir,
-    libs: &[Option<SearchDir>],
+    libs: &Libs,
     index: usize,
     source: &[u8],
     vm: &mut LuaVm,
@@ -485,8 +498,8 @@ fn run_file(
         display: &verdict.shown,
         chunk_name: &chunk_name,
         index: index as u32,
-        domain: dir.source.to_string().into(),
-        search_dirs: search_dirs(verdict, libs, dir),
+        domain: libs.domain(verdict.dir_index, dir),
+        search_dirs: libs.search_dirs(verdict, dir),
         capabilities: dir.capabilities.as_deref(),
         capability_hint: dir.capability_hint.as_deref(),
     };
@@ -507,35 +520,70 @@ fn at_field_line(mut error: LoadError, source: &[u8]) -> LoadError {
     error
 }
 
-/// Each tool directory's `lib/` (when it exists).
-fn lib_dirs(dirs: &[ToolDir]) -> Vec<Option<SearchDir>> {
-    dirs.iter()
-        .map(|dir| {
-            let lib = dir.path.join("lib");
-            SearchDir::new(&lib).map(|found| found.shown_as(model_facing(&lib, &dir.path)))
-        })
-        .collect()
+/// Where `require` looks for the files of each tool directory (what every one of its
+/// files but a package's shares, made once per load rather than once per file), and each
+/// directory's trust domain.
+pub(super) struct Libs {
+    /// Per tool directory: its own `lib/`, then the other directories' `lib/` in order.
+    shared: Vec<Arc<[SearchDir]>>,
+    /// Per tool directory: its trust domain (`builtin`, `plugin:<id>`).
+    domains: Vec<Arc<str>>,
 }
 
-/// Where `require` looks for this file: its package dir, its own `lib/`, then the other
-/// tool directories' `lib/` in order.
-fn search_dirs(verdict: &Verdict, libs: &[Option<SearchDir>], dir: &ToolDir) -> Vec<SearchDir> {
-    let mut dirs: Vec<SearchDir> = verdict
-        .package_dir
-        .as_deref()
-        .and_then(|package| {
+impl Libs {
+    /// The `lib/` folders of `dirs`.
+    pub(super) fn of(dirs: &[ToolDir]) -> Self {
+        let libs: Vec<Option<SearchDir>> = dirs
+            .iter()
+            .map(|dir| {
+                let lib = dir.path.join("lib");
+                SearchDir::new(&lib).map(|found| found.shown_as(model_facing(&lib, &dir.path)))
+            })
+            .collect();
+        let shared = (0..dirs.len())
+            .map(|own| {
+                libs[own]
+                    .iter()
+                    .chain(
+                        libs.iter()
+                            .enumerate()
+                            .filter(|(i, _)| *i != own)
+                            .filter_map(|(_, lib)| lib.as_ref()),
+                    )
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        let domains = dirs
+            .iter()
+            .map(|dir| dir.source.to_string().into())
+            .collect();
+        Self { shared, domains }
+    }
+
+    /// Where `require` looks for this file: its package dir, its own `lib/`, then the
+    /// other tool directories' `lib/` in order.
+    pub(super) fn search_dirs(&self, verdict: &Verdict, dir: &ToolDir) -> Arc<[SearchDir]> {
+        let package = verdict.package_dir.as_deref().and_then(|package| {
             SearchDir::new(package).map(|found| found.shown_as(model_facing(package, &dir.path)))
-        })
-        .into_iter()
-        .collect();
-    dirs.extend(libs[verdict.dir_index].iter().cloned());
-    dirs.extend(
-        libs.iter()
-            .enumerate()
-            .filter(|(i, _)| *i != verdict.dir_index)
-            .filter_map(|(_, lib)| lib.clone()),
-    );
-    dirs
+        });
+        let shared = self.shared.get(verdict.dir_index);
+        match (package, shared) {
+            (None, Some(shared)) => shared.clone(),
+            (package, shared) => package
+                .into_iter()
+                .chain(shared.into_iter().flat_map(|dirs| dirs.iter().cloned()))
+                .collect(),
+        }
+    }
+
+    /// The trust domain of tool directory `dir_index`'s files.
+    pub(super) fn domain(&self, dir_index: usize, dir: &ToolDir) -> Arc<str> {
+        self.domains
+            .get(dir_index)
+            .cloned()
+            .unwrap_or_else(|| dir.source.to_string().into())
+    }
 }
 
 /// What a replica VM made of one file: the tool names it registered, or nothing when the
@@ -558,7 +606,7 @@ pub(crate) fn load_replica(
     last_good: &Sources,
     plan: &Plan,
 ) -> Vec<ReplicaFile> {
-    let libs = lib_dirs(dirs);
+    let libs = Libs::of(dirs);
     let mut files = Vec::new();
     for (index, verdict, source, dir) in registering_in_order(verdicts, dirs) {
         if let Some(lazy) = plan.get(&index) {

@@ -289,7 +289,8 @@ fn schema_text(text: &str, schemas_at: usize, [start, end]: [usize; 2]) -> Optio
 pub(super) fn lazy_file(
     verdict: &Verdict,
     dir: &ToolDir,
-    search_dirs: Vec<SearchDir>,
+    domain: Arc<str>,
+    search_dirs: Arc<[SearchDir]>,
     index: usize,
     source: Arc<[u8]>,
 ) -> LazyFile {
@@ -297,7 +298,7 @@ pub(super) fn lazy_file(
         display: verdict.shown.clone(),
         chunk_name: super::model_facing::model_facing(Path::new(&verdict.shown), &dir.path),
         index: index as u32,
-        domain: dir.source.to_string().into(),
+        domain,
         search_dirs,
         capabilities: dir.capabilities.clone(),
         capability_hint: dir.capability_hint.clone(),

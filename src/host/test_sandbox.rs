@@ -66,7 +66,7 @@ impl Host {
             chunk_name: shown,
             index: TEST_FILE_INDEX,
             domain: dir.source.to_string().into(),
-            search_dirs: search_dirs(&world.dirs, dir),
+            search_dirs: search_dirs(&world.dirs, dir).into(),
             capabilities: dir.capabilities.as_deref(),
             capability_hint: dir.capability_hint.as_deref(),
         };

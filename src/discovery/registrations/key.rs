@@ -68,7 +68,7 @@ impl Keys {
         file.capability_hint.hash(&mut hasher);
         scope.hash(&mut hasher);
         required.hash(&mut hasher);
-        for dir in &file.search_dirs {
+        for dir in file.search_dirs.iter() {
             // As bytes: `Path`'s hash walks the components.
             dir.shown.as_os_str().hash(&mut hasher);
             dir.canonical.as_os_str().hash(&mut hasher);

@@ -45,7 +45,7 @@ impl SearchDir {
 /// Everything a `require` function needs to load a module into a fresh environment.
 pub(crate) struct RequireContext {
     /// Where modules may come from, in search order.
-    pub dirs: Vec<SearchDir>,
+    pub dirs: Arc<[SearchDir]>,
     /// The bootstrap's environment factory.
     pub make_env: Function,
     /// The trust domain (`builtin`, `plugin:<id>`): modules are instantiated per domain.

@@ -29,7 +29,7 @@ pub(crate) struct LazyFile {
     /// Its trust domain.
     pub domain: Arc<str>,
     /// Where `require` looks.
-    pub search_dirs: Vec<SearchDir>,
+    pub search_dirs: Arc<[SearchDir]>,
     /// Host-API tables granted (`None`: all).
     pub capabilities: Option<Vec<String>>,
     /// How to grant a missing capability.

@@ -68,7 +68,7 @@ pub(crate) struct FileSpec<'a> {
     /// Its trust domain (`builtin`, `plugin:<id>`): which module instances it shares.
     pub domain: Arc<str>,
     /// Folders `require` searches, in order.
-    pub search_dirs: Vec<SearchDir>,
+    pub search_dirs: Arc<[SearchDir]>,
     /// Host-API tables granted; `None` grants all (built-in tools).
     pub capabilities: Option<&'a [String]>,
     /// How to grant a missing capability (for the error message), e.g.
