@@ -26,6 +26,23 @@ pub(crate) fn read_regular_of_len(path: &Path, len: u64, cap: u64) -> std::io::R
     read_capped(open_nonblocking(path)?, len, cap)
 }
 
+/// [`read_regular_of_len`] for the file `name` in the open directory `dir`.
+pub(crate) fn read_regular_of_len_in(
+    dir: &std::os::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+    len: u64,
+    cap: u64,
+) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    read_capped(std::fs::File::from(fd), len, cap)
+}
+
 /// `path` opened for reading without blocking (a FIFO cannot block `open`).
 fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()

@@ -65,10 +65,11 @@ pub(super) fn blank(candidate: Candidate) -> Verdict {
 /// Every step but the parse. What the prefilter proves is final here: such a file is read
 /// once and never parsed.
 /// `cached` is the verdict cache's answer for the candidate ([`cached_verdict`]).
-pub(super) fn prepare(candidate: Candidate, cached: Option<bool>) -> Prepared {
+pub(super) fn prepare(mut candidate: Candidate, cached: Option<bool>) -> Prepared {
     let skip = candidate.skip.clone();
     let stamp = candidate.stamp;
     let expected_len = candidate.expected_len();
+    let in_dir = candidate.in_dir.take();
     let mut verdict = blank(candidate);
     let judged = |verdict, remember| Prepared::Judged(Judgement { verdict, remember });
     if let Some(why) = skip {
@@ -80,9 +81,14 @@ pub(super) fn prepare(candidate: Candidate, cached: Option<bool>) -> Prepared {
         return judged(verdict, None);
     }
     // The candidate's metadata showed a regular file of this size (else it was skipped).
-    let read = match expected_len {
-        Some(len) => crate::bounded_read::read_regular_of_len(&verdict.path, len, MAX_FILE_BYTES),
-        None => crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES),
+    let read = match (expected_len, in_dir) {
+        (Some(len), Some(file)) => {
+            crate::bounded_read::read_regular_of_len_in(&file.dir, &file.name, len, MAX_FILE_BYTES)
+        }
+        (Some(len), None) => {
+            crate::bounded_read::read_regular_of_len(&verdict.path, len, MAX_FILE_BYTES)
+        }
+        (None, _) => crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES),
     };
     let bytes = match read {
         Ok(bytes) => bytes,

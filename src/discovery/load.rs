@@ -55,13 +55,14 @@ type Cacheable = (bool, Vec<ToolRecord>, Vec<Option<LuaFnId>>);
 pub(crate) type Plan = HashMap<usize, Arc<LazyFile>>;
 
 /// The registry entries of the files in a [`Plan`], built from their records, for the
-/// first VM to commit.
-pub(crate) struct PlannedEntries(HashMap<usize, Staged>);
+/// first VM to commit; and the search lists planning made, which the load goes on with
+/// (resolving the `lib/` folders again walked every one's path).
+pub(crate) struct PlannedEntries(HashMap<usize, Staged>, Option<Libs>);
 
 impl PlannedEntries {
     /// No file taken from the registration cache (it holds nothing usable).
     pub(crate) fn none() -> Self {
-        Self(HashMap::new())
+        Self(HashMap::new(), None)
     }
 }
 
@@ -114,7 +115,7 @@ pub(crate) fn plan(
             plan.insert(index, lazy);
         }
     }
-    (plan, PlannedEntries(staged))
+    (plan, PlannedEntries(staged, Some(libs)))
 }
 
 /// The ids of the shared `check_fn`s of a cached file's records; `None` when one refers to
@@ -209,6 +210,7 @@ pub(crate) fn load_all(
 pub(crate) struct RanFiles {
     ran: Vec<Ran>,
     compiled: HashMap<(usize, usize), Compiled>,
+    libs: Libs,
 }
 
 /// Phase 1 of a load: runs every registering file in load order as soon as its verdict is
@@ -222,8 +224,8 @@ pub(crate) fn run_all(
     schemas: &mut KnownSchemas,
     planned: PlannedEntries,
 ) -> RanFiles {
-    let libs = Libs::of(dirs);
-    let PlannedEntries(mut planned) = planned;
+    let PlannedEntries(mut planned, libs) = planned;
+    let libs = libs.unwrap_or_else(|| Libs::of(dirs));
     type Job = ((usize, usize), FunctionSchema, Option<u64>);
     let (jobs, job_queue) = mpsc::channel::<Job>();
     let (results, compiled_queue) = mpsc::channel::<((usize, usize), Compiled, Option<u64>)>();
@@ -294,7 +296,11 @@ pub(crate) fn run_all(
             }
             compiled.insert(key, outcome);
         }
-        RanFiles { ran, compiled }
+        RanFiles {
+            ran,
+            compiled,
+            libs,
+        }
     })
 }
 
@@ -312,10 +318,13 @@ pub(crate) fn commit_all(
     registrations: &mut Registrations,
     effects: &mut Effects,
 ) -> Sources {
-    let libs = Libs::of(dirs);
     let mut modules = containment::Modules::default();
     let mut sources = Sources::new();
-    let RanFiles { ran, mut compiled } = ran;
+    let RanFiles {
+        ran,
+        mut compiled,
+        libs,
+    } = ran;
     for mut file in ran {
         let index = file.index;
         let mut outcome =
