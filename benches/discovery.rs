@@ -11,15 +11,22 @@ fn main() {
 fn warm(bencher: divan::Bencher, n: usize) {
     let cache = tempfile::tempdir().expect("temp dir");
     let config = common::config(n, cache.path(), "off");
+    let baseline = common::threads();
     common::build(n, cache.path(), &config);
-    bencher.bench_local(|| common::build(n, cache.path(), &config));
+    // Each start begins once the last one's host is gone: as a process start, with no
+    // predecessor tearing down its VM on the other core.
+    bencher
+        .with_inputs(|| common::settle(baseline))
+        .bench_local_values(|()| common::build(n, cache.path(), &config));
 }
 
 #[divan::bench(args = [133, 1000], sample_count = 30)]
 fn cold(bencher: divan::Bencher, n: usize) {
     common::workload(n);
+    let baseline = common::threads();
     bencher
         .with_inputs(|| {
+            common::settle(baseline);
             let cache = tempfile::tempdir().expect("temp dir");
             let config = common::config(n, cache.path(), "off");
             (cache, config)

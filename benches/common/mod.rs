@@ -89,6 +89,21 @@ pub fn build(n: usize, cache: &Path, config: &Path) -> Host {
         .expect("workload host builds")
 }
 
+/// Threads this process has now.
+pub fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |tasks| tasks.count())
+}
+
+/// Waits until this process is back to at most `baseline` threads (for a second at most):
+/// a dropped host's VM thread closes its VM on its own, and a build timed meanwhile shares
+/// the machine's second core with that teardown, which no process start does.
+pub fn settle(baseline: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while threads() > baseline && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
+}
+
 /// The `bench_calls` entry of workload `n`.
 pub fn bench_calls(n: usize) -> serde_json::Value {
     manifest(n)["bench_calls"].clone()

@@ -269,49 +269,54 @@ fn registrations_of(recipe: &Recipe<'_>) -> discovery::Registrations {
     }
 }
 
-/// The registration cache and a [`Prepared`] on their way, made on two threads of their
-/// own while the caller lists and judges the candidates (reading the cache files and
-/// creating a VM were half of a warm start, and none of it waits for discovery): one reads
-/// the registration cache first (the caller needs it as soon as it has listed the
-/// candidates), then creates the first VM and reads the known schemas; the other reads
-/// `effects.json` (needed last, when the files are committed). What no thread could start
-/// for, the caller makes itself.
+/// The registration cache and a [`Prepared`] on their way, made on a thread of its own
+/// while the caller lists and judges the candidates (reading the cache files and creating
+/// a VM were half of a warm start, and none of it waits for discovery): it reads the
+/// registration cache first (the caller needs it as soon as it has listed the candidates),
+/// then creates the first VM and reads the known schemas, then reads `effects.json`
+/// (needed last, when the files are committed). One thread, not one per part: on two cores
+/// a third thread waited behind the caller for most of a warm start, and the caller then
+/// waited for it. What the thread could not make, the caller makes itself.
 struct Pending<'scope, 'env> {
     /// The registration cache, sent as soon as it is read; `None` once taken, or when the
     /// caller reads it.
     registrations: Option<std::sync::mpsc::Receiver<discovery::Registrations>>,
-    /// The thread creating the first VM.
-    vm: Option<VmThread<'scope>>,
-    /// The thread reading `effects.json`.
-    effects: Option<std::thread::ScopedJoinHandle<'scope, discovery::Effects>>,
-    /// The recipe's lifetime, which the threads borrow.
+    /// The thread making the rest.
+    thread: Option<PreparingThread<'scope>>,
+    /// The recipe's lifetime, which the thread borrows.
     recipe: std::marker::PhantomData<&'env ()>,
 }
 
-/// The thread that reads the registration cache and creates the first VM.
-type VmThread<'scope> =
-    std::thread::ScopedJoinHandle<'scope, Result<(LuaVm, discovery::KnownSchemas)>>;
+/// What the preparing thread makes after the registration cache: the first VM and the
+/// known schemas, and the effects cache (`None` when reading it panicked).
+type Made = (
+    Result<(LuaVm, discovery::KnownSchemas)>,
+    Option<discovery::Effects>,
+);
+
+/// The thread that reads the caches and creates the first VM.
+type PreparingThread<'scope> = std::thread::ScopedJoinHandle<'scope, Made>;
 
 impl<'scope, 'env> Pending<'scope, 'env> {
-    /// Starts the threads for `recipe` in `scope`.
+    /// Starts the thread for `recipe` in `scope`.
     fn start(scope: &'scope std::thread::Scope<'scope, 'env>, recipe: &'env Recipe<'env>) -> Self {
         let (send, receive) = std::sync::mpsc::sync_channel(1);
-        let vm = std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("toolhost-prepare".into())
             .spawn_scoped(scope, move || {
                 // The caller reads it itself when it is gone (it failed to wait).
                 let _ = send.send(registrations_of(recipe));
-                first_vm(recipe)
+                let vm = first_vm(recipe);
+                // A read that panics must not take the VM with it.
+                let effects =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| effects_of(recipe)))
+                        .ok();
+                (vm, effects)
             })
             .ok();
-        let effects = std::thread::Builder::new()
-            .name("toolhost-effects".into())
-            .spawn_scoped(scope, || effects_of(recipe))
-            .ok();
         Self {
-            registrations: vm.is_some().then_some(receive),
-            vm,
-            effects,
+            registrations: thread.is_some().then_some(receive),
+            thread,
             recipe: std::marker::PhantomData,
         }
     }
@@ -325,24 +330,21 @@ impl<'scope, 'env> Pending<'scope, 'env> {
             .unwrap_or_else(|| registrations_of(recipe))
     }
 
-    /// The [`Prepared`], waiting for the threads.
+    /// The [`Prepared`], waiting for the thread.
     fn take(mut self, recipe: &Recipe<'_>) -> Result<Prepared> {
-        let effects = match self.effects.take() {
+        let (vm, effects) = match self.thread.take() {
             Some(thread) => thread.join().unwrap_or_else(|_| {
-                // A read that failed this way would fail again: analyse afresh instead.
-                tracing::warn!("reading effects.json failed; analysing every file afresh");
-                discovery::Effects::uncached(recipe.annotation_check)
+                let failed = mlua::Error::runtime("the thread preparing the first VM failed");
+                (Err(Error::Lua(failed)), None)
             }),
-            None => effects_of(recipe),
+            None => (first_vm(recipe), Some(effects_of(recipe))),
         };
-        let (vm, schemas) = match self.vm.take() {
-            Some(thread) => thread.join().unwrap_or_else(|_| {
-                Err(Error::Lua(mlua::Error::runtime(
-                    "the thread preparing the first VM failed",
-                )))
-            })?,
-            None => first_vm(recipe)?,
-        };
+        let (vm, schemas) = vm?;
+        let effects = effects.unwrap_or_else(|| {
+            // A read that failed this way would fail again: analyse afresh instead.
+            tracing::warn!("reading effects.json failed; analysing every file afresh");
+            discovery::Effects::uncached(recipe.annotation_check)
+        });
         Ok(Prepared {
             vm,
             effects,
@@ -352,13 +354,10 @@ impl<'scope, 'env> Pending<'scope, 'env> {
 }
 
 impl Drop for Pending<'_, '_> {
-    /// A build that ends early (an error before the files load) still joins the threads
+    /// A build that ends early (an error before the files load) still joins the thread
     /// here: a thread that panicked and was never joined would make the scope panic.
     fn drop(&mut self) {
-        if let Some(thread) = self.effects.take() {
-            let _ = thread.join();
-        }
-        if let Some(thread) = self.vm.take() {
+        if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
