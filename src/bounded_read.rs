@@ -64,8 +64,13 @@ fn read_capped(mut file: std::fs::File, len: u64, cap: u64) -> std::io::Result<V
     };
     bytes.truncate(first);
     // Exactly the size the metadata gave, in one read: the whole file as of its stamp.
-    // Anything else (shorter, longer, a file that changed) reads on to the end.
+    // Anything else reads on to the end, if it is still a regular file: one replaced by a
+    // FIFO since its metadata was read would read as empty, and be remembered so under the
+    // old file's stamp.
     if first != expected {
+        if !file.metadata()?.is_file() {
+            return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+        }
         file.take(cap + 1 - first as u64).read_to_end(&mut bytes)?;
     }
     if bytes.len() as u64 > cap {
@@ -114,7 +119,7 @@ mod tests {
     }
 
     #[test]
-    fn a_fifo_in_place_of_the_file_does_not_block() {
+    fn a_fifo_in_place_of_the_file_is_refused_without_blocking() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("fifo.lua");
         let made = std::process::Command::new("mkfifo")
@@ -122,11 +127,9 @@ mod tests {
             .status()
             .unwrap();
         assert!(made.success());
-        // No writer: a non-blocking read finds nothing (or would block) and returns.
-        let read = read_regular_of_len(&path, 10, 100);
-        assert!(
-            read.as_ref().map_or(true, |bytes| bytes.is_empty()),
-            "{read:?}"
-        );
+        // No writer: a non-blocking read finds nothing at once; not a file, so an error
+        // (never an empty file, which would be remembered under the old file's stamp).
+        let error = read_regular_of_len(&path, 10, 100).unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput);
     }
 }

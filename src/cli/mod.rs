@@ -10,6 +10,7 @@ macro_rules! outln {
 }
 
 mod approve;
+mod arena;
 mod call;
 mod check;
 mod completions;
@@ -256,6 +257,9 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     // The server is quiet by default: MCP clients show its stderr to their users.
     let serving = matches!(cli.command, Command::Serve { .. });
+    if !serving && !matches!(cli.command, Command::Watch) {
+        arena::share_one_arena();
+    }
     let reports_problems = matches!(
         cli.command,
         Command::Check { .. } | Command::Discover { .. } | Command::Watch

@@ -145,15 +145,12 @@ fn hidden(name: &std::ffi::OsStr) -> bool {
 
 /// Lists the candidates of one tool directory, sorted by path. A missing directory has
 /// none (the caller warns).
-///
-/// Links are followed here rather than by walkdir: following them there reads the metadata
-/// of every entry, and each candidate's is read again for its stamp; an ordinary entry's
-/// type comes from the directory listing, so its one metadata read is the candidate's.
 pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     // Resolve the directory once; only symlinked entries and package files (whose folder
     // may be a link) need resolving on their own.
     let canonical_dir = dir.canonicalize().unwrap_or_else(|_| absolutize(dir));
-    // Without a handle (it cannot be opened) every file is read by its path.
+    // A file straight inside the directory is statted and opened by this handle; without
+    // one (it cannot be opened) every file is read by its path.
     let handle = rustix::fs::open(
         dir,
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
@@ -164,47 +161,48 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     let walker = WalkDir::new(dir)
         .min_depth(1)
         .max_depth(2)
+        .follow_links(true)
         // Not `sort_by_file_name`: the list is sorted once at the end, and walkdir's sort
         // took each name apart again on every comparison (a sixth of a warm start).
         .into_iter()
         .filter_entry(|entry| {
-            !(entry.depth() == 1 && entry.file_type().is_dir() && excluded(entry.file_name()))
+            let name = entry.file_name();
+            !(entry.depth() == 1
+                && entry.file_type().is_dir()
+                && (name == "lib" || name == "tests-lua" || hidden(name)))
         });
     let mut out = Vec::new();
     for entry in walker {
         let entry = match entry {
             Ok(entry) => entry,
             Err(error) => {
-                if let Some(candidate) = unresolvable(&error, error.depth(), dir_index) {
+                // A link that cannot be followed (to itself, in a loop, or to nothing) still
+                // gets a verdict when its name makes it a candidate.
+                if let Some(candidate) = unresolvable(&error, dir_index) {
                     out.push(candidate);
                 }
                 continue;
             }
         };
         let name = entry.file_name();
-        if hidden(name) {
-            continue;
-        }
-        if entry.file_type().is_symlink() {
-            linked(&entry, &canonical_dir, dir_index, &mut out);
-            continue;
-        }
-        if !is_candidate_name(name, entry.depth()) {
+        if hidden(name) || !is_candidate_name(name, entry.depth()) {
             continue;
         }
         let shown = entry.path().to_path_buf();
-        let candidate = match (entry.depth(), &handle) {
-            (1, Some(handle)) => {
+        let candidate = match (entry.depth(), entry.path_is_symlink(), &handle) {
+            (1, false, Some(handle)) => {
                 let in_dir = InDir {
                     dir: handle.clone(),
                     name: name.to_os_string(),
                 };
                 Candidate::in_dir(dir_index, shown, canonical_dir.join(name), in_dir)
             }
-            (1, None) => Candidate::new(dir_index, shown, canonical_dir.join(name), None),
-            _ => {
-                let package_dir = shown.parent().map(Path::to_path_buf);
-                let absolute = resolved(&shown);
+            (1, false, None) => Candidate::new(dir_index, shown, canonical_dir.join(name), None),
+            (depth, ..) => {
+                let absolute = shown.canonicalize().unwrap_or_else(|_| absolutize(&shown));
+                let package_dir = (depth == 2)
+                    .then(|| shown.parent().map(Path::to_path_buf))
+                    .flatten();
                 Candidate::new(dir_index, shown, absolute, package_dir)
             }
         };
@@ -212,70 +210,6 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     }
     out.sort_by_cached_key(|candidate| order_key(&candidate.shown, dir));
     out
-}
-
-/// What a symlinked entry adds: itself when its name makes it a candidate (skipped with
-/// the reason when the link cannot be followed), and a linked package folder's `tool.lua`
-/// (never when the link leads back to the tool directory `canonical_dir`: walkdir calls
-/// that a loop).
-fn linked(
-    entry: &walkdir::DirEntry,
-    canonical_dir: &Path,
-    dir_index: usize,
-    out: &mut Vec<Candidate>,
-) {
-    let shown = entry.path().to_path_buf();
-    let name = entry.file_name();
-    let target = std::fs::metadata(&shown);
-    if is_candidate_name(name, entry.depth()) {
-        let package_dir = (entry.depth() == 2)
-            .then(|| shown.parent().map(Path::to_path_buf))
-            .flatten();
-        out.push(match &target {
-            Ok(meta) => Candidate::with_facts(
-                dir_index,
-                shown.clone(),
-                resolved(&shown),
-                package_dir,
-                Some(Facts::of(meta)),
-            ),
-            Err(error) => cannot_follow(shown.clone(), package_dir, dir_index, &error.to_string()),
-        });
-    }
-    let is_package = entry.depth() == 1
-        && !excluded(name)
-        && target.is_ok_and(|meta| meta.is_dir())
-        && resolved(&shown) != canonical_dir;
-    if !is_package {
-        return;
-    }
-    // A linked package folder: its entries as walkdir would have listed them following it.
-    let inside = WalkDir::new(&shown)
-        .min_depth(1)
-        .max_depth(1)
-        .follow_links(true);
-    for entry in inside {
-        match entry {
-            Ok(entry) if entry.file_name() == "tool.lua" => {
-                let shown = entry.path().to_path_buf();
-                let absolute = resolved(&shown);
-                let package_dir = shown.parent().map(Path::to_path_buf);
-                out.push(Candidate::new(dir_index, shown, absolute, package_dir));
-            }
-            Ok(_) => {}
-            Err(error) => {
-                if let Some(candidate) = unresolvable(&error, 2, dir_index) {
-                    out.push(candidate);
-                }
-            }
-        }
-    }
-}
-
-/// A folder at the top of a tool directory that is never walked: `lib/`, `tests-lua/` and
-/// `_`-prefixed ones.
-fn excluded(name: &std::ffi::OsStr) -> bool {
-    name == "lib" || name == "tests-lua" || hidden(name)
 }
 
 /// Whether an entry at `depth` is named like a candidate: `NAME.lua` at the top (not a test
@@ -291,15 +225,10 @@ fn is_candidate_name(name: &std::ffi::OsStr, depth: usize) -> bool {
     }
 }
 
-/// `shown`, absolute and with every link resolved (made absolute only, when it cannot be).
-fn resolved(shown: &Path) -> PathBuf {
-    shown.canonicalize().unwrap_or_else(|_| absolutize(shown))
-}
-
-/// A candidate for an entry walkdir could not follow (at `depth` below the tool
-/// directory), skipped with the reason.
-fn unresolvable(error: &walkdir::Error, depth: usize, dir_index: usize) -> Option<Candidate> {
+/// A candidate for an entry walkdir could not follow, skipped with the reason.
+fn unresolvable(error: &walkdir::Error, dir_index: usize) -> Option<Candidate> {
     let shown = error.path()?.to_path_buf();
+    let depth = error.depth();
     if !is_candidate_name(shown.file_name()?, depth) {
         return None;
     }
