@@ -220,13 +220,12 @@ impl Link {
             server: self.name.clone(),
             source: Box::new(source),
         };
+        // Noted before the request goes out and held until the answer: the relay ends with
+        // the call. The server may ask or log as soon as the request reaches it, before
+        // this task runs again (under load it did, and its question was answered `cancel`).
+        let mut relayed = self.relays.register_unsent(caller, registered);
         let sent = SentCall::send(peer, request).await.map_err(unreachable)?;
-        // Held until the answer: the relay ends with the call. (The server could only report
-        // before this if it answered before this task went on from sending, which a send
-        // into rmcp's queue does not wait for.)
-        let relayed = self
-            .relays
-            .register(sent.progress_token(), caller, registered);
+        relayed.sent_as(sent.progress_token());
         let result = sent.answer().await.map_err(unreachable)?;
         // rmcp hands each notification to the listener in a task of its own on the client
         // runtime, spawned before it passes on the answer that followed it, while this call

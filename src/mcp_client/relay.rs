@@ -31,6 +31,7 @@ use rmcp::model::{
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use tokio_util::sync::CancellationToken;
 
 /// Who is behind one of our calls: where its reports go and who answers its questions.
@@ -58,12 +59,26 @@ struct Relayed {
 #[derive(Default)]
 pub(crate) struct Relays {
     calls: Mutex<HashMap<ProgressToken, Relayed>>,
+    /// Numbers the provisional tokens of calls not sent yet ([`Relays::register_unsent`]).
+    unsent: AtomicU64,
 }
 
 /// A call's place in [`Relays`]; dropping it ends the relay.
 pub(crate) struct Registration {
     relays: Arc<Relays>,
     token: ProgressToken,
+}
+
+impl Registration {
+    /// Moves the call to the token its sent request carries: its progress is matched by it
+    /// from now on.
+    pub(crate) fn sent_as(&mut self, token: ProgressToken) {
+        let mut calls = self.relays.calls.lock();
+        if let Some(relayed) = calls.remove(&self.token) {
+            calls.insert(token.clone(), relayed);
+        }
+        self.token = token;
+    }
 }
 
 impl Drop for Registration {
@@ -92,6 +107,19 @@ impl Relays {
             relays: self.clone(),
             token,
         }
+    }
+
+    /// Notes a call of `tool` by `caller` before its request is sent (under a provisional
+    /// token; [`Registration::sent_as`] gives it the request's once sent). A server may ask
+    /// its question or log its line as soon as the request reaches it, which can be before
+    /// the task that sent it runs again: noted only after sending, such a call was not yet
+    /// running for the relay, and its question was answered `cancel`.
+    pub(crate) fn register_unsent(self: &Arc<Self>, caller: Caller, tool: &str) -> Registration {
+        let number = self.unsent.fetch_add(1, Ordering::Relaxed);
+        let provisional = ProgressToken(rmcp::model::NumberOrString::String(
+            format!("toolhost-unsent-{number}").into(),
+        ));
+        self.register(provisional, caller, tool)
     }
 
     /// The caller of the one call running, if exactly one is.
@@ -335,6 +363,39 @@ mod tests {
         drop(one);
         assert_eq!(*first.0.lock(), ["log alone", "progress 1"]);
         assert_eq!(*second.0.lock(), ["progress 2"]);
+        assert!(relays.calls.lock().is_empty());
+    }
+
+    /// A server may ask as soon as the request reaches it: a call is noted before its
+    /// request is sent, so such a question reaches the call's asker.
+    #[test]
+    fn a_question_before_the_call_is_sent_reaches_its_asker() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let relays = Arc::new(Relays::default());
+        let asker = Arc::new(Accepts::default());
+        let behind = Caller {
+            asker: Some(asker.clone()),
+            ..Caller::default()
+        };
+        let _unsent = relays.register_unsent(behind, "mcp__s__a");
+        let answer = runtime.block_on(relays.elicit("s", question()));
+        assert_eq!(answer.action, ElicitationAction::Accept);
+    }
+
+    /// Once sent, the call's progress is matched by its request's token, and ending the
+    /// call removes it under that token.
+    #[test]
+    fn a_sent_call_takes_its_requests_token() {
+        let relays = Arc::new(Relays::default());
+        let heard = Arc::new(Heard::default());
+        let mut call = relays.register_unsent(observed(heard.clone()), "mcp__s__a");
+        call.sent_as(token(7));
+        relays.progress(ProgressNotificationParam::new(token(7), 1.0));
+        assert_eq!(*heard.0.lock(), ["progress 1"]);
+        drop(call);
         assert!(relays.calls.lock().is_empty());
     }
 }
