@@ -239,17 +239,7 @@ fn unresolvable(error: &walkdir::Error, dir_index: usize) -> Option<Candidate> {
     let package_dir = (depth == 2)
         .then(|| shown.parent().map(Path::to_path_buf))
         .flatten();
-    Some(cannot_follow(shown, package_dir, dir_index, &why))
-}
-
-/// A candidate at `shown` skipped because its link cannot be followed (`why`).
-fn cannot_follow(
-    shown: PathBuf,
-    package_dir: Option<PathBuf>,
-    dir_index: usize,
-    why: &str,
-) -> Candidate {
-    Candidate {
+    Some(Candidate {
         dir_index,
         absolute: absolutize(&shown),
         shown,
@@ -257,7 +247,7 @@ fn cannot_follow(
         skip: Some(format!("cannot follow this link ({why})")),
         stamp: None,
         in_dir: None,
-    }
+    })
 }
 
 /// What candidates of one directory sort by: the path after `dir` (the same bytes for

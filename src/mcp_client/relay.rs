@@ -307,10 +307,7 @@ mod tests {
     /// prefix, so a replayed call asks the same keys.
     #[test]
     fn a_question_goes_only_to_the_lone_calls_asker_under_a_stable_key() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = runtime();
         let relays = Arc::new(Relays::default());
         let asker = Arc::new(Accepts::default());
         let behind = Caller {
@@ -332,6 +329,13 @@ mod tests {
         assert_eq!(action(&relays), ElicitationAction::Accept);
         // Places count per call, from 1 (the attempt with two in flight counted for none).
         assert_eq!(*asker.0.lock(), ["c2.mcp.s.1", "c2.mcp.s.2", "c2.mcp.s.1"]);
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
     }
 
     fn token(n: i64) -> ProgressToken {
@@ -370,10 +374,7 @@ mod tests {
     /// request is sent, so such a question reaches the call's asker.
     #[test]
     fn a_question_before_the_call_is_sent_reaches_its_asker() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
+        let runtime = runtime();
         let relays = Arc::new(Relays::default());
         let asker = Arc::new(Accepts::default());
         let behind = Caller {
