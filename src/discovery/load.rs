@@ -89,7 +89,14 @@ pub(crate) fn plan(
     );
     for (index, verdict, source, dir) in registering(verdicts, dirs) {
         let search = libs.search_dirs(verdict, dir);
-        let probe = lazy_file(verdict, dir, &libs, search, index, source);
+        let probe = lazy_file(
+            verdict,
+            dir,
+            libs.domain(verdict.dir_index, dir),
+            search,
+            index,
+            source,
+        );
         let Some(hit) = cache.lookup(&verdict.path, &probe, dir.scope.as_deref()) else {
             continue;
         };
@@ -393,8 +400,14 @@ pub(crate) fn commit_all(
                         // A warm start must behave like a cold one: only a file whose
                         // top level acts on nothing outside itself may be skipped.
                         if containment::is_contained(verdict, &search, &mut modules) {
-                            let inputs =
-                                lazy_file(verdict, dir, &libs, search, index, file.source.clone());
+                            let inputs = lazy_file(
+                                verdict,
+                                dir,
+                                libs.domain(verdict.dir_index, dir),
+                                search,
+                                index,
+                                file.source.clone(),
+                            );
                             let key = registrations.key(&inputs, dir.scope.as_deref(), required);
                             registrations.keep(&verdict.path, &key, required, &records);
                         }

@@ -289,7 +289,7 @@ fn schema_text(text: &str, schemas_at: usize, [start, end]: [usize; 2]) -> Optio
 pub(super) fn lazy_file(
     verdict: &Verdict,
     dir: &ToolDir,
-    libs: &super::load::Libs,
+    domain: Arc<str>,
     search_dirs: Arc<[SearchDir]>,
     index: usize,
     source: Arc<[u8]>,
@@ -298,7 +298,7 @@ pub(super) fn lazy_file(
         display: verdict.shown.clone(),
         chunk_name: super::model_facing::model_facing(Path::new(&verdict.shown), &dir.path),
         index: index as u32,
-        domain: libs.domain(verdict.dir_index, dir),
+        domain,
         search_dirs,
         capabilities: dir.capabilities.clone(),
         capability_hint: dir.capability_hint.clone(),
