@@ -114,7 +114,9 @@ def main():
         # sessions and 8 concurrent clients (as before); `_1` one sequential client;
         # `_stateless` the --stateless server; `_fastmcp` FastMCP's server, same client.
         # `mcp_http_p50_ms` is the per-call latency of one sequential client;
-        # `mcp_http_raw_p50_ms` that of a plain keep-alive client (the server's own cost).
+        # `mcp_http_raw_p50_ms` that of a plain keep-alive client (the server's own cost),
+        # and `mcp_http_server_cpu_us_per_call` the server process's CPU per call of that
+        # client (all threads): what a call costs the server, whatever the client.
         for (kind, server, mode, sessions), rounds in sorted(http.items(), key=str):
             suffix = ("_fastmcp" if server == "fastmcp" else "") + \
                 ("_stateless" if mode == "stateless" else "")
@@ -122,6 +124,8 @@ def main():
                 return round(statistics.median(r[field] for r in rounds), 3)
             if kind == "http_raw":
                 figures["mcp_http_raw_p50_ms" + suffix] = median("p50_ms")
+                figures["mcp_http_server_cpu_us_per_call" + suffix] = round(
+                    median("server_cpu_us_per_call"), 1)
             elif sessions == 1:
                 figures["mcp_http_calls_per_s" + suffix + "_1"] = median("calls_per_s")
                 figures["mcp_http_p50_ms" + suffix] = median("p50_ms")

@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "mcp")
 from mcp import Client, ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from server import http_server  # noqa: E402
+from mcp_stdio_bench import cpu_ns  # noqa: E402
 
 ARGS = {"text": "hello", "count": 3}
 ROUNDS = 2
@@ -79,10 +80,12 @@ async def measure(url, clients, calls, one=one_client):
             "p99_ms": pick(0.99)}
 
 
-def raw_latency(url, calls):
+def raw_latency(url, calls, pid):
     """Per-call latency with a plain keep-alive client (http.client, no MCP library): the
     server's own cost, which the official client's overhead hides. initialize,
-    notifications/initialized, then `calls` echo calls with the session id (if any)."""
+    notifications/initialized, then `calls` echo calls with the session id (if any).
+    Also the CPU the server process `pid` spent per call (all its threads), over the same
+    calls: what a call costs the server whatever the client."""
     address = url.split("//", 1)[1].split("/", 1)[0]
     host, port = address.rsplit(":", 1)
     connection = http.client.HTTPConnection(host, int(port))
@@ -104,6 +107,8 @@ def raw_latency(url, calls):
     post({"jsonrpc": "2.0", "method": "notifications/initialized"})
     latencies = []
     for i in range(calls + 50):
+        if i == 50:
+            cpu_before = cpu_ns(pid)
         started = time.perf_counter()
         answer = post({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
                        "params": {"name": "echo", "arguments": ARGS}})
@@ -111,9 +116,11 @@ def raw_latency(url, calls):
             raise RuntimeError(f"tools/call answered {answer.status}")
         if i >= 50:
             latencies.append((time.perf_counter() - started) * 1000)
+    cpu_us = (cpu_ns(pid) - cpu_before) / calls / 1000
     connection.close()
     latencies.sort()
     return {"p50_ms": round(latencies[len(latencies) // 2], 3),
+            "server_cpu_us_per_call": round(cpu_us, 1),
             "p99_ms": round(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))], 3)}
 
 
@@ -147,8 +154,8 @@ def report(server, mode, clients, figures, step="http"):
                       **figures}), flush=True)
 
 
-async def measure_all(server, mode, url, sessions, calls):
-    report(server, mode, 1, raw_latency(url, 1000), step="http_raw")
+async def measure_all(server, mode, url, pid, sessions, calls):
+    report(server, mode, 1, raw_latency(url, 1000, pid), step="http_raw")
     for clients in [1, sessions]:
         report(server, mode, clients, await measure(url, clients, calls))
 
@@ -157,15 +164,15 @@ async def main(binary, workdir, sessions, calls, fastmcp):
     for _ in range(ROUNDS):
         for mode in ["stateful", "stateless"]:
             extra = ["--stateless"] if mode == "stateless" else []
-            async with http_server(binary, workdir, extra) as (url, _process):
-                await measure_all("toolhost", mode, url, sessions, calls)
+            async with http_server(binary, workdir, extra) as (url, process):
+                await measure_all("toolhost", mode, url, process.pid, sessions, calls)
                 if mode == "stateless":
                     modern = await measure(url, sessions, calls, one=one_modern_client)
                     report("toolhost", mode, sessions, modern, step="http_2026")
             if fastmcp:
                 url, process = start_fastmcp(*fastmcp, mode == "stateless")
                 try:
-                    await measure_all("fastmcp", mode, url, sessions, calls)
+                    await measure_all("fastmcp", mode, url, process.pid, sessions, calls)
                 finally:
                     process.terminate()
                     process.wait(timeout=20)

@@ -307,3 +307,56 @@ fn keep_alive_clients_at_the_cap_make_room_for_a_new_one() {
         "a new client waited {took:?} behind two keep-alive connections"
     );
 }
+
+/// Names of the threads of process `pid` that serve HTTP connections besides the one
+/// accepting them.
+fn http_threads_of(pid: u32) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("the server's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .filter(|name| name.starts_with("toolhost-http-"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `[serve] http_threads` is how many threads serve connections, the accepting one
+/// included: the others are started, and connections handed to each in turn are answered.
+#[test]
+fn http_threads_start_that_many_serving_threads_and_each_answers() {
+    // Five: not the default (one per core) of any machine this runs on.
+    let (_fx, server) = serve("[serve]\nhttp_threads = 5\n", None);
+    let mut clients: Vec<RawHttp> = (0..5)
+        .map(|_| RawHttp::connect(&server.authority))
+        .collect();
+    for client in &mut clients {
+        let session = client.open_session();
+        let reply = client.mcp(Some(&session), &tools_call(7, "echo", r#"{"n":1}"#));
+        assert_eq!(reply.message()["id"], 7, "{}", reply.text());
+    }
+    assert_eq!(
+        http_threads_of(server.child.id()),
+        [
+            "toolhost-http-1",
+            "toolhost-http-2",
+            "toolhost-http-3",
+            "toolhost-http-4"
+        ]
+    );
+}
+
+/// A session lives on the thread whose connection opened it; requests of that session
+/// over connections served by the other threads reach it and are answered.
+#[test]
+fn a_session_opened_on_one_connection_is_served_over_the_others() {
+    let (_fx, server) = serve("[serve]\nhttp_threads = 2\n", None);
+    let mut opener = RawHttp::connect(&server.authority);
+    let session = opener.open_session();
+    for id in 1..=4 {
+        let mut other = RawHttp::connect(&server.authority);
+        let reply = other.mcp(Some(&session), &tools_call(id, "echo", r#"{"n":1}"#));
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(reply.message()["id"], id, "{}", reply.text());
+    }
+}

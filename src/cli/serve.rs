@@ -34,16 +34,13 @@ fn serve(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
     // Over stdio one client sends one message at a time: a single-threaded runtime keeps
     // the reader, rmcp and the writer on one thread, where each message used to wake two
     // workers (thread switches were most of a call's CPU). Lua runs on the VMs' own threads
-    // and probes on blocking threads either way. HTTP serves many sessions: all cores.
-    let runtime = match args.http {
-        Some(_) => tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build(),
-        None => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-    }
-    .map_err(io("cannot start the async runtime"))?;
+    // and probes on blocking threads either way. HTTP serves many connections: this thread
+    // accepts them and serves its share, `[serve] http_threads` threads in all (default:
+    // one per core), each with a single-threaded runtime of its own.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(io("cannot start the async runtime"))?;
     // Listening from here on: a signal while the host starts its MCP servers still ends
     // the server in order (and its servers' children with it).
     let stop = {
@@ -193,7 +190,10 @@ fn http_options(
         .auth_token_env
         .map(str::to_string)
         .or_else(|| serve.auth_token_env.clone());
-    let mut options = crate::HttpOptions::default().with_stateless(args.stateless);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let mut options = crate::HttpOptions::default()
+        .with_stateless(args.stateless)
+        .with_threads(cores);
     if let Some(name) = source {
         match std::env::var(&name) {
             Ok(token) if !token.trim().is_empty() => {

@@ -226,6 +226,11 @@ pub(crate) struct ServeConfig {
     /// milliseconds (default 10,000); also how long a keep-alive connection may sit idle
     /// between requests. Past it the connection is closed.
     pub header_timeout_ms: Option<u64>,
+    /// Threads serving HTTP connections, each with a single-threaded runtime of its own;
+    /// connections are handed to them in turn and stay on one (default: the machine's
+    /// cores for `toolhost serve --http`; 1 for an embedder's `Host::serve_http`, whose
+    /// connections then run on the runtime it was called from).
+    pub http_threads: Option<usize>,
     /// How long a 2026-07-28 client may reuse a `tools/list` answer, in milliseconds (the
     /// `ttlMs` caching hint; default 0: ask again each time, as a reload may change it).
     pub list_ttl_ms: Option<u64>,
@@ -465,6 +470,7 @@ impl LoadedConfig {
                 config.serve.max_connections.map(|n| n as u64),
             ),
             ("header_timeout_ms", config.serve.header_timeout_ms),
+            ("http_threads", config.serve.http_threads.map(|n| n as u64)),
             ("input_request_ttl_ms", config.serve.input_request_ttl_ms),
             // A task that expired at once could not be read after its creation.
             ("task_ttl_ms", config.serve.task_ttl_ms),
@@ -662,6 +668,7 @@ mod tests {
             "sse_poll_after_ms",
             "max_connections",
             "header_timeout_ms",
+            "http_threads",
             "input_request_ttl_ms",
             "task_ttl_ms",
         ] {

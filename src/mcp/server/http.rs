@@ -39,6 +39,7 @@ mod retry_after;
 pub(crate) mod scopes;
 mod session_owner;
 mod sessions;
+mod shared_service;
 pub(crate) mod stateless_cancel;
 
 use super::{McpServer, Shared};
@@ -76,12 +77,15 @@ pub struct HttpOptions {
     pub(crate) named_tokens: Vec<(String, String, Option<String>)>,
     /// `GET /metrics`, when the binary installed a metrics recorder.
     pub(crate) metrics: Option<metrics::MetricsRoute>,
+    /// Threads serving connections when `[serve] http_threads` does not say.
+    pub(crate) threads: Option<usize>,
 }
 
 impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpOptions")
             .field("stateless", &self.stateless)
+            .field("threads", &self.threads)
             .field(
                 "bearer_token",
                 &self.bearer_token.as_ref().map(|_| "<redacted>"),
@@ -102,6 +106,17 @@ impl HttpOptions {
     /// Serve without sessions.
     pub fn with_stateless(mut self, stateless: bool) -> Self {
         self.stateless = stateless;
+        self
+    }
+
+    /// Serve connections on `threads` threads of their own (at least 1), each with a
+    /// single-threaded runtime, handing each new connection to the next in turn; the
+    /// calling runtime's thread, which accepts them, is one of them. `[serve] http_threads`
+    /// takes precedence. Without either, every connection is served on the calling runtime.
+    /// One thread per core costs the least CPU per call: a connection's requests never
+    /// wake another thread of the runtime.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads.max(1));
         self
     }
 
@@ -236,10 +251,12 @@ pub(crate) async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> crate::Result<()> {
     let addr = listener.local_addr().map_err(crate::Error::Http)?;
+    let options_threads = options.threads;
     let config = shared.host.config();
     check_exposure(addr, &options, config.config.serve.oauth.is_some())?;
     let oauth = oauth_gate(&shared).await?;
     let serve = &config.config.serve;
+    let threads = serve.http_threads.or(options_threads).unwrap_or(1);
     let origins: Vec<String> = LOCAL_ORIGINS
         .iter()
         .map(|o| o.to_string())
@@ -291,11 +308,11 @@ pub(crate) async fn serve(
             true => Router::new()
                 .nest_service(
                     "/mcp",
-                    StreamableHttpService::new(
+                    shared_service::route(StreamableHttpService::new(
                         factory,
                         Arc::new(NeverSessionManager::default()),
                         http_config,
-                    ),
+                    )),
                 )
                 .layer(axum::middleware::from_fn_with_state(
                     stateless_cancel::Tracking {
@@ -308,7 +325,11 @@ pub(crate) async fn serve(
             false => Router::new()
                 .nest_service(
                     "/mcp",
-                    StreamableHttpService::new(factory, polling, http_config),
+                    shared_service::route(StreamableHttpService::new(
+                        factory,
+                        polling,
+                        http_config,
+                    )),
                 )
                 .layer(axum::middleware::from_fn_with_state(
                     sessions.clone(),
@@ -372,11 +393,13 @@ pub(crate) async fn serve(
         .merge(public_metrics.unwrap_or_default())
         .layer(axum::middleware::from_fn(close_after_refusal));
 
+    let spread = Arc::new(connections::Spread::start(threads).map_err(crate::Error::Http)?);
     let stop_accepting = CancellationToken::new();
     let mut server = tokio::spawn(connections::serve(
         listener,
         app,
         limits,
+        spread,
         stop_accepting.clone(),
     ));
     tokio::select! {

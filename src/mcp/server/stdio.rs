@@ -108,6 +108,7 @@ impl AsyncRead for PolledFd {
         loop {
             let mut ready = ready!(self.0.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
+            let room = unfilled.len();
             let read = ready.try_io(|fd| {
                 // SAFETY: reads into the initialised, unfilled part of `buf`.
                 let n = unsafe {
@@ -121,6 +122,14 @@ impl AsyncRead for PolledFd {
             });
             match read {
                 Ok(Ok(n)) => {
+                    // A pipe or socket reads short only when it held less than asked for:
+                    // it is empty now. Forgetting its readiness saves the read that would
+                    // only say so (EAGAIN), one system call per message; data that comes
+                    // later is a new edge for the reactor (the readiness it then records
+                    // has a newer tick, which this clear leaves alone).
+                    if n > 0 && n < room {
+                        ready.clear_ready();
+                    }
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }

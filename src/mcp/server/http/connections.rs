@@ -15,15 +15,23 @@
 //!   closes after `header_timeout_ms`, so a flood of such connections delays new clients
 //!   by about that long instead of locking them out, while the cap bounds memory and file
 //!   descriptors.
+//! - **`[serve] http_threads`** ([`Spread`]): connections are handed in turn to that many
+//!   threads, the accepting one included, each driving a single-threaded runtime, and a
+//!   connection stays on its thread. With one multi-threaded runtime every request woke
+//!   an idle worker or two for nothing (five thread switches per call instead of two and a
+//!   half; ≈25 % more server CPU per call, see docs/performance.md), while a
+//!   connection's requests come one after another and need no second thread; Lua runs on
+//!   the VMs' threads either way.
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{Semaphore, watch};
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
 
 /// Default `[serve] max_connections`, when the process may open that many files.
@@ -70,13 +78,60 @@ pub(crate) struct Limits {
     pub(crate) header_timeout: Duration,
 }
 
-/// Accepts connections on `listener` and serves `app` on each until `stop` is cancelled;
-/// then stops accepting, asks every connection to close once its running request is
-/// answered, and returns when all have closed.
+/// The threads that serve connections besides the accepting one, each driving a
+/// single-threaded runtime until the `Spread` is dropped.
+pub(crate) struct Spread {
+    runtimes: Vec<tokio::runtime::Handle>,
+    turn: AtomicUsize,
+    /// Ends every thread's runtime when the spread is dropped (its remaining tasks get
+    /// half a second, as the binary's own runtime does).
+    _stop: DropGuard,
+}
+
+impl Spread {
+    /// `threads` threads in all (at least the accepting one): starts `threads - 1`.
+    pub(crate) fn start(threads: usize) -> std::io::Result<Self> {
+        let stop = CancellationToken::new();
+        // Threads started before a failure end with the guard.
+        let guard = stop.clone().drop_guard();
+        let runtimes = (1..threads.max(1))
+            .map(|index| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let handle = runtime.handle().clone();
+                let stop = stop.clone();
+                std::thread::Builder::new()
+                    .name(format!("toolhost-http-{index}"))
+                    .spawn(move || {
+                        runtime.block_on(stop.cancelled());
+                        runtime.shutdown_timeout(Duration::from_millis(500));
+                    })?;
+                Ok(handle)
+            })
+            .collect::<std::io::Result<_>>()?;
+        Ok(Self {
+            runtimes,
+            turn: AtomicUsize::new(0),
+            _stop: guard,
+        })
+    }
+
+    /// The runtime of the next connection: `None` is the accepting one's.
+    fn next(&self) -> Option<&tokio::runtime::Handle> {
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed) % (self.runtimes.len() + 1);
+        turn.checked_sub(1).map(|index| &self.runtimes[index])
+    }
+}
+
+/// Accepts connections on `listener` and serves `app` on each, on the threads of `spread`
+/// in turn, until `stop` is cancelled; then stops accepting, asks every connection to
+/// close once its running request is answered, and returns when all have closed.
 pub(crate) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
+    spread: Arc<Spread>,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -117,10 +172,37 @@ pub(crate) async fn serve(
         let app = app.clone();
         let stop = stop.clone();
         let pressure = pressure.subscribe();
-        connections.spawn(async move {
-            serve_connection(stream, app, limits.header_timeout, stop, pressure).await;
-            drop(slot);
-        });
+        match spread.next() {
+            None => {
+                connections.spawn(async move {
+                    serve_connection(stream, app, limits.header_timeout, stop, pressure).await;
+                    drop(slot);
+                });
+            }
+            Some(runtime) => {
+                // Moved to the other runtime's reactor: its thread alone polls it.
+                let stream = match stream.into_std() {
+                    Ok(stream) => stream,
+                    Err(e) => {
+                        tracing::debug!("cannot hand a connection to another thread: {e}");
+                        continue;
+                    }
+                };
+                connections.spawn_on(
+                    async move {
+                        match tokio::net::TcpStream::from_std(stream) {
+                            Ok(stream) => {
+                                serve_connection(stream, app, limits.header_timeout, stop, pressure)
+                                    .await
+                            }
+                            Err(e) => tracing::debug!("cannot serve a handed-on connection: {e}"),
+                        }
+                        drop(slot);
+                    },
+                    runtime,
+                );
+            }
+        }
     }
     drop(listener);
     connections.close();

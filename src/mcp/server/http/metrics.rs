@@ -57,5 +57,7 @@ pub(crate) async fn serve_metrics(
         max_connections: 16,
         header_timeout: Duration::from_secs(10),
     };
-    connections::serve(listener, router(render), limits, stop).await
+    // A scrape now and then: served on the calling runtime.
+    let spread = std::sync::Arc::new(connections::Spread::start(1)?);
+    connections::serve(listener, router(render), limits, spread, stop).await
 }
