@@ -106,6 +106,11 @@ printf '[tool_search]\nenabled = "off"\n' > "$mcp_dir/toolhost.toml"
 "$venv/bin/python" scripts/mcp_http_bench.py "$binary" "$mcp_dir" 8 200 \
   "$(pwd)/$fastmcp/bin/python" "$(pwd)/target/bench-workloads/133/workload.json" >> "$out/mcp.txt" 2>/dev/null || true
 
+# Streamable HTTP with a light client (benches/http_load.rs: 8 keep-alive Rust callers),
+# toolhost against FastMCP in both modes: calls/s and the server's CPU per call under load.
+FASTMCP_PYTHON="$(pwd)/$fastmcp/bin/python" cargo bench --quiet --bench http_load 2>/dev/null \
+  | tee "$out/http_load.txt" >&2 || true
+
 # A fleet: echo calls from 16 callers through a round-robin proxy to one and to three
 # `serve --http --stateless` replicas sharing a store (benches/fleet.rs prints one JSON
 # line). On two cores the replicas share the CPU: reported, not asserted.

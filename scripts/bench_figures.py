@@ -75,9 +75,11 @@ def main():
     hop = out / "thread_hop.txt"
     if hop.exists() and hop.read_text().strip():
         figures.update(json.loads(hop.read_text().strip().splitlines()[-1]))
-    fleet = out / "fleet.txt"
-    if fleet.exists() and fleet.read_text().strip():
-        figures.update(json.loads(fleet.read_text().strip().splitlines()[-1]))
+    # Benches that print one JSON line of figures.
+    for name in ["fleet.txt", "http_load.txt"]:
+        printed = out / name
+        if printed.exists() and printed.read_text().strip():
+            figures.update(json.loads(printed.read_text().strip().splitlines()[-1]))
     quality = out / "search_quality.txt"
     if quality.exists() and quality.read_text().strip():
         measured = json.loads(quality.read_text().splitlines()[0])
