@@ -555,6 +555,17 @@ where
         })
     };
 
+    // The shutdown, as a token the reader waits on: polling the signal streams themselves
+    // at every line cost more than the rest of reading it.
+    let stopping = CancellationToken::new();
+    let signal = {
+        let stopping = stopping.clone();
+        tokio::spawn(async move {
+            shutdown.await;
+            stopping.cancel();
+        })
+    };
+
     // The client's lines, judged.
     let reader = {
         let ids = ids.clone();
@@ -562,6 +573,7 @@ where
         tokio::spawn(async move {
             let mut input = input;
             let places = direct_call::places(&server);
+            let shutdown = stopping.cancelled_owned();
             tokio::pin!(shutdown);
             loop {
                 let read = tokio::select! {
@@ -619,6 +631,7 @@ where
         .map_err(|e| crate::Error::McpStart(Box::new(e)))?;
     let ended = running.waiting().await;
     reader.abort();
+    signal.abort();
     // rmcp cancels the calls it was running when the session ends; so does the guard. Their
     // answers (`cancelled`) still go out if the client reads them.
     ids.lock().cancel_all_direct();

@@ -42,7 +42,12 @@ type HandoverReply = oneshot::Sender<Option<String>>;
 impl McpServer {
     /// Whether `name` is a `task` tool of this server's selection.
     pub(crate) fn is_task_tool(&self, name: &str) -> bool {
-        self.shared.host.task_tool(name, &self.context()).is_some()
+        // The selection alone decides it: a call's context would also take a token from the
+        // gate, made and dropped again on every direct call.
+        self.shared
+            .host
+            .task_tool(name, &self.shared.selection_context())
+            .is_some()
     }
 
     /// Runs `call` as a task of `principal` (whose client declared `declared`); `budget`
