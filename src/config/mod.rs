@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 
 /// Largest configuration file read.
 const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+/// The most threads `[serve] http_threads` may ask for.
+pub(crate) const MAX_HTTP_THREADS: usize = 1024;
 
 /// The whole configuration file. Every key is optional.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -482,6 +484,19 @@ impl LoadedConfig {
                 });
             }
         }
+        // Each is an OS thread with a runtime of its own: a typo of a few zeros would
+        // exhaust the process's threads before a single connection is served.
+        if let Some(threads) = config.serve.http_threads
+            && threads > MAX_HTTP_THREADS
+        {
+            return Err(Error::ConfigInvalid {
+                path: path.to_path_buf(),
+                message: format!(
+                    "serve.http_threads: {threads} is more than {MAX_HTTP_THREADS}, the most \
+                     threads that may serve HTTP connections"
+                ),
+            });
+        }
         if config.runtime.memory_mb == Some(0) {
             return Err(Error::ConfigInvalid {
                 path: path.to_path_buf(),
@@ -656,6 +671,18 @@ mod tests {
         let err = LoadedConfig::load(&path).unwrap_err().to_string();
         assert!(err.contains("timeout"), "{err}");
         assert!(err.contains("line 4"), "{err}");
+    }
+
+    #[test]
+    fn too_many_http_threads_is_an_error_naming_the_key_and_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.toml");
+        std::fs::write(&path, "[serve]\nhttp_threads = 100000\n").unwrap();
+        let err = LoadedConfig::load(&path).unwrap_err().to_string();
+        assert!(err.contains("serve.http_threads"), "{err}");
+        assert!(err.contains(&MAX_HTTP_THREADS.to_string()), "{err}");
+        std::fs::write(&path, format!("[serve]\nhttp_threads = {MAX_HTTP_THREADS}\n")).unwrap();
+        assert!(LoadedConfig::load(&path).is_ok(), "the bound itself is allowed");
     }
 
     #[test]

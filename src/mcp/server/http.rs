@@ -114,9 +114,9 @@ impl HttpOptions {
     /// calling runtime's thread, which accepts them, is one of them. `[serve] http_threads`
     /// takes precedence. Without either, every connection is served on the calling runtime.
     /// One thread per core costs the least CPU per call: a connection's requests never
-    /// wake another thread of the runtime.
+    /// wake another thread of the runtime. At most 1,024 (more are taken as 1,024).
     pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = Some(threads.max(1));
+        self.threads = Some(threads.clamp(1, crate::config::MAX_HTTP_THREADS));
         self
     }
 
