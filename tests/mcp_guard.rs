@@ -615,3 +615,57 @@ fn a_client_that_stops_reading_answers_stops_being_read_and_then_gets_every_answ
     drop(stdin);
     let _ = child.wait();
 }
+
+/// A stdin that delivers one message per read (a `SOCK_SEQPACKET` socket; a packet-mode
+/// pipe is alike) reads short while more is queued: each message is still answered without
+/// the client writing again. (The server forgets a stream's readiness after a short read,
+/// which only a byte stream allows.)
+#[test]
+fn each_message_of_a_packet_stdin_is_answered_without_waiting_for_the_next() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let fx = fixture();
+    let mut ends = [0; 2];
+    // SAFETY: socketpair writes two new descriptors into `ends`, owned below.
+    let made =
+        unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET, 0, ends.as_mut_ptr()) };
+    assert_eq!(made, 0, "a SEQPACKET socket pair");
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(ends[0]), OwnedFd::from_raw_fd(ends[1])) };
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("toolhost"))
+        .current_dir(fx.root())
+        .env_remove("TOOLHOST_CONFIG")
+        .env("TOOLHOST_NO_LIBRARY", "1")
+        .args(["--cache-dir", "cache", "-q", "serve"])
+        .stdin(Stdio::from(theirs))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("toolhost serve starts");
+    let mut input = std::os::unix::net::UnixStream::from(ours);
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let (answers, answered) = channel();
+    std::thread::spawn(move || {
+        while let Some(Ok(line)) = lines.next() {
+            if answers.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut packet = |message: &str| {
+        input
+            .write_all(format!("{message}\n").as_bytes())
+            .expect("send")
+    };
+    packet(INITIALIZE);
+    let init = answered
+        .recv_timeout(Duration::from_secs(20))
+        .expect("initialized");
+    assert!(init.contains("\"result\""), "{init}");
+    // Two packets back to back: both queued before the server reads the first.
+    packet(INITIALIZED);
+    packet(PING);
+    let pong = answered.recv_timeout(Duration::from_secs(20));
+    let _ = child.kill();
+    let _ = child.wait();
+    let pong = pong.expect("the ping was answered without another write");
+    assert!(pong.contains("\"ping\""), "{pong}");
+}

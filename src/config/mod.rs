@@ -230,8 +230,8 @@ pub(crate) struct ServeConfig {
     pub header_timeout_ms: Option<u64>,
     /// Threads serving HTTP connections, each with a single-threaded runtime of its own;
     /// connections are handed to them in turn and stay on one (default: the machine's
-    /// cores for `toolhost serve --http`; 1 for an embedder's `Host::serve_http`, whose
-    /// connections then run on the runtime it was called from).
+    /// cores for `toolhost serve --http`; 1 for an embedder's `Host::serve_mcp_http`,
+    /// whose connections then run on the runtime it was called from).
     pub http_threads: Option<usize>,
     /// How long a 2026-07-28 client may reuse a `tools/list` answer, in milliseconds (the
     /// `ttlMs` caching hint; default 0: ask again each time, as a reload may change it).
@@ -681,8 +681,15 @@ mod tests {
         let err = LoadedConfig::load(&path).unwrap_err().to_string();
         assert!(err.contains("serve.http_threads"), "{err}");
         assert!(err.contains(&MAX_HTTP_THREADS.to_string()), "{err}");
-        std::fs::write(&path, format!("[serve]\nhttp_threads = {MAX_HTTP_THREADS}\n")).unwrap();
-        assert!(LoadedConfig::load(&path).is_ok(), "the bound itself is allowed");
+        std::fs::write(
+            &path,
+            format!("[serve]\nhttp_threads = {MAX_HTTP_THREADS}\n"),
+        )
+        .unwrap();
+        assert!(
+            LoadedConfig::load(&path).is_ok(),
+            "the bound itself is allowed"
+        );
     }
 
     #[test]

@@ -558,12 +558,13 @@ where
     // The shutdown, as a token the reader waits on: polling the signal streams themselves
     // at every line cost more than the rest of reading it.
     let stopping = CancellationToken::new();
-    let signal = {
+    // Ended with the session however it ends (it holds the signal listener).
+    let _signal = {
         let stopping = stopping.clone();
-        tokio::spawn(async move {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
             shutdown.await;
             stopping.cancel();
-        })
+        }))
     };
 
     // The client's lines, judged.
@@ -631,7 +632,6 @@ where
         .map_err(|e| crate::Error::McpStart(Box::new(e)))?;
     let ended = running.waiting().await;
     reader.abort();
-    signal.abort();
     // rmcp cancels the calls it was running when the session ends; so does the guard. Their
     // answers (`cancelled`) still go out if the client reads them.
     ids.lock().cancel_all_direct();

@@ -113,8 +113,10 @@ impl HttpOptions {
     /// single-threaded runtime, handing each new connection to the next in turn; the
     /// calling runtime's thread, which accepts them, is one of them. `[serve] http_threads`
     /// takes precedence. Without either, every connection is served on the calling runtime.
-    /// One thread per core costs the least CPU per call: a connection's requests never
-    /// wake another thread of the runtime. At most 1,024 (more are taken as 1,024).
+    /// One thread per core costs the least CPU per call: a connection's requests are
+    /// served on its own thread (a session's messages cross to the thread that opened it).
+    /// A request that takes long to read holds up the other connections of its thread.
+    /// At most 1,024 (more are taken as 1,024).
     pub fn with_threads(mut self, threads: usize) -> Self {
         self.threads = Some(threads.clamp(1, crate::config::MAX_HTTP_THREADS));
         self

@@ -65,7 +65,12 @@ pub(crate) fn open() -> std::io::Result<(Input, Output, Option<WriterDone>)> {
 }
 
 /// A pipe or socket of the process, polled by the runtime.
-pub(crate) struct PolledFd(AsyncFd<OwnedFd>);
+pub(crate) struct PolledFd {
+    fd: AsyncFd<OwnedFd>,
+    /// A read shorter than asked for means nothing is left to read: a byte-stream pipe or a
+    /// stream socket (a packet-mode pipe or a datagram socket reads one message at a time).
+    short_read_drains: bool,
+}
 
 /// Whether `fd` is a pipe or a socket (epoll cannot poll regular files, and a terminal's
 /// flags are the user's).
@@ -94,9 +99,41 @@ fn polled(fd: i32) -> Option<PolledFd> {
     {
         return None;
     }
+    let short_read_drains = drains_on_short_read(copy.as_raw_fd(), flags);
     // SAFETY: the AsyncFd owns the descriptor, so it stays open while registered. Called
     // inside the runtime (a reactor is present), as `open` requires.
-    unsafe { AsyncFd::register(copy) }.ok().map(PolledFd)
+    unsafe { AsyncFd::register(copy) }.ok().map(|fd| PolledFd {
+        fd,
+        short_read_drains,
+    })
+}
+
+/// Whether a short read of `fd` (open with `flags`) means it held no more: a FIFO not in
+/// packet mode (`O_DIRECT`), or a `SOCK_STREAM` socket.
+fn drains_on_short_read(fd: i32, flags: i32) -> bool {
+    // SAFETY: fstat and getsockopt only write the buffers they are given, sized here.
+    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut stat) } != 0 {
+        return false;
+    }
+    match stat.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => flags & libc::O_DIRECT == 0,
+        libc::S_IFSOCK => {
+            let mut kind: libc::c_int = 0;
+            let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            let read = unsafe {
+                libc::getsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_TYPE,
+                    (&mut kind as *mut libc::c_int).cast(),
+                    &mut len,
+                )
+            };
+            read == 0 && kind == libc::SOCK_STREAM
+        }
+        _ => false,
+    }
 }
 
 impl AsyncRead for PolledFd {
@@ -106,7 +143,7 @@ impl AsyncRead for PolledFd {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         loop {
-            let mut ready = ready!(self.0.poll_read_ready(cx))?;
+            let mut ready = ready!(self.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
             let room = unfilled.len();
             let read = ready.try_io(|fd| {
@@ -122,12 +159,12 @@ impl AsyncRead for PolledFd {
             });
             match read {
                 Ok(Ok(n)) => {
-                    // A pipe or socket reads short only when it held less than asked for:
-                    // it is empty now. Forgetting its readiness saves the read that would
-                    // only say so (EAGAIN), one system call per message; data that comes
-                    // later is a new edge for the reactor (the readiness it then records
-                    // has a newer tick, which this clear leaves alone).
-                    if n > 0 && n < room {
+                    // A byte-stream pipe or socket reads short only when it held less than
+                    // asked for: it is empty now. Forgetting its readiness saves the read
+                    // that would only say so (EAGAIN), one system call per message; data
+                    // that comes later is a new edge for the reactor (the readiness it then
+                    // records has a newer tick, which this clear leaves alone).
+                    if self.short_read_drains && n > 0 && n < room {
                         ready.clear_ready();
                     }
                     buf.advance(n);
@@ -148,7 +185,7 @@ impl AsyncWrite for PolledFd {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         loop {
-            let mut ready = ready!(self.0.poll_write_ready(cx))?;
+            let mut ready = ready!(self.fd.poll_write_ready(cx))?;
             let written = ready.try_io(|fd| {
                 // SAFETY: writes from `buf`, which is valid for its length.
                 let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };

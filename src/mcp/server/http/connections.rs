@@ -83,31 +83,62 @@ pub(crate) struct Limits {
 pub(crate) struct Spread {
     runtimes: Vec<tokio::runtime::Handle>,
     turn: AtomicUsize,
-    /// Ends every thread's runtime when the spread is dropped (its remaining tasks get
-    /// half a second, as the binary's own runtime does).
+    /// Ends every thread's runtime when the spread is dropped: its tasks are dropped (the
+    /// connections on it close), its blocking tasks get half a second.
     _stop: DropGuard,
 }
 
+/// Blocking threads (listings, probes, the task store) the runtimes of a spread share
+/// between them, as many as one runtime has by default (the accepting runtime keeps its
+/// own): a runtime each would multiply the bound by `http_threads`.
+const BLOCKING_THREADS: usize = 512;
+
 impl Spread {
-    /// `threads` threads in all (at least the accepting one): starts `threads - 1`.
+    /// `threads` threads in all (at least the accepting one): starts `threads - 1`. Each
+    /// builds its runtime itself and hands back its handle: a runtime must not be dropped
+    /// on an async thread, which is where a failed start would drop one built here.
     pub(crate) fn start(threads: usize) -> std::io::Result<Self> {
         let stop = CancellationToken::new();
         // Threads started before a failure end with the guard.
         let guard = stop.clone().drop_guard();
+        let blocking = (BLOCKING_THREADS / threads.max(1)).max(8);
         let runtimes = (1..threads.max(1))
             .map(|index| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()?;
-                let handle = runtime.handle().clone();
+                let failed = |e: std::io::Error| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!(
+                            "cannot start HTTP thread {index} of {threads} \
+                             ([serve] http_threads): {e}"
+                        ),
+                    )
+                };
+                let (handle_sender, handle) = std::sync::mpsc::channel();
                 let stop = stop.clone();
                 std::thread::Builder::new()
                     .name(format!("toolhost-http-{index}"))
                     .spawn(move || {
+                        let runtime = tokio::runtime::Builder::new_current_thread()
+                            .enable_all()
+                            .max_blocking_threads(blocking)
+                            .build();
+                        let runtime = match runtime {
+                            Ok(runtime) => runtime,
+                            Err(e) => {
+                                let _ = handle_sender.send(Err(e));
+                                return;
+                            }
+                        };
+                        let _ = handle_sender.send(Ok(runtime.handle().clone()));
                         runtime.block_on(stop.cancelled());
                         runtime.shutdown_timeout(Duration::from_millis(500));
-                    })?;
-                Ok(handle)
+                    })
+                    .map_err(failed)?;
+                // The thread answers at once (its runtime built or not).
+                handle
+                    .recv()
+                    .map_err(|_| failed(std::io::Error::other("the thread ended")))?
+                    .map_err(failed)
             })
             .collect::<std::io::Result<_>>()?;
         Ok(Self {
