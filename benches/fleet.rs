@@ -9,7 +9,6 @@
 mod fleet_net;
 
 use fleet_net::{Proxy, post_once};
-use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
@@ -108,21 +107,6 @@ fn start(dir: &std::path::Path, index: usize) -> (Replica, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("toolhost serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the replica prints its address")
-            .expect("a line");
-        if let Some(url) = line.split("serving MCP at ").nth(1) {
-            break url.trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let authority = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let authority = fleet_net::serving_authority(&mut child);
     (Replica(child), authority)
 }

@@ -18,12 +18,13 @@
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "common/fleet_net.rs"]
+mod fleet_net;
 #[allow(dead_code)]
 #[path = "../tests/common/raw_http.rs"]
 mod raw_http;
 
 use raw_http::{INITIALIZE, INITIALIZED, RawHttp, tools_call};
-use std::io::BufRead;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Barrier;
@@ -174,22 +175,7 @@ fn start_toolhost(dir: &Path, workload: &Path, stateless: bool) -> Server {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     let mut child = command.spawn().expect("toolhost serve starts");
-    let stderr = child.stderr.take().expect("stderr");
-    let mut lines = std::io::BufReader::new(stderr).lines();
-    let url = loop {
-        let line = lines
-            .next()
-            .expect("the server prints its address")
-            .expect("a line");
-        if let Some(url) = line.split("serving MCP at ").nth(1) {
-            break url.trim().to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let authority = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_string();
+    let authority = fleet_net::serving_authority(&mut child);
     Server { child, authority }
 }
 

@@ -6,7 +6,7 @@
 //! every request is balanced.
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -209,4 +209,25 @@ fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, String> {
         body.extend_from_slice(&rest[..size]);
         rest = &rest[size + 2..];
     }
+}
+
+/// The `HOST:PORT` a `toolhost serve --http` child (stderr piped) prints once it listens;
+/// the rest of its stderr is read and dropped from then on, so it never blocks on a full
+/// pipe.
+pub fn serving_authority(child: &mut std::process::Child) -> String {
+    let stderr = child.stderr.take().expect("the server's stderr is piped");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("the server prints its address")
+            .expect("a line");
+        if let Some(url) = line.split("serving MCP at ").nth(1) {
+            break url.trim().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    url.trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_string()
 }
