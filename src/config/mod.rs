@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// Largest configuration file read.
 const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
 /// The most threads `[serve] http_threads` may ask for.
-pub(crate) const MAX_HTTP_THREADS: usize = 1024;
+const MAX_HTTP_THREADS: usize = 1024;
 
 /// The whole configuration file. Every key is optional.
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -116,9 +116,10 @@ impl HttpOptions {
     /// One thread per core costs the least CPU per call: a connection's requests are
     /// served on its own thread (a session's messages cross to the thread that opened it).
     /// A request that takes long to read holds up the other connections of its thread.
-    /// At most 1,024 (more are taken as 1,024).
+    /// (The operator's `[serve] http_threads` is bounded by the config; this is the
+    /// embedder's own choice, bounded by what the system lets it start.)
     pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = Some(threads.clamp(1, crate::config::MAX_HTTP_THREADS));
+        self.threads = Some(threads.max(1));
         self
     }
 
