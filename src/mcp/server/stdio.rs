@@ -75,13 +75,14 @@ pub(crate) struct PolledFd {
 /// Whether `fd` is a pipe or a socket (epoll cannot poll regular files, and a terminal's
 /// flags are the user's).
 fn pollable(fd: i32) -> bool {
-    // SAFETY: fstat only writes the stat buffer; fd is one of the standard descriptors.
+    matches!(file_kind(fd), Some(libc::S_IFIFO | libc::S_IFSOCK))
+}
+
+/// The file type bits (`S_IFMT`) of the open descriptor `fd`, if it can be read.
+fn file_kind(fd: i32) -> Option<libc::mode_t> {
+    // SAFETY: fstat only writes the stat buffer it is given.
     let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut stat) } != 0 {
-        return false;
-    }
-    let kind = stat.st_mode & libc::S_IFMT;
-    kind == libc::S_IFIFO || kind == libc::S_IFSOCK
+    (unsafe { libc::fstat(fd, &mut stat) } == 0).then_some(stat.st_mode & libc::S_IFMT)
 }
 
 /// `fd` (pollable) duplicated, made non-blocking and registered with the runtime.
@@ -111,16 +112,12 @@ fn polled(fd: i32) -> Option<PolledFd> {
 /// Whether a short read of `fd` (open with `flags`) means it held no more: a FIFO not in
 /// packet mode (`O_DIRECT`), or a `SOCK_STREAM` socket.
 fn drains_on_short_read(fd: i32, flags: i32) -> bool {
-    // SAFETY: fstat and getsockopt only write the buffers they are given, sized here.
-    let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut stat) } != 0 {
-        return false;
-    }
-    match stat.st_mode & libc::S_IFMT {
-        libc::S_IFIFO => flags & libc::O_DIRECT == 0,
-        libc::S_IFSOCK => {
+    match file_kind(fd) {
+        Some(libc::S_IFIFO) => flags & libc::O_DIRECT == 0,
+        Some(libc::S_IFSOCK) => {
             let mut kind: libc::c_int = 0;
             let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+            // SAFETY: getsockopt only writes `kind` and `len`, sized here.
             let read = unsafe {
                 libc::getsockopt(
                     fd,
