@@ -3,115 +3,34 @@
 //! the schema. Unknown keys are untouched, nothing here fails, and a value is left as it is
 //! whenever the repair would be a guess.
 
+use crate::registry::{
+    Accepts, ParameterTypes, has_required, items_schema, object_schema, resolve,
+};
 use serde_json::{Map, Number, Value};
 
-/// The JSON types a schema accepts, read from `type`, or from the members of
-/// `anyOf`/`oneOf` (a `[T, null]` union is T that may also be null).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct Accepts {
-    string: bool,
-    integer: bool,
-    number: bool,
-    boolean: bool,
-    array: bool,
-    object: bool,
-    null: bool,
-}
-
-impl Accepts {
-    /// What `schema` accepts: its `type` when it has one (a `type` wins over any
-    /// `anyOf`/`oneOf` beside it), else the union of its `anyOf`/`oneOf` members (each
-    /// followed through `$ref`). `nullable: true` adds null.
-    fn of(schema: &Value, root: &Value) -> Self {
-        let mut accepts = Accepts::default();
-        let Some(schema) = resolve(schema, root).as_object() else {
-            return accepts;
-        };
-        match schema.get("type") {
-            Some(Value::String(t)) => accepts.add(t),
-            Some(Value::Array(types)) => types
-                .iter()
-                .filter_map(Value::as_str)
-                .for_each(|t| accepts.add(t)),
-            _ => {
-                for member in union_members(schema) {
-                    let member = resolve(member, root);
-                    accepts.merge(Accepts::of(member, root));
-                    if member.get("const") == Some(&Value::Null) {
-                        accepts.null = true;
-                    }
-                }
+/// Coerces every argument of `args` that `parameters.properties` describes, and drops an
+/// explicit null given for an optional property that does not allow null. `types` is
+/// `parameters` read once ([`ParameterTypes::of`]): an argument of a property with nothing
+/// nested is repaired from it alone, without walking the schema.
+pub(crate) fn coerce_args(
+    args: &mut Map<String, Value>,
+    parameters: &Value,
+    types: &ParameterTypes,
+) {
+    let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    // OpenAI strict mode makes a model send every key: null for "not given".
+    args.retain(|key, value| !(value.is_null() && types.get(key).is_some_and(|p| p.drops_null)));
+    for (key, value) in args.iter_mut() {
+        match (types.get(key), properties.get(key)) {
+            (Some(parameter), _) if !parameter.nested => {
+                repair(value, &parameter.accepts, || parameter.has_required);
             }
-        }
-        if schema.get("nullable") == Some(&Value::Bool(true)) {
-            accepts.null = true;
-        }
-        accepts
-    }
-
-    fn add(&mut self, name: &str) {
-        match name {
-            "string" => self.string = true,
-            "integer" => self.integer = true,
-            "number" => self.number = true,
-            "boolean" => self.boolean = true,
-            "array" => self.array = true,
-            "object" => self.object = true,
-            "null" => self.null = true,
+            (Some(_), Some(schema)) => coerce_in_place(value, schema, parameters, 1),
             _ => {}
         }
     }
-
-    fn merge(&mut self, other: Accepts) {
-        self.string |= other.string;
-        self.integer |= other.integer;
-        self.number |= other.number;
-        self.boolean |= other.boolean;
-        self.array |= other.array;
-        self.object |= other.object;
-        self.null |= other.null;
-    }
-
-    /// Only arrays (and perhaps null): a stray scalar is wrapped into a list.
-    fn only_array(&self) -> bool {
-        self.array && !(self.string || self.integer || self.number || self.boolean || self.object)
-    }
-}
-
-/// The members of a schema's `anyOf`/`oneOf`.
-fn union_members(schema: &Map<String, Value>) -> impl Iterator<Item = &Value> {
-    ["anyOf", "oneOf"]
-        .into_iter()
-        .filter_map(|key| schema.get(key).and_then(Value::as_array))
-        .flatten()
-}
-
-/// Most `$ref` hops followed for one schema (a cycle ends here).
-const MAX_REF_HOPS: usize = 16;
-
-/// `schema` with `$ref`s to `#/$defs/…` or `#/definitions/…` of `root` (the parameters
-/// schema) followed; a reference that does not resolve, leaves the document or loops is
-/// left as it is.
-fn resolve<'a>(mut schema: &'a Value, root: &'a Value) -> &'a Value {
-    for _ in 0..MAX_REF_HOPS {
-        let Some(reference) = schema.get("$ref").and_then(Value::as_str) else {
-            return schema;
-        };
-        let local = reference.strip_prefix('#').filter(|pointer| {
-            pointer.starts_with("/$defs/") || pointer.starts_with("/definitions/")
-        });
-        match local.and_then(|pointer| root.pointer(pointer)) {
-            Some(target) => schema = target,
-            None => return schema,
-        }
-    }
-    schema
-}
-
-/// Coerces every argument of `args` that `parameters.properties` describes, and drops an
-/// explicit null given for an optional property that does not allow null.
-pub(crate) fn coerce_args(args: &mut Map<String, Value>, parameters: &Value) {
-    coerce_object(args, parameters, parameters, 0);
 }
 
 /// Deepest nesting coerced; deeper values are left alone.
@@ -143,25 +62,20 @@ fn coerce_object(map: &mut Map<String, Value>, schema: &Value, root: &Value, dep
     }
 }
 
+/// [`coerce_args`] walking the whole schema for every argument, as it did before
+/// [`ParameterTypes`]: what reading the parameters once must agree with.
+#[cfg(test)]
+pub(super) fn coerce_args_walking(args: &mut Map<String, Value>, parameters: &Value) {
+    coerce_object(args, parameters, parameters, 0);
+}
+
 fn coerce_in_place(value: &mut Value, schema: &Value, root: &Value, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
     let schema = resolve(schema, root);
     let accepts = Accepts::of(schema, root);
-    if let Value::String(text) = value
-        && !accepts.string
-    {
-        if accepts.object && text.trim().is_empty() && !has_required(schema, root) {
-            *value = Value::Object(Map::new());
-        } else if let Some(repaired) = from_string(text, &accepts) {
-            *value = repaired;
-        }
-    }
-    if accepts.only_array() && !matches!(value, Value::Array(_) | Value::Null) {
-        let item = std::mem::take(value);
-        *value = Value::Array(vec![item]);
-    }
+    repair(value, &accepts, || has_required(schema, root));
     match value {
         Value::Array(items) => {
             if let Some(item_schema) = items_schema(schema, root) {
@@ -179,42 +93,24 @@ fn coerce_in_place(value: &mut Value, schema: &Value, root: &Value, depth: usize
     }
 }
 
-/// The `items` schema an array value is normalised against: the schema's own, else that of
-/// its union's array member.
-fn items_schema<'a>(schema: &'a Value, root: &'a Value) -> Option<&'a Value> {
-    if let Some(items) = schema.get("items").filter(|s| s.is_object()) {
-        return Some(items);
+/// `value` repaired toward what its schema `accepts`, leaving what is inside it alone: a
+/// string parsed as the type it stands for (a blank one as `{}` for an object schema
+/// without required keys, as `has_required` says), a stray scalar wrapped into the list an
+/// array-only schema wants.
+fn repair(value: &mut Value, accepts: &Accepts, has_required: impl FnOnce() -> bool) {
+    if let Value::String(text) = value
+        && !accepts.string
+    {
+        if accepts.object && text.trim().is_empty() && !has_required() {
+            *value = Value::Object(Map::new());
+        } else if let Some(repaired) = from_string(text, accepts) {
+            *value = repaired;
+        }
     }
-    let map = schema.as_object()?;
-    union_members(map)
-        .map(|member| resolve(member, root))
-        .find_map(|member| member.get("items").filter(|s| s.is_object()))
-}
-
-/// The schema whose `properties` an object value is normalised against: the schema itself,
-/// else its union's object member.
-fn object_schema<'a>(schema: &'a Value, root: &'a Value) -> Option<&'a Value> {
-    if schema.get("properties").is_some_and(Value::is_object) {
-        return Some(schema);
+    if accepts.only_array() && !matches!(value, Value::Array(_) | Value::Null) {
+        let item = std::mem::take(value);
+        *value = Value::Array(vec![item]);
     }
-    let map = schema.as_object()?;
-    union_members(map)
-        .map(|member| resolve(member, root))
-        .find(|member| member.get("properties").is_some_and(Value::is_object))
-}
-
-/// Whether an object schema names required keys (a blank string then is not `{}`).
-fn has_required(schema: &Value, root: &Value) -> bool {
-    let own = |schema: &Value| {
-        schema
-            .get("required")
-            .and_then(Value::as_array)
-            .is_some_and(|names| !names.is_empty())
-    };
-    own(schema)
-        || schema
-            .as_object()
-            .is_some_and(|map| union_members(map).any(|member| own(resolve(member, root))))
 }
 
 /// The value a string stands for under `accepts`, or `None` to keep the string.
@@ -279,11 +175,9 @@ mod tests {
     fn coerce(value: Value, schema: Value) -> Value {
         let mut args = Map::new();
         args.insert("v".into(), value);
-        coerce_args(
-            &mut args,
-            // Required, so that an explicit null stays (and is left to validation).
-            &json!({"type": "object", "required": ["v"], "properties": {"v": schema}}),
-        );
+        // Required, so that an explicit null stays (and is left to validation).
+        let parameters = json!({"type": "object", "required": ["v"], "properties": {"v": schema}});
+        coerce_args(&mut args, &parameters, &ParameterTypes::of(&parameters));
         args.remove("v").unwrap()
     }
 
@@ -387,10 +281,8 @@ mod tests {
             .as_object()
             .unwrap()
             .clone();
-        coerce_args(
-            &mut args,
-            &json!({"properties": {"known": {"type": "integer"}}}),
-        );
+        let parameters = json!({"properties": {"known": {"type": "integer"}}});
+        coerce_args(&mut args, &parameters, &ParameterTypes::of(&parameters));
         assert_eq!(Value::Object(args), json!({"known": 1, "other": "1"}));
     }
 }
@@ -402,7 +294,7 @@ mod parity {
 
     fn coerce_with(args: Value, parameters: Value) -> Value {
         let mut args = args.as_object().unwrap().clone();
-        coerce_args(&mut args, &parameters);
+        coerce_args(&mut args, &parameters, &ParameterTypes::of(&parameters));
         Value::Object(args)
     }
 

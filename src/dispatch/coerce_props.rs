@@ -1,7 +1,9 @@
 //! Property tests: coercion and validation never panic on arbitrary arguments against the
-//! benchmark workload's schemas (plus hand-written unions), and coercion is idempotent.
+//! benchmark workload's schemas (plus hand-written unions and `$ref`s), coercion is
+//! idempotent, and reading the parameters once coerces as walking the schema does.
 
-use super::coerce::coerce_args;
+use super::coerce::{coerce_args, coerce_args_walking};
+use crate::registry::ParameterTypes;
 use crate::registry::compile_parameters;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -12,14 +14,28 @@ use serde_json::{Map, Value, json};
 mod workload;
 
 fn workload_schemas() -> Vec<Value> {
-    let mut schemas = vec![json!({"type": "object", "properties": {
-        "u": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
-        "s": {"type": ["string", "integer"]},
-        "a": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}},
-        "o": {"type": "object", "properties": {"deep": {"type": "array", "items": {"type": "boolean"}}}},
-        "n": {"type": "integer", "nullable": true},
-        "b": {"type": "boolean"}
-    }})];
+    let mut schemas = vec![
+        json!({"type": "object", "properties": {
+            "u": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "s": {"type": ["string", "integer"]},
+            "a": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}},
+            "o": {"type": "object", "properties": {"deep": {"type": "array", "items": {"type": "boolean"}}}},
+            "n": {"type": "integer", "nullable": true},
+            "b": {"type": "boolean"}
+        }}),
+        json!({"type": "object", "required": ["r"],
+            "$defs": {"Count": {"type": "integer"}, "Loop": {"$ref": "#/$defs/Loop", "type": "string"},
+                      "Obj": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}},
+            "properties": {
+                "r": {"$ref": "#/$defs/Count"},
+                "l": {"$ref": "#/$defs/Loop"},
+                "o": {"$ref": "#/$defs/Obj"},
+                "c": {"oneOf": [{"type": "number"}, {"const": null}]},
+                "e": {"type": "object"},
+                "t": {"type": "array"},
+                "x": {}
+        }}),
+    ];
     // The 133-tool benchmark workload, generated here (never read from outside the
     // repository), so the property always covers all of its schemas.
     let manifest = workload::manifest(133, workload::SEED);
@@ -117,8 +133,18 @@ fn json_value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            // Keys of the hand-written schemas' nested properties too, so nested coercion
+            // has work to do.
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("n".to_string()),
+                    Just("deep".to_string()),
+                    "[a-z_]{1,8}"
+                ],
+                inner,
+                0..6
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -154,13 +180,26 @@ proptest! {
         (schema, args) in prop::sample::select(workload_schemas())
             .prop_flat_map(|schema| { let args = args_for(&schema); (Just(schema), args) })
     ) {
+        let types = ParameterTypes::of(&schema);
         let mut once = args.clone();
-        coerce_args(&mut once, &schema);
+        coerce_args(&mut once, &schema, &types);
         let mut twice = once.clone();
-        coerce_args(&mut twice, &schema);
+        coerce_args(&mut twice, &schema, &types);
         prop_assert_eq!(&once, &twice);
         let validator = compile_parameters(json!({"parameters": schema}).as_object().unwrap())
             .expect("workload schemas compile");
         let _ = validator.iter_errors(&Value::Object(once)).count();
+    }
+
+    #[test]
+    fn reading_the_parameters_once_coerces_as_walking_the_schema(
+        (schema, args) in prop::sample::select(workload_schemas())
+            .prop_flat_map(|schema| { let args = args_for(&schema); (Just(schema), args) })
+    ) {
+        let mut read_once = args.clone();
+        coerce_args(&mut read_once, &schema, &ParameterTypes::of(&schema));
+        let mut walked = args;
+        coerce_args_walking(&mut walked, &schema);
+        prop_assert_eq!(read_once, walked);
     }
 }

@@ -32,7 +32,7 @@ pub(super) fn prepare(env: &CallEnv<'_>, name: &str, args: Value, ctx: &CallCont
     if let (Some(tool), Value::Object(map)) = (&tool, &mut args)
         && let Some(parameters) = tool.schema.get("parameters")
     {
-        coerce::coerce_args(map, parameters);
+        coerce::coerce_args(map, parameters, tool.schema.parameter_types());
     }
 
     // Stage 2: the tool-search bridge, when it is active for the caller's selection.

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 /// let ctx = CallContext::default().with_session_id("s-1").with_scope("project-a");
 /// assert_eq!(ctx.scope.as_deref(), Some("project-a"));
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct CallContext {
     /// The model's id for this call, if it gave one.
@@ -116,6 +116,41 @@ pub(crate) enum CallerDomain {
     /// Nothing says whose the call is (a source that runs no handler of its own): it
     /// may call nothing — `ctx.call` fails closed.
     Unknown,
+}
+
+impl Default for CallContext {
+    fn default() -> Self {
+        Self::cancelled_by(CancellationToken::new())
+    }
+}
+
+impl CallContext {
+    /// The default context cancelled by `cancel`. A context built as the default and then
+    /// given its token would make a token only to drop it, on every call (an allocation
+    /// and a lock each way).
+    pub(crate) fn cancelled_by(cancel: CancellationToken) -> Self {
+        Self {
+            tool_call_id: None,
+            session_id: None,
+            task_id: None,
+            scope: None,
+            caller: Caller::default(),
+            toolsets: ToolsetSelection::default(),
+            cancel,
+            observer: None,
+            fs_roots: None,
+            tool_caller: None,
+            depth: 0,
+            asker: None,
+            over_mcp: false,
+            ask_prefix: String::new(),
+            handover: None,
+            decisions: None,
+            read_only: false,
+            nested_audit: None,
+            parent_call_id: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for CallContext {

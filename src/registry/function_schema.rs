@@ -4,6 +4,7 @@
 //! `call` reads one; `tools/list` and search read them all, once). So a schema from the
 //! cache stays text until it is first read, and is parsed once then.
 
+use super::ParameterTypes;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::ops::Deref;
@@ -18,6 +19,8 @@ struct Inner {
     /// The cached JSON text, when the schema came from the registration cache.
     text: Option<String>,
     parsed: OnceLock<Map<String, Value>>,
+    /// Its `parameters` as coercion reads them, made at the first call.
+    parameter_types: OnceLock<ParameterTypes>,
 }
 
 impl FunctionSchema {
@@ -26,6 +29,7 @@ impl FunctionSchema {
         Self(Arc::new(Inner {
             text: None,
             parsed: OnceLock::from(schema),
+            parameter_types: OnceLock::new(),
         }))
     }
 
@@ -40,7 +44,19 @@ impl FunctionSchema {
         Some(Self(Arc::new(Inner {
             text: Some(text),
             parsed: OnceLock::new(),
+            parameter_types: OnceLock::new(),
         })))
+    }
+
+    /// The top-level properties of its `parameters` as argument coercion reads them
+    /// (nothing without `parameters`), read at the first call and kept: the schema never
+    /// changes.
+    pub(crate) fn parameter_types(&self) -> &ParameterTypes {
+        self.0.parameter_types.get_or_init(|| {
+            self.get("parameters")
+                .map(ParameterTypes::of)
+                .unwrap_or_default()
+        })
     }
 
     /// Whether the schema has been parsed (always, unless it came from the cache and was

@@ -2,6 +2,7 @@
 //! generation counter (docs/calls.md). It knows nothing about Lua: Lua functions are referred to
 //! by [`LuaFnId`], resolved by each VM.
 
+mod accepts;
 mod asker;
 mod availability;
 mod caller;
@@ -27,6 +28,9 @@ mod state;
 mod uri_template;
 mod validator;
 
+pub(crate) use accepts::{
+    Accepts, ParameterTypes, has_required, items_schema, object_schema, resolve,
+};
 pub use asker::{
     AskFuture, Asker, Capability, InputAnswer, InputKind, InputRequest, Root, Sampled,
     ScriptedAsker,

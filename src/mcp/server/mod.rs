@@ -236,11 +236,18 @@ impl Shared {
     /// A context with this server's selection (which tools, resources and prompts it
     /// serves).
     fn selection_context(&self) -> CallContext {
-        CallContext {
-            scope: self.selection.scope.clone(),
-            toolsets: self.selection.toolsets.clone(),
-            ..CallContext::default()
-        }
+        self.selection_context_cancelled_by(tokio_util::sync::CancellationToken::new())
+    }
+
+    /// [`selection_context`](Self::selection_context) cancelled by `cancel`.
+    fn selection_context_cancelled_by(
+        &self,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> CallContext {
+        let mut ctx = CallContext::cancelled_by(cancel);
+        ctx.scope = self.selection.scope.clone();
+        ctx.toolsets = self.selection.toolsets.clone();
+        ctx
     }
 }
 
@@ -352,9 +359,8 @@ impl McpServer {
     }
 
     fn context(&self) -> CallContext {
-        let mut ctx = self.shared.selection_context();
-        ctx.cancel = self.shared.gate.call_token();
-        ctx
+        self.shared
+            .selection_context_cancelled_by(self.shared.gate.call_token())
     }
 
     /// The MCP `Tool` list of the selection.

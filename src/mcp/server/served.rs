@@ -36,9 +36,15 @@ impl McpServer {
         );
         let span = trace.span().clone();
         let name = call.name.clone();
-        let request_id = call.tool_call_id.clone();
-        let origin = call.origin.clone();
-        let caller = call.caller.clone();
+        // Kept for the audit line only (the call itself goes into the pipeline).
+        let audited = self.shared.audit.as_ref().map(|log| {
+            (
+                log,
+                call.tool_call_id.clone(),
+                call.origin.clone(),
+                call.caller.clone(),
+            )
+        });
         let mut args = call.arguments.take().map(Value::Object).unwrap_or_default();
         trace.arguments(&args);
         let mut reached = None;
@@ -60,13 +66,13 @@ impl McpServer {
             (Err(refused), _) => ("refused", Some(trace::refusal_type(refused))),
         };
         // Written before the answer leaves (the caller sends it).
-        if let (Some(log), Some(reached)) = (&self.shared.audit, &reached) {
+        if let (Some((log, request_id, origin, caller)), Some(reached)) = (&audited, &reached) {
             log.write(&super::audit::Entry {
-                request_id: &request_id,
+                request_id,
                 parent: None,
                 task_id: None,
-                origin: &origin,
-                caller: &caller,
+                origin,
+                caller,
                 tool: &name,
                 args: &args,
                 decisions: reached.decisions,
