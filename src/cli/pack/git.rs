@@ -3,11 +3,28 @@
 //! `.git`. The source and revision come from the user (or a lock file someone sent): they
 //! are passed after `--` / `--end-of-options` so neither can be read as an option, the
 //! `ext::` transport (which runs a command) is off, git never prompts (no terminal to hang
-//! on) and a stalled HTTP transfer ends.
+//! on) and a stalled HTTP transfer ends. What a fetch writes is bounded too
+//! ([`MAX_FETCH_BYTES`]): a repository that is larger is stopped while git is still
+//! writing it, instead of filling the disk before the pack's own limits are checked.
 
 use super::super::error::CliError;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+/// Most bytes a fetch may write into its temporary folder (the clone's history and the
+/// checked-out files together): four times what a pack's files may hold.
+const MAX_FETCH_BYTES: u64 = 256 * 1024 * 1024;
+
+/// How often the folder a running git writes into is measured.
+const MEASURE_EVERY: Duration = Duration::from_millis(50);
+
+/// The folder a git command writes into and the most bytes it may hold.
+#[derive(Clone, Copy)]
+struct Bound<'a> {
+    folder: &'a Path,
+    max_bytes: u64,
+}
 
 /// A fetched pack: its files in a temporary folder and the commit they are from.
 pub(super) struct Fetched {
@@ -31,6 +48,16 @@ pub(super) fn split_rev(spec: &str) -> (&str, Option<&str>) {
 /// Clones `source` into a temporary folder inside `within` and checks out `rev` (default:
 /// the remote's HEAD).
 pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fetched, CliError> {
+    fetch_bounded(source, rev, within, MAX_FETCH_BYTES)
+}
+
+/// [`fetch`], writing at most `max_bytes` into the temporary folder.
+fn fetch_bounded(
+    source: &str,
+    rev: Option<&str>,
+    within: &Path,
+    max_bytes: u64,
+) -> Result<Fetched, CliError> {
     if source.is_empty() || source.starts_with('-') {
         return Err(CliError::Usage(format!(
             "URL: {source:?} is not a git URL or path"
@@ -64,10 +91,15 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
             _temp: temp,
         });
     }
+    let bound = Bound {
+        folder: temp.path(),
+        max_bytes,
+    };
     git(
         None,
         &["clone", "--quiet", "--no-checkout", "--", source],
         Some(&tree),
+        Some(bound),
     )
     .map_err(|e| CliError::Usage(format!("cannot fetch {}: {e}", without_userinfo(source))))?;
     let commit = resolve(&tree, rev)
@@ -83,6 +115,7 @@ pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fe
             &commit,
         ],
         None,
+        Some(bound),
     )
     .map_err(|e| {
         CliError::Usage(format!(
@@ -168,6 +201,7 @@ fn resolve(repo: &Path, rev: Option<&str>) -> Result<String, String> {
                 &spec,
             ],
             None,
+            None,
         ) {
             let commit = out.trim();
             if !commit.is_empty() {
@@ -182,8 +216,14 @@ fn resolve(repo: &Path, rev: Option<&str>) -> Result<String, String> {
 }
 
 /// Runs `git ARGS [target]` (in `dir` when given) and returns its stdout; the error is its
-/// stderr.
-fn git(dir: Option<&Path>, args: &[&str], target: Option<&Path>) -> Result<String, String> {
+/// stderr. With a `bound`, git is stopped once its folder holds more than the bound
+/// allows.
+fn git(
+    dir: Option<&Path>,
+    args: &[&str],
+    target: Option<&Path>,
+    bound: Option<Bound<'_>>,
+) -> Result<String, String> {
     let mut command = Command::new("git");
     if let Some(dir) = dir {
         command.arg("-C").arg(dir);
@@ -207,22 +247,167 @@ fn git(dir: Option<&Path>, args: &[&str], target: Option<&Path>) -> Result<Strin
     if let Some(target) = target {
         command.arg(target);
     }
-    let output = command
+    let mut child = command
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_ASKPASS", "true")
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .map_err(|e| format!("cannot run git: {e}"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        return Err(stderr.trim().to_string());
+    // Both pipes are read while git runs, so that neither fills and stalls it.
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let status = match bound {
+        Some(bound) => wait_within(&mut child, bound),
+        None => child
+            .wait()
+            .map_err(|e| format!("cannot wait for git: {e}")),
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    if !status?.success() {
+        return Err(String::from_utf8_lossy(&stderr).trim().to_string());
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
+}
+
+/// Reads `pipe` to its end on a thread of its own.
+fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut out);
+        }
+        out
+    })
+}
+
+/// Waits for `child`, measuring its folder meanwhile and once it has ended; past the bound
+/// it is killed (if still running) and the error says why.
+fn wait_within(child: &mut Child, bound: Bound<'_>) -> Result<ExitStatus, String> {
+    loop {
+        let exited = child
+            .try_wait()
+            .map_err(|e| format!("cannot wait for git: {e}"))?;
+        // Measured after it ended too: a command quicker than one measurement is bounded
+        // all the same.
+        if folder_bytes(bound.folder) > bound.max_bytes {
+            if exited.is_none() {
+                stop(child);
+            }
+            return Err(format!(
+                "the repository is larger than {}, the most a pack's fetch may write",
+                shown_bytes(bound.max_bytes)
+            ));
+        }
+        if let Some(status) = exited {
+            return Ok(status);
+        }
+        std::thread::sleep(MEASURE_EVERY);
+    }
+}
+
+/// `bytes` for a message: in MiB when it is a whole number of them.
+fn shown_bytes(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// The bytes of the files under `folder` (links not followed; what cannot be read counts
+/// nothing).
+fn folder_bytes(folder: &Path) -> u64 {
+    walkdir::WalkDir::new(folder)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.metadata().ok())
+        .filter(std::fs::Metadata::is_file)
+        .map(|metadata| metadata.len())
+        .sum()
+}
+
+/// Kills git and waits for it. The helpers it started (index-pack, the remote helper) lose
+/// their pipe to it and end. git stays in the command's process group, so a Ctrl-C at the
+/// terminal still stops it with the command.
+fn stop(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{split_rev, without_userinfo};
+    use super::{fetch_bounded, split_rev, without_userinfo};
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Runs `git ARGS` in `dir` with no user or system configuration.
+    fn git_in(dir: &Path, args: &[&str]) {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?}");
+    }
+
+    /// A repository holding one commit of `bytes` bytes that do not compress.
+    fn repository_of(dir: &Path, bytes: usize) {
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let noise: Vec<u8> = (0..bytes)
+            .map(|_| {
+                // xorshift: bytes zlib cannot shrink.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state.to_le_bytes()[0]
+            })
+            .collect();
+        git_in(dir, &["init", "--quiet"]);
+        std::fs::write(dir.join("big.bin"), noise).expect("write");
+        git_in(dir, &["add", "big.bin"]);
+        git_in(dir, &["commit", "--quiet", "-m", "big"]);
+    }
+
+    #[test]
+    fn a_fetch_that_writes_more_than_its_bound_is_stopped_and_leaves_nothing() {
+        let repo = tempfile::tempdir().expect("temp dir");
+        repository_of(repo.path(), 2 * 1024 * 1024);
+        let within = tempfile::tempdir().expect("temp dir");
+        let source = format!("file://{}", repo.path().display());
+        let Err(error) = fetch_bounded(&source, None, within.path(), 512 * 1024) else {
+            panic!("the fetch is stopped");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("the repository is larger than 524288 bytes"),
+            "{error}"
+        );
+        let left: Vec<_> = std::fs::read_dir(within.path()).expect("read").collect();
+        assert!(left.is_empty(), "the temporary folder is removed: {left:?}");
+    }
+
+    #[test]
+    fn a_fetch_within_its_bound_checks_the_files_out() {
+        let repo = tempfile::tempdir().expect("temp dir");
+        repository_of(repo.path(), 64 * 1024);
+        let within = tempfile::tempdir().expect("temp dir");
+        let source = format!("file://{}", repo.path().display());
+        let fetched = match fetch_bounded(&source, None, within.path(), 4 * 1024 * 1024) {
+            Ok(fetched) => fetched,
+            Err(error) => panic!("the fetch is within its bound: {error}"),
+        };
+        let checked_out = std::fs::metadata(fetched.tree.join("big.bin")).expect("checked out");
+        assert_eq!(checked_out.len(), 64 * 1024);
+    }
 
     #[test]
     fn the_revision_follows_the_last_hash() {
