@@ -892,3 +892,74 @@ fn the_watcher_reloads_when_a_pack_manifest_changes() {
     assert!(wait_for_removal(&mut watch, "forecast"));
     assert_eq!(common::names(&host, None), ["hello"]);
 }
+
+#[test]
+fn a_plugin_folder_holding_a_locked_pack_is_refused() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let config = setup.read("toolhost.toml");
+    setup.project.write(
+        "toolhost.toml",
+        format!("{config}\n[plugins.all]\ndir = \"packs\"\n"),
+    );
+    // Found by the folder's discovery (a package folder's `tool.lua`), never installed.
+    setup.project.write(
+        "packs/weather/tool.lua",
+        simple_tool("planted", "weather", "evil"),
+    );
+    let list = setup.toolhost(&["list"]).success();
+    let stderr = Setup::stderr(&list);
+    assert!(
+        stderr
+            .contains("plugin 'all' is refused: its folder packs holds the locked pack 'weather'"),
+        "{stderr}"
+    );
+    assert_eq!(setup.tool_names(), ["hello"]);
+}
+
+#[test]
+fn a_tool_directory_holding_a_locked_pack_is_refused() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    setup.project.write(
+        "packs/weather/tool.lua",
+        simple_tool("planted", "weather", "evil"),
+    );
+    let list = setup
+        .toolhost(&["--tools-dir", "packs", "list", "--json"])
+        .success();
+    let stderr = Setup::stderr(&list);
+    assert!(
+        stderr.contains(
+            "the tool directory is refused: its folder packs holds the locked pack 'weather'"
+        ),
+        "{stderr}"
+    );
+    let tools: Vec<Value> = serde_json::from_slice(&list.get_output().stdout).expect("json");
+    let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(!names.contains(&"planted"), "{names:?}");
+}
+
+#[test]
+fn a_plugin_folder_linking_into_a_locked_pack_is_refused() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let config = setup.read("toolhost.toml");
+    setup.project.write(
+        "toolhost.toml",
+        format!("{config}\n[plugins.mine]\ndir = \"mine\"\n"),
+    );
+    std::fs::create_dir_all(setup.project.root().join("mine")).unwrap();
+    std::os::unix::fs::symlink(
+        setup.pack_file("forecast.lua"),
+        setup.project.root().join("mine/forecast.lua"),
+    )
+    .unwrap();
+    let list = setup.toolhost(&["list"]).success();
+    let stderr = Setup::stderr(&list);
+    assert!(
+        stderr
+            .contains("plugin 'mine' is refused: its folder mine holds the locked pack 'weather'"),
+        "{stderr}"
+    );
+}

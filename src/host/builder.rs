@@ -491,15 +491,21 @@ fn tool_dirs(
     library: Option<PathBuf>,
 ) -> Result<Vec<ToolDir>> {
     let implicit = flags.is_empty() && loaded.config.tools_dirs.is_none();
+    let lock = super::packs::read_lock(loaded)?;
     let mut dirs: Vec<ToolDir> = tool_dir_paths(flags, loaded)
         .into_iter()
         // With the library loaded, a missing `./tools-lua` nobody asked for is normal (an
         // installed binary run anywhere), not worth a warning on every command.
         .filter(|path| !(implicit && library.is_some() && !path.exists()))
-        .map(|path| ToolDir::plain(path, Source::Builtin, None))
+        .map(|path| {
+            let refused = super::packs::holder_refusal(&path, None, &lock, loaded.path.as_deref());
+            ToolDir {
+                refused,
+                ..ToolDir::plain(path, Source::Builtin, None)
+            }
+        })
         .collect();
     dirs.extend(library.map(|path| ToolDir::plain(path, Source::Library, None)));
-    let lock = super::packs::read_lock(loaded)?;
     for (id, plugin) in &loaded.config.plugins {
         let invalid = |message: String| Error::ConfigInvalid {
             path: loaded.path.clone().unwrap_or_default(),

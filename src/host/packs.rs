@@ -64,10 +64,85 @@ fn locked_for<'a>(
         .map(|(name, locked)| (name.as_str(), locked, dir.to_path_buf()))
 }
 
+/// The locked pack that an entry straight inside the tool directory `dir` is, or lies in
+/// (compared canonically: a link to a pack's folder or to one of its files counts), with
+/// the pack's folder. Discovery would find such an entry (a pack's `tool.lua` in `packs/`
+/// itself, a linked file) and load it past the lock's check. Nothing is read when no pack
+/// is locked.
+fn locked_inside<'a>(
+    dir: &Path,
+    lock: &'a PackLock,
+    config: Option<&Path>,
+) -> Option<(&'a str, PathBuf)> {
+    if lock.packs.is_empty() {
+        return None;
+    }
+    let packs = config?.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
+    let locked: Vec<(&str, PathBuf, PathBuf)> = lock
+        .packs
+        .keys()
+        .filter_map(|name| {
+            let folder = packs.join(name);
+            let real = folder.canonicalize().ok()?;
+            Some((name.as_str(), folder, real))
+        })
+        .collect();
+    let dir_real = dir.canonicalize().ok()?;
+    std::fs::read_dir(&dir_real)
+        .ok()?
+        .filter_map(std::result::Result::ok)
+        .find_map(|entry| {
+            // Only a link needs resolving: anything else is where the listing shows it.
+            let real = match entry.file_type() {
+                Ok(kind) if kind.is_symlink() => entry.path().canonicalize().ok()?,
+                _ => dir_real.join(entry.file_name()),
+            };
+            locked
+                .iter()
+                .find(|(_, _, pack)| real.starts_with(pack))
+                .map(|(name, folder, _)| (*name, folder.clone()))
+        })
+}
+
+/// Why the tool directory `dir` (built-in, or plugin `id`'s) loads nothing: it holds a
+/// locked pack's folder or a link into one (see [`locked_inside`]), whose files it would
+/// load past the lock's check and the pack's own grants. A pack loads as its own plugin
+/// (`pack add` configures it so).
+pub(super) fn holder_refusal(
+    dir: &Path,
+    plugin: Option<&str>,
+    lock: &PackLock,
+    config: Option<&Path>,
+) -> Option<Refused> {
+    let (name, folder) = locked_inside(dir, lock, config)?;
+    let what = match plugin {
+        Some(id) => format!("plugin '{id}' is refused"),
+        None => "the tool directory is refused".to_string(),
+    };
+    Some(Refused {
+        file: folder.join(MANIFEST_FILE),
+        reason: format!(
+            "{what}: its folder {} holds the locked pack '{name}', which loads only as its \
+             own plugin ([plugins.{name}], checked against {LOCK_FILE}); none of the \
+             folder's tools are loaded",
+            dir.display()
+        ),
+    })
+}
+
 /// Checks plugin `id`'s folder `dir` against the lock (see [`locked_for`]; `config` is the
-/// configuration file the lock is beside) and its manifest.
+/// configuration file the lock is beside) and its manifest; a folder holding a locked pack
+/// is refused ([`holder_refusal`]).
 pub(super) fn check(id: &str, dir: &Path, lock: &PackLock, config: Option<&Path>) -> PackCheck {
     let locked = locked_for(id, dir, lock, config);
+    if locked.is_none()
+        && let Some(refused) = holder_refusal(dir, Some(id), lock, config)
+    {
+        return PackCheck {
+            refused: Some(refused),
+            requires_env: Vec::new(),
+        };
+    }
     let has_manifest = dir.join(MANIFEST_FILE).exists();
     if locked.is_none() && !has_manifest {
         return PackCheck::default();
