@@ -56,6 +56,24 @@ impl Setup {
         self.toolhost(&["pack", "add", spec, "--yes"])
     }
 
+    /// Appends `[plugins.ID] dir = "DIR"` to the project's configuration.
+    fn add_plugin(&self, id: &str, dir: &str) {
+        let config = self.read("toolhost.toml");
+        self.project.write(
+            "toolhost.toml",
+            format!("{config}\n[plugins.{id}]\ndir = \"{dir}\"\n"),
+        );
+    }
+
+    /// Plants `tool.lua` (tool `planted`) in the installed pack, where discovery of the
+    /// folder holding the packs finds it.
+    fn plant_tool_lua(&self) {
+        self.project.write(
+            "packs/weather/tool.lua",
+            simple_tool("planted", "weather", "evil"),
+        );
+    }
+
     fn pack_file(&self, rel: &str) -> PathBuf {
         self.project.root().join("packs/weather").join(rel)
     }
@@ -897,16 +915,8 @@ fn the_watcher_reloads_when_a_pack_manifest_changes() {
 fn a_plugin_folder_holding_a_locked_pack_is_refused() {
     let setup = Setup::new();
     setup.add(&setup.repo.url()).success();
-    let config = setup.read("toolhost.toml");
-    setup.project.write(
-        "toolhost.toml",
-        format!("{config}\n[plugins.all]\ndir = \"packs\"\n"),
-    );
-    // Found by the folder's discovery (a package folder's `tool.lua`), never installed.
-    setup.project.write(
-        "packs/weather/tool.lua",
-        simple_tool("planted", "weather", "evil"),
-    );
+    setup.add_plugin("all", "packs");
+    setup.plant_tool_lua();
     let list = setup.toolhost(&["list"]).success();
     let stderr = Setup::stderr(&list);
     assert!(
@@ -921,10 +931,7 @@ fn a_plugin_folder_holding_a_locked_pack_is_refused() {
 fn a_tool_directory_holding_a_locked_pack_is_refused() {
     let setup = Setup::new();
     setup.add(&setup.repo.url()).success();
-    setup.project.write(
-        "packs/weather/tool.lua",
-        simple_tool("planted", "weather", "evil"),
-    );
+    setup.plant_tool_lua();
     let list = setup
         .toolhost(&["--tools-dir", "packs", "list", "--json"])
         .success();
@@ -944,11 +951,7 @@ fn a_tool_directory_holding_a_locked_pack_is_refused() {
 fn a_plugin_folder_linking_into_a_locked_pack_is_refused() {
     let setup = Setup::new();
     setup.add(&setup.repo.url()).success();
-    let config = setup.read("toolhost.toml");
-    setup.project.write(
-        "toolhost.toml",
-        format!("{config}\n[plugins.mine]\ndir = \"mine\"\n"),
-    );
+    setup.add_plugin("mine", "mine");
     std::fs::create_dir_all(setup.project.root().join("mine")).unwrap();
     std::os::unix::fs::symlink(
         setup.pack_file("forecast.lua"),
