@@ -966,3 +966,32 @@ fn a_plugin_folder_linking_into_a_locked_pack_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_package_file_linking_into_a_locked_pack_is_refused() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    setup.add_plugin("mine", "mine");
+    std::fs::create_dir_all(setup.project.root().join("mine/pkg")).unwrap();
+    std::os::unix::fs::symlink(
+        setup.pack_file("forecast.lua"),
+        setup.project.root().join("mine/pkg/tool.lua"),
+    )
+    .unwrap();
+    let list = setup.toolhost(&["list"]).success();
+    let stderr = Setup::stderr(&list);
+    assert!(
+        stderr
+            .contains("plugin 'mine' is refused: its folder mine holds the locked pack 'weather'"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_project_folder_holding_the_packs_folder_is_not_refused() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let list = setup.toolhost(&["--tools-dir", ".", "list"]).success();
+    let stderr = Setup::stderr(&list);
+    assert!(!stderr.contains("is refused"), "{stderr}");
+}

@@ -64,11 +64,11 @@ fn locked_for<'a>(
         .map(|(name, locked)| (name.as_str(), locked, dir.to_path_buf()))
 }
 
-/// The locked pack that an entry straight inside the tool directory `dir` is, or lies in
-/// (compared canonically: a link to a pack's folder or to one of its files counts), with
-/// the pack's folder. Discovery would find such an entry (a pack's `tool.lua` in `packs/`
-/// itself, a linked file) and load it past the lock's check. Nothing is read when no pack
-/// is locked.
+/// The locked pack that an entry of the tool directory `dir` within discovery's reach (an
+/// entry of `dir`, or a file in a folder of it) is, or lies in, with the pack's folder. Compared
+/// canonically: a link to a pack's folder or to one of its files counts. Discovery would
+/// find such an entry (a pack's `tool.lua` in `packs/` itself, a linked file or package
+/// file) and load it past the lock's check. Nothing is read when no pack is locked.
 fn locked_inside<'a>(
     dir: &Path,
     lock: &'a PackLock,
@@ -77,6 +77,7 @@ fn locked_inside<'a>(
     if lock.packs.is_empty() {
         return None;
     }
+    let dir_real = dir.canonicalize().ok()?;
     let packs = config?.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
     let locked: Vec<(&str, PathBuf, PathBuf)> = lock
         .packs
@@ -87,20 +88,45 @@ fn locked_inside<'a>(
             Some((name.as_str(), folder, real))
         })
         .collect();
-    let dir_real = dir.canonicalize().ok()?;
-    std::fs::read_dir(&dir_real)
-        .ok()?
+    let in_pack = |real: &Path| {
+        locked
+            .iter()
+            .find(|(_, _, pack)| real.starts_with(pack))
+            .map(|(name, folder, _)| (*name, folder.clone()))
+    };
+    for (real, is_dir) in entries_of(&dir_real) {
+        if let Some(found) = in_pack(&real) {
+            return Some(found);
+        }
+        // One level down discovery reads files only (a package's `tool.lua`, a module),
+        // so a folder holding the packs folder (the project's root) is not refused.
+        if is_dir
+            && let Some(found) = entries_of(&real)
+                .filter(|(_, inner_is_dir)| !inner_is_dir)
+                .find_map(|(inner, _)| in_pack(&inner))
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The entries of the folder `real` (a canonical path), each as its canonical path and
+/// whether it is a folder (following links). Only a link needs resolving: anything else is
+/// where the listing shows it.
+fn entries_of(real: &Path) -> impl Iterator<Item = (PathBuf, bool)> + '_ {
+    std::fs::read_dir(real)
+        .into_iter()
+        .flatten()
         .filter_map(std::result::Result::ok)
-        .find_map(|entry| {
-            // Only a link needs resolving: anything else is where the listing shows it.
-            let real = match entry.file_type() {
-                Ok(kind) if kind.is_symlink() => entry.path().canonicalize().ok()?,
-                _ => dir_real.join(entry.file_name()),
-            };
-            locked
-                .iter()
-                .find(|(_, _, pack)| real.starts_with(pack))
-                .map(|(name, folder, _)| (*name, folder.clone()))
+        .filter_map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_symlink() => {
+                let target = entry.path().canonicalize().ok()?;
+                let is_dir = target.is_dir();
+                Some((target, is_dir))
+            }
+            Ok(kind) => Some((real.join(entry.file_name()), kind.is_dir())),
+            Err(_) => None,
         })
 }
 

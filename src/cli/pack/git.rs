@@ -16,14 +16,18 @@ use std::time::Duration;
 /// checked-out files together): four times what a pack's files may hold.
 const MAX_FETCH_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Most files and folders a fetch may write: four times what a pack's files may number.
+const MAX_FETCH_ENTRIES: usize = 40_000;
+
 /// How often the folder a running git writes into is measured.
 const MEASURE_EVERY: Duration = Duration::from_millis(50);
 
-/// The folder a git command writes into and the most bytes it may hold.
+/// The folder a git command writes into and what it may hold.
 #[derive(Clone, Copy)]
 struct Bound<'a> {
     folder: &'a Path,
     max_bytes: u64,
+    max_entries: usize,
 }
 
 /// A fetched pack: its files in a temporary folder and the commit they are from.
@@ -48,15 +52,16 @@ pub(super) fn split_rev(spec: &str) -> (&str, Option<&str>) {
 /// Clones `source` into a temporary folder inside `within` and checks out `rev` (default:
 /// the remote's HEAD).
 pub(super) fn fetch(source: &str, rev: Option<&str>, within: &Path) -> Result<Fetched, CliError> {
-    fetch_bounded(source, rev, within, MAX_FETCH_BYTES)
+    fetch_bounded(source, rev, within, (MAX_FETCH_BYTES, MAX_FETCH_ENTRIES))
 }
 
-/// [`fetch`], writing at most `max_bytes` into the temporary folder.
+/// [`fetch`], writing at most `max_bytes` in at most `max_entries` files and folders into
+/// the temporary folder.
 fn fetch_bounded(
     source: &str,
     rev: Option<&str>,
     within: &Path,
-    max_bytes: u64,
+    (max_bytes, max_entries): (u64, usize),
 ) -> Result<Fetched, CliError> {
     if source.is_empty() || source.starts_with('-') {
         return Err(CliError::Usage(format!(
@@ -94,6 +99,7 @@ fn fetch_bounded(
     let bound = Bound {
         folder: temp.path(),
         max_bytes,
+        max_entries,
     };
     git(
         None,
@@ -287,25 +293,58 @@ fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::Join
 /// it is killed (if still running) and the error says why.
 fn wait_within(child: &mut Child, bound: Bound<'_>) -> Result<ExitStatus, String> {
     loop {
-        let exited = child
-            .try_wait()
-            .map_err(|e| format!("cannot wait for git: {e}"))?;
+        let exited = match child.try_wait() {
+            Ok(exited) => exited,
+            Err(e) => {
+                stop(child);
+                return Err(format!("cannot wait for git: {e}"));
+            }
+        };
         // Measured after it ended too: a command quicker than one measurement is bounded
         // all the same.
-        if folder_bytes(bound.folder) > bound.max_bytes {
+        if let Some(over) = over_bound(bound) {
             if exited.is_none() {
                 stop(child);
             }
-            return Err(format!(
-                "the repository is larger than {}, the most a pack's fetch may write",
-                shown_bytes(bound.max_bytes)
-            ));
+            return Err(over);
         }
         if let Some(status) = exited {
             return Ok(status);
         }
         std::thread::sleep(MEASURE_EVERY);
     }
+}
+
+/// What is wrong with the folder `bound` watches, if it holds more than the bound allows:
+/// more bytes (what its entries take on disk, or their length when that is more) or more
+/// entries than it allows (a tree of many small or empty files takes disk
+/// space and time of its own). The walk stops at the first entry past either.
+fn over_bound(bound: Bound<'_>) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut bytes: u64 = 0;
+    for (count, entry) in walkdir::WalkDir::new(bound.folder)
+        .into_iter()
+        .filter_map(Result::ok)
+        .enumerate()
+    {
+        if count >= bound.max_entries {
+            return Some(format!(
+                "the repository has more than {} files and folders, the most a pack's fetch \
+                 may write",
+                bound.max_entries
+            ));
+        }
+        if let Ok(metadata) = entry.metadata() {
+            bytes = bytes.saturating_add(metadata.len().max(metadata.blocks().saturating_mul(512)));
+        }
+        if bytes > bound.max_bytes {
+            return Some(format!(
+                "the repository is larger than {}, the most a pack's fetch may write",
+                shown_bytes(bound.max_bytes)
+            ));
+        }
+    }
+    None
 }
 
 /// `bytes` for a message: in MiB when it is a whole number of them.
@@ -318,29 +357,63 @@ fn shown_bytes(bytes: u64) -> String {
     }
 }
 
-/// The bytes of the files under `folder` (links not followed; what cannot be read counts
-/// nothing).
-fn folder_bytes(folder: &Path) -> u64 {
-    walkdir::WalkDir::new(folder)
-        .into_iter()
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.metadata().ok())
-        .filter(std::fs::Metadata::is_file)
-        .map(|metadata| metadata.len())
-        .sum()
-}
-
-/// Kills git and waits for it. The helpers it started (index-pack, the remote helper) lose
-/// their pipe to it and end. git stays in the command's process group, so a Ctrl-C at the
-/// terminal still stops it with the command.
+/// Kills git and every process it started, and waits for git. Its helpers (the remote
+/// helper that downloads, index-pack) would otherwise go on writing into the folder after
+/// git is gone: they are found while git is stopped (so it starts no more) and killed
+/// first. git stays in the command's process group, so a Ctrl-C at the terminal still
+/// stops all of them with the command.
 fn stop(child: &mut Child) {
+    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return;
+    };
+    // SAFETY: kill only sends signals, to git (our child, not yet waited for, so its pid is
+    // still its own) and to the processes whose parent chain leads to it.
+    unsafe {
+        libc::kill(pid, libc::SIGSTOP);
+        for helper in descendants(pid) {
+            libc::kill(helper, libc::SIGKILL);
+        }
+    }
     let _ = child.kill();
     let _ = child.wait();
 }
 
+/// The processes descended from `pid`, read from `/proc` (each process's parent).
+fn descendants(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let parents: Vec<(libc::pid_t, libc::pid_t)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let process: libc::pid_t = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `PID (COMMAND) STATE PPID …`: the command may hold anything but the last `)`.
+            let after_command = &stat[stat.rfind(')')? + 1..];
+            let parent = after_command.split_whitespace().nth(1)?.parse().ok()?;
+            Some((process, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut next = 0;
+    while let Some(&parent) = found.get(next) {
+        for (process, of) in &parents {
+            // Read at different moments, a reused pid could close a loop: each once.
+            if *of == parent && !found.contains(process) {
+                found.push(*process);
+            }
+        }
+        next += 1;
+    }
+    found.remove(0);
+    found
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{fetch_bounded, split_rev, without_userinfo};
+    use super::{descendants, fetch_bounded, split_rev, stop, without_userinfo};
+    use std::io::BufRead;
     use std::path::Path;
     use std::process::Command;
 
@@ -382,7 +455,7 @@ mod tests {
         repository_of(repo.path(), 2 * 1024 * 1024);
         let within = tempfile::tempdir().expect("temp dir");
         let source = format!("file://{}", repo.path().display());
-        let Err(error) = fetch_bounded(&source, None, within.path(), 512 * 1024) else {
+        let Err(error) = fetch_bounded(&source, None, within.path(), (512 * 1024, 1000)) else {
             panic!("the fetch is stopped");
         };
         assert!(
@@ -401,7 +474,7 @@ mod tests {
         repository_of(repo.path(), 64 * 1024);
         let within = tempfile::tempdir().expect("temp dir");
         let source = format!("file://{}", repo.path().display());
-        let fetched = match fetch_bounded(&source, None, within.path(), 4 * 1024 * 1024) {
+        let fetched = match fetch_bounded(&source, None, within.path(), (4 << 20, 1000)) {
             Ok(fetched) => fetched,
             Err(error) => panic!("the fetch is within its bound: {error}"),
         };
@@ -438,5 +511,59 @@ mod tests {
         ] {
             assert_eq!(without_userinfo(kept), kept);
         }
+    }
+
+    #[test]
+    fn a_fetch_of_more_files_than_its_bound_is_stopped() {
+        let repo = tempfile::tempdir().expect("temp dir");
+        git_in(repo.path(), &["init", "--quiet"]);
+        for n in 0..300 {
+            std::fs::write(repo.path().join(format!("f{n}")), "").expect("write");
+        }
+        git_in(repo.path(), &["add", "."]);
+        git_in(repo.path(), &["commit", "--quiet", "-m", "many"]);
+        let within = tempfile::tempdir().expect("temp dir");
+        let source = format!("file://{}", repo.path().display());
+        let Err(error) = fetch_bounded(&source, None, within.path(), (4 << 20, 200)) else {
+            panic!("the fetch is stopped");
+        };
+        assert!(
+            error
+                .to_string()
+                .contains("the repository has more than 200 files and folders"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn stopping_git_kills_the_processes_it_started() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 60 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("sh runs");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the helper's pid");
+        let helper: libc::pid_t = line.trim().parse().expect("a pid");
+        let parent = libc::pid_t::try_from(child.id()).expect("a pid");
+        assert!(descendants(parent).contains(&helper));
+        stop(&mut child);
+        // Killed, then reaped by init: gone, or a zombie until then (at most 5 s).
+        let gone = (0..500).any(|_| {
+            let state = std::fs::read_to_string(format!("/proc/{helper}/stat"))
+                .ok()
+                .and_then(|stat| {
+                    stat.rsplit_once(')')
+                        .map(|(_, rest)| rest.trim().to_string())
+                });
+            let ended = state.is_none_or(|rest| rest.starts_with('Z'));
+            if !ended {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            ended
+        });
+        assert!(gone, "the helper {helper} still runs");
     }
 }
