@@ -995,3 +995,35 @@ fn the_project_folder_holding_the_packs_folder_is_not_refused() {
     let stderr = Setup::stderr(&list);
     assert!(!stderr.contains("is refused"), "{stderr}");
 }
+
+#[test]
+fn a_tool_directory_that_is_a_tampered_locked_pack_is_refused() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    std::fs::write(
+        setup.pack_file("forecast.lua"),
+        simple_tool("forecast", "weather", "evil"),
+    )
+    .unwrap();
+    let list = setup
+        .toolhost(&["--tools-dir", "packs/weather", "list", "--json"])
+        .success();
+    let stderr = Setup::stderr(&list);
+    assert!(
+        stderr.contains("pack 'weather' is refused: its files do not match toolhost.lock"),
+        "{stderr}"
+    );
+    let tools: Vec<Value> = serde_json::from_slice(&list.get_output().stdout).expect("json");
+    assert!(tools.iter().all(|t| t["name"] != "forecast"), "{tools:?}");
+}
+
+#[test]
+fn a_tool_directory_that_is_an_intact_locked_pack_loads() {
+    let setup = Setup::new();
+    setup.add(&setup.repo.url()).success();
+    let list = setup
+        .toolhost(&["--tools-dir", "packs/weather", "list", "--json"])
+        .success();
+    let tools: Vec<Value> = serde_json::from_slice(&list.get_output().stdout).expect("json");
+    assert!(tools.iter().any(|t| t["name"] == "forecast"), "{tools:?}");
+}

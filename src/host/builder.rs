@@ -498,9 +498,10 @@ fn tool_dirs(
         // installed binary run anywhere), not worth a warning on every command.
         .filter(|path| !(implicit && library.is_some() && !path.exists()))
         .map(|path| {
-            let refused = super::packs::holder_refusal(&path, None, &lock, loaded.path.as_deref());
+            let pack = super::packs::check_builtin(&path, &lock, loaded.path.as_deref());
             ToolDir {
-                refused,
+                refused: pack.refused,
+                requires_env: pack.requires_env,
                 ..ToolDir::plain(path, Source::Builtin, None)
             }
         })

@@ -37,31 +37,42 @@ fn lock_path(config: &Path) -> PathBuf {
 }
 
 /// The lock entry plugin `id`'s folder `dir` answers to, with the pack folder it covers:
-/// the locked pack whose folder (`packs/NAME` beside the configuration file `config`,
-/// compared canonically, so a link or `..` does not escape it) is `dir` or holds it,
-/// whatever the plugin's id; otherwise the entry named `id` and `dir`. Renaming
-/// `[plugins.NAME]` therefore does not skip the check.
+/// the locked pack whose folder `dir` is or lies in ([`locked_at`]), whatever the plugin's
+/// id; otherwise the entry named `id` and `dir`. Renaming `[plugins.NAME]` therefore does
+/// not skip the check.
 fn locked_for<'a>(
     id: &'a str,
     dir: &Path,
     lock: &'a PackLock,
     config: Option<&Path>,
 ) -> Option<(&'a str, &'a LockedPack, PathBuf)> {
-    if let (Some(config), Ok(dir_real)) = (config, dir.canonicalize()) {
-        let packs = config.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
-        for (name, locked) in &lock.packs {
-            let folder = packs.join(name);
-            if folder
-                .canonicalize()
-                .is_ok_and(|real| dir_real.starts_with(real))
-            {
-                return Some((name, locked, folder));
-            }
-        }
+    locked_at(dir, lock, config).or_else(|| {
+        lock.packs
+            .get_key_value(id)
+            .map(|(name, locked)| (name.as_str(), locked, dir.to_path_buf()))
+    })
+}
+
+/// The locked pack whose folder (`packs/NAME` beside the configuration file `config`,
+/// compared canonically, so a link or `..` does not escape it) is `dir` or holds it, with
+/// that folder. Nothing is read when no pack is locked.
+fn locked_at<'a>(
+    dir: &Path,
+    lock: &'a PackLock,
+    config: Option<&Path>,
+) -> Option<(&'a str, &'a LockedPack, PathBuf)> {
+    if lock.packs.is_empty() {
+        return None;
     }
-    lock.packs
-        .get_key_value(id)
-        .map(|(name, locked)| (name.as_str(), locked, dir.to_path_buf()))
+    let packs = config?.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
+    let dir_real = dir.canonicalize().ok()?;
+    lock.packs.iter().find_map(|(name, locked)| {
+        let folder = packs.join(name);
+        folder
+            .canonicalize()
+            .is_ok_and(|real| dir_real.starts_with(real))
+            .then_some((name.as_str(), locked, folder))
+    })
 }
 
 /// The locked pack that an entry of the tool directory `dir` within discovery's reach (an
@@ -134,7 +145,7 @@ fn entries_of(real: &Path) -> impl Iterator<Item = (PathBuf, bool)> + '_ {
 /// locked pack's folder or a link into one (see [`locked_inside`]), whose files it would
 /// load past the lock's check and the pack's own grants. A pack loads as its own plugin
 /// (`pack add` configures it so).
-pub(super) fn holder_refusal(
+fn holder_refusal(
     dir: &Path,
     plugin: Option<&str>,
     lock: &PackLock,
@@ -160,19 +171,45 @@ pub(super) fn holder_refusal(
 /// configuration file the lock is beside) and its manifest; a folder holding a locked pack
 /// is refused ([`holder_refusal`]).
 pub(super) fn check(id: &str, dir: &Path, lock: &PackLock, config: Option<&Path>) -> PackCheck {
-    let locked = locked_for(id, dir, lock, config);
+    check_dir(Some(id), dir, lock, config)
+}
+
+/// Checks a built-in tool directory: one that is (or lies in) a locked pack's folder is
+/// checked against the lock and the pack's manifest as the pack's own plugin would be
+/// (pointing `--tools-dir` at an installed pack does not skip the check); one that holds a
+/// locked pack is refused ([`holder_refusal`]). Any other, with or without a `pack.toml`,
+/// loads as before.
+pub(super) fn check_builtin(dir: &Path, lock: &PackLock, config: Option<&Path>) -> PackCheck {
+    check_dir(None, dir, lock, config)
+}
+
+/// [`check`] for plugin `plugin`'s folder, or [`check_builtin`] without one.
+fn check_dir(
+    plugin: Option<&str>,
+    dir: &Path,
+    lock: &PackLock,
+    config: Option<&Path>,
+) -> PackCheck {
+    let locked = match plugin {
+        Some(id) => locked_for(id, dir, lock, config),
+        None => locked_at(dir, lock, config),
+    };
     if locked.is_none()
-        && let Some(refused) = holder_refusal(dir, Some(id), lock, config)
+        && let Some(refused) = holder_refusal(dir, plugin, lock, config)
     {
         return PackCheck {
             refused: Some(refused),
             requires_env: Vec::new(),
         };
     }
-    let has_manifest = dir.join(MANIFEST_FILE).exists();
+    // A built-in directory is a pack only as a locked pack's folder.
+    let has_manifest = plugin.is_some() && dir.join(MANIFEST_FILE).exists();
     if locked.is_none() && !has_manifest {
         return PackCheck::default();
     }
+    let id = plugin
+        .or(locked.as_ref().map(|(name, _, _)| *name))
+        .unwrap_or_default();
     let refuse = |why: String| PackCheck {
         refused: Some(Refused {
             file: dir.join(MANIFEST_FILE),
