@@ -947,44 +947,31 @@ fn a_tool_directory_holding_a_locked_pack_is_refused() {
     assert!(!names.contains(&"planted"), "{names:?}");
 }
 
-#[test]
-fn a_plugin_folder_linking_into_a_locked_pack_is_refused() {
+/// The stderr of `toolhost list` with plugin `mine` (folder `mine/`) holding a link at
+/// `mine/LINK` to the installed pack's `forecast.lua`.
+fn list_with_a_link_into_the_pack(link: &str) -> String {
     let setup = Setup::new();
     setup.add(&setup.repo.url()).success();
     setup.add_plugin("mine", "mine");
-    std::fs::create_dir_all(setup.project.root().join("mine")).unwrap();
-    std::os::unix::fs::symlink(
-        setup.pack_file("forecast.lua"),
-        setup.project.root().join("mine/forecast.lua"),
-    )
-    .unwrap();
-    let list = setup.toolhost(&["list"]).success();
-    let stderr = Setup::stderr(&list);
-    assert!(
-        stderr
-            .contains("plugin 'mine' is refused: its folder mine holds the locked pack 'weather'"),
-        "{stderr}"
-    );
+    let at = setup.project.root().join("mine").join(link);
+    std::fs::create_dir_all(at.parent().expect("a folder")).unwrap();
+    std::os::unix::fs::symlink(setup.pack_file("forecast.lua"), at).unwrap();
+    Setup::stderr(&setup.toolhost(&["list"]).success())
+}
+
+const MINE_REFUSED: &str =
+    "plugin 'mine' is refused: its folder mine holds the locked pack 'weather'";
+
+#[test]
+fn a_plugin_folder_linking_into_a_locked_pack_is_refused() {
+    let stderr = list_with_a_link_into_the_pack("forecast.lua");
+    assert!(stderr.contains(MINE_REFUSED), "{stderr}");
 }
 
 #[test]
 fn a_package_file_linking_into_a_locked_pack_is_refused() {
-    let setup = Setup::new();
-    setup.add(&setup.repo.url()).success();
-    setup.add_plugin("mine", "mine");
-    std::fs::create_dir_all(setup.project.root().join("mine/pkg")).unwrap();
-    std::os::unix::fs::symlink(
-        setup.pack_file("forecast.lua"),
-        setup.project.root().join("mine/pkg/tool.lua"),
-    )
-    .unwrap();
-    let list = setup.toolhost(&["list"]).success();
-    let stderr = Setup::stderr(&list);
-    assert!(
-        stderr
-            .contains("plugin 'mine' is refused: its folder mine holds the locked pack 'weather'"),
-        "{stderr}"
-    );
+    let stderr = list_with_a_link_into_the_pack("pkg/tool.lua");
+    assert!(stderr.contains(MINE_REFUSED), "{stderr}");
 }
 
 #[test]

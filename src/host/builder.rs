@@ -492,13 +492,14 @@ fn tool_dirs(
 ) -> Result<Vec<ToolDir>> {
     let implicit = flags.is_empty() && loaded.config.tools_dirs.is_none();
     let lock = super::packs::read_lock(loaded)?;
+    let packs = super::packs::LockedPacks::new(&lock, loaded.path.as_deref());
     let mut dirs: Vec<ToolDir> = tool_dir_paths(flags, loaded)
         .into_iter()
         // With the library loaded, a missing `./tools-lua` nobody asked for is normal (an
         // installed binary run anywhere), not worth a warning on every command.
         .filter(|path| !(implicit && library.is_some() && !path.exists()))
         .map(|path| {
-            let pack = super::packs::check_builtin(&path, &lock, loaded.path.as_deref());
+            let pack = super::packs::check_builtin(&path, &packs);
             ToolDir {
                 refused: pack.refused,
                 requires_env: pack.requires_env,
@@ -529,7 +530,7 @@ fn tool_dirs(
                 .map(|c| c.to_string())
                 .collect(),
         };
-        let pack = super::packs::check(id, &plugin.dir, &lock, loaded.path.as_deref());
+        let pack = super::packs::check(id, &plugin.dir, &packs);
         dirs.push(ToolDir {
             path: plugin.dir.clone(),
             source: Source::Plugin(id.clone()),

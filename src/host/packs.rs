@@ -36,76 +36,88 @@ fn lock_path(config: &Path) -> PathBuf {
     config.parent().unwrap_or(Path::new("")).join(LOCK_FILE)
 }
 
+/// The locked packs as the checks compare them: each pack's folder (`packs/NAME` beside the
+/// configuration file) and its canonical path, found once for every tool directory of a
+/// load (a link or `..` then does not escape a comparison). A pack whose folder is missing
+/// has none: nothing lies in it.
+pub(super) struct LockedPacks<'a> {
+    lock: &'a PackLock,
+    /// Name, lock entry, folder and the folder's canonical path.
+    folders: Vec<(&'a str, &'a LockedPack, PathBuf, PathBuf)>,
+}
+
+impl<'a> LockedPacks<'a> {
+    /// The packs of `lock`, beside the configuration file `config`. Nothing is read when
+    /// no pack is locked or there is no configuration file.
+    pub(super) fn new(lock: &'a PackLock, config: Option<&Path>) -> Self {
+        let folders = match config {
+            Some(config) if !lock.packs.is_empty() => {
+                let packs = config.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
+                lock.packs
+                    .iter()
+                    .filter_map(|(name, locked)| {
+                        let folder = packs.join(name);
+                        let real = folder.canonicalize().ok()?;
+                        Some((name.as_str(), locked, folder, real))
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        Self { lock, folders }
+    }
+
+    /// The pack whose canonical folder holds the canonical path `real`, with its folder.
+    fn holding(&self, real: &Path) -> Option<(&'a str, &'a LockedPack, PathBuf)> {
+        self.folders
+            .iter()
+            .find(|(_, _, _, pack)| real.starts_with(pack))
+            .map(|(name, locked, folder, _)| (*name, *locked, folder.clone()))
+    }
+}
+
 /// The lock entry plugin `id`'s folder `dir` answers to, with the pack folder it covers:
 /// the locked pack whose folder `dir` is or lies in ([`locked_at`]), whatever the plugin's
 /// id; otherwise the entry named `id` and `dir`. Renaming `[plugins.NAME]` therefore does
 /// not skip the check.
 fn locked_for<'a>(
-    id: &'a str,
+    id: &str,
     dir: &Path,
-    lock: &'a PackLock,
-    config: Option<&Path>,
+    packs: &LockedPacks<'a>,
 ) -> Option<(&'a str, &'a LockedPack, PathBuf)> {
-    locked_at(dir, lock, config).or_else(|| {
-        lock.packs
+    locked_at(dir, packs).or_else(|| {
+        packs
+            .lock
+            .packs
             .get_key_value(id)
             .map(|(name, locked)| (name.as_str(), locked, dir.to_path_buf()))
     })
 }
 
-/// The locked pack whose folder (`packs/NAME` beside the configuration file `config`,
-/// compared canonically, so a link or `..` does not escape it) is `dir` or holds it, with
-/// that folder. Nothing is read when no pack is locked.
+/// The locked pack whose folder is `dir` or holds it (compared canonically), with that
+/// folder.
 fn locked_at<'a>(
     dir: &Path,
-    lock: &'a PackLock,
-    config: Option<&Path>,
+    packs: &LockedPacks<'a>,
 ) -> Option<(&'a str, &'a LockedPack, PathBuf)> {
-    if lock.packs.is_empty() {
+    if packs.folders.is_empty() {
         return None;
     }
-    let packs = config?.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
-    let dir_real = dir.canonicalize().ok()?;
-    lock.packs.iter().find_map(|(name, locked)| {
-        let folder = packs.join(name);
-        folder
-            .canonicalize()
-            .is_ok_and(|real| dir_real.starts_with(real))
-            .then_some((name.as_str(), locked, folder))
-    })
+    packs.holding(&dir.canonicalize().ok()?)
 }
 
 /// The locked pack that an entry of the tool directory `dir` within discovery's reach (an
-/// entry of `dir`, or a file in a folder of it) is, or lies in, with the pack's folder. Compared
-/// canonically: a link to a pack's folder or to one of its files counts. Discovery would
-/// find such an entry (a pack's `tool.lua` in `packs/` itself, a linked file or package
-/// file) and load it past the lock's check. Nothing is read when no pack is locked.
-fn locked_inside<'a>(
-    dir: &Path,
-    lock: &'a PackLock,
-    config: Option<&Path>,
-) -> Option<(&'a str, PathBuf)> {
-    if lock.packs.is_empty() {
+/// entry of `dir`, or a file in a folder of it) is, or lies in, with the pack's folder.
+/// Compared canonically: a link to a pack's folder or to one of its files counts.
+/// Discovery would find such an entry (a pack's `tool.lua` in `packs/` itself, a linked
+/// file or package file) and load it past the lock's check. Nothing is read when no pack
+/// is locked.
+fn locked_inside<'a>(dir: &Path, packs: &LockedPacks<'a>) -> Option<(&'a str, PathBuf)> {
+    if packs.folders.is_empty() {
         return None;
     }
-    let dir_real = dir.canonicalize().ok()?;
-    let packs = config?.parent().unwrap_or(Path::new("")).join(PACKS_DIR);
-    let locked: Vec<(&str, PathBuf, PathBuf)> = lock
-        .packs
-        .keys()
-        .filter_map(|name| {
-            let folder = packs.join(name);
-            let real = folder.canonicalize().ok()?;
-            Some((name.as_str(), folder, real))
-        })
-        .collect();
-    let in_pack = |real: &Path| {
-        locked
-            .iter()
-            .find(|(_, _, pack)| real.starts_with(pack))
-            .map(|(name, folder, _)| (*name, folder.clone()))
-    };
-    for (real, is_dir) in entries_of(&dir_real) {
+    let in_pack = |real: &Path| packs.holding(real).map(|(name, _, folder)| (name, folder));
+    for (real, is_dir) in entries_of(&dir.canonicalize().ok()?) {
         if let Some(found) = in_pack(&real) {
             return Some(found);
         }
@@ -145,13 +157,8 @@ fn entries_of(real: &Path) -> impl Iterator<Item = (PathBuf, bool)> + '_ {
 /// locked pack's folder or a link into one (see [`locked_inside`]), whose files it would
 /// load past the lock's check and the pack's own grants. A pack loads as its own plugin
 /// (`pack add` configures it so).
-fn holder_refusal(
-    dir: &Path,
-    plugin: Option<&str>,
-    lock: &PackLock,
-    config: Option<&Path>,
-) -> Option<Refused> {
-    let (name, folder) = locked_inside(dir, lock, config)?;
+fn holder_refusal(dir: &Path, plugin: Option<&str>, packs: &LockedPacks<'_>) -> Option<Refused> {
+    let (name, folder) = locked_inside(dir, packs)?;
     let what = match plugin {
         Some(id) => format!("plugin '{id}' is refused"),
         None => "the tool directory is refused".to_string(),
@@ -167,11 +174,10 @@ fn holder_refusal(
     })
 }
 
-/// Checks plugin `id`'s folder `dir` against the lock (see [`locked_for`]; `config` is the
-/// configuration file the lock is beside) and its manifest; a folder holding a locked pack
-/// is refused ([`holder_refusal`]).
-pub(super) fn check(id: &str, dir: &Path, lock: &PackLock, config: Option<&Path>) -> PackCheck {
-    check_dir(Some(id), dir, lock, config)
+/// Checks plugin `id`'s folder `dir` against the lock (see [`locked_for`]) and its
+/// manifest; a folder holding a locked pack is refused ([`holder_refusal`]).
+pub(super) fn check(id: &str, dir: &Path, packs: &LockedPacks<'_>) -> PackCheck {
+    check_dir(Some(id), dir, packs)
 }
 
 /// Checks a built-in tool directory: one that is (or lies in) a locked pack's folder is
@@ -179,23 +185,18 @@ pub(super) fn check(id: &str, dir: &Path, lock: &PackLock, config: Option<&Path>
 /// (pointing `--tools-dir` at an installed pack does not skip the check); one that holds a
 /// locked pack is refused ([`holder_refusal`]). Any other, with or without a `pack.toml`,
 /// loads as before.
-pub(super) fn check_builtin(dir: &Path, lock: &PackLock, config: Option<&Path>) -> PackCheck {
-    check_dir(None, dir, lock, config)
+pub(super) fn check_builtin(dir: &Path, packs: &LockedPacks<'_>) -> PackCheck {
+    check_dir(None, dir, packs)
 }
 
 /// [`check`] for plugin `plugin`'s folder, or [`check_builtin`] without one.
-fn check_dir(
-    plugin: Option<&str>,
-    dir: &Path,
-    lock: &PackLock,
-    config: Option<&Path>,
-) -> PackCheck {
+fn check_dir(plugin: Option<&str>, dir: &Path, packs: &LockedPacks<'_>) -> PackCheck {
     let locked = match plugin {
-        Some(id) => locked_for(id, dir, lock, config),
-        None => locked_at(dir, lock, config),
+        Some(id) => locked_for(id, dir, packs),
+        None => locked_at(dir, packs),
     };
     if locked.is_none()
-        && let Some(refused) = holder_refusal(dir, plugin, lock, config)
+        && let Some(refused) = holder_refusal(dir, plugin, packs)
     {
         return PackCheck {
             refused: Some(refused),
