@@ -74,6 +74,15 @@ impl Setup {
         );
     }
 
+    /// Changes the installed pack's `forecast.lua` (the lock no longer matches it).
+    fn tamper_forecast(&self) {
+        std::fs::write(
+            self.pack_file("forecast.lua"),
+            simple_tool("forecast", "weather", "evil"),
+        )
+        .expect("write");
+    }
+
     fn pack_file(&self, rel: &str) -> PathBuf {
         self.project.root().join("packs/weather").join(rel)
     }
@@ -189,11 +198,7 @@ fn verify_names_a_tampered_file() {
     let setup = Setup::new();
     setup.add(&setup.repo.url()).success();
     setup.toolhost(&["pack", "verify"]).success();
-    std::fs::write(
-        setup.pack_file("forecast.lua"),
-        simple_tool("forecast", "weather", "evil"),
-    )
-    .unwrap();
+    setup.tamper_forecast();
     let out = setup.toolhost(&["pack", "verify"]).code(1);
     assert!(
         Setup::stdout(&out).contains("weather: packs/weather/forecast.lua changed"),
@@ -228,11 +233,7 @@ fn verify_names_a_removed_file() {
 fn a_tampered_pack_is_refused_at_load_and_other_tools_keep_working() {
     let setup = Setup::new();
     setup.add(&setup.repo.url()).success();
-    std::fs::write(
-        setup.pack_file("forecast.lua"),
-        simple_tool("forecast", "weather", "evil"),
-    )
-    .unwrap();
+    setup.tamper_forecast();
     let list = setup.toolhost(&["list", "--json"]).success();
     assert!(
         Setup::stderr(&list).contains(
@@ -693,11 +694,7 @@ fn a_reload_after_tampering_drops_the_packs_tools_and_keeps_the_others() {
         .build()
         .expect("host builds");
     assert_eq!(common::names(&host, None), ["forecast", "hello"]);
-    std::fs::write(
-        setup.pack_file("forecast.lua"),
-        simple_tool("forecast", "weather", "evil"),
-    )
-    .unwrap();
+    setup.tamper_forecast();
     let event = host.reload();
     assert_eq!(event.removed, ["forecast"]);
     assert!(
@@ -987,11 +984,7 @@ fn the_project_folder_holding_the_packs_folder_is_not_refused() {
 fn a_tool_directory_that_is_a_tampered_locked_pack_is_refused() {
     let setup = Setup::new();
     setup.add(&setup.repo.url()).success();
-    std::fs::write(
-        setup.pack_file("forecast.lua"),
-        simple_tool("forecast", "weather", "evil"),
-    )
-    .unwrap();
+    setup.tamper_forecast();
     let list = setup
         .toolhost(&["--tools-dir", "packs/weather", "list", "--json"])
         .success();
