@@ -669,3 +669,59 @@ fn each_message_of_a_packet_stdin_is_answered_without_waiting_for_the_next() {
     let pong = pong.expect("the ping was answered without another write");
     assert!(pong.contains("\"ping\""), "{pong}");
 }
+
+/// Calls the guard answers itself write their answer from the VM's thread when nothing is
+/// queued before it (docs/performance.md): with many calls overlapping, each reporting
+/// progress, every call still gets exactly one answer, and its last progress report comes
+/// before it.
+#[test]
+fn overlapping_calls_progress_goes_out_before_each_answer() {
+    const CALLS: usize = 40;
+    const STEPS: usize = 20;
+    let fx = Fixture::new();
+    fx.tool(
+        "steps.lua",
+        r#"registry.register{ name = "steps", toolset = "t", parallel_safe = true,
+  schema = { parameters = { type = "object", properties = { n = { type = "integer" } } } },
+  handler = function(args, ctx)
+    for i = 1, args.n do ctx.progress(i, args.n) end
+    return "done " .. args.n
+  end }"#,
+    );
+    fx.write("toolhost.toml", "[runtime]\nvms = 2\n");
+    let mut server = Server::start(&fx);
+    server.assert_alive();
+    let calls: String = (0..CALLS)
+        .map(|id| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"steps","arguments":{{"n":{STEPS}}},"_meta":{{"progressToken":"p{id}"}}}}}}"#
+            ) + "\n"
+        })
+        .collect();
+    server.send(calls.trim_end().as_bytes());
+    let mut last_progress = std::collections::HashMap::new();
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < CALLS {
+        let line = server.next_line();
+        let message: Value = serde_json::from_str(&line).expect("JSON");
+        if message["method"] == "notifications/progress" {
+            let token = message["params"]["progressToken"].as_str().expect("token");
+            let progress = message["params"]["progress"].as_f64().expect("progress");
+            last_progress.insert(token.to_string(), progress);
+            continue;
+        }
+        let id = message["id"].as_u64().unwrap_or_else(|| panic!("{line}"));
+        assert_eq!(
+            message["result"]["content"][0]["text"],
+            format!("done {STEPS}"),
+            "{line}"
+        );
+        assert_eq!(
+            last_progress.get(&format!("p{id}")),
+            Some(&(STEPS as f64)),
+            "call {id} answered before its last progress report"
+        );
+        assert!(answered.insert(id), "answered twice: {id}");
+    }
+    server.assert_alive();
+}

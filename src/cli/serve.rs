@@ -154,10 +154,11 @@ fn serve(cli: &Cli, args: &ServeArgs<'_>) -> Result<ExitCode, CliError> {
                 Ok(crate::mcp::server::http::serve(shared, listener, options, stop).await?)
             }
             None => {
-                let (input, output, written) =
+                let stdio =
                     crate::mcp::server::stdio::open().map_err(io("cannot open stdin/stdout"))?;
-                writer_done = written;
-                Ok(crate::mcp::server::guard::serve(shared, input, output, stop).await?)
+                writer_done = stdio.written;
+                let (input, output, direct) = (stdio.input, stdio.output, stdio.direct);
+                Ok(crate::mcp::server::guard::serve(shared, input, output, direct, stop).await?)
             }
         };
         drop(watcher);

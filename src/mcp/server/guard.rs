@@ -30,7 +30,6 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 mod direct_call;
@@ -492,6 +491,7 @@ pub(crate) async fn serve<R, W>(
     shared: Arc<Shared>,
     input: R,
     output: W,
+    direct_output: Option<std::os::fd::OwnedFd>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::Error>
 where
@@ -512,31 +512,11 @@ where
     let server = super::McpServer::new(shared.clone(), Some(original));
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 16);
     let (from_rmcp, rmcp_out) = tokio::io::duplex(1 << 16);
-    let (lines, mut outgoing) = mpsc::channel::<String>(256);
-
-    // One writer owns the client's output. Each message and whatever else is already
-    // queued go out in one write: with tokio's stdout every write and flush is a trip to a
-    // blocking thread.
-    let writer = tokio::spawn(async move {
-        let mut output = output;
-        let mut batch = Vec::new();
-        while let Some(line) = outgoing.recv().await {
-            batch.clear();
-            batch.extend_from_slice(line.as_bytes());
-            batch.push(b'\n');
-            while let Ok(more) = outgoing.try_recv() {
-                batch.extend_from_slice(more.as_bytes());
-                batch.push(b'\n');
-            }
-            let written = async {
-                output.write_all(&batch).await?;
-                output.flush().await
-            };
-            if written.await.is_err() {
-                break;
-            }
-        }
-    });
+    // One writer task owns the client's output for what cannot go out at once (see
+    // `lines`). Each message and whatever else is already queued go out in one write: with
+    // tokio's stdout every write and flush is a trip to a blocking thread.
+    let (lines, outgoing) = super::lines::channel(256, direct_output);
+    let writer = tokio::spawn(outgoing.write_to(output));
 
     // rmcp's answers, with the client's ids put back.
     let answers = {
@@ -665,7 +645,7 @@ impl Host {
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let shared = Shared::new(self.clone(), selection);
-        serve(shared, input, output, std::future::pending()).await
+        serve(shared, input, output, None, std::future::pending()).await
     }
 }
 

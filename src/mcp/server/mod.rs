@@ -35,6 +35,7 @@ mod header_schemas;
 #[cfg(feature = "http")]
 pub(crate) mod http;
 pub(crate) mod input;
+pub(crate) mod lines;
 mod listing;
 mod observer;
 pub(crate) mod origin;

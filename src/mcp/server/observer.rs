@@ -31,8 +31,8 @@ pub(crate) const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
 pub(crate) enum Sink {
     /// rmcp's handle on the client.
     Peer(Peer<RoleServer>),
-    /// The guard's queue of lines to the client.
-    Lines(mpsc::Sender<String>),
+    /// The guard's lines to the client.
+    Lines(super::lines::Lines),
 }
 
 impl Sink {
@@ -56,7 +56,7 @@ impl Sink {
 
 /// A notification as one JSON-RPC line, the same rmcp writes.
 async fn send_line(
-    lines: &mpsc::Sender<String>,
+    lines: &super::lines::Lines,
     method: &str,
     params: impl Serialize,
 ) -> Result<(), Unsent> {

@@ -44,9 +44,22 @@ pub(crate) type Input = Box<dyn AsyncBufRead + Unpin + Send>;
 /// Client output as the guard writes it.
 pub(crate) type Output = Box<dyn AsyncWrite + Unpin + Send>;
 
+/// The process's stdin and stdout as the guard uses them.
+pub(crate) struct Stdio {
+    /// The client's lines.
+    pub(crate) input: Input,
+    /// Where the guard's writer task writes.
+    pub(crate) output: Output,
+    /// The same output, non-blocking, for a line written at once by the thread that sends
+    /// it (see `lines`); only when stdout is polled.
+    pub(crate) direct: Option<OwnedFd>,
+    /// The writer thread's end, when stdout has one.
+    pub(crate) written: Option<WriterDone>,
+}
+
 /// stdin and stdout: polled directly when both are pipes or sockets, else on threads.
 /// Must be called inside the runtime.
-pub(crate) fn open() -> std::io::Result<(Input, Output, Option<WriterDone>)> {
+pub(crate) fn open() -> std::io::Result<Stdio> {
     // Both or neither: making one non-blocking and then falling back to a thread would leave
     // that thread a descriptor whose reads fail with EAGAIN.
     if pollable(libc::STDIN_FILENO)
@@ -54,14 +67,22 @@ pub(crate) fn open() -> std::io::Result<(Input, Output, Option<WriterDone>)> {
         && let (Some(input), Some(output)) =
             (polled(libc::STDIN_FILENO), polled(libc::STDOUT_FILENO))
     {
-        return Ok((
-            Box::new(tokio::io::BufReader::with_capacity(CHUNK, input)),
-            Box::new(output),
-            None,
-        ));
+        // Shares the polled descriptor's open file (and so its non-blocking mode).
+        let direct = output.fd.get_ref().try_clone().ok();
+        return Ok(Stdio {
+            input: Box::new(tokio::io::BufReader::with_capacity(CHUNK, input)),
+            output: Box::new(output),
+            direct,
+            written: None,
+        });
     }
     let (input, output, done) = start()?;
-    Ok((Box::new(input), Box::new(output), Some(done)))
+    Ok(Stdio {
+        input: Box::new(input),
+        output: Box::new(output),
+        direct: None,
+        written: Some(done),
+    })
 }
 
 /// A pipe or socket of the process, polled by the runtime.
