@@ -3,7 +3,7 @@
 
 use crate::discovery::{self, ToolDir, Verdict};
 use crate::error::{Error, Result};
-use crate::lua::{LuaVm, VmPool, VmSettings};
+use crate::lua::{LuaVm, SpareThread, VmPool, VmSettings};
 use crate::registry::{RegistryState, ToolEntry};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -113,6 +113,7 @@ fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> R
         vm: mut primary,
         mut effects,
         mut schemas,
+        vm_thread,
     } = pending.take(recipe)?;
     let snapshot = verdicts.clone();
     let replica_count = recipe.vms.saturating_sub(1);
@@ -159,7 +160,7 @@ fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> R
     );
     Ok(Generation {
         state,
-        pool: VmPool::new(primary, replicas)?,
+        pool: VmPool::new(primary, replicas, vm_thread)?,
         verdicts: settled(verdicts),
         sources,
     })
@@ -207,6 +208,7 @@ fn load_while_judging(
         vm: mut primary,
         mut effects,
         schemas,
+        vm_thread,
     } = prepared;
     let ran_at = started.elapsed();
     let sources = primary.loading_without_gc(|vm| {
@@ -234,7 +236,7 @@ fn load_while_judging(
     );
     Ok(Generation {
         state,
-        pool: VmPool::new(primary, replicas)?,
+        pool: VmPool::new(primary, replicas, vm_thread)?,
         verdicts: settled(verdicts),
         sources,
     })
@@ -249,6 +251,8 @@ struct Prepared {
     effects: discovery::Effects,
     /// The schema cache, read.
     schemas: discovery::KnownSchemas,
+    /// The first VM's thread, started (`None`: the pool starts it).
+    vm_thread: Option<SpareThread>,
 }
 
 /// The first VM, with nothing loaded yet, and the known schemas.
@@ -288,10 +292,12 @@ struct Pending<'scope, 'env> {
 }
 
 /// What the preparing thread makes after the registration cache: the first VM and the
-/// known schemas, and the effects cache (`None` when reading it panicked).
+/// known schemas, the effects cache (`None` when reading it panicked) and the first VM's
+/// thread (`None` when it could not start; the pool then tries again).
 type Made = (
     Result<(LuaVm, discovery::KnownSchemas)>,
     Option<discovery::Effects>,
+    Option<SpareThread>,
 );
 
 /// The thread that reads the caches and creates the first VM.
@@ -311,7 +317,10 @@ impl<'scope, 'env> Pending<'scope, 'env> {
                 let effects =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| effects_of(recipe)))
                         .ok();
-                (vm, effects)
+                // Needed last, once the files are loaded: starting it is off the caller's
+                // path here (see `SpareThread`).
+                let vm_thread = SpareThread::start(0).ok();
+                (vm, effects, vm_thread)
             })
             .ok();
         Self {
@@ -332,12 +341,12 @@ impl<'scope, 'env> Pending<'scope, 'env> {
 
     /// The [`Prepared`], waiting for the thread.
     fn take(mut self, recipe: &Recipe<'_>) -> Result<Prepared> {
-        let (vm, effects) = match self.thread.take() {
+        let (vm, effects, vm_thread) = match self.thread.take() {
             Some(thread) => thread.join().unwrap_or_else(|_| {
                 let failed = mlua::Error::runtime("the thread preparing the first VM failed");
-                (Err(Error::Lua(failed)), None)
+                (Err(Error::Lua(failed)), None, None)
             }),
-            None => (first_vm(recipe), Some(effects_of(recipe))),
+            None => (first_vm(recipe), Some(effects_of(recipe)), None),
         };
         let (vm, schemas) = vm?;
         let effects = effects.unwrap_or_else(|| {
@@ -349,6 +358,7 @@ impl<'scope, 'env> Pending<'scope, 'env> {
             vm,
             effects,
             schemas,
+            vm_thread,
         })
     }
 }

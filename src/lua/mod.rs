@@ -31,5 +31,5 @@ pub(crate) use error_text::lua_error_message;
 pub(crate) use register::LoadingFile;
 pub(crate) use sandbox::depth;
 pub(crate) use sandbox::require::{SearchDir, resolve_module};
-pub(crate) use vm::pool::VmPool;
+pub(crate) use vm::pool::{SpareThread, VmPool};
 pub(crate) use vm::{FileSpec, HandlerFailure, LazyFile, LuaVm, ModuleView, Returned, VmSettings};

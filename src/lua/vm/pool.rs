@@ -92,12 +92,22 @@ impl Drop for Lease<'_> {
 pub(crate) struct VmGone(pub String);
 
 impl VmPool {
-    /// A pool of `primary` plus `replicas`, each started on its own thread.
-    pub(crate) fn new(primary: LuaVm, replicas: Vec<LuaVm>) -> Result<Self, crate::error::Error> {
+    /// A pool of `primary` plus `replicas`, each on its own thread: the primary on `spare`
+    /// when one was started for it (see [`SpareThread`]), every other VM on a thread started
+    /// now.
+    pub(crate) fn new(
+        primary: LuaVm,
+        replicas: Vec<LuaVm>,
+        spare: Option<SpareThread>,
+    ) -> Result<Self, crate::error::Error> {
+        let mut spare = spare;
         let slots = std::iter::once(primary)
             .chain(replicas)
             .enumerate()
-            .map(|(index, vm)| start(index, vm))
+            .map(|(index, vm)| match spare.take() {
+                Some(thread) if index == 0 => thread.take(vm),
+                _ => start(index, vm),
+            })
             .collect::<Result<_, _>>()?;
         Ok(Self { slots })
     }
@@ -152,11 +162,7 @@ impl VmPool {
                 // call no longer running.
                 drop(running);
                 if let Some(out) = out {
-                    // A call the stdio guard answers itself is finished here, on this
-                    // thread: its answer is written without waking the runtime's thread.
-                    crate::inline_task::polling_woken_here(|| {
-                        let _ = answer.send((out, started.elapsed() < SPIN));
-                    });
+                    let _ = answer.send((out, started.elapsed() < SPIN));
                 }
             })
         });
@@ -273,37 +279,91 @@ async fn next_job(
 /// and `proc.run`) whose local tasks are the jobs sent to it. The thread ends when the pool
 /// is dropped and its last job has finished.
 fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::error::Error> {
-    let failed = |source| crate::error::Error::VmThread { index, source };
-    let vm = Arc::new(vm);
-    let (inbox, mut jobs) = mpsc::unbounded_channel::<VmJob>();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(failed)?;
-    let on_thread = vm.clone();
-    let parked = Arc::new(AtomicBool::new(false));
-    let parked_flag = parked.clone();
-    std::thread::Builder::new()
-        .name(format!("toolhost-vm-{index}"))
-        .spawn(move || {
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, async move {
-                let mut pace = Pace::new();
-                while let Some(job) = next_job(&mut jobs, &mut pace, &parked_flag).await {
-                    tokio::task::spawn_local(job(on_thread.clone()));
+    SpareThread::start(index)?.take(vm)
+}
+
+/// A VM's thread started before its VM is made, its runtime built: it waits to be handed
+/// the VM ([`VmPool::new`]). A build starts the first VM's thread this way on the thread
+/// that prepares the VM, while the caller is still judging and loading the tool files, so
+/// that starting a thread and building its runtime (system calls, and a stack and a timer
+/// wheel to allocate) is off the caller's path. Dropped unused (a build that failed), the
+/// thread ends.
+pub(crate) struct SpareThread {
+    index: usize,
+    handoff: std::sync::mpsc::Sender<Handoff>,
+}
+
+/// What a [`SpareThread`] is handed: its VM, its inbox and its parked flag.
+struct Handoff {
+    vm: Arc<LuaVm>,
+    jobs: mpsc::UnboundedReceiver<VmJob>,
+    parked: Arc<AtomicBool>,
+}
+
+impl SpareThread {
+    /// Starts the thread of VM `index` (`toolhost-vm-INDEX`) with its runtime.
+    pub(crate) fn start(index: usize) -> Result<Self, crate::error::Error> {
+        let failed = |source| crate::error::Error::VmThread { index, source };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(failed)?;
+        let (handoff, handed) = std::sync::mpsc::channel::<Handoff>();
+        std::thread::Builder::new()
+            .name(format!("toolhost-vm-{index}"))
+            .spawn(move || {
+                if let Ok(handoff) = handed.recv() {
+                    serve_jobs(runtime, handoff);
                 }
-            });
-            // Jobs still running when the pool went away finish before the VM is closed.
-            runtime.block_on(local);
+            })
+            .map_err(failed)?;
+        Ok(Self { index, handoff })
+    }
+
+    /// Hands `vm` to the thread, which serves its jobs from now on.
+    fn take(self, vm: LuaVm) -> Result<Slot, crate::error::Error> {
+        let vm = Arc::new(vm);
+        let (inbox, jobs) = mpsc::unbounded_channel::<VmJob>();
+        let parked = Arc::new(AtomicBool::new(false));
+        let handoff = Handoff {
+            vm: vm.clone(),
+            jobs,
+            parked: parked.clone(),
+        };
+        self.handoff.send(handoff).map_err(|_| {
+            let gone = std::io::Error::other("the VM's thread ended before it was given its VM");
+            crate::error::Error::VmThread {
+                index: self.index,
+                source: gone,
+            }
+        })?;
+        Ok(Slot {
+            vm,
+            inbox,
+            in_flight: AtomicUsize::new(0),
+            quick_answers: AtomicBool::new(true),
+            parked,
         })
-        .map_err(failed)?;
-    Ok(Slot {
+    }
+}
+
+/// A VM's thread: runs each job sent to it as a local task of `runtime` until the pool is
+/// gone, then lets the running ones finish before the VM is closed.
+fn serve_jobs(runtime: tokio::runtime::Runtime, handoff: Handoff) {
+    let Handoff {
         vm,
-        inbox,
-        in_flight: AtomicUsize::new(0),
-        quick_answers: AtomicBool::new(true),
+        mut jobs,
         parked,
-    })
+    } = handoff;
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async move {
+        let mut pace = Pace::new();
+        while let Some(job) = next_job(&mut jobs, &mut pace, &parked).await {
+            tokio::task::spawn_local(job(vm.clone()));
+        }
+    });
+    // Jobs still running when the pool went away finish before the VM is closed.
+    runtime.block_on(local);
 }
 
 #[cfg(test)]
