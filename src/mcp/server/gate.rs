@@ -180,11 +180,15 @@ impl CallGate {
             return Err(Refused::ShuttingDown);
         }
         let running = self.tracker.token();
-        let immediate = (
+        // Both places now, or neither kept: a call that waited for its session's place while
+        // holding an overall one (taken here when only that was free) deadlocked with the
+        // call given the session's place, which then waited for an overall one — in a burst
+        // of calls, every overall place ended up held by calls queued for the session.
+        // (A temporary, so what was taken is dropped right after this statement.)
+        if let (Ok(session), Ok(overall)) = (
             session.clone().try_acquire_owned(),
             self.overall.clone().try_acquire_owned(),
-        );
-        if let (Ok(session), Ok(overall)) = immediate {
+        ) {
             return Ok(Admitted {
                 _overall: overall,
                 _session: session,
@@ -272,6 +276,35 @@ mod tests {
         assert!(!waiter.is_finished());
         drop(first);
         assert!(waiter.await.unwrap().is_ok());
+    }
+
+    /// Polls `future` once.
+    async fn poll_once<F: std::future::Future + Unpin>(
+        future: &mut F,
+    ) -> std::task::Poll<F::Output> {
+        std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *future).poll(cx)))
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_queued_call_holds_no_place_while_it_waits() {
+        let gate = CallGate::new(1, 1, 8);
+        let session = gate.session_slots();
+        let first = gate.admit(&session).await.unwrap();
+        let mut second = Box::pin(gate.admit(&session));
+        assert!(poll_once(&mut second).await.is_pending());
+        // The session's place goes to `second`; the overall place is free until it looks.
+        drop(first);
+        let mut third = Box::pin(gate.admit(&session));
+        assert!(
+            poll_once(&mut third).await.is_pending(),
+            "queued behind second"
+        );
+        let admitted = tokio::time::timeout(Duration::from_secs(5), second).await;
+        assert!(
+            matches!(admitted, Ok(Ok(_))),
+            "the call given the session's place gets the overall one"
+        );
     }
 
     #[tokio::test]
