@@ -234,7 +234,6 @@ mod env_vars;
 mod error;
 mod fs_roots;
 mod host;
-mod inline_task;
 mod json_type;
 mod library;
 mod lua;

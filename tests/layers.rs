@@ -21,7 +21,6 @@ const LAYERS: &[&[&str]] = &[
         "json_type",
         "shutdown",
         "mru",
-        "inline_task",
         "telemetry",
     ],
     &["store"],

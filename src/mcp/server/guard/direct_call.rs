@@ -19,7 +19,6 @@
 //! answers it as before.
 
 use super::{Ids, error_line};
-use crate::inline_task::InlineTask;
 use crate::mcp::server::lines::Lines;
 use crate::mcp::server::{Call, McpServer, RequestPeer, Sink};
 use parking_lot::Mutex;
@@ -141,11 +140,6 @@ fn parse(line: &str, peer: impl FnOnce() -> RequestPeer) -> Option<DirectCall> {
 /// its notifications and answer to `lines`; `place` (see [`places`]) is held until then.
 /// The call is in `ids` until it has answered, so a shutdown waits for it and
 /// `notifications/cancelled` finds it.
-///
-/// The task is an [`InlineTask`]: polled first here, and finished by the VM's thread that
-/// hands it the handler's answer, which also writes the answer (when nothing is queued
-/// before it, see [`Lines`]); the runtime's thread is not woken between the call's line
-/// and the client's next one.
 pub(super) fn start(
     server: &McpServer,
     lines: &Lines,
@@ -158,10 +152,10 @@ pub(super) fn start(
     let server = server.clone();
     let lines = lines.clone();
     let ids = ids.clone();
-    // Boxed (the task boxes it once): the call's future (the whole pipeline up to the VM's
-    // thread) is kilobytes, and spawning it by value copied it three times into the task
-    // (callgrind: ≈66k instructions of `memcpy` per call, and as many bytes through the cache).
-    InlineTask::start(Box::pin(async move {
+    // Boxed: the call's future (the whole pipeline up to the VM's thread) is kilobytes, and
+    // spawning it by value copied it three times into the task (callgrind: ≈66k
+    // instructions of `memcpy` per call, and as many bytes through the cache).
+    tokio::spawn(Box::pin(async move {
         let DirectCall { raw_id, call } = request;
         let outcome = server
             .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
