@@ -1,10 +1,9 @@
 //! The client's output of one guarded session (stdio): every line the session sends — the
 //! guard's own answers, rmcp's, a call's notifications — goes through [`Lines`].
 //!
-//! A line goes out at once, written by the thread that sends it, when nothing is queued
+//! A line goes out at once, written by the task that sends it, when nothing is queued
 //! before it and the output is a pipe or socket (non-blocking, so the write never waits):
-//! the answer to a call the guard answers itself is then written by the VM's thread that
-//! finished the call, and the runtime's thread is not woken for it. Otherwise — something
+//! no hand-over to the writer task. Otherwise — something
 //! queued or being written, a full pipe, an output that is not a descriptor — it is queued
 //! for the writer task ([`Outgoing::write_to`]), which writes in order what is queued. The
 //! queue is bounded: a client that stops reading stalls its senders, not the server's
