@@ -11,6 +11,9 @@ use crate::error::LoadError;
 use crate::lua::depth;
 use std::sync::Arc;
 
+/// Stack for parser threads: `full_moon` recurses once per nesting level.
+pub(crate) const PARSER_STACK_BYTES: usize = 256 * 1024 * 1024;
+
 /// A judged candidate: its verdict, and what the verdict cache should remember of it.
 #[derive(Debug)]
 pub(super) struct Judgement {
@@ -221,6 +224,19 @@ pub(super) fn judge_one(candidate: Candidate, previous: &VerdictCache) -> Judgem
     }
 }
 
+/// The whole judgement of one candidate whose verdict cache answer is `cached`, on any
+/// stack: a parse (a file the cache does not know, or whose stamp went stale) runs on a
+/// thread of its own ([`parse_alone`]).
+pub(super) fn judge_known(candidate: Candidate, cached: Option<bool>) -> Judgement {
+    match prepare(candidate, cached) {
+        Prepared::Judged(judgement) => judgement,
+        Prepared::Parse(verdict, stamp) => {
+            let outcome = parse_alone(&verdict);
+            settle(verdict, stamp, outcome)
+        }
+    }
+}
+
 /// The verdict of a file whose judgement could not run (no parser thread could start, or
 /// the judgement itself failed): a parse error of that file, never a hang.
 pub(super) fn unjudged(candidate: Candidate) -> Judgement {
@@ -235,4 +251,24 @@ pub(super) fn unjudged(candidate: Candidate) -> Judgement {
         verdict,
         remember: None,
     }
+}
+
+/// Parses one prepared file on a thread of its own with the parser's stack (a warm start
+/// whose cached stamp went stale under it; the fuzz tests).
+pub(super) fn parse_alone(verdict: &Verdict) -> ParseVerdict {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("toolhost-parse".into())
+            .stack_size(PARSER_STACK_BYTES)
+            .spawn_scoped(scope, || parse(verdict))
+            .ok()
+            .and_then(|handle| handle.join().ok())
+    })
+    .unwrap_or_else(|| {
+        ParseVerdict::ParseError(LoadError::new(
+            &verdict.shown,
+            None,
+            "the parser could not run",
+        ))
+    })
 }

@@ -17,6 +17,7 @@ mod members;
 mod model_facing;
 mod prefilter;
 mod registrations;
+mod shared;
 mod stream;
 mod toplevel;
 
@@ -31,6 +32,7 @@ pub(crate) use load::{
     reconcile_replica, run_all,
 };
 pub(crate) use registrations::Registrations;
+pub(crate) use shared::SharedJudging;
 
 #[cfg(test)]
 use crate::lua::depth;
@@ -38,10 +40,11 @@ use crate::registry::Source;
 use judge::Judgement;
 #[cfg(test)]
 pub(crate) use judge::PANIC_MARKER as PARSE_PANIC_MARKER;
+pub(crate) use judge::PARSER_STACK_BYTES;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-pub(crate) use stream::{InOrder, PARSER_STACK_BYTES};
+pub(crate) use stream::InOrder;
 #[cfg(test)]
 use toplevel::ParseVerdict;
 
@@ -202,9 +205,14 @@ const FEW_UNKNOWN: usize = 2;
 
 impl Found {
     /// Judges every candidate, using and refreshing the verdict cache in `cache_dir` when
-    /// given.
-    pub(crate) fn judge(self, cache_dir: Option<&Path>) -> Vec<Verdict> {
-        self.judge_while(cache_dir, |_| ()).0
+    /// given; when the verdict cache knows every candidate, `offer` gets the queue to hand
+    /// to a helper (see [`SharedJudging`]: a warm build's preparing thread).
+    pub(crate) fn judge_helped(
+        self,
+        cache_dir: Option<&Path>,
+        offer: &dyn Fn(Arc<SharedJudging>),
+    ) -> Vec<Verdict> {
+        self.judge_offering(cache_dir, Some(offer), |_| ()).0
     }
 
     /// Judges every candidate while `meanwhile` uses the verdicts in load order as they
@@ -216,6 +224,16 @@ impl Found {
     pub(crate) fn judge_while<R>(
         self,
         cache_dir: Option<&Path>,
+        meanwhile: impl FnOnce(&(dyn InOrder + Sync)) -> R,
+    ) -> (Vec<Verdict>, R) {
+        self.judge_offering(cache_dir, None, meanwhile)
+    }
+
+    /// [`Found::judge_while`], offering a judging with nothing to parse to a helper.
+    fn judge_offering<R>(
+        self,
+        cache_dir: Option<&Path>,
+        offer: Option<&dyn Fn(Arc<SharedJudging>)>,
         meanwhile: impl FnOnce(&(dyn InOrder + Sync)) -> R,
     ) -> (Vec<Verdict>, R) {
         let previous = cache_dir.map(VerdictCache::read).unwrap_or_default();
@@ -237,21 +255,20 @@ impl Found {
         let known = (unknown <= FEW_UNKNOWN).then_some(cached);
         let (judgements, result) = match known {
             Some(known) => {
-                let judgements: Vec<Judgement> = self
-                    .candidates
-                    .into_iter()
-                    .zip(known)
-                    .map(
-                        |(candidate, cached)| match judge::prepare(candidate, cached) {
-                            judge::Prepared::Judged(judgement) => judgement,
-                            // One of the few unknown ones: never parsed on this stack.
-                            judge::Prepared::Parse(verdict, stamp) => {
-                                let outcome = stream::parse_alone(&verdict);
-                                judge::settle(verdict, stamp, outcome)
-                            }
-                        },
-                    )
-                    .collect();
+                // The few unknown ones are never parsed on this stack (`judge_known`).
+                let judgements: Vec<Judgement> = match offer {
+                    Some(offer) => {
+                        let shared = Arc::new(SharedJudging::new(self.candidates, known));
+                        offer(Arc::clone(&shared));
+                        shared.judge_all()
+                    }
+                    None => self
+                        .candidates
+                        .into_iter()
+                        .zip(known)
+                        .map(|(candidate, cached)| judge::judge_known(candidate, cached))
+                        .collect(),
+                };
                 let result = meanwhile(&judgements);
                 (judgements, result)
             }
@@ -369,7 +386,7 @@ pub(crate) fn classify(shown: &str, bytes: &[u8]) -> (Reason, Option<String>) {
         top_level: None,
         digest: OnceLock::new(),
     };
-    match stream::parse_alone(&verdict) {
+    match judge::parse_alone(&verdict) {
         ParseVerdict::Registers(_) => (Reason::Registers, None),
         ParseVerdict::NoTopLevelRegister => (Reason::NoTopLevelRegister, None),
         ParseVerdict::ParseError(error) => (Reason::ParseError, Some(error.to_string())),

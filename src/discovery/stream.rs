@@ -8,13 +8,10 @@
 use super::Verdict;
 use super::cache::VerdictCache;
 use super::candidates::Candidate;
-use super::judge::{self, Judgement};
+use super::judge::{self, Judgement, PARSER_STACK_BYTES};
 use parking_lot::{Condvar, Mutex};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Stack for parser threads: `full_moon` recurses once per nesting level.
-pub(crate) const PARSER_STACK_BYTES: usize = 256 * 1024 * 1024;
 
 /// Verdicts in load order, each available once judged (at once when judging is over).
 pub(crate) trait InOrder {
@@ -137,13 +134,7 @@ impl<'a> Judging<'a> {
 /// fail for want of a thread; a cached or prefiltered one is judged as ever.
 fn judge_on_caller(candidate: Candidate, previous: &VerdictCache) -> Judgement {
     let cached = judge::cached_verdict(&candidate, previous);
-    match judge::prepare(candidate, cached) {
-        judge::Prepared::Judged(judgement) => judgement,
-        judge::Prepared::Parse(verdict, stamp) => {
-            let outcome = parse_alone(&verdict);
-            judge::settle(verdict, stamp, outcome)
-        }
-    }
+    judge::judge_known(candidate, cached)
 }
 
 /// Counts a parser thread out when it ends, however it ends, and wakes the waiters.
@@ -188,26 +179,6 @@ pub(super) fn judge_while<R>(
         meanwhile(&judging)
     });
     (judging.into_judgements(), result)
-}
-
-/// Parses one prepared file on a thread of its own with the parser's stack (a warm start
-/// whose cached stamp went stale under it; the fuzz tests).
-pub(super) fn parse_alone(verdict: &Verdict) -> super::toplevel::ParseVerdict {
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("toolhost-parse".into())
-            .stack_size(PARSER_STACK_BYTES)
-            .spawn_scoped(scope, || judge::parse(verdict))
-            .ok()
-            .and_then(|handle| handle.join().ok())
-    })
-    .unwrap_or_else(|| {
-        super::toplevel::ParseVerdict::ParseError(crate::error::LoadError::new(
-            &verdict.shown,
-            None,
-            "the parser could not run",
-        ))
-    })
 }
 
 #[cfg(test)]

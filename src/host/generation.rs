@@ -7,6 +7,7 @@ use crate::lua::{LuaVm, SpareThread, VmPool, VmSettings};
 use crate::registry::{RegistryState, ToolEntry};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// What a generation is built from.
 pub(super) struct Recipe<'a> {
@@ -93,7 +94,9 @@ fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> R
     if recipe.stream_cold && registrations.holds_nothing() && recipe.last_good.is_empty() {
         return load_while_judging(recipe, state, found, registrations, pending, started);
     }
-    let mut verdicts = found.judge(Some(recipe.cache_dir));
+    let mut verdicts = found.judge_helped(Some(recipe.cache_dir), &|judging| {
+        pending.offer(judging);
+    });
     let judged = started.elapsed();
     // A file that no longer parses (or cannot be read) but loaded before keeps serving
     // its last good version.
@@ -280,11 +283,15 @@ fn registrations_of(recipe: &Recipe<'_>) -> discovery::Registrations {
 /// then creates the first VM and reads the known schemas, then reads `effects.json`
 /// (needed last, when the files are committed). One thread, not one per part: on two cores
 /// a third thread waited behind the caller for most of a warm start, and the caller then
-/// waited for it. What the thread could not make, the caller makes itself.
+/// waited for it. What the thread could not make, the caller makes itself. Between the VM
+/// and `effects.json` the thread helps judge a warm start's candidates, when the caller has
+/// offered them by then ([`discovery::SharedJudging`]).
 struct Pending<'scope, 'env> {
     /// The registration cache, sent as soon as it is read; `None` once taken, or when the
     /// caller reads it.
     registrations: Option<std::sync::mpsc::Receiver<discovery::Registrations>>,
+    /// Where the caller offers the thread a judging to help with.
+    offers: std::sync::mpsc::SyncSender<Arc<discovery::SharedJudging>>,
     /// The thread making the rest.
     thread: Option<PreparingThread<'scope>>,
     /// The recipe's lifetime, which the thread borrows.
@@ -307,12 +314,17 @@ impl<'scope, 'env> Pending<'scope, 'env> {
     /// Starts the thread for `recipe` in `scope`.
     fn start(scope: &'scope std::thread::Scope<'scope, 'env>, recipe: &'env Recipe<'env>) -> Self {
         let (send, receive) = std::sync::mpsc::sync_channel(1);
+        let (offers, offered) = std::sync::mpsc::sync_channel::<Arc<discovery::SharedJudging>>(1);
         let thread = std::thread::Builder::new()
             .name("toolhost-prepare".into())
             .spawn_scoped(scope, move || {
                 // The caller reads it itself when it is gone (it failed to wait).
                 let _ = send.send(registrations_of(recipe));
                 let vm = first_vm(recipe);
+                // Never waits for an offer: the caller may be waiting for this thread.
+                if let Ok(judging) = offered.try_recv() {
+                    judging.help();
+                }
                 // A read that panics must not take the VM with it.
                 let effects =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| effects_of(recipe)))
@@ -325,6 +337,7 @@ impl<'scope, 'env> Pending<'scope, 'env> {
             .ok();
         Self {
             registrations: thread.is_some().then_some(receive),
+            offers,
             thread,
             recipe: std::marker::PhantomData,
         }
@@ -337,6 +350,12 @@ impl<'scope, 'env> Pending<'scope, 'env> {
             .take()
             .and_then(|receive| receive.recv().ok())
             .unwrap_or_else(|| registrations_of(recipe))
+    }
+
+    /// Offers the thread a judging to help with (dropped when it has ended or already has
+    /// one: the caller judges it all then).
+    fn offer(&self, judging: Arc<discovery::SharedJudging>) {
+        let _ = self.offers.try_send(judging);
     }
 
     /// The [`Prepared`], waiting for the thread.
