@@ -134,6 +134,21 @@ impl Candidate {
     }
 }
 
+/// Candidates for `texts`, written as files `f000.lua`, `f001.lua`, … in `dir`, in order
+/// (the judging tests' input).
+#[cfg(test)]
+pub(super) fn written(dir: &Path, texts: &[impl AsRef<str>]) -> Vec<Candidate> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let path = dir.join(format!("f{i:03}.lua"));
+            std::fs::write(&path, text.as_ref()).unwrap();
+            Candidate::new(0, path.clone(), path, None)
+        })
+        .collect()
+}
+
 /// `NAME_test.lua`: a test file for `toolhost test`, never a tool.
 pub(crate) fn is_test_file(name: &str) -> bool {
     name.ends_with("_test.lua")

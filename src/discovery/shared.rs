@@ -140,15 +140,7 @@ mod tests {
     /// verdict cache (each is read and, registering or not, judged by the prefilter or
     /// parsed).
     fn queue(dir: &std::path::Path, texts: &[String]) -> SharedJudging {
-        let candidates: Vec<Candidate> = texts
-            .iter()
-            .enumerate()
-            .map(|(i, text)| {
-                let path = dir.join(format!("f{i:03}.lua"));
-                std::fs::write(&path, text).unwrap();
-                Candidate::new(0, path.clone(), path, None)
-            })
-            .collect();
+        let candidates = crate::discovery::candidates::written(dir, texts);
         let cached = candidates.iter().map(|_| Some(true)).collect();
         SharedJudging::new(candidates, cached)
     }

@@ -185,24 +185,12 @@ pub(super) fn judge_while<R>(
 mod tests {
     use super::*;
     use crate::discovery::Reason;
-
-    /// Candidates for `texts`, written as files in `dir`, in order.
-    fn candidates(dir: &std::path::Path, texts: &[&str]) -> Vec<Candidate> {
-        texts
-            .iter()
-            .enumerate()
-            .map(|(i, text)| {
-                let path = dir.join(format!("f{i}.lua"));
-                std::fs::write(&path, text).unwrap();
-                Candidate::new(0, path.clone(), path, None)
-            })
-            .collect()
-    }
+    use crate::discovery::candidates::written;
 
     #[test]
     fn a_slot_no_thread_is_left_to_fill_is_judged_by_the_caller_not_waited_for() {
         let dir = tempfile::tempdir().unwrap();
-        let found = candidates(
+        let found = written(
             dir.path(),
             &[
                 "registry.register{ name = 'a' }",
@@ -233,8 +221,7 @@ mod tests {
                 _ => "registry.register{ name = ".to_string(),
             })
             .collect();
-        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        let found = candidates(dir.path(), &texts);
+        let found = written(dir.path(), &texts);
         let previous = VerdictCache::default();
         let (judgements, seen) = judge_while(&found, &previous, |judged| {
             (0..judged.count())

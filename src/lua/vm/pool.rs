@@ -98,9 +98,8 @@ impl VmPool {
     pub(crate) fn new(
         primary: LuaVm,
         replicas: Vec<LuaVm>,
-        spare: Option<SpareThread>,
+        mut spare: Option<SpareThread>,
     ) -> Result<Self, crate::error::Error> {
-        let mut spare = spare;
         let slots = std::iter::once(primary)
             .chain(replicas)
             .enumerate()
