@@ -234,6 +234,7 @@ mod env_vars;
 mod error;
 mod fs_roots;
 mod host;
+mod inline_task;
 mod json_type;
 mod library;
 mod lua;

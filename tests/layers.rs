@@ -21,6 +21,7 @@ const LAYERS: &[&[&str]] = &[
         "json_type",
         "shutdown",
         "mru",
+        "inline_task",
         "telemetry",
     ],
     &["store"],

@@ -161,7 +161,11 @@ impl VmPool {
                 // call no longer running.
                 drop(running);
                 if let Some(out) = out {
-                    let _ = answer.send((out, started.elapsed() < SPIN));
+                    // A call the stdio guard answers itself is finished here, on this
+                    // thread: its answer is written without waking the runtime's thread.
+                    crate::inline_task::polling_woken_here(|| {
+                        let _ = answer.send((out, started.elapsed() < SPIN));
+                    });
                 }
             })
         });

@@ -20,6 +20,7 @@
 //! requires; a broken one is logged and dropped.
 
 use super::Shared;
+use crate::inline_task::InlineTasks;
 use crate::json_type::json_type;
 use crate::{Host, Selection};
 use parking_lot::Mutex;
@@ -547,10 +548,17 @@ where
         }))
     };
 
+    // The calls the guard answers itself, dropped if the session ends (its future dropped
+    // with its runtime, say) before they have answered: an answer never goes to a session
+    // that is gone. Normally every one has ended before `serve` returns (the writer drains
+    // only once their output is dropped), and closing finds none.
+    let direct_tasks = CloseOnDrop(Arc::default());
+
     // The client's lines, judged.
     let reader = {
         let ids = ids.clone();
         let server = server.clone();
+        let direct_tasks = direct_tasks.0.clone();
         tokio::spawn(async move {
             let mut input = input;
             let places = direct_call::places(&server);
@@ -582,7 +590,7 @@ where
                     Ok(text) => match (direct_call::take(&server, &text), place) {
                         (Some(call), Ok(place)) => {
                             // Answered by its own task, through `lines`.
-                            direct_call::start(&server, &lines, &ids, call, place);
+                            direct_call::start(&server, &lines, &ids, &direct_tasks, call, place);
                             Verdict::Drop
                         }
                         _ => judge(&text, &ids),
@@ -619,6 +627,15 @@ where
     let _ = answers.await;
     let _ = writer.await;
     ended.map(|_| ()).map_err(crate::Error::McpSession)
+}
+
+/// Closes a session's [`InlineTasks`] when dropped.
+struct CloseOnDrop(Arc<InlineTasks>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 impl Host {

@@ -19,6 +19,7 @@
 //! answers it as before.
 
 use super::{Ids, error_line};
+use crate::inline_task::{InlineTask, InlineTasks};
 use crate::mcp::server::lines::Lines;
 use crate::mcp::server::{Call, McpServer, RequestPeer, Sink};
 use parking_lot::Mutex;
@@ -140,10 +141,17 @@ fn parse(line: &str, peer: impl FnOnce() -> RequestPeer) -> Option<DirectCall> {
 /// its notifications and answer to `lines`; `place` (see [`places`]) is held until then.
 /// The call is in `ids` until it has answered, so a shutdown waits for it and
 /// `notifications/cancelled` finds it.
+///
+/// The task is an [`InlineTask`]: polled first here, and finished by the VM's thread that
+/// hands it the handler's answer, which also writes the answer (when nothing is queued
+/// before it, see [`Lines`]); the runtime's thread is not woken between the call's line
+/// and the client's next one. The task belongs to the session's `tasks`, which drops it if
+/// the session ends before it has answered.
 pub(super) fn start(
     server: &McpServer,
     lines: &Lines,
     ids: &Arc<Mutex<Ids>>,
+    tasks: &InlineTasks,
     request: DirectCall,
     place: OwnedSemaphorePermit,
 ) {
@@ -152,47 +160,50 @@ pub(super) fn start(
     let server = server.clone();
     let lines = lines.clone();
     let ids = ids.clone();
-    // Boxed: the call's future (the whole pipeline up to the VM's thread) is kilobytes, and
-    // spawning it by value copied it three times into the task (callgrind: ≈66k
-    // instructions of `memcpy` per call, and as many bytes through the cache).
-    tokio::spawn(Box::pin(async move {
-        let DirectCall { raw_id, call } = request;
-        let outcome = server
-            .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
-            .await;
-        let answer = match outcome {
-            Ok(response) => {
-                // As rmcp answers a session of a protocol older than 2026-07-28 (where a
-                // call never ends for input: its requests go to the client as requests).
-                let mut result = ServerResult::from(response);
-                result.strip_result_type_for_legacy_peer();
-                result.strip_non_object_output_for_legacy_peer();
-                serde_json::to_string(&result).map_err(Unanswered::Unwritable)
+    // Boxed (the task boxes it once): the call's future (the whole pipeline up to the VM's
+    // thread) is kilobytes, and spawning it by value copied it three times into the task
+    // (callgrind: ≈66k instructions of `memcpy` per call, and as many bytes through the cache).
+    InlineTask::start(
+        tasks,
+        Box::pin(async move {
+            let DirectCall { raw_id, call } = request;
+            let outcome = server
+                .run_call(call, Sink::Lines(lines.clone()), cancel.cancelled_owned())
+                .await;
+            let answer = match outcome {
+                Ok(response) => {
+                    // As rmcp answers a session of a protocol older than 2026-07-28 (where a
+                    // call never ends for input: its requests go to the client as requests).
+                    let mut result = ServerResult::from(response);
+                    result.strip_result_type_for_legacy_peer();
+                    result.strip_non_object_output_for_legacy_peer();
+                    serde_json::to_string(&result).map_err(Unanswered::Unwritable)
+                }
+                Err(refused) => Err(Unanswered::Refused(refused)),
+            };
+            let line = match answer {
+                // The id first, as on every answer the guard writes.
+                Ok(result) => {
+                    let mut line = String::with_capacity(raw_id.len() + result.len() + 32);
+                    line.push_str("{\"id\":");
+                    line.push_str(&raw_id);
+                    line.push_str(",\"jsonrpc\":\"2.0\",\"result\":");
+                    line.push_str(&result);
+                    line.push('}');
+                    line
+                }
+                Err(why) => why.error_line(&raw_id),
+            };
+            // A request the client cancelled gets no answer; a client that closed its output
+            // has nobody to answer.
+            let withdrawn = ids.lock().withdrawn(serial);
+            if !withdrawn {
+                let _ = lines.send(line).await;
             }
-            Err(refused) => Err(Unanswered::Refused(refused)),
-        };
-        let line = match answer {
-            // The id first, as on every answer the guard writes.
-            Ok(result) => {
-                let mut line = String::with_capacity(raw_id.len() + result.len() + 32);
-                line.push_str("{\"id\":");
-                line.push_str(&raw_id);
-                line.push_str(",\"jsonrpc\":\"2.0\",\"result\":");
-                line.push_str(&result);
-                line.push('}');
-                line
-            }
-            Err(why) => why.error_line(&raw_id),
-        };
-        // A request the client cancelled gets no answer; a client that closed its output
-        // has nobody to answer.
-        let withdrawn = ids.lock().withdrawn(serial);
-        if !withdrawn {
-            let _ = lines.send(line).await;
-        }
-        ids.lock().end_direct(serial);
-        drop(place);
-    }));
+            ids.lock().end_direct(serial);
+            drop(place);
+        }),
+    );
 }
 
 impl Unanswered {
