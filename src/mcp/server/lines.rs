@@ -10,7 +10,7 @@
 //! memory.
 
 use parking_lot::Mutex;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -118,19 +118,22 @@ impl Drop for Counted<'_> {
 fn write_now(fd: &OwnedFd, bytes: &[u8]) -> usize {
     let mut written = 0;
     while written < bytes.len() {
-        let rest = &bytes[written..];
-        // SAFETY: writes from `rest`, which is valid for its length.
-        let n = unsafe { libc::write(fd.as_raw_fd(), rest.as_ptr().cast(), rest.len()) };
-        if n > 0 {
-            written += n as usize;
-        } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {
-            continue;
-        } else {
-            break;
+        match write_once(fd.as_fd(), &bytes[written..]) {
+            Ok(0) => break,
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         }
     }
     written
+}
+
+/// One `write(2)` of `bytes` to `fd`: how many bytes it took. A non-blocking `fd` that has
+/// no room fails with `WouldBlock`; an interrupted write fails with `Interrupted`.
+pub(crate) fn write_once(fd: BorrowedFd<'_>, bytes: &[u8]) -> std::io::Result<usize> {
+    // SAFETY: writes from `bytes`, which is valid for its length, to an open descriptor.
+    let n = unsafe { libc::write(fd.as_raw_fd(), bytes.as_ptr().cast(), bytes.len()) };
+    usize::try_from(n).map_err(|_| std::io::Error::last_os_error())
 }
 
 impl Outgoing {

@@ -10,7 +10,7 @@
 //! the process write what is queued before it exits.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
@@ -204,15 +204,7 @@ impl AsyncWrite for PolledFd {
     ) -> Poll<std::io::Result<usize>> {
         loop {
             let mut ready = ready!(self.fd.poll_write_ready(cx))?;
-            let written = ready.try_io(|fd| {
-                // SAFETY: writes from `buf`, which is valid for its length.
-                let n = unsafe { libc::write(fd.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
-                if n < 0 {
-                    Err(std::io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            });
+            let written = ready.try_io(|fd| super::lines::write_once(fd.get_ref().as_fd(), buf));
             match written {
                 Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Ok(result) => return Poll::Ready(result),
