@@ -64,10 +64,24 @@ pub(crate) struct InlineTask {
 /// right here, on this thread, before it returns. Wakes inside that poll go to the task's
 /// runtime as usual, so one answer never polls more than its own task here.
 pub(crate) fn polling_woken_here<R>(wakes: impl FnOnce() -> R) -> R {
-    let before = POLL_HERE.replace(true);
-    let out = wakes();
-    POLL_HERE.set(before);
-    out
+    let _restore = PollHere::set(true);
+    wakes()
+}
+
+/// Sets whether this thread polls woken tasks itself, until dropped (also when unwinding:
+/// a thread left polling them would run unrelated tasks' code).
+struct PollHere(bool);
+
+impl PollHere {
+    fn set(here: bool) -> Self {
+        Self(POLL_HERE.replace(here))
+    }
+}
+
+impl Drop for PollHere {
+    fn drop(&mut self) {
+        POLL_HERE.set(self.0);
+    }
 }
 
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
@@ -110,7 +124,7 @@ impl InlineTask {
         // The task's timers, spawns and IO belong to its own runtime, wherever it is polled.
         let _runtime = self.runtime.enter();
         // Wakes while polling are ordinary ones (see `polling_woken_here`).
-        let here = POLL_HERE.replace(false);
+        let _restore = PollHere::set(false);
         loop {
             let mut slot = self.future.lock();
             let Some(future) = slot.as_mut() else {
@@ -130,8 +144,19 @@ impl InlineTask {
                         Ordering::Acquire,
                     ) {
                         Ok(_) => break,
-                        // Woken meanwhile: poll again rather than miss the wake.
-                        Err(_) => self.state.store(POLLING, Ordering::Release),
+                        // Woken meanwhile: poll again rather than miss the wake — unless
+                        // the set closed the task meanwhile.
+                        Err(_) => {
+                            let again = self.state.compare_exchange(
+                                WOKEN_WHILE_POLLING,
+                                POLLING,
+                                Ordering::AcqRel,
+                                Ordering::Acquire,
+                            );
+                            if again.is_err() {
+                                break;
+                            }
+                        }
                     }
                 }
                 Ok(Poll::Ready(())) | Err(_) => {
@@ -151,7 +176,6 @@ impl InlineTask {
                 }
             }
         }
-        POLL_HERE.set(here);
     }
 }
 

@@ -554,12 +554,14 @@ where
     // only once their output is dropped), and closing finds none.
     let direct_tasks = CloseOnDrop(Arc::default());
 
-    // The client's lines, judged.
+    // The client's lines, judged. Stopped with the session however it ends (declared after
+    // `direct_tasks`, so it stops first): a reader left running after `serve` was dropped
+    // would go on consuming the input and start calls no session answers.
     let reader = {
         let ids = ids.clone();
         let server = server.clone();
         let direct_tasks = direct_tasks.0.clone();
-        tokio::spawn(async move {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
             let mut input = input;
             let places = direct_call::places(&server);
             let shutdown = stopping.cancelled_owned();
@@ -611,7 +613,7 @@ where
             // Open subscriptions would hold the session (rmcp waits for every handler).
             server.end_subscriptions();
             // Dropping `to_rmcp` closes rmcp's input: the session ends.
-        })
+        }))
     };
 
     let running = server
