@@ -55,7 +55,8 @@ type TaskFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
 pub(crate) struct InlineTask {
     state: AtomicU8,
-    /// Taken by the one poller only (the state says who), so never contended.
+    /// Locked by the one poller (the state says who) while it polls, and by `close`, which
+    /// so waits for a poll in progress before it drops the future.
     future: Mutex<Option<TaskFuture>>,
     runtime: tokio::runtime::Handle,
 }
