@@ -40,6 +40,12 @@ registry.register{ name = "spin", toolset = "t", timeout_ms = 50,
     rawset(ctx.caller, "id", "root")
     while true do end
   end }
+registry.register{ name = "variadic", toolset = "t",
+  schema = { description = "Finds its ctx among its varargs", parameters = { type = "object" } },
+  handler = function(args, ...)
+    local ctx = ...
+    return { id = ctx.tool_call_id, caller = ctx.caller.id, count = select('#', ...) }
+  end }
 registry.register{ name = "whoami", toolset = "t",
   schema = { description = "Who is calling", parameters = { type = "object" } },
   handler = function(args, ctx)
@@ -81,6 +87,15 @@ fn oauth(id: &str, sub: &str) -> CallContext {
         Some("agent".to_string()),
         vec!["read".to_string()],
     ))
+}
+
+#[test]
+fn a_variadic_handler_gets_its_ctx() {
+    // A handler of one parameter gets no `ctx` built (it could not read it); one that takes
+    // `...` can, and gets it.
+    let (_fx, host) = host();
+    let out = run(&host, "variadic", &local("v1"));
+    assert_eq!(out, json!({ "id": "v1", "caller": "local", "count": 1 }));
 }
 
 #[test]

@@ -110,6 +110,34 @@ return tostring(ok1) .. "|" .. tostring(e1) .. "|" .. tostring(ok2) .. "|" .. to
     );
 }
 
+#[test]
+fn a_handler_without_ctx_cannot_resume_a_coroutine_of_another_call() {
+    // A handler of one parameter runs without a `ctx` built for it: its call still has a
+    // token of its own, which is what coroutine ownership compares.
+    let fx = Fixture::new();
+    fx.tool(
+        "gen.lua",
+        r#"registry.register{ name = 'gen', toolset = 'iso',
+  schema = { parameters = { type = 'object' } },
+  handler = function(args)
+    if not saved then
+      saved = coroutine.create(function() coroutine.yield(1) return 2 end)
+      local _, first = coroutine.resume(saved)
+      return "made " .. tostring(first)
+    end
+    local ok, err = pcall(coroutine.resume, saved)
+    return tostring(ok) .. "|" .. tostring(err)
+  end }
+"#,
+    );
+    let host = fx.host();
+    assert_eq!(text(&call(&host, "gen", json!({}))), "made 1");
+    assert_eq!(
+        text(&call(&host, "gen", json!({}))),
+        "false|coroutine.resume: this coroutine was not created by the current call"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn fs_write_never_follows_a_dangling_symlink_out_of_the_root() {

@@ -28,10 +28,10 @@ end
 
 local function refuse_write() error("ctx is read-only", 2) end
 
--- Which call a Lua thread belongs to (a fresh token per handler call; coroutines created by
--- tool code inherit their creator's), and which call created a coroutine. Tool code may
--- resume or close only coroutines its own call created, so a thread kept from an earlier
--- call (or a recycled handler thread) is useless to it.
+-- Which call a Lua thread belongs to (a fresh token per handler call, its `ctx`; coroutines
+-- created by tool code inherit their creator's), and which call created a coroutine. Tool
+-- code may resume or close only coroutines its own call created, so a thread kept from an
+-- earlier call (or a recycled handler thread) is useless to it.
 local call_of = real_setmetatable({}, { __mode = "k" })
 local created_by = real_setmetatable({}, { __mode = "k" })
 -- The token of code running outside any handler (a file's top level, a probe, a hook);
@@ -216,7 +216,6 @@ end
 local function invoke(handler, args, tool_name, tool_call_id, session_id, task_id, scope, prepared,
                       caller_mt, caller_kind, caller_id, client_id, scopes)
   local co = running()
-  call_of[co] = {}
   handler_threads[co] = true
   -- Read-only like ctx: a handler cannot pose as someone else to the tools it calls (they
   -- get the caller from the host, never from this table).
@@ -230,11 +229,25 @@ local function invoke(handler, args, tool_name, tool_call_id, session_id, task_i
     __newindex = refuse_write,
     __metatable = false,
   })
+  -- The call's token (see `call_of`): its own `ctx`, a table no other call has (one table
+  -- fewer per call than a token of its own). Only the host compares tokens; what tool code
+  -- does with its `ctx` cannot make another thread's token.
+  call_of[co] = ctx
   -- `prepared`: what a task tool's `prepare` returned; other handlers get (args, ctx) only.
   if prepared ~= nil then
     return handler(args, ctx, prepared)
   end
   return handler(args, ctx)
+end
+
+-- `invoke` for a handler that cannot see a `ctx`: a Lua function of one parameter, not
+-- variadic (the host checked). It is the same new call, without the `ctx` and `ctx.caller`
+-- nobody could read; its token is a table of its own.
+local function invoke_plain(handler, args)
+  local co = running()
+  handler_threads[co] = true
+  call_of[co] = {}
+  return handler(args)
 end
 
 local function owned(co, what)
@@ -532,4 +545,4 @@ local function make_env(api, require_fn, registry, hint, identity, domain)
   return env
 end
 
-return make_env, invoke, begin_sync, caller_metatable
+return make_env, invoke, begin_sync, caller_metatable, invoke_plain

@@ -38,6 +38,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+/// Maps looked up on every call, keyed by the host's own ids (no input picks a key):
+/// foldhash, not SipHash.
+type FastMap<K, V> = foldhash::HashMap<K, V>;
+
 /// How VMs are set up (from `[sandbox]` and `[runtime]`).
 #[derive(Debug, Clone)]
 pub(crate) struct VmSettings {
@@ -130,6 +134,11 @@ pub(crate) struct LuaVm {
     lua: Lua,
     make_env: Function,
     invoke: Function,
+    /// `invoke` for a handler that cannot see its `ctx` (see [`LuaVm::sees_ctx`]).
+    invoke_plain: Function,
+    /// Whether each handler called so far can see a second argument, with the identity of
+    /// the Lua function that was checked (an id adopted again checks its new function).
+    sees_ctx: Mutex<FastMap<LuaFnId, (usize, bool)>>,
     /// Makes the hidden half of a `ctx.caller` (its metatable) for `call_values`.
     caller_metatable: Function,
     /// Lua values every handler call is handed, kept between calls.
@@ -139,10 +148,10 @@ pub(crate) struct LuaVm {
     begin_sync: Function,
     /// Numbers the runs of tool files (each run's `registry` binding works only for it).
     load_tokens: AtomicU64,
-    functions: Mutex<HashMap<LuaFnId, Function>>,
+    functions: Mutex<FastMap<LuaFnId, Function>>,
     /// Files whose registrations came from the cache, run at the first use of a function
     /// (see [`lazy`]).
-    pending: Mutex<HashMap<u32, lazy::Pending>>,
+    pending: Mutex<FastMap<u32, lazy::Pending>>,
     /// Probe functions adopted so far, by Lua identity, so that a function shared by many
     /// tools (a toolset-wide `check_fn`) gets one id and one cached answer.
     shared: HashMap<usize, LuaFnId>,
@@ -290,7 +299,8 @@ impl LuaVm {
                 })
             })?,
         )?;
-        let (make_env, invoke, begin_sync, caller_metatable): (
+        let (make_env, invoke, begin_sync, caller_metatable, invoke_plain): (
+            Function,
             Function,
             Function,
             Function,
@@ -300,12 +310,14 @@ impl LuaVm {
             lua,
             make_env,
             invoke,
+            invoke_plain,
+            sees_ctx: Mutex::new(FastMap::default()),
             caller_metatable,
             call_values: call_values::CallValues::default(),
             begin_sync,
             load_tokens: AtomicU64::new(0),
-            functions: Mutex::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
+            functions: Mutex::new(FastMap::default()),
+            pending: Mutex::new(FastMap::default()),
             shared: HashMap::new(),
             probe_timeout: settings.probe_timeout,
             running: ReentrantMutex::new(()),
@@ -516,6 +528,7 @@ impl LuaVm {
 
     /// Keeps `function` under `id`.
     pub(crate) fn adopt(&mut self, id: LuaFnId, function: Function) -> LuaFnId {
+        self.sees_ctx.get_mut().remove(&id);
         self.functions.lock().insert(id, function);
         id
     }
@@ -525,6 +538,9 @@ impl LuaVm {
     pub(crate) fn forget_file(&mut self, file_index: u32) {
         self.functions
             .lock()
+            .retain(|id, _| id.file_index() != file_index);
+        self.sees_ctx
+            .get_mut()
             .retain(|id, _| id.file_index() != file_index);
         self.pending.lock().remove(&file_index);
         self.shared.retain(|_, id| id.file_index() != file_index);
@@ -617,8 +633,10 @@ impl LuaVm {
         let prepared = match prepare {
             Some(prepare) => {
                 let task_id = ctx.task_id.as_deref();
+                let sees_ctx = self.sees_ctx(id.sibling(FnRole::Prepare), &prepare);
                 self.run_invoke(
                     prepare,
+                    sees_ctx,
                     args.clone(),
                     tool_name,
                     ctx,
@@ -636,20 +654,55 @@ impl LuaVm {
         if let (Some(id), Some(call)) = (&task_id, current::get(&self.lua)) {
             let _ = call.task_id.set(id.clone());
         }
-        self.run_invoke(function, args, tool_name, ctx, task_id.as_deref(), prepared)
-            .await
+        let sees_ctx = self.sees_ctx(id, &function);
+        self.run_invoke(
+            function,
+            sees_ctx,
+            args,
+            tool_name,
+            ctx,
+            task_id.as_deref(),
+            prepared,
+        )
+        .await
     }
 
-    /// `function(args, ctx, prepared)` through the bootstrap's `invoke`.
+    /// Whether the Lua function `function` (kept as `id`) can see a second argument: it is
+    /// variadic, declares two parameters or more, or is no Lua function. Asked once per
+    /// function (`info` makes strings), then kept.
+    fn sees_ctx(&self, id: LuaFnId, function: &Function) -> bool {
+        let identity = function.to_pointer() as usize;
+        if let Some(&(checked, sees)) = self.sees_ctx.lock().get(&id)
+            && checked == identity
+        {
+            return sees;
+        }
+        let sees = sees_second_argument(function);
+        self.sees_ctx.lock().insert(id, (identity, sees));
+        sees
+    }
+
+    /// `function(args, ctx, prepared)` through the bootstrap's `invoke`; `function(args)`
+    /// through `invoke_plain` when it cannot see a `ctx` (`sees_ctx` false) and nothing was
+    /// prepared: the `ctx` it could not read is not built (four tables, and the strings of
+    /// its values, per call).
+    #[allow(clippy::too_many_arguments)]
     async fn run_invoke(
         &self,
         function: Function,
+        sees_ctx: bool,
         args: LuaValue,
         tool_name: &str,
         ctx: &CallContext,
         task_id: Option<&str>,
         prepared: LuaValue,
     ) -> mlua::Result<LuaValue> {
+        if !sees_ctx && prepared.is_nil() {
+            return self
+                .invoke_plain
+                .call_async::<LuaValue>((function, args))
+                .await;
+        }
         let caller = &ctx.caller;
         let tool_name = self.call_values.name(&self.lua, tool_name)?;
         // The caller's kept metatable; a caller with scopes hands its values instead, and
@@ -717,6 +770,14 @@ impl LuaVm {
             other => Err(HandlerFailure::Contract(other.type_name().to_string())),
         }
     }
+}
+
+/// Whether `function` can see a second argument it is called with: it is variadic,
+/// declares two parameters or more, or is no Lua function (the sandbox has no debug
+/// library to find it another way).
+fn sees_second_argument(function: &Function) -> bool {
+    let info = function.info();
+    info.what != "Lua" || info.is_vararg || info.num_params >= 2
 }
 
 /// How a deadlined call ended without a value.
@@ -803,8 +864,25 @@ fn is_memory_error(error: &mlua::Error) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::FunctionFailed;
+    use super::{FunctionFailed, sees_second_argument};
     use crate::lua::convert::ConvertError;
+
+    #[test]
+    fn only_a_lua_function_of_at_most_one_parameter_cannot_see_a_ctx() {
+        let lua = mlua::Lua::new();
+        for (code, sees) in [
+            ("return function() end", false),
+            ("return function(args) end", false),
+            ("return function(args, ctx) end", true),
+            ("return function(...) end", true),
+            ("return function(args, ...) end", true),
+        ] {
+            let function: mlua::Function = lua.load(code).eval().expect("a function");
+            assert_eq!(sees_second_argument(&function), sees, "{code}");
+        }
+        let native = lua.create_function(|_, ()| Ok(())).expect("a C function");
+        assert!(sees_second_argument(&native));
+    }
 
     /// What operators (hook failures) and models (override failures) read, byte for byte.
     #[test]
