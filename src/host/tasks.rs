@@ -13,6 +13,15 @@ impl Host {
         crate::store::Store::new(self.inner.inputs.store.clone(), crate::store::TASKS)
     }
 
+    /// Whether the tool `name`, as a caller of `scope` sees it, declares a `task` field at
+    /// all: what [`task_tool`](Self::task_tool) checks first, without a call's context.
+    pub(crate) fn declares_task(&self, name: &str, scope: Option<&str>) -> bool {
+        let (_, state) = self.current();
+        state
+            .lookup(name, scope)
+            .is_some_and(|tool| tool.task.is_some())
+    }
+
     /// The `task` field of the tool `name` as the caller of `ctx` sees it (its scope and
     /// toolset selection), with its handler's deadline (`timeout_ms`, else `[runtime]
     /// timeout_ms`); `None` for a tool that is not a task tool, or none this caller may

@@ -53,8 +53,9 @@ struct Ids {
     next: i64,
     original: HashMap<i64, String>,
     internal: HashMap<String, i64>,
-    /// Calls answered by the guard, by serial.
-    direct: HashMap<i64, DirectEntry>,
+    /// Calls answered by the guard, by serial (the guard's own numbers: foldhash, not
+    /// SipHash, for two lookups per call).
+    direct: foldhash::HashMap<i64, DirectEntry>,
 }
 
 /// One call the guard is answering itself.

@@ -177,23 +177,11 @@ pub(super) fn start(
                     let mut result = ServerResult::from(response);
                     result.strip_result_type_for_legacy_peer();
                     result.strip_non_object_output_for_legacy_peer();
-                    serde_json::to_string(&result).map_err(Unanswered::Unwritable)
+                    answer_line(&raw_id, &result).map_err(Unanswered::Unwritable)
                 }
                 Err(refused) => Err(Unanswered::Refused(refused)),
             };
-            let line = match answer {
-                // The id first, as on every answer the guard writes.
-                Ok(result) => {
-                    let mut line = String::with_capacity(raw_id.len() + result.len() + 32);
-                    line.push_str("{\"id\":");
-                    line.push_str(&raw_id);
-                    line.push_str(",\"jsonrpc\":\"2.0\",\"result\":");
-                    line.push_str(&result);
-                    line.push('}');
-                    line
-                }
-                Err(why) => why.error_line(&raw_id),
-            };
+            let line = answer.unwrap_or_else(|why| why.error_line(&raw_id));
             // A request the client cancelled gets no answer; a client that closed its output
             // has nobody to answer.
             let withdrawn = ids.lock().withdrawn(serial);
@@ -204,6 +192,25 @@ pub(super) fn start(
             drop(place);
         }),
     );
+}
+
+/// Room a result line is written into at first: most answers fit (an echo's is ≈200
+/// bytes), so the serializer does not grow it step by step.
+const LINE_ROOM: usize = 512;
+
+/// The JSON-RPC line answering request `raw_id` with `result`, the id first as on every
+/// answer the guard writes; serialised straight into the line (no text of the result
+/// alone, copied into the line after).
+fn answer_line(raw_id: &str, result: &ServerResult) -> Result<String, serde_json::Error> {
+    let mut line = Vec::with_capacity(LINE_ROOM.max(raw_id.len() + 64));
+    line.extend_from_slice(b"{\"id\":");
+    line.extend_from_slice(raw_id.as_bytes());
+    line.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"result\":");
+    serde_json::to_writer(&mut line, result)?;
+    line.push(b'}');
+    // serde_json writes UTF-8 only, and the id is text: this never replaces anything.
+    Ok(String::from_utf8(line)
+        .unwrap_or_else(|not_text| String::from_utf8_lossy(not_text.as_bytes()).into_owned()))
 }
 
 impl Unanswered {
@@ -274,6 +281,21 @@ mod tests {
         ] {
             assert!(parse(line, peer).is_none(), "{line}");
         }
+    }
+
+    #[test]
+    fn an_answer_line_is_the_result_under_the_clients_id() {
+        let result = ServerResult::from(rmcp::model::CallToolResult::success(vec![
+            rmcp::model::ContentBlock::text("x".repeat(2 * LINE_ROOM)),
+        ]));
+        let line = answer_line(r#""a\"b""#, &result).expect("a line");
+        assert!(line.starts_with(r#"{"id":"a\"b","jsonrpc":"2.0","result":"#));
+        let parsed: Value = serde_json::from_str(&line).expect("one JSON object");
+        assert_eq!(parsed["id"], "a\"b");
+        assert_eq!(
+            parsed["result"],
+            serde_json::to_value(&result).expect("a value")
+        );
     }
 
     #[test]

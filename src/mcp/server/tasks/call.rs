@@ -43,11 +43,14 @@ impl McpServer {
     /// Whether `name` is a `task` tool of this server's selection.
     pub(crate) fn is_task_tool(&self, name: &str) -> bool {
         // The selection alone decides it: a call's context would also take a token from the
-        // gate, made and dropped again on every direct call.
-        self.shared
-            .host
-            .task_tool(name, &self.shared.selection_context())
-            .is_some()
+        // gate, made and dropped again on every direct call. Most tools are no task tools,
+        // which their registration tells without even the selection's context (a new
+        // cancellation token and two clones, on the path of every direct call).
+        let host = &self.shared.host;
+        host.declares_task(name, self.shared.selection.scope.as_deref())
+            && host
+                .task_tool(name, &self.shared.selection_context())
+                .is_some()
     }
 
     /// Runs `call` as a task of `principal` (whose client declared `declared`); `budget`
