@@ -75,6 +75,11 @@ pub(crate) struct Limits {
 }
 
 impl LimitsConfig {
+    /// True when no limit is configured at all (no `[limits]` table): calls count nowhere.
+    pub(crate) fn is_unlimited(&self) -> bool {
+        self.default.is_none() && self.tools.is_empty() && self.callers.is_empty()
+    }
+
     /// Checks every table and gives the limits; the error names the key
     /// (`limits.tools.echo.rate: "5/x" is not N/s, N/m or N/h`).
     pub(crate) fn resolve(&self) -> Result<Limits, String> {

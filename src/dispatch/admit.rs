@@ -69,18 +69,21 @@ pub(super) fn admit<'a>(
             format!("Tool {name} is unavailable: {reason}"),
         )));
     }
-    // The rate limits, bounded by the call's deadline like any store call.
-    let budget = std::time::Duration::from_millis(
-        tool.timeout_ms.unwrap_or(
-            env.config
-                .runtime
-                .timeout_ms
-                .unwrap_or(execute::DEFAULT_TIMEOUT_MS),
-        ),
-    );
-    let wait = crate::store::Wait::new(started.checked_add(budget), Some(ctx.cancel.clone()));
-    env.limits
-        .check(&env.config.limits, name, &limit::caller_key(ctx), &wait)?;
+    // The rate limits, bounded by the call's deadline like any store call. Without any
+    // `[limits]` there is nothing to count, nor a caller key to make (a string per call).
+    if !env.config.limits.is_unlimited() {
+        let budget = std::time::Duration::from_millis(
+            tool.timeout_ms.unwrap_or(
+                env.config
+                    .runtime
+                    .timeout_ms
+                    .unwrap_or(execute::DEFAULT_TIMEOUT_MS),
+            ),
+        );
+        let wait = crate::store::Wait::new(started.checked_add(budget), Some(ctx.cancel.clone()));
+        env.limits
+            .check(&env.config.limits, name, &limit::caller_key(ctx), &wait)?;
+    }
     Ok(Call {
         name,
         args,

@@ -51,7 +51,7 @@ impl Limiters {
         caller: &str,
         wait: &Wait,
     ) -> Result<(), Box<ToolError>> {
-        if config.default.is_none() && config.tools.is_empty() && config.callers.is_empty() {
+        if config.is_unlimited() {
             return Ok(());
         }
         // The loaded configuration was checked, so it resolves; if it did not, the call is

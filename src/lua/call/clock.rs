@@ -218,13 +218,19 @@ pub(crate) fn trip(lua: &Lua) -> mlua::Error {
     mlua::Error::runtime(timeout_message(budget))
 }
 
-/// Runs `inner` (a whole call on its VM) with `token` as the VM's cancellation token while
-/// it is polled: the deadline hook stops whatever Lua the call runs — handler, probe, hook —
-/// once the token is cancelled, as if its deadline had passed.
-pub(crate) struct Cancellable<F> {
-    lua: Lua,
-    token: CancellationToken,
-    inner: Pin<Box<F>>,
+pin_project_lite::pin_project! {
+    /// Runs `inner` (a whole call on its VM) with `token` as the VM's cancellation token
+    /// while it is polled: the deadline hook stops whatever Lua the call runs — handler,
+    /// probe, hook — once the token is cancelled, as if its deadline had passed.
+    ///
+    /// The whole call held in place (pinned with the task that runs it, not in a box of
+    /// its own: one allocation and one copy of it fewer per call).
+    pub(crate) struct Cancellable<F> {
+        lua: Lua,
+        token: CancellationToken,
+        #[pin]
+        inner: F,
+    }
 }
 
 impl<F: Future> Cancellable<F> {
@@ -233,7 +239,7 @@ impl<F: Future> Cancellable<F> {
         Self {
             lua: lua.clone(),
             token,
-            inner: Box::pin(inner),
+            inner,
         }
     }
 }
@@ -241,13 +247,14 @@ impl<F: Future> Cancellable<F> {
 impl<F: Future> Future for Cancellable<F> {
     type Output = F::Output;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let previous = self
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let previous = this
             .lua
             .app_data_mut::<Clock>()
-            .and_then(|mut clock| clock.cancel.replace(self.token.clone()));
-        let out = self.inner.as_mut().poll(cx);
-        if let Some(mut clock) = self.lua.app_data_mut::<Clock>() {
+            .and_then(|mut clock| clock.cancel.replace(this.token.clone()));
+        let out = this.inner.poll(cx);
+        if let Some(mut clock) = this.lua.app_data_mut::<Clock>() {
             clock.cancel = previous;
         }
         out

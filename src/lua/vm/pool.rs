@@ -117,6 +117,10 @@ impl VmPool {
     }
 
     fn pick(&self, needs: &[LuaFnId]) -> &Slot {
+        // One VM (the usual case): it is the answer whatever it holds.
+        if let [only] = self.slots.as_slice() {
+            return only;
+        }
         self.slots
             .iter()
             .filter(|slot| needs.iter().all(|id| slot.vm.has(*id)))

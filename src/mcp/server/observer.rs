@@ -85,7 +85,7 @@ struct Forwarding {
     token: Option<ProgressToken>,
     minimum: Option<LogLevel>,
     channels: OnceLock<Channels>,
-    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 struct Channels {
@@ -126,10 +126,9 @@ impl CallObserver for Forwarding {
     }
 }
 
-/// The observer of one call and the task that forwards what it hears.
+/// The observer of one call (which holds the task that forwards what it hears).
 pub(crate) struct CallReports {
     observer: Arc<Forwarding>,
-    task: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl CallReports {
@@ -143,15 +142,14 @@ impl CallReports {
         if token.is_none() && minimum.is_none() {
             return None;
         }
-        let task = Arc::new(Mutex::new(None));
         let observer = Arc::new(Forwarding {
             sink,
             token,
             minimum,
             channels: OnceLock::new(),
-            task: task.clone(),
+            task: Mutex::new(None),
         });
-        Some(Self { observer, task })
+        Some(Self { observer })
     }
 
     /// The observer to put in the call's context.
@@ -162,9 +160,11 @@ impl CallReports {
     /// Waits until everything reported has been sent (call it once the call has ended).
     pub(crate) async fn finish(self) {
         // Dropping the last observer closes the channels; the forwarder then sends what is
-        // left and ends. (A handler that leaked its observer elsewhere is cut off below.)
+        // left and ends. (A handler that leaked its observer elsewhere is cut off below; a
+        // forwarder it starts only after this ends with the channels, unawaited.)
+        let forwarder = self.observer.task.lock().take();
         drop(self.observer);
-        let Some(mut forwarder) = self.task.lock().take() else {
+        let Some(mut forwarder) = forwarder else {
             return;
         };
         if tokio::time::timeout(Duration::from_secs(2), &mut forwarder)
