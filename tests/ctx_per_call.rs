@@ -99,6 +99,27 @@ fn a_variadic_handler_gets_its_ctx() {
 }
 
 #[test]
+fn a_handler_rewritten_to_take_its_ctx_gets_it_after_a_reload() {
+    // Whether a handler can see its `ctx` is checked per function: the same tool, its
+    // handler given a second parameter by a reload, gets its `ctx` from then on.
+    let fx = Fixture::new();
+    let file = |handler: &str| {
+        format!(
+            "registry.register{{ name = 'shape', toolset = 't',\n  schema = {{ parameters = {{ type = 'object' }} }},\n  handler = {handler} }}\n"
+        )
+    };
+    fx.tool("shape.lua", &file("function(args) return 'plain' end"));
+    let host = fx.host();
+    assert_eq!(run(&host, "shape", &local("r1")), json!("plain"));
+    fx.tool(
+        "shape.lua",
+        &file("function(args, ctx) return 'sees ' .. ctx.tool_call_id end"),
+    );
+    host.reload();
+    assert_eq!(run(&host, "shape", &local("r2")), json!("sees r2"));
+}
+
+#[test]
 fn a_ctx_kept_from_an_earlier_call_still_shows_that_call() {
     let (_fx, host) = host();
     run(&host, "keep", &local("first"));

@@ -216,6 +216,11 @@ registry.register{ name = "doubled", toolset = "t", task = "optional",
   handler = function(args, ctx, prepared)
     return { n = prepared.n, prepare_saw = prepared.task_seen, task_id = ctx.task_id }
   end }
+registry.register{ name = "halved", toolset = "t", task = "optional",
+  schema = { description = "Halves in a prepare of one parameter", parameters = { type = "object",
+    properties = { a = { type = "integer" } } } },
+  prepare = function(args) return { n = args.a // 2 } end,
+  handler = function(args, ctx, prepared) return { n = prepared.n, caller = ctx.caller.id } end }
 registry.register{ name = "halfway", toolset = "t", task = "optional", timeout_ms = 60000,
   schema = { description = "Reports progress, then waits for go.txt", parameters = { type = "object" } },
   handler = function(_, ctx)
@@ -701,6 +706,21 @@ fn outside_mcp_a_task_tool_runs_prepare_then_its_handler_in_one_call() {
     assert_eq!(seen["n"], 8, "{seen}");
     assert_eq!(seen["prepare_saw"], "none", "{seen}");
     assert_eq!(seen.get("task_id"), None, "{seen}");
+}
+
+#[test]
+fn a_prepare_of_one_parameter_still_hands_the_handler_its_ctx_and_what_it_returned() {
+    // The prepare cannot see a `ctx` and gets none built; the handler after it can, and
+    // gets both.
+    let fx = fixture();
+    let out = fx
+        .toolhost()
+        .args(["call", "halved", r#"{"a": 8}"#])
+        .output()
+        .expect("toolhost call runs");
+    assert!(out.status.success(), "{out:?}");
+    let seen: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(seen, json!({ "n": 4, "caller": "local" }));
 }
 
 #[test]

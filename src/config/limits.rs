@@ -75,7 +75,8 @@ pub(crate) struct Limits {
 }
 
 impl LimitsConfig {
-    /// True when no limit is configured at all (no `[limits]` table): calls count nowhere.
+    /// True when no limit is configured at all (no `[limits]` table, or an empty one): calls
+    /// count nowhere.
     pub(crate) fn is_unlimited(&self) -> bool {
         self.default.is_none() && self.tools.is_empty() && self.callers.is_empty()
     }

@@ -1,6 +1,7 @@
 -- toolhost sandbox bootstrap. Runs once per VM against the VM's private globals (which no
 -- tool file ever sees) and returns the per-file environment factory, the handler
--- trampoline and the function that opens a new synchronous run (load, probe, hook).
+-- trampoline, the function that opens a new synchronous run (load, probe, hook), the maker
+-- of a caller's hidden metatable, and the trampoline of a handler that cannot see a `ctx`.
 --
 -- Every tool file and every required module gets its own environment table holding its own
 -- *copies* of the standard-library and host-API tables: a file may scribble over its copy
@@ -28,10 +29,12 @@ end
 
 local function refuse_write() error("ctx is read-only", 2) end
 
--- Which call a Lua thread belongs to (a fresh token per handler call, its `ctx`; coroutines
--- created by tool code inherit their creator's), and which call created a coroutine. Tool
--- code may resume or close only coroutines its own call created, so a thread kept from an
--- earlier call (or a recycled handler thread) is useless to it.
+-- Which call a Lua thread belongs to (a fresh token per handler call: its `ctx`, or a table
+-- of its own when it gets none; coroutines created by tool code inherit their creator's),
+-- and which call created a coroutine. Tool code may resume or close only coroutines its own
+-- call created, so a thread kept from an earlier call (or a recycled handler thread) is
+-- useless to it. A token outlives its call as long as its thread (a recycled one until its
+-- next call): a `ctx` kept so holds no more than what the handler could keep in a global.
 local call_of = real_setmetatable({}, { __mode = "k" })
 local created_by = real_setmetatable({}, { __mode = "k" })
 -- The token of code running outside any handler (a file's top level, a probe, a hook);

@@ -199,6 +199,12 @@ impl LuaVm {
             }
             return Err(DeferredFailed::Differs(file.display.clone()));
         }
+        // As `adopt`: an id kept again is checked again (see `LuaVm::sees_ctx`).
+        let mut sees_ctx = self.sees_ctx.lock();
+        for (id, _) in &adopted {
+            sees_ctx.remove(id);
+        }
+        drop(sees_ctx);
         self.functions.lock().extend(adopted);
         Ok(())
     }

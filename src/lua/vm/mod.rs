@@ -574,7 +574,8 @@ impl LuaVm {
         })
     }
 
-    /// Calls a handler with `(args, ctx)` as a coroutine (so async host APIs can yield)
+    /// Calls a handler with `(args, ctx)` (`(args)` when it cannot see a second argument, see
+    /// [`LuaVm::sees_ctx`]) as a coroutine (so async host APIs can yield)
     /// under a deadline of `budget`, and normalises its return value (docs/lua-api.md): string →
     /// text, table → JSON text, multimodal envelope → object. `read_only`: the call is served
     /// as read-only (every write host function refuses).

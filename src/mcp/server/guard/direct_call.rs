@@ -289,6 +289,12 @@ mod tests {
             rmcp::model::ContentBlock::text("x".repeat(2 * LINE_ROOM)),
         ]));
         let line = answer_line(r#""a\"b""#, &result).expect("a line");
+        // Byte for byte the line the guard wrote before (the result's text spliced in).
+        let text = serde_json::to_string(&result).expect("a text");
+        assert_eq!(
+            line,
+            format!(r#"{{"id":"a\"b","jsonrpc":"2.0","result":{text}}}"#)
+        );
         assert!(line.starts_with(r#"{"id":"a\"b","jsonrpc":"2.0","result":"#));
         let parsed: Value = serde_json::from_str(&line).expect("one JSON object");
         assert_eq!(parsed["id"], "a\"b");
