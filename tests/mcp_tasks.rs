@@ -695,14 +695,7 @@ fn a_tools_store_write_cannot_forge_a_task() {
 
 #[test]
 fn outside_mcp_a_task_tool_runs_prepare_then_its_handler_in_one_call() {
-    let fx = fixture();
-    let out = fx
-        .toolhost()
-        .args(["call", "doubled", r#"{"a": 4}"#])
-        .output()
-        .expect("toolhost call runs");
-    assert!(out.status.success(), "{out:?}");
-    let seen: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let seen = call_outside_mcp(&fixture(), "doubled", r#"{"a": 4}"#);
     assert_eq!(seen["n"], 8, "{seen}");
     assert_eq!(seen["prepare_saw"], "none", "{seen}");
     assert_eq!(seen.get("task_id"), None, "{seen}");
@@ -712,15 +705,19 @@ fn outside_mcp_a_task_tool_runs_prepare_then_its_handler_in_one_call() {
 fn a_prepare_of_one_parameter_still_hands_the_handler_its_ctx_and_what_it_returned() {
     // The prepare cannot see a `ctx` and gets none built; the handler after it can, and
     // gets both.
-    let fx = fixture();
+    let seen = call_outside_mcp(&fixture(), "halved", r#"{"a": 8}"#);
+    assert_eq!(seen, json!({ "n": 4, "caller": "local" }));
+}
+
+/// `toolhost call NAME ARGS` in the fixture; the JSON it prints.
+fn call_outside_mcp(fx: &Fixture, name: &str, args: &str) -> Value {
     let out = fx
         .toolhost()
-        .args(["call", "halved", r#"{"a": 8}"#])
+        .args(["call", name, args])
         .output()
         .expect("toolhost call runs");
     assert!(out.status.success(), "{out:?}");
-    let seen: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(seen, json!({ "n": 4, "caller": "local" }));
+    serde_json::from_slice(&out.stdout).expect("JSON")
 }
 
 #[test]
