@@ -243,8 +243,8 @@ local function invoke(handler, args, tool_name, tool_call_id, session_id, task_i
   return handler(args, ctx)
 end
 
--- `invoke` for a handler that cannot see a `ctx`: a Lua function of one parameter, not
--- variadic (the host checked). It is the same new call, without the `ctx` and `ctx.caller`
+-- `invoke` for a handler that cannot see a `ctx`: a Lua function of at most one parameter,
+-- not variadic (the host checked). It is the same new call, without the `ctx` and `ctx.caller`
 -- nobody could read; its token is a table of its own.
 local function invoke_plain(handler, args)
   local co = running()
