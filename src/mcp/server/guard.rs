@@ -56,6 +56,11 @@ struct Ids {
     /// Calls answered by the guard, by serial (the guard's own numbers: foldhash, not
     /// SipHash, for two lookups per call).
     direct: foldhash::HashMap<i64, DirectEntry>,
+    /// The `subscriptions/listen` requests forwarded to rmcp and not answered yet, by
+    /// internal id.
+    listens: foldhash::HashSet<i64>,
+    /// Told when the last of `listens` is answered (or forgotten).
+    listens_answered: Arc<tokio::sync::Notify>,
 }
 
 /// One call the guard is answering itself.
@@ -80,6 +85,9 @@ impl Ids {
     fn take(&mut self, internal: i64) -> Option<String> {
         let raw = self.original.remove(&internal)?;
         self.internal.remove(&raw);
+        if self.listens.remove(&internal) && self.listens.is_empty() {
+            self.listens_answered.notify_waiters();
+        }
         Some(raw)
     }
 
@@ -285,7 +293,12 @@ fn judge(line: &str, ids: &Mutex<Ids>) -> Verdict {
     }
     if is_request {
         let raw = raw.unwrap_or_else(|| "null".to_string());
-        let internal = ids.lock().assign(&raw);
+        let mut ids = ids.lock();
+        let internal = ids.assign(&raw);
+        if method.as_deref() == Some("subscriptions/listen") {
+            ids.listens.insert(internal);
+        }
+        drop(ids);
         message.insert("id".into(), Value::from(internal));
     } else if method.as_deref() == Some("notifications/cancelled")
         && let Some(Value::Object(params)) = message.get_mut("params")
@@ -404,6 +417,30 @@ async fn answered(ids: &Mutex<Ids>) {
     while !ids.lock().idle() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     }
+}
+
+/// Waits (at most 2 s) until every `subscriptions/listen` forwarded to rmcp has been
+/// answered. rmcp (3.11) acknowledges a subscription and waits for its serve loop to
+/// confirm the acknowledgment went out before the server's `listen` runs; once its input has
+/// closed, that loop no longer confirms anything, so a subscription acknowledged just before
+/// the client's input ended would never send its final result. Closing rmcp's input only
+/// after the subscriptions (told to end, see `McpServer::end_subscriptions`) have answered
+/// keeps their final results.
+async fn subscriptions_answered(ids: &Mutex<Ids>) {
+    let told = ids.lock().listens_answered.clone();
+    let all_answered = async {
+        loop {
+            let notified = told.notified();
+            tokio::pin!(notified);
+            // Registered before the test below: an answer between the two still wakes it.
+            notified.as_mut().enable();
+            if ids.lock().listens.is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), all_answered).await;
 }
 
 /// A line over the limit: how long it was and the id its first bytes show, if any.
@@ -613,6 +650,7 @@ where
             }
             // Open subscriptions would hold the session (rmcp waits for every handler).
             server.end_subscriptions();
+            subscriptions_answered(&ids).await;
             // Dropping `to_rmcp` closes rmcp's input: the session ends.
         }))
     };
@@ -759,5 +797,36 @@ mod tests {
             restore(&answer, &ids).as_deref(),
             Some(r#"{"id":123456789012345678901234567890,"jsonrpc":"2.0","result":{}}"#)
         );
+    }
+
+    #[test]
+    fn closing_waits_for_a_forwarded_listen_until_its_final_result_passes() {
+        let ids = Arc::new(Mutex::new(Ids::default()));
+        let listen = r#"{"jsonrpc":"2.0","id":"sub","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}"#;
+        let Verdict::Forward(line) = judge(listen, &ids) else {
+            panic!("not forwarded");
+        };
+        let internal = serde_json::from_str::<Value>(&line).unwrap()["id"]
+            .as_i64()
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let waiting = tokio::spawn({
+                let ids = ids.clone();
+                async move { subscriptions_answered(&ids).await }
+            });
+            tokio::task::yield_now().await;
+            assert!(!waiting.is_finished(), "returned before the answer");
+            let done = format!(r#"{{"jsonrpc":"2.0","id":{internal},"result":{{}}}}"#);
+            assert!(restore(&done, &ids).is_some());
+            // Woken by the answer, well before the wait's own 2 s bound.
+            tokio::time::timeout(std::time::Duration::from_millis(1500), waiting)
+                .await
+                .expect("woken by the answer")
+                .unwrap();
+        });
     }
 }
