@@ -16,7 +16,7 @@ pub(crate) mod effect;
 pub(crate) mod env;
 
 use crate::fs_roots::FsRoots;
-use mlua::{Lua, Table, Value as LuaValue};
+use mlua::{Function, Lua, Table, Value as LuaValue};
 use std::sync::Arc;
 
 /// What host functions are built with.
@@ -45,10 +45,11 @@ pub(crate) enum Calling {
     /// Anywhere: at load time, in probes, in handlers, in coroutines.
     Anywhere,
     /// Only on a handler's own thread (it awaits: at load time or inside
-    /// `coroutine.create`/`wrap` there is nobody to await it).
+    /// `coroutine.create`/`wrap` there is nobody to await it). Made when a VM first calls
+    /// it ([`make_awaiting`]).
     HandlerOnly,
     /// Anywhere; on a handler's own thread this async variant is used instead, so the VM
-    /// serves other calls meanwhile.
+    /// serves other calls meanwhile (made when a VM first needs it, [`make_awaiting`]).
     AsyncInHandler(Maker),
 }
 
@@ -132,27 +133,47 @@ pub(crate) fn catalogue() -> Vec<ApiFunction> {
 }
 
 /// The pieces the bootstrap assembles the libraries from: `api` (module → name →
-/// function), `async` (the in-handler variants), `handler_only` (module → name → true) and
-/// `writes` (module → name → true: refused in a read-only call, see `effect`).
+/// function, or `true` for a function that awaits), `async` (module → name → `true`: an
+/// in-handler variant exists), `handler_only` (module → name → true) and `writes` (module →
+/// name → true: refused in a read-only call, see `effect`). The functions that await — a
+/// handler-only one, an in-handler variant — are made at first use by
+/// [`make_awaiting`] (see `lua::vm::awaiting`).
 pub(crate) fn install(lua: &Lua, ctx: &ApiContext) -> mlua::Result<Table> {
     let api = lua.create_table()?;
     let asynchronous = lua.create_table()?;
     let handler_only = lua.create_table()?;
     let writes = lua.create_table()?;
-    for function in catalogue() {
-        if effect::effect_of(function.module, function.name).is_some_and(effect::is_write) {
-            module_table(lua, &writes, function.module)?.raw_set(function.name, true)?;
-        }
-        let module = module_table(lua, &api, function.module)?;
-        module.raw_set(function.name, (function.make)(lua, ctx)?)?;
-        match function.calling {
-            Calling::Anywhere => {}
-            Calling::HandlerOnly => {
-                module_table(lua, &handler_only, function.module)?.raw_set(function.name, true)?;
+    let catalogue = catalogue();
+    // The catalogue lists each module's functions together (a test checks it).
+    for functions in catalogue.chunk_by(|a, b| a.module == b.module) {
+        let module = functions[0].module;
+        let lib = lua.create_table()?;
+        let (mut awaits, mut only, mut write) = (None, None, None);
+        for function in functions {
+            let value = match function.calling {
+                Calling::Anywhere => (function.make)(lua, ctx)?,
+                Calling::HandlerOnly => {
+                    mark(lua, &mut only, function.name)?;
+                    LuaValue::Boolean(true)
+                }
+                Calling::AsyncInHandler(_) => {
+                    mark(lua, &mut awaits, function.name)?;
+                    (function.make)(lua, ctx)?
+                }
+            };
+            lib.raw_set(function.name, value)?;
+            if effect::effect_of(module, function.name).is_some_and(effect::is_write) {
+                mark(lua, &mut write, function.name)?;
             }
-            Calling::AsyncInHandler(make) => {
-                module_table(lua, &asynchronous, function.module)?
-                    .raw_set(function.name, make(lua, ctx)?)?;
+        }
+        api.raw_set(module, lib)?;
+        for (parent, table) in [
+            (&asynchronous, awaits),
+            (&handler_only, only),
+            (&writes, write),
+        ] {
+            if let Some(table) = table {
+                parent.raw_set(module, table)?;
             }
         }
     }
@@ -164,14 +185,31 @@ pub(crate) fn install(lua: &Lua, ctx: &ApiContext) -> mlua::Result<Table> {
     Ok(parts)
 }
 
-fn module_table(lua: &Lua, parent: &Table, name: &str) -> mlua::Result<Table> {
-    match parent.raw_get::<Option<Table>>(name)? {
-        Some(table) => Ok(table),
-        None => {
-            let table = lua.create_table()?;
-            parent.raw_set(name, &table)?;
-            Ok(table)
-        }
+/// Sets `name = true` in the table of `slot`, made first if there is none yet.
+fn mark(lua: &Lua, slot: &mut Option<Table>, name: &str) -> mlua::Result<()> {
+    let table = match slot {
+        Some(table) => table,
+        None => slot.insert(lua.create_table()?),
+    };
+    table.raw_set(name, true)
+}
+
+/// The function that awaits for `key` (`module.name`): a handler-only function, or the
+/// in-handler variant of one callable anywhere. Made when a VM first calls it.
+pub(crate) fn make_awaiting(lua: &Lua, ctx: &ApiContext, key: &str) -> mlua::Result<Function> {
+    let (module, name) = key.split_once('.').unwrap_or((key, ""));
+    let function = catalogue()
+        .into_iter()
+        .find(|f| f.module == module && f.name == name)
+        .ok_or_else(|| mlua::Error::runtime(format!("no host function {key}")))?;
+    let made = match function.calling {
+        Calling::HandlerOnly => (function.make)(lua, ctx)?,
+        Calling::AsyncInHandler(make) => make(lua, ctx)?,
+        Calling::Anywhere => return Err(mlua::Error::runtime(format!("{key} does not await"))),
+    };
+    match made {
+        LuaValue::Function(function) => Ok(function),
+        _ => Err(mlua::Error::runtime(format!("{key} is not a function"))),
     }
 }
 
@@ -213,5 +251,18 @@ mod tests {
                 module.name
             );
         }
+    }
+
+    #[test]
+    fn each_modules_functions_are_listed_together() {
+        let catalogue = catalogue();
+        let groups: Vec<&str> = catalogue
+            .chunk_by(|a, b| a.module == b.module)
+            .map(|group| group[0].module)
+            .collect();
+        let mut distinct = groups.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(groups.len(), distinct.len(), "{groups:?}");
     }
 }

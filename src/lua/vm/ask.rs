@@ -9,33 +9,36 @@ use super::ask_spec::{self, InputFn};
 use crate::lua::call::current::{self, CurrentCall};
 use crate::lua::convert::{self, Mode};
 use crate::registry::{InputAnswer, InputKind, InputRequest, ask_round_guarded, supports_guarded};
-use mlua::{Lua, Table, Value as LuaValue};
+use mlua::{Function, Lua, Table, Value as LuaValue};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// Why nobody answers a request of a call without an asker.
 const NO_ASKER: &str = "nobody can answer it here (the call has no MCP client or asker)";
 
-/// Adds `input`, `all_begin`, `all_round` and `all_end` to the bootstrap's `host` table.
+/// `input` (`ctx.ask`, `ctx.roots`, `ctx.sample` on the handler thread): one request,
+/// awaited.
+pub(super) fn input(lua: &Lua) -> mlua::Result<Function> {
+    lua.create_async_function(|lua, (name, spec): (String, LuaValue)| async move {
+        let (function, kind, key) = checked(&lua, &name, spec).map_err(mlua::Error::runtime)?;
+        let call = current::get(&lua);
+        let key = match &call {
+            Some(call) => call
+                .asking
+                .lock()
+                .plain_key(key)
+                .map_err(|e| mlua::Error::runtime(format!("{}: {e}", function.label())))?,
+            None => String::new(),
+        };
+        let mut answers = ask(call.as_ref(), vec![InputRequest::new(key, kind.clone())]).await;
+        let answer = answers.pop().unwrap_or(InputAnswer::Cancel);
+        to_lua(&lua, function, &kind, answer).map_err(mlua::Error::runtime)
+    })
+}
+
+/// Adds `all_begin` and `all_end` to the bootstrap's `host` table (`input` and `all_round`
+/// await, so they are made at first use: [`input`], [`all_round`]).
 pub(crate) fn install(lua: &Lua, host: &Table) -> mlua::Result<()> {
-    host.set(
-        "input",
-        lua.create_async_function(|lua, (name, spec): (String, LuaValue)| async move {
-            let (function, kind, key) = checked(&lua, &name, spec).map_err(mlua::Error::runtime)?;
-            let call = current::get(&lua);
-            let key = match &call {
-                Some(call) => call
-                    .asking
-                    .lock()
-                    .plain_key(key)
-                    .map_err(|e| mlua::Error::runtime(format!("{}: {e}", function.label())))?,
-                None => String::new(),
-            };
-            let mut answers = ask(call.as_ref(), vec![InputRequest::new(key, kind.clone())]).await;
-            let answer = answers.pop().unwrap_or(InputAnswer::Cancel);
-            to_lua(&lua, function, &kind, answer).map_err(mlua::Error::runtime)
-        })?,
-    )?;
     host.set(
         "all_begin",
         lua.create_function(|lua, ()| {
@@ -57,57 +60,57 @@ pub(crate) fn install(lua: &Lua, host: &Table) -> mlua::Result<()> {
             Ok(())
         })?,
     )?;
-    // One round of `ctx.all`: `{ {index, name, spec}, ... }` → `{ {ok, value}, ... }` in
-    // the same order (`value`: the answer, or the message a bad request raises).
-    host.set(
-        "all_round",
-        lua.create_async_function(|lua, round: Table| async move {
-            let call = current::get(&lua);
-            let mut outcomes: Vec<Result<(InputFn, InputKind), String>> = Vec::new();
-            let mut requests = Vec::new();
-            for item in round.sequence_values::<Table>() {
-                let item = item?;
-                let index: usize = item.get("index")?;
-                let name: String = item.get("name")?;
-                let spec: LuaValue = item.get("spec")?;
-                let outcome = checked(&lua, &name, spec).and_then(|(function, kind, key)| {
-                    let key = match &call {
-                        Some(call) => call
-                            .asking
-                            .lock()
-                            .group_key(index, key)
-                            .map_err(|e| format!("{}: {e}", function.label()))?,
-                        None => String::new(),
-                    };
-                    requests.push(InputRequest::new(key, kind.clone()));
-                    Ok((function, kind))
-                });
-                outcomes.push(outcome);
-            }
-            let mut answers = ask(call.as_ref(), requests).await.into_iter();
-            let out = lua.create_table()?;
-            for outcome in outcomes {
-                let entry = lua.create_table()?;
-                let value = outcome.and_then(|(function, kind)| {
-                    let answer = answers.next().unwrap_or(InputAnswer::Cancel);
-                    to_lua(&lua, function, &kind, answer)
-                });
-                match value {
-                    Ok(value) => {
-                        entry.set("ok", true)?;
-                        entry.set("value", value)?;
-                    }
-                    Err(message) => {
-                        entry.set("ok", false)?;
-                        entry.set("value", message)?;
-                    }
-                }
-                out.push(entry)?;
-            }
-            Ok(out)
-        })?,
-    )?;
     Ok(())
+}
+
+/// One round of `ctx.all`: `{ {index, name, spec}, ... }` → `{ {ok, value}, ... }` in the
+/// same order (`value`: the answer, or the message a bad request raises).
+pub(super) fn all_round(lua: &Lua) -> mlua::Result<Function> {
+    lua.create_async_function(|lua, round: Table| async move {
+        let call = current::get(&lua);
+        let mut outcomes: Vec<Result<(InputFn, InputKind), String>> = Vec::new();
+        let mut requests = Vec::new();
+        for item in round.sequence_values::<Table>() {
+            let item = item?;
+            let index: usize = item.get("index")?;
+            let name: String = item.get("name")?;
+            let spec: LuaValue = item.get("spec")?;
+            let outcome = checked(&lua, &name, spec).and_then(|(function, kind, key)| {
+                let key = match &call {
+                    Some(call) => call
+                        .asking
+                        .lock()
+                        .group_key(index, key)
+                        .map_err(|e| format!("{}: {e}", function.label()))?,
+                    None => String::new(),
+                };
+                requests.push(InputRequest::new(key, kind.clone()));
+                Ok((function, kind))
+            });
+            outcomes.push(outcome);
+        }
+        let mut answers = ask(call.as_ref(), requests).await.into_iter();
+        let out = lua.create_table()?;
+        for outcome in outcomes {
+            let entry = lua.create_table()?;
+            let value = outcome.and_then(|(function, kind)| {
+                let answer = answers.next().unwrap_or(InputAnswer::Cancel);
+                to_lua(&lua, function, &kind, answer)
+            });
+            match value {
+                Ok(value) => {
+                    entry.set("ok", true)?;
+                    entry.set("value", value)?;
+                }
+                Err(message) => {
+                    entry.set("ok", false)?;
+                    entry.set("value", message)?;
+                }
+            }
+            out.push(entry)?;
+        }
+        Ok(out)
+    })
 }
 
 /// What `ctx.NAME` was given, checked: the function, the request and the author's key.

@@ -16,7 +16,18 @@ local pairs, ipairs, type, error = pairs, ipairs, type, error
 local real_setmetatable, rawget = setmetatable, rawget
 local real_load, running = load, coroutine.running
 local table_concat, prescan, progress = table.concat, host.prescan, host.progress
-local call_tool = host.call_tool
+-- The host functions that await are made at their first use (mlua runs a chunk to make
+-- each, and most VMs never call most of them): `awaiting_fn(key)` makes one once and keeps
+-- it. The keys are this file's own.
+local make_awaiting, awaiting_made = host.make_awaiting, {}
+local function awaiting_fn(key)
+  local fn = awaiting_made[key]
+  if fn == nil then
+    fn = make_awaiting(key)
+    awaiting_made[key] = fn
+  end
+  return fn
+end
 local real_create, real_resume, real_close = coroutine.create, coroutine.resume, coroutine.close
 local collect = collectgarbage
 local pack, unpack = table.pack, table.unpack
@@ -87,21 +98,20 @@ local function ctx_call(name, args)
   if args ~= nil and type(args) ~= "table" then
     error("ctx.call: the arguments must be a table", 2)
   end
-  local ok, r = await(call_tool, name, args)
+  local ok, r = await(awaiting_fn("call_tool"), name, args)
   if not ok then error(r, 2) end
   return r[2]
 end
 
 -- `ctx.ask{...}`, `ctx.roots()`, `ctx.sample{...}`: input requests the call's asker answers
 -- (awaited on the handler thread; inside `ctx.all` they join the function's round).
-local host_input = host.input
 local function ctx_input(name)
   local label = "ctx." .. name
   return function(spec)
     local co = running()
     local ok, r
     if handler_threads[co] then
-      ok, r = call_here(host_input, name, spec)
+      ok, r = call_here(awaiting_fn("input"), name, spec)
       if ok then r = r[2] end
     elseif all_threads[co] then
       ok, r = real_yield(ASK, name, spec)
@@ -120,7 +130,7 @@ local ctx_ask, ctx_roots, ctx_sample = ctx_input("ask"), ctx_input("roots"), ctx
 -- session), then the functions that asked go on with their answers, until all finished.
 -- What else they await runs on the handler thread at once. Results (each function's first
 -- value) come back in order; the first error ends them all and is raised.
-local all_begin, all_round, all_end = host.all_begin, host.all_round, host.all_end
+local all_begin, all_end = host.all_begin, host.all_end
 local function ctx_all(...)
   local me = running()
   if not handler_threads[me] then
@@ -173,7 +183,7 @@ local function ctx_all(...)
       end
     end
     if #round > 0 then
-      local fine, answers = call_here(all_round, round)
+      local fine, answers = call_here(awaiting_fn("all_round"), round)
       if not fine then stop(answers) end
       answers = answers[2]
       for j = 1, #round do
@@ -385,7 +395,8 @@ local math_lib = copy(math)
 math_lib.random = noting(math.random)
 math_lib.randomseed = noting(math.randomseed)
 
--- The host-API modules, assembled from the host's table (see src/lua/api/mod.rs).
+-- The host-API modules, assembled from the host's table (see src/lua/api/mod.rs). A
+-- handler-only function and the in-handler variant of another await: made at first use.
 local host_modules = {}
 for module, functions in pairs(host.api.api) do
   local lib = {}
@@ -407,12 +418,12 @@ for module, functions in pairs(host.api.api) do
         if not awaiting_thread() then
           error(label .. " can only be called from a tool handler (not at load time, in a probe or inside coroutine.create/wrap)", 2)
         end
-        local ok, r = await(fn, ...)
+        local ok, r = await(awaiting_fn(label), ...)
         if not ok then error(r, 2) end
         return unpack(r, 2, r.n)
       end
     elseif async[name] then
-      local in_handler = async[name]
+      local label = module .. "." .. name
       lib[name] = function(...)
         if write_label then
           local refused = write_refusal(write_label)
@@ -422,7 +433,7 @@ for module, functions in pairs(host.api.api) do
           if reads_world then note_impure() end
           return fn(...)
         end
-        local ok, r = await(in_handler, ...)
+        local ok, r = await(awaiting_fn(label), ...)
         if not ok then error(r, 2) end
         return unpack(r, 2, r.n)
       end

@@ -7,6 +7,7 @@
 
 mod ask;
 mod ask_spec;
+mod awaiting;
 pub(crate) mod bootstrap;
 mod call_values;
 mod lazy;
@@ -212,56 +213,9 @@ impl LuaVm {
                 },
             )?,
         )?;
-        // `ctx.call(name, args)`: another tool through the whole pipeline, as the running
-        // call (its scope, selection, ids), one level deeper.
-        host.set(
-            "call_tool",
-            lua.create_async_function(|lua, (name, args): (String, LuaValue)| async move {
-                // Inside a store.update function the store's write lock is held: the other
-                // tool (on another VM) would wait for it while this one waits for that
-                // tool. Refused before anything starts, like every store call there.
-                if crate::store::inside_update() {
-                    return Err(mlua::Error::runtime(format!(
-                        "ctx.call('{name}') is refused inside a store.update function (the \
-                         update holds the store's write lock until the function returns, and \
-                         the other tool may need it): call it before or after the update"
-                    )));
-                }
-                let running = current::get(&lua).and_then(|call| {
-                    let ctx = call.ctx.clone()?;
-                    let caller = ctx.tool_caller.clone()?;
-                    Some((call, ctx, caller))
-                });
-                let Some((call, ctx, caller)) = running else {
-                    return Err(mlua::Error::runtime(
-                        "ctx.call is not available here (only in a handler the host runs)",
-                    ));
-                };
-                let args = match args {
-                    LuaValue::Nil => Value::Object(serde_json::Map::new()),
-                    other => convert::lua_to_json(&lua, &other, Mode::Data).map_err(|e| {
-                        mlua::Error::runtime(format!(
-                            "ctx.call: arguments hold {} at args.{}",
-                            e.reason, e.path
-                        ))
-                    })?,
-                };
-                let n = call
-                    .children
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                    + 1;
-                let parent = ctx
-                    .tool_call_id
-                    .clone()
-                    .unwrap_or_else(|| call.tool.clone());
-                let mut child = ctx.child(format!("{parent}/{n}"), n);
-                if child.task_id.is_none() {
-                    child.task_id = call.task_id.get().cloned();
-                }
-                let answer = caller.call(&call.domain, name, args, child).await;
-                convert::json_to_lua(&lua, &answer)
-            })?,
-        )?;
+        // The host functions that await (`ctx.call`, input requests, `proc.run`, …), made
+        // at their first use (see `awaiting`).
+        host.set("make_awaiting", awaiting::maker(&lua, &settings.api)?)?;
         // `ctx.ask`, `ctx.roots`, `ctx.sample`, `ctx.all`.
         ask::install(&lua, &host)?;
         host.set("patterns", patterns::install(&lua)?)?;
