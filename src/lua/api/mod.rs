@@ -133,7 +133,7 @@ pub(crate) fn catalogue() -> Vec<ApiFunction> {
 }
 
 /// The pieces the bootstrap assembles the libraries from: `api` (module → name →
-/// function, or `true` for a function that awaits), `async` (module → name → `true`: an
+/// function, or `true` for a handler-only one), `async` (module → name → `true`: an
 /// in-handler variant exists), `handler_only` (module → name → true) and `writes` (module →
 /// name → true: refused in a read-only call, see `effect`). The functions that await — a
 /// handler-only one, an in-handler variant — are made at first use by

@@ -16,18 +16,6 @@ local pairs, ipairs, type, error = pairs, ipairs, type, error
 local real_setmetatable, rawget = setmetatable, rawget
 local real_load, running = load, coroutine.running
 local table_concat, prescan, progress = table.concat, host.prescan, host.progress
--- The host functions that await are made at their first use (mlua runs a chunk to make
--- each, and most VMs never call most of them): `awaiting_fn(key)` makes one once and keeps
--- it. The keys are this file's own.
-local make_awaiting, awaiting_made = host.make_awaiting, {}
-local function awaiting_fn(key)
-  local fn = awaiting_made[key]
-  if fn == nil then
-    fn = make_awaiting(key)
-    awaiting_made[key] = fn
-  end
-  return fn
-end
 local real_create, real_resume, real_close = coroutine.create, coroutine.resume, coroutine.close
 local collect = collectgarbage
 local pack, unpack = table.pack, table.unpack
@@ -88,6 +76,32 @@ local function await(fn, ...)
   return nil
 end
 
+-- The host functions that await are made at their first use in this VM (mlua runs a chunk
+-- to make each, and most VMs never call most of them), then kept. The keys are this
+-- file's own. `call_made` and `await_made` are `call_here` and `await` of the function
+-- `key` names; a failure to make it (near the memory limit) is their `false, message`.
+local make_awaiting, awaiting_made = host.make_awaiting, {}
+local function awaiting_fn(key)
+  local fn = awaiting_made[key]
+  if fn == nil then
+    local ok, r = call_here(make_awaiting, key)
+    if not ok then return nil, r end
+    fn = r[2]
+    awaiting_made[key] = fn
+  end
+  return fn
+end
+local function call_made(key, ...)
+  local fn, e = awaiting_fn(key)
+  if not fn then return false, e end
+  return call_here(fn, ...)
+end
+local function await_made(key, ...)
+  local fn, e = awaiting_fn(key)
+  if not fn then return false, e end
+  return await(fn, ...)
+end
+
 -- `ctx.call(name, args)`: awaits another tool's result (a string, or a table for JSON and
 -- errors). Only where awaiting is possible.
 local function ctx_call(name, args)
@@ -98,7 +112,7 @@ local function ctx_call(name, args)
   if args ~= nil and type(args) ~= "table" then
     error("ctx.call: the arguments must be a table", 2)
   end
-  local ok, r = await(awaiting_fn("call_tool"), name, args)
+  local ok, r = await_made("call_tool", name, args)
   if not ok then error(r, 2) end
   return r[2]
 end
@@ -111,7 +125,7 @@ local function ctx_input(name)
     local co = running()
     local ok, r
     if handler_threads[co] then
-      ok, r = call_here(awaiting_fn("input"), name, spec)
+      ok, r = call_made("input", name, spec)
       if ok then r = r[2] end
     elseif all_threads[co] then
       ok, r = real_yield(ASK, name, spec)
@@ -183,7 +197,7 @@ local function ctx_all(...)
       end
     end
     if #round > 0 then
-      local fine, answers = call_here(awaiting_fn("all_round"), round)
+      local fine, answers = call_made("all_round", round)
       if not fine then stop(answers) end
       answers = answers[2]
       for j = 1, #round do
@@ -418,7 +432,7 @@ for module, functions in pairs(host.api.api) do
         if not awaiting_thread() then
           error(label .. " can only be called from a tool handler (not at load time, in a probe or inside coroutine.create/wrap)", 2)
         end
-        local ok, r = await(awaiting_fn(label), ...)
+        local ok, r = await_made(label, ...)
         if not ok then error(r, 2) end
         return unpack(r, 2, r.n)
       end
@@ -433,7 +447,7 @@ for module, functions in pairs(host.api.api) do
           if reads_world then note_impure() end
           return fn(...)
         end
-        local ok, r = await(awaiting_fn(label), ...)
+        local ok, r = await_made(label, ...)
         if not ok then error(r, 2) end
         return unpack(r, 2, r.n)
       end
