@@ -21,7 +21,9 @@ use crate::registry::{
     default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+// Keyed by load positions and file paths of the tool folders (no peer picks them): foldhash,
+// not SipHash, whose hashing was ≈5 % of a warm start's planning and loading.
+use foldhash::{HashMap, HashMapExt};
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
