@@ -21,9 +21,7 @@ use crate::registry::{
     default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
-// Keyed by load positions and file paths of the tool folders (no peer picks them): foldhash,
-// not SipHash, whose hashing was ≈5 % of a warm start's planning and loading.
-use foldhash::{HashMap, HashMapExt};
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;

@@ -319,7 +319,7 @@ impl HostBuilder {
         #[cfg(not(feature = "mcp-client"))]
         let externals = Vec::new();
         let (world, state, sources) =
-            build_world(&inputs, Arc::new(loaded_config), &Sources::default(), externals)?;
+            build_world(&inputs, Arc::new(loaded_config), &Sources::new(), externals)?;
         let availability = AvailabilityCache::new(ttl).with_env(inputs.env.clone());
         let limiters = crate::dispatch::Limiters::new(inputs.store.clone());
         let host = Host::from_parts(HostInner {

@@ -121,7 +121,7 @@ fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> R
     let snapshot = verdicts.clone();
     let replica_count = recipe.vms.saturating_sub(1);
     let mut replicas: Vec<Replica> = Vec::new();
-    let mut sources = discovery::Sources::default();
+    let mut sources = discovery::Sources::new();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..replica_count)
             .map(|_| scope.spawn(|| replica(recipe, &snapshot, &plan)))
@@ -182,7 +182,7 @@ fn load_while_judging(
     started: std::time::Instant,
 ) -> Result<Generation> {
     let replica_count = recipe.vms.saturating_sub(1);
-    let no_plan = discovery::Plan::default();
+    let no_plan = discovery::Plan::new();
     let (mut verdicts, loaded) = found.judge_while(Some(recipe.cache_dir), |judged| {
         std::thread::scope(|scope| {
             // Replicas run the same files on their own threads, each as soon as it is judged.
