@@ -59,8 +59,9 @@ struct Ids {
     /// The `subscriptions/listen` requests forwarded to rmcp and not answered yet, by
     /// internal id.
     listens: foldhash::HashSet<i64>,
-    /// Told when the last of `listens` is answered (or forgotten).
-    listens_answered: Arc<tokio::sync::Notify>,
+    /// Told whenever a request ends with no `subscriptions/listen` left open: what
+    /// [`settled`] waits on (every listen answered, or every request).
+    settled: Arc<tokio::sync::Notify>,
 }
 
 /// One call the guard is answering itself.
@@ -85,10 +86,18 @@ impl Ids {
     fn take(&mut self, internal: i64) -> Option<String> {
         let raw = self.original.remove(&internal)?;
         self.internal.remove(&raw);
-        if self.listens.remove(&internal) && self.listens.is_empty() {
-            self.listens_answered.notify_waiters();
-        }
+        self.listens.remove(&internal);
+        self.ended();
         Some(raw)
+    }
+
+    /// A request ended: tells [`settled`]'s waiters when no listen is left open (the only
+    /// moments either of its conditions can have become true; `listens` is part of
+    /// `original`, so an idle map has none).
+    fn ended(&self) {
+        if self.listens.is_empty() {
+            self.settled.notify_waiters();
+        }
     }
 
     /// Notes a call the guard answers itself; its serial ends it.
@@ -113,6 +122,7 @@ impl Ids {
 
     fn end_direct(&mut self, serial: i64) {
         self.direct.remove(&serial);
+        self.ended();
     }
 
     /// The client cancelled `request_id`: stops the guard's own calls with that id, which
@@ -413,10 +423,7 @@ fn restore_subscription_id(line: &str, ids: &Mutex<Ids>) -> Option<String> {
 /// Waits (at most 2 s) until every request has been answered (by rmcp or by the guard), so
 /// closing rmcp's input loses no answer.
 async fn answered(ids: &Mutex<Ids>) {
-    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(2);
-    while !ids.lock().idle() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    settled(ids, Ids::idle).await;
 }
 
 /// Waits (at most 2 s) until every `subscriptions/listen` forwarded to rmcp has been
@@ -427,20 +434,26 @@ async fn answered(ids: &Mutex<Ids>) {
 /// after the subscriptions (told to end, see `McpServer::end_subscriptions`) have answered
 /// keeps their final results.
 async fn subscriptions_answered(ids: &Mutex<Ids>) {
-    let told = ids.lock().listens_answered.clone();
-    let all_answered = async {
+    settled(ids, |ids| ids.listens.is_empty()).await;
+}
+
+/// Waits (at most 2 s) until `done` holds of `ids`, woken as requests end.
+async fn settled(ids: &Mutex<Ids>, done: impl Fn(&Ids) -> bool) {
+    let told = ids.lock().settled.clone();
+    let holds = async {
         loop {
             let notified = told.notified();
             tokio::pin!(notified);
-            // Registered before the test below: an answer between the two still wakes it.
+            // Registered before the test below: a request ending between the two still
+            // wakes it.
             notified.as_mut().enable();
-            if ids.lock().listens.is_empty() {
+            if done(&ids.lock()) {
                 return;
             }
             notified.await;
         }
     };
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), all_answered).await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), holds).await;
 }
 
 /// A line over the limit: how long it was and the id its first bytes show, if any.
