@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Held while a venv is checked and made (one test thread at a time).
+static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A pinned package: what pip installs and what must import afterwards.
 pub struct Pinned {
     /// The venv's directory under `target/`.
@@ -34,6 +37,12 @@ impl Pinned {
                 .status()
                 .is_ok_and(|s| s.success())
         };
+        // The tests of one binary run on threads: two making the same venv at once had one
+        // run the other's half-made pip (CI failed so). One makes it; the rest wait, then
+        // find it ready.
+        let _making = MAKING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if !ready() {
             let made = Command::new("python3")
                 .args(["-m", "venv"])
