@@ -616,6 +616,53 @@ fn a_client_that_stops_reading_answers_stops_being_read_and_then_gets_every_answ
     let _ = child.wait();
 }
 
+#[test]
+fn serve_exits_when_stdin_closes_while_nobody_reads_its_last_answer() {
+    use std::io::Read;
+    let fx = fixture();
+    let mut child = spawn_serve(&fx);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    // A 95,000-character answer (results spill to a file above 100,000) against a 64 KiB
+    // pipe: once its first bytes are read, the rest waits for a reader that never comes.
+    let text = "x".repeat(95_000);
+    writeln!(
+        stdin,
+        "{INITIALIZE}\n{INITIALIZED}\n{}",
+        format_args!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{text}"}}}}}}"#
+        )
+    )
+    .expect("write");
+    let (started, answer_started) = channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = stdout.read_line(&mut line);
+        let mut first = [0; 4096];
+        let read = stdout.read_exact(&mut first);
+        // The output stays open, unread.
+        let _ = started.send((read.map(|()| first), stdout));
+    });
+    let (first, _stdout) = answer_started
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the answer started");
+    let first = first.expect("4 KiB of the answer");
+    assert!(first.starts_with(br#"{"id":1,"#), "{}", String::from_utf8_lossy(&first[..64]));
+    drop(stdin);
+    let (exited, exit) = channel();
+    std::thread::spawn(move || {
+        let status = child.wait();
+        let _ = exited.send(status);
+    });
+    // Liveness bound only (the server gives up on its output 5 s after the session ends);
+    // without a bound it waited on the full pipe for good.
+    let status = exit
+        .recv_timeout(Duration::from_secs(30))
+        .expect("serve exited although its last answer was never read")
+        .expect("wait");
+    assert!(status.success(), "{status}");
+}
+
 /// A stdin that delivers one message per read (a `SOCK_SEQPACKET` socket; a packet-mode
 /// pipe is alike) reads short while more is queued: each message is still answered without
 /// the client writing again. (The server forgets a stream's readiness after a short read,

@@ -42,6 +42,11 @@ pub(crate) use prefix_id::prefix_id;
 pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// JSON-RPC error codes.
+/// How long a session that has ended waits for the client to read what is left to write
+/// (its last answers): a client that closed its input but never reads its output would
+/// otherwise keep the server blocked on a full pipe for good.
+const FINAL_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
@@ -568,13 +573,15 @@ where
     // `lines`). Each message and whatever else is already queued go out in one write: with
     // tokio's stdout every write and flush is a trip to a blocking thread.
     let (lines, outgoing) = super::lines::channel(256, direct_output);
-    let writer = tokio::spawn(outgoing.write_to(output));
+    // Aborted when dropped: a session whose client stops reading must still end (see
+    // `FINAL_WRITE_LIMIT`).
+    let writer = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(outgoing.write_to(output)));
 
     // rmcp's answers, with the client's ids put back.
     let answers = {
         let ids = ids.clone();
         let lines = lines.clone();
-        tokio::spawn(async move {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
             let mut reader = tokio::io::BufReader::new(from_rmcp).lines();
             while let Ok(Some(line)) = reader.next_line().await {
                 let Some(line) = restore(&line, &ids) else {
@@ -584,7 +591,7 @@ where
                     break;
                 }
             }
-        })
+        }))
     };
 
     // The shutdown, as a token the reader waits on: polling the signal streams themselves
@@ -677,9 +684,23 @@ where
     // rmcp cancels the calls it was running when the session ends; so does the guard. Their
     // answers (`cancelled`) still go out if the client reads them.
     ids.lock().cancel_all_direct();
-    // The answers task and the reader held the last senders: the writer then drains.
-    let _ = answers.await;
-    let _ = writer.await;
+    // The answers task and the reader held the last senders: the writer then drains, for
+    // as long as the client reads (bounded: one that never reads its output is not waited
+    // for; both tasks are aborted when dropped).
+    let drained = async {
+        let _ = answers.await;
+        let _ = writer.await;
+    };
+    if tokio::time::timeout(FINAL_WRITE_LIMIT, drained)
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "the client did not read its last answers within {} s of the session's end; \
+             they are dropped",
+            FINAL_WRITE_LIMIT.as_secs()
+        );
+    }
     ended.map(|_| ()).map_err(crate::Error::McpSession)
 }
 
