@@ -54,6 +54,13 @@ impl VerdictCache {
         Some(Self { entries })
     }
 
+    /// An empty cache with room for `capacity` verdicts.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self {
+            entries: HashMap::with_capacity_and_hasher(capacity, Default::default()),
+        }
+    }
+
     /// The cached verdict for `path` if its stamp matches.
     pub(crate) fn get(&self, path: &str, stamp: Stamp) -> Option<bool> {
         match self.entries.get(path) {

@@ -233,8 +233,11 @@ pub(crate) fn run_all(
         // Started on the first unknown schema: a warm start needs no thread.
         let mut worker = None;
         let mut job_queue = Some(job_queue);
-        let mut compiled: HashMap<(usize, usize), Compiled> = HashMap::new();
-        let mut ran: Vec<Ran> = Vec::new();
+        // Sized for one tool per candidate (growing them rehashed and moved them
+        // again and again on a warm start).
+        let mut compiled: HashMap<(usize, usize), Compiled> =
+            HashMap::with_capacity(verdicts.count());
+        let mut ran: Vec<Ran> = Vec::with_capacity(verdicts.count());
         for (index, verdict, source, dir) in registering_in_order(verdicts, dirs) {
             let file = match planned.remove(&index) {
                 Some(staged) => Ran {
@@ -319,12 +322,12 @@ pub(crate) fn commit_all(
     effects: &mut Effects,
 ) -> Sources {
     let mut modules = containment::Modules::default();
-    let mut sources = Sources::new();
     let RanFiles {
         ran,
         mut compiled,
         libs,
     } = ran;
+    let mut sources = Sources::with_capacity(ran.len());
     for mut file in ran {
         let index = file.index;
         let mut outcome =

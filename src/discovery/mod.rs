@@ -274,7 +274,7 @@ impl Found {
             }
             None => stream::judge_while(&self.candidates, &previous, meanwhile),
         };
-        let mut next = VerdictCache::default();
+        let mut next = VerdictCache::with_capacity(judgements.len());
         let mut verdicts = Vec::with_capacity(judgements.len() + self.refused.len());
         for Judgement { verdict, remember } in judgements {
             if let Some((stamp, registers)) = remember {

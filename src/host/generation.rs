@@ -118,8 +118,13 @@ fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> R
         mut schemas,
         vm_thread,
     } = pending.take(recipe)?;
-    let snapshot = verdicts.clone();
     let replica_count = recipe.vms.saturating_sub(1);
+    // What the replicas load from while the first VM's load fills in `verdicts` (a copy
+    // only when there are replicas: one VM is the common case of a one-shot command).
+    let snapshot = match replica_count {
+        0 => Vec::new(),
+        _ => verdicts.clone(),
+    };
     let mut replicas: Vec<Replica> = Vec::new();
     let mut sources = discovery::Sources::new();
     std::thread::scope(|scope| {

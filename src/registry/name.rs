@@ -16,9 +16,11 @@ impl ToolName {
                 name.chars().count()
             )));
         }
-        if let Some(bad) = name
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+        // Checked byte by byte (every tool of every start passes here); the message names
+        // the first character at fault.
+        let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if !name.bytes().all(|b| allowed(char::from(b)))
+            && let Some(bad) = name.chars().find(|c| !allowed(*c))
         {
             return Err(Invalid::new(format!(
                 "must match ^[A-Za-z0-9_-]{{1,64}}$, got {name:?} (bad character {bad:?})"

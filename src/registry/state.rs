@@ -189,8 +189,11 @@ impl RegistryState {
     }
 
     fn existing_for(&self, tool: &ToolEntry, staged: &Staged) -> Option<Arc<ToolEntry>> {
-        let own = (tool.scope.clone(), tool.name.as_str().to_owned());
-        if let Some(entry) = staged.get(&own) {
+        // Most files register one tool: nothing is staged yet, and making the keys to look
+        // for was most of this.
+        let staged = (!staged.is_empty()).then_some(staged);
+        let own = || (tool.scope.clone(), tool.name.as_str().to_owned());
+        if let Some(entry) = staged.and_then(|staged| staged.get(&own())) {
             return Some(entry.clone());
         }
         if let Some(scope) = &tool.scope {
@@ -201,8 +204,8 @@ impl RegistryState {
             {
                 return Some(entry.clone());
             }
-            let global = (None, tool.name.as_str().to_owned());
-            if let Some(entry) = staged.get(&global) {
+            let global = || (None, tool.name.as_str().to_owned());
+            if let Some(entry) = staged.and_then(|staged| staged.get(&global())) {
                 return Some(entry.clone());
             }
         }
