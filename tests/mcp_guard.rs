@@ -647,7 +647,11 @@ fn serve_exits_when_stdin_closes_while_nobody_reads_its_last_answer() {
         .recv_timeout(Duration::from_secs(20))
         .expect("the answer started");
     let first = first.expect("4 KiB of the answer");
-    assert!(first.starts_with(br#"{"id":1,"#), "{}", String::from_utf8_lossy(&first[..64]));
+    assert!(
+        first.starts_with(br#"{"id":1,"#),
+        "{}",
+        String::from_utf8_lossy(&first[..64])
+    );
     drop(stdin);
     let (exited, exit) = channel();
     std::thread::spawn(move || {
