@@ -616,14 +616,44 @@ fn a_client_that_stops_reading_answers_stops_being_read_and_then_gets_every_answ
     let _ = child.wait();
 }
 
+/// Shrinks the pipe behind `stdout` to one page (4 KiB): a server's output fills it early,
+/// whatever the platform's default pipe size.
+fn shrink_pipe(stdout: &std::process::ChildStdout) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: changes the buffer size of a pipe whose read end this process owns.
+    let size = unsafe { libc::fcntl(stdout.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    assert!(size > 0, "F_SETPIPE_SZ");
+}
+
+/// Waits at most `bound` for `child` to exit (a liveness bound); kills it otherwise, so a
+/// failed test leaves no server behind.
+fn exit_within(mut child: Child, bound: Duration) -> std::process::ExitStatus {
+    let pid = child.id() as libc::pid_t;
+    let (exited, exit) = channel();
+    std::thread::spawn(move || {
+        let status = child.wait();
+        let _ = exited.send(status);
+    });
+    match exit.recv_timeout(bound) {
+        Ok(status) => status.expect("wait"),
+        Err(_) => {
+            // SAFETY: signals our own child, which has not been reaped (it has not exited).
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("serve did not exit within {bound:?}");
+        }
+    }
+}
+
 #[test]
 fn serve_exits_when_stdin_closes_while_nobody_reads_its_last_answer() {
     use std::io::Read;
     let fx = fixture();
     let mut child = spawn_serve(&fx);
     let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    // A 95,000-character answer (results spill to a file above 100,000) against a 64 KiB
+    let stdout = child.stdout.take().expect("stdout");
+    shrink_pipe(&stdout);
+    let mut stdout = BufReader::new(stdout);
+    // A 95,000-character answer (results spill to a file above 100,000) against a 4 KiB
     // pipe: once its first bytes are read, the rest waits for a reader that never comes.
     let text = "x".repeat(95_000);
     writeln!(
@@ -638,7 +668,7 @@ fn serve_exits_when_stdin_closes_while_nobody_reads_its_last_answer() {
     std::thread::spawn(move || {
         let mut line = String::new();
         let _ = stdout.read_line(&mut line);
-        let mut first = [0; 4096];
+        let mut first = [0; 1024];
         let read = stdout.read_exact(&mut first);
         // The output stays open, unread.
         let _ = started.send((read.map(|()| first), stdout));
@@ -646,25 +676,42 @@ fn serve_exits_when_stdin_closes_while_nobody_reads_its_last_answer() {
     let (first, _stdout) = answer_started
         .recv_timeout(Duration::from_secs(20))
         .expect("the answer started");
-    let first = first.expect("4 KiB of the answer");
+    let first = first.expect("1 KiB of the answer");
     assert!(
         first.starts_with(br#"{"id":1,"#),
         "{}",
         String::from_utf8_lossy(&first[..64])
     );
     drop(stdin);
-    let (exited, exit) = channel();
-    std::thread::spawn(move || {
-        let status = child.wait();
-        let _ = exited.send(status);
-    });
-    // Liveness bound only (the server gives up on its output 5 s after the session ends);
-    // without a bound it waited on the full pipe for good.
-    let status = exit
-        .recv_timeout(Duration::from_secs(30))
-        .expect("serve exited although its last answer was never read")
-        .expect("wait");
+    // Liveness bound only (the server stops writing 5 to 7.5 s after the client stopped
+    // reading); without a bound it waited on the full pipe for good.
+    let status = exit_within(child, Duration::from_secs(30));
     assert!(status.success(), "{status}");
+}
+
+#[test]
+fn serve_exits_when_stdin_closes_while_nobody_reads_the_answers_rmcp_sends() {
+    const LISTS: usize = 3000;
+    let fx = fixture();
+    let mut child = spawn_serve(&fx);
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    shrink_pipe(&stdout);
+    // `tools/list` is answered by rmcp, whose answers then wait on the same full output:
+    // the session must still end once the client has closed its input.
+    std::thread::spawn(move || {
+        let _ = writeln!(stdin, "{INITIALIZE}\n{INITIALIZED}");
+        for id in 0..LISTS {
+            let list = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+            if writeln!(stdin, "{list}").is_err() {
+                break;
+            }
+        }
+    });
+    // Liveness bound only (rmcp's own drain takes 5 s, the stall is told within 7.5 s).
+    let status = exit_within(child, Duration::from_secs(40));
+    assert!(status.success(), "{status}");
+    drop(stdout);
 }
 
 /// A stdin that delivers one message per read (a `SOCK_SEQPACKET` socket; a packet-mode

@@ -41,12 +41,13 @@ pub(crate) use prefix_id::prefix_id;
 /// Default longest line (one message) read from the client (`[serve] max_request_bytes`).
 pub(crate) const DEFAULT_MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
-/// JSON-RPC error codes.
-/// How long a session that has ended waits for the client to read what is left to write
-/// (its last answers): a client that closed its input but never reads its output would
-/// otherwise keep the server blocked on a full pipe for good.
+/// Once the client's input has ended, how long the session waits for the client to read
+/// on while its output makes no progress: a client that closed its input but never reads
+/// its output would otherwise keep the server blocked on a full pipe for good (and with it
+/// rmcp, whose answers wait for the same output).
 const FINAL_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// JSON-RPC error codes.
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
@@ -573,9 +574,12 @@ where
     // `lines`). Each message and whatever else is already queued go out in one write: with
     // tokio's stdout every write and flush is a trip to a blocking thread.
     let (lines, outgoing) = super::lines::channel(256, direct_output);
-    // Aborted when dropped: a session whose client stops reading must still end (see
-    // `FINAL_WRITE_LIMIT`).
-    let writer = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(outgoing.write_to(output)));
+    let output_progress = lines.progress();
+    let writer = tokio::spawn(outgoing.write_to(output));
+    // Aborted when the client stops reading after its input ended (see
+    // `FINAL_WRITE_LIMIT`), and when the session is dropped.
+    let stop_writer = writer.abort_handle();
+    let writer = tokio_util::task::AbortOnDropHandle::new(writer);
 
     // rmcp's answers, with the client's ids put back.
     let answers = {
@@ -615,11 +619,15 @@ where
     // The client's lines, judged. Stopped with the session however it ends (declared after
     // `direct_tasks`, so it stops first): a reader left running after `serve` was dropped
     // would go on consuming the input and start calls no session answers.
+    // Cancelled when the reader ends (the input ended, a shutdown, or the session's end).
+    let input_ended = CancellationToken::new();
     let reader = {
         let ids = ids.clone();
         let server = server.clone();
         let direct_tasks = direct_tasks.0.clone();
+        let ended = input_ended.clone().drop_guard();
         tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            let _ended = ended;
             let mut input = input;
             let places = direct_call::places(&server);
             let shutdown = stopping.cancelled_owned();
@@ -679,28 +687,37 @@ where
         .serve((rmcp_in, rmcp_out))
         .await
         .map_err(|e| crate::Error::McpStart(Box::new(e)))?;
-    let ended = running.waiting().await;
-    reader.abort();
-    // rmcp cancels the calls it was running when the session ends; so does the guard. Their
-    // answers (`cancelled`) still go out if the client reads them.
-    ids.lock().cancel_all_direct();
-    // The answers task and the reader held the last senders: the writer then drains, for
-    // as long as the client reads (bounded: one that never reads its output is not waited
-    // for; both tasks are aborted when dropped).
-    let drained = async {
+    let finished = async {
+        let ended = running.waiting().await;
+        reader.abort();
+        // rmcp cancels the calls it was running when the session ends; so does the guard.
+        // Their answers (`cancelled`) still go out if the client reads them.
+        ids.lock().cancel_all_direct();
+        // The answers task and the reader held the last senders: the writer then drains.
         let _ = answers.await;
         let _ = writer.await;
+        ended
     };
-    if tokio::time::timeout(FINAL_WRITE_LIMIT, drained)
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "the client did not read its last answers within {} s of the session's end; \
-             they are dropped",
-            FINAL_WRITE_LIMIT.as_secs()
-        );
-    }
+    // Once the input has ended, a client that stops reading ends the output: the writer is
+    // stopped, every line still to send fails (the answers task ends, and with it rmcp's
+    // output, so rmcp's writes fail instead of waiting), and the session finishes.
+    let client_stopped_reading = async {
+        input_ended.cancelled().await;
+        output_progress.stalled(FINAL_WRITE_LIMIT).await;
+    };
+    tokio::pin!(finished);
+    let ended = tokio::select! {
+        ended = &mut finished => ended,
+        () = client_stopped_reading => {
+            tracing::warn!(
+                "the client read nothing of its last answers for {} s after its input \
+                 ended; the rest are dropped",
+                FINAL_WRITE_LIMIT.as_secs()
+            );
+            stop_writer.abort();
+            finished.await
+        }
+    };
     ended.map(|_| ()).map_err(crate::Error::McpSession)
 }
 
@@ -719,6 +736,12 @@ impl Host {
     /// until the client closes `input`. Every reload — by a [`Watch`](crate::Watch) or
     /// [`Host::reload`] — that changes the listed tools sends the client
     /// `notifications/tools/list_changed`.
+    ///
+    /// Once `input` has ended, a client that reads nothing of `output` for 5 s gets no more
+    /// of it: the session stops writing and returns. An `output` that writes on a blocking
+    /// thread (tokio's `stdout`) may still have that thread stuck in its last write; end
+    /// such a runtime with [`Runtime::shutdown_timeout`](tokio::runtime::Runtime::shutdown_timeout)
+    /// rather than by dropping it, which waits for its blocking threads.
     ///
     /// ```no_run
     /// # async fn demo(host: toolhost::Host) -> toolhost::Result<()> {

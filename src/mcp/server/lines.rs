@@ -12,6 +12,7 @@
 use parking_lot::Mutex;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -34,7 +35,16 @@ struct Shared {
     queued: Mutex<usize>,
     /// The output, non-blocking, for lines written directly (`None`: always queue).
     direct: Option<OwnedFd>,
+    /// Bytes the writer task has written.
+    written: AtomicU64,
+    /// The writer task is in a write (it has bytes the output has not taken yet).
+    writing: AtomicBool,
 }
+
+/// How far the writer task has got, to tell a client that stopped reading (see
+/// [`Progress::stalled`]). Holds no sender: the writer still ends when every [`Lines`]
+/// is gone.
+pub(crate) struct Progress(Arc<Shared>);
 
 /// The session's output has closed (the writer task stopped: the client left).
 #[derive(Debug)]
@@ -47,6 +57,8 @@ pub(crate) fn channel(capacity: usize, direct: Option<OwnedFd>) -> (Lines, Outgo
     let shared = Arc::new(Shared {
         queued: Mutex::new(0),
         direct,
+        written: AtomicU64::new(0),
+        writing: AtomicBool::new(false),
     });
     (
         Lines {
@@ -61,6 +73,11 @@ pub(crate) fn channel(capacity: usize, direct: Option<OwnedFd>) -> (Lines, Outgo
 }
 
 impl Lines {
+    /// The writer task's progress.
+    pub(crate) fn progress(&self) -> Progress {
+        Progress(self.shared.clone())
+    }
+
     /// Sends one message `line` (without its newline) to the client, after every line sent
     /// before it.
     pub(crate) async fn send(&self, line: String) -> Result<(), Closed> {
@@ -149,11 +166,24 @@ impl Outgoing {
                 batch.extend_from_slice(&more);
                 lines += 1;
             }
+            self.shared.writing.store(true, Ordering::SeqCst);
             let written = async {
-                output.write_all(&batch).await?;
+                // Write by write, each counted: a client reading slowly still shows
+                // progress (`Progress::stalled`).
+                let mut at = 0;
+                while at < batch.len() {
+                    let n = output.write(&batch[at..]).await?;
+                    if n == 0 {
+                        return Err(std::io::ErrorKind::WriteZero.into());
+                    }
+                    at += n;
+                    self.shared.written.fetch_add(n as u64, Ordering::SeqCst);
+                }
                 output.flush().await
             };
-            if written.await.is_err() {
+            let failed = written.await.is_err();
+            self.shared.writing.store(false, Ordering::SeqCst);
+            if failed {
                 break;
             }
             // Written: lines sent from now on may go out directly again.
@@ -161,6 +191,34 @@ impl Outgoing {
         }
         // Closed: no sender writes directly any more (see `send`).
         self.queue.close();
+    }
+}
+
+impl Progress {
+    /// Resolves once the writer task has been in a write for `limit` without the output
+    /// taking a byte (looked at every quarter of `limit`: it resolves within 1.5 × `limit`
+    /// of the stall's start); a writer with nothing to write is never stalled.
+    pub(crate) async fn stalled(&self, limit: std::time::Duration) {
+        const LOOKS: u32 = 4;
+        let step = limit / LOOKS;
+        let mut last = self.0.written.load(Ordering::SeqCst);
+        // Looks in a row that found the writer in a write and nothing written since the
+        // look before. The first of a run may come just after a write began; with
+        // `LOOKS` more, the writer has been in that write for all of `limit`.
+        let mut stuck = 0;
+        loop {
+            tokio::time::sleep(step).await;
+            let now = self.0.written.load(Ordering::SeqCst);
+            if now == last && self.0.writing.load(Ordering::SeqCst) {
+                stuck += 1;
+                if stuck > LOOKS {
+                    return;
+                }
+            } else {
+                stuck = 0;
+            }
+            last = now;
+        }
     }
 }
 
@@ -191,6 +249,75 @@ mod tests {
     /// The writer task's output: the pipe's write end, polled by the runtime.
     fn polled(write: OwnedFd) -> tokio::net::unix::pipe::Sender {
         tokio::net::unix::pipe::Sender::from_owned_fd(write).expect("a pipe")
+    }
+
+    /// A pipe whose buffer is one page (4 KiB): its read end, its non-blocking write end.
+    fn small_pipe() -> (std::fs::File, OwnedFd) {
+        let (read, write) = pipe();
+        // SAFETY: shrinks the pipe's buffer on a descriptor we own.
+        let size = unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+        assert!(size > 0);
+        (read, write)
+    }
+
+    #[tokio::test]
+    async fn a_writer_whose_client_reads_nothing_is_stalled() {
+        let (_unread, write) = small_pipe();
+        let (lines, outgoing) = channel(4, None);
+        let progress = lines.progress();
+        let writer = tokio::spawn(outgoing.write_to(polled(write)));
+        lines.send("x".repeat(64 * 1024)).await.expect("queued");
+        // Liveness bound only: the stall is told within 1.5 × 200 ms.
+        let told = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            progress.stalled(std::time::Duration::from_millis(200)),
+        )
+        .await;
+        assert!(told.is_ok(), "a writer on a full, unread pipe is stalled");
+        writer.abort();
+    }
+
+    #[tokio::test]
+    async fn a_writer_with_nothing_to_write_is_never_stalled() {
+        let (_read, write) = small_pipe();
+        let (lines, outgoing) = channel(4, None);
+        let progress = lines.progress();
+        let _writer = tokio::spawn(outgoing.write_to(polled(write)));
+        let told = tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            progress.stalled(std::time::Duration::from_millis(100)),
+        )
+        .await;
+        assert!(told.is_err(), "an idle writer was called stalled");
+        drop(lines);
+    }
+
+    #[tokio::test]
+    async fn a_writer_whose_client_reads_slowly_is_not_stalled() {
+        let (mut read, write) = small_pipe();
+        // 4 KiB every 10 ms: a 256 KiB answer takes about 0.6 s to go out, against a
+        // limit of 1 s without a byte taken.
+        let reading = std::thread::spawn(move || {
+            let mut total = 0;
+            let mut chunk = [0; 4096];
+            loop {
+                match read.read(&mut chunk) {
+                    Ok(0) | Err(_) => return total,
+                    Ok(n) => total += n,
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        });
+        let (lines, outgoing) = channel(4, None);
+        let progress = lines.progress();
+        lines.send("x".repeat(256 * 1024)).await.expect("queued");
+        drop(lines);
+        let stalled = progress.stalled(std::time::Duration::from_secs(1));
+        tokio::select! {
+            () = outgoing.write_to(polled(write)) => {}
+            () = stalled => panic!("a client reading steadily was called stalled"),
+        }
+        assert_eq!(reading.join().expect("reader"), 256 * 1024 + 1);
     }
 
     #[tokio::test]
