@@ -89,6 +89,8 @@ pub(crate) fn plan(
     );
     for (index, verdict, source, dir) in registering(verdicts, dirs) {
         let search = libs.search_dirs(verdict, dir);
+        // Kept with the verdict: the effects check names the file by the same digest.
+        let digest = verdict.digest_of(&source);
         let probe = lazy_file(
             verdict,
             dir,
@@ -97,7 +99,7 @@ pub(crate) fn plan(
             index,
             source,
         );
-        let Some(hit) = cache.lookup(&verdict.path, &probe, dir.scope.as_deref()) else {
+        let Some(hit) = cache.lookup(&verdict.path, (&probe, digest), dir.scope.as_deref()) else {
             continue;
         };
         let Some(shared_checks) = resolve_shared_checks(&hit.expected, index, &positions, &plan)
@@ -411,7 +413,12 @@ pub(crate) fn commit_all(
                                 index,
                                 file.source.clone(),
                             );
-                            let key = registrations.key(&inputs, dir.scope.as_deref(), required);
+                            let digest = verdict.digest_of(&inputs.source);
+                            let key = registrations.key(
+                                (&inputs, digest),
+                                dir.scope.as_deref(),
+                                required,
+                            );
                             registrations.keep(&verdict.path, &key, required, &records);
                         }
                     }

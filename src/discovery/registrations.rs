@@ -33,7 +33,7 @@ mod index;
 mod key;
 
 use super::cache::write_atomically;
-use super::{ToolDir, Verdict};
+use super::{ContentDigest, ToolDir, Verdict};
 use crate::lua::register::record::{Expected, ToolRecord};
 use crate::lua::{LazyFile, SearchDir};
 use index::{EntryToWrite, ReadEntry};
@@ -156,12 +156,12 @@ impl Registrations {
     pub(crate) fn lookup(
         &mut self,
         path: &Path,
-        file: &LazyFile,
+        (file, source): (&LazyFile, ContentDigest),
         scope: Option<&str>,
     ) -> Option<Hit> {
         self.file.as_ref()?;
         let entry = self.read.get_mut(path.to_str()?)?;
-        if entry.handed_out || entry.key != self.keys.key(file, scope, entry.required) {
+        if entry.handed_out || entry.key != self.keys.key(file, source, scope, entry.required) {
             return None;
         }
         let mut hit = Hit {
@@ -183,9 +183,15 @@ impl Registrations {
         Some(hit)
     }
 
-    /// The key of `file`'s run (covering its `require` folders when it `required`).
-    pub(crate) fn key(&mut self, file: &LazyFile, scope: Option<&str>, required: bool) -> Key {
-        self.keys.key(file, scope, required)
+    /// The key of `file`'s run (covering its `require` folders when it `required`);
+    /// `source` is the digest of `file.source`.
+    pub(crate) fn key(
+        &mut self,
+        (file, source): (&LazyFile, ContentDigest),
+        scope: Option<&str>,
+        required: bool,
+    ) -> Key {
+        self.keys.key(file, source, scope, required)
     }
 
     /// Records what a file's run registered, for this load.

@@ -3,6 +3,7 @@
 //! per load into a base that each file's key starts from, and each `require` folder's
 //! module fingerprint is computed once per load.
 
+use super::super::ContentDigest;
 use crate::lua::{LazyFile, SearchDir};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -56,11 +57,20 @@ impl Keys {
         }
     }
 
-    /// The key of `file`'s run (covering its `require` folders when it `required`).
-    pub(super) fn key(&mut self, file: &LazyFile, scope: Option<&str>, required: bool) -> Key {
+    /// The key of `file`'s run (covering its `require` folders when it `required`);
+    /// `source` is the digest of `file.source` (the one the effects cache names the file
+    /// by, made once per file and load: hashing every source twice was a visible part of a
+    /// warm start).
+    pub(super) fn key(
+        &mut self,
+        file: &LazyFile,
+        source: ContentDigest,
+        scope: Option<&str>,
+        required: bool,
+    ) -> Key {
         let mut hasher = crate::digest::hasher();
         self.base.hash(&mut hasher);
-        file.source.hash(&mut hasher);
+        source.hash(&mut hasher);
         file.display.hash(&mut hasher);
         file.chunk_name.hash(&mut hasher);
         file.domain.hash(&mut hasher);

@@ -147,7 +147,12 @@ fn digest(record: &ToolRecord, schema: &str) -> u64 {
     registration.hash(&mut hasher);
     line.hash(&mut hasher);
     parameters_digest.hash(&mut hasher);
-    check_fn_of.hash(&mut hasher);
+    // The file's path as bytes: `Path`'s hash walks its components (both sides hold the
+    // same discovery-made path).
+    check_fn_of
+        .as_ref()
+        .map(|SharedCheck { file, ordinal }| (file.as_os_str(), ordinal))
+        .hash(&mut hasher);
     schema.hash(&mut hasher);
     hasher.finish()
 }
