@@ -714,6 +714,61 @@ fn serve_exits_when_stdin_closes_while_nobody_reads_the_answers_rmcp_sends() {
     drop(stdout);
 }
 
+/// Bytes waiting in the pipe behind `fd` (either end).
+fn pipe_holds(fd: &impl std::os::fd::AsRawFd) -> usize {
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes the pipe's unread byte count into `queued`.
+    unsafe { libc::ioctl(fd.as_raw_fd(), libc::FIONREAD, &mut queued) };
+    usize::try_from(queued).unwrap_or(0)
+}
+
+#[test]
+fn sigterm_ends_serve_while_a_client_that_keeps_stdin_open_reads_nothing() {
+    const LINES: usize = 20_000;
+    let fx = fixture();
+    let mut child = spawn_serve(&fx);
+    let stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    shrink_pipe(&stdout);
+    // Lines the guard answers itself (parse errors): their answers fill the output and its
+    // queue, and the reader then waits to hand one on, where it does not see a shutdown.
+    // stdin stays open until the test ends.
+    let stdin = std::sync::Arc::new(stdin);
+    let writing = stdin.clone();
+    let (done, keep_open) = channel::<()>();
+    std::thread::spawn(move || {
+        let mut stdin = &*writing;
+        let _ = writeln!(stdin, "{INITIALIZE}\n{INITIALIZED}");
+        for _ in 0..LINES {
+            if writeln!(stdin, "not json").is_err() {
+                return;
+            }
+        }
+        let _ = keep_open.recv();
+    });
+    // The reader is stuck once the server reads no more (its stdin pipe fills up) while
+    // its output is full (the pipe holds nearly its 4 KiB: a line is written whole or not
+    // at all, so the last ≈100 bytes stay free).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while pipe_holds(&stdout) < 4096 - 256 || pipe_holds(&*stdin) < 32 * 1024 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never stopped reading"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: signals our own child, which is running.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
+    // Liveness bound only (5 to 7.5 s without the client reading after the signal).
+    let status = exit_within(child, Duration::from_secs(40));
+    assert!(status.success(), "{status}");
+    drop(done);
+    drop(stdout);
+}
+
 /// A stdin that delivers one message per read (a `SOCK_SEQPACKET` socket; a packet-mode
 /// pipe is alike) reads short while more is queued: each message is still answered without
 /// the client writing again. (The server forgets a stream's readiness after a short read,

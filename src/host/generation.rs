@@ -108,6 +108,8 @@ fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> R
         {
             verdict.registers = true;
             verdict.source = Some(good.clone());
+            // The digest names the source: none may survive from another one.
+            verdict.digest = std::sync::OnceLock::new();
             unparsable.push(index);
         }
     }

@@ -621,6 +621,9 @@ where
     // would go on consuming the input and start calls no session answers.
     // Cancelled when the reader ends (the input ended, a shutdown, or the session's end).
     let input_ended = CancellationToken::new();
+    // A shutdown the reader may not see: it is told only while it waits for a line, not
+    // while it waits to hand one on (a full output behind it).
+    let shutting_down = stopping.clone();
     let reader = {
         let ids = ids.clone();
         let server = server.clone();
@@ -702,7 +705,10 @@ where
     // stopped, every line still to send fails (the answers task ends, and with it rmcp's
     // output, so rmcp's writes fail instead of waiting), and the session finishes.
     let client_stopped_reading = async {
-        input_ended.cancelled().await;
+        tokio::select! {
+            () = input_ended.cancelled() => {}
+            () = shutting_down.cancelled() => {}
+        }
         output_progress.stalled(FINAL_WRITE_LIMIT).await;
     };
     tokio::pin!(finished);
@@ -714,6 +720,8 @@ where
                  ended; the rest are dropped",
                 FINAL_WRITE_LIMIT.as_secs()
             );
+            // The last line may be cut off where the writer stopped; nothing follows it
+            // (every later line fails), and the client is not reading anyway.
             stop_writer.abort();
             finished.await
         }

@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+/// The most the writer task hands its output in one write (see `Outgoing::write_to`).
+const PIECE: usize = 64 * 1024;
+
 /// Where a session's lines go; cheap to clone.
 #[derive(Clone)]
 pub(crate) struct Lines {
@@ -168,11 +171,15 @@ impl Outgoing {
             }
             self.shared.writing.store(true, Ordering::SeqCst);
             let written = async {
-                // Write by write, each counted: a client reading slowly still shows
-                // progress (`Progress::stalled`).
+                // Write by write, each counted and at most `PIECE` long: a client reading
+                // slowly still shows progress (`Progress::stalled`), also through an output
+                // that takes bytes into a buffer of its own and writes them on a thread
+                // (tokio's stdout, `stdio::ThreadWriter`), where a write counts when handed
+                // over, not when the client reads it.
                 let mut at = 0;
                 while at < batch.len() {
-                    let n = output.write(&batch[at..]).await?;
+                    let piece = &batch[at..batch.len().min(at + PIECE)];
+                    let n = output.write(piece).await?;
                     if n == 0 {
                         return Err(std::io::ErrorKind::WriteZero.into());
                     }
