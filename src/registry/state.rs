@@ -83,7 +83,7 @@ impl RegistryState {
         let mut order: Vec<Key> = Vec::with_capacity(tools.len());
         for (index, tool) in tools.into_iter().enumerate() {
             let key: Key = (tool.scope.clone(), tool.name.as_str().to_owned());
-            let existing = self.existing_for(&tool, &staged);
+            let existing = self.existing_for(&tool, &key, &staged);
             // The library is the fallback: loaded after the built-in directories (and the
             // native and MCP tools), its tool steps aside for one of the same name from
             // elsewhere, whatever the toolsets, without a warning (a project that copied
@@ -188,12 +188,10 @@ impl RegistryState {
         &self.hooks
     }
 
-    fn existing_for(&self, tool: &ToolEntry, staged: &Staged) -> Option<Arc<ToolEntry>> {
-        // Most files register one tool: nothing is staged yet, and making the keys to look
-        // for was most of this.
-        let staged = (!staged.is_empty()).then_some(staged);
-        let own = || (tool.scope.clone(), tool.name.as_str().to_owned());
-        if let Some(entry) = staged.and_then(|staged| staged.get(&own())) {
+    /// The entry `tool` (whose key is `own`) would replace: one staged by the same file,
+    /// else one registered before.
+    fn existing_for(&self, tool: &ToolEntry, own: &Key, staged: &Staged) -> Option<Arc<ToolEntry>> {
+        if let Some(entry) = staged.get(own) {
             return Some(entry.clone());
         }
         if let Some(scope) = &tool.scope {
@@ -204,8 +202,8 @@ impl RegistryState {
             {
                 return Some(entry.clone());
             }
-            let global = || (None, tool.name.as_str().to_owned());
-            if let Some(entry) = staged.and_then(|staged| staged.get(&global())) {
+            let global = (None, tool.name.as_str().to_owned());
+            if let Some(entry) = staged.get(&global) {
                 return Some(entry.clone());
             }
         }

@@ -616,14 +616,15 @@ where
     // only once their output is dropped), and closing finds none.
     let direct_tasks = CloseOnDrop(Arc::default());
 
-    // The client's lines, judged. Stopped with the session however it ends (declared after
-    // `direct_tasks`, so it stops first): a reader left running after `serve` was dropped
-    // would go on consuming the input and start calls no session answers.
     // Cancelled when the reader ends (the input ended, a shutdown, or the session's end).
     let input_ended = CancellationToken::new();
     // A shutdown the reader may not see: it is told only while it waits for a line, not
     // while it waits to hand one on (a full output behind it).
     let shutting_down = stopping.clone();
+
+    // The client's lines, judged. Stopped with the session however it ends (declared after
+    // `direct_tasks`, so it stops first): a reader left running after `serve` was dropped
+    // would go on consuming the input and start calls no session answers.
     let reader = {
         let ids = ids.clone();
         let server = server.clone();
