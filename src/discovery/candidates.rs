@@ -181,10 +181,12 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
         // took each name apart again on every comparison (a sixth of a warm start).
         .into_iter()
         .filter_entry(|entry| {
-            let name = entry.file_name();
-            !(entry.depth() == 1
-                && entry.file_type().is_dir()
-                && (name == "lib" || name == "tests-lua" || hidden(name)))
+            // The name last: taking it walks the path's components, and most entries are
+            // files.
+            !(entry.depth() == 1 && entry.file_type().is_dir() && {
+                let name = entry.file_name();
+                name == "lib" || name == "tests-lua" || hidden(name)
+            })
         });
     let mut out = Vec::new();
     for entry in walker {

@@ -292,13 +292,15 @@ fn registrations_of(recipe: &Recipe<'_>) -> discovery::Registrations {
 /// a third thread waited behind the caller for most of a warm start, and the caller then
 /// waited for it. What the thread could not make, the caller makes itself. Between the VM
 /// and `effects.json` the thread helps judge a warm start's candidates, when the caller has
-/// offered them by then ([`discovery::SharedJudging`]).
+/// offered them by then ([`discovery::SharedJudging`]); otherwise after `effects.json`, once
+/// they are offered (the caller closes the offers before it waits for the thread).
 struct Pending<'scope, 'env> {
     /// The registration cache, sent as soon as it is read; `None` once taken, or when the
     /// caller reads it.
     registrations: Option<std::sync::mpsc::Receiver<discovery::Registrations>>,
-    /// Where the caller offers the thread a judging to help with.
-    offers: std::sync::mpsc::SyncSender<Arc<discovery::SharedJudging>>,
+    /// Where the caller offers the thread a judging to help with; `None` once closed
+    /// (before the caller waits for the thread, which may be waiting for an offer).
+    offers: Option<std::sync::mpsc::SyncSender<Arc<discovery::SharedJudging>>>,
     /// The thread making the rest.
     thread: Option<PreparingThread<'scope>>,
     /// The recipe's lifetime, which the thread borrows.
@@ -328,14 +330,24 @@ impl<'scope, 'env> Pending<'scope, 'env> {
                 // The caller reads it itself when it is gone (it failed to wait).
                 let _ = send.send(registrations_of(recipe));
                 let vm = first_vm(recipe);
-                // Never waits for an offer: the caller may be waiting for this thread.
-                if let Ok(judging) = offered.try_recv() {
+                // Judging offered by now comes first: the caller waits for it sooner than
+                // for `effects.json`.
+                let early = offered.try_recv().ok();
+                if let Some(judging) = &early {
                     judging.help();
                 }
                 // A read that panics must not take the VM with it.
                 let effects =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| effects_of(recipe)))
                         .ok();
+                // Not offered yet (many candidates take long to list): wait for the
+                // offer, and help judge what is left. The caller closes the offers before
+                // it waits for this thread, so this ends as soon as it does.
+                if early.is_none()
+                    && let Ok(judging) = offered.recv()
+                {
+                    judging.help();
+                }
                 // Needed last, once the files are loaded: starting it is off the caller's
                 // path here (see `SpareThread`).
                 let vm_thread = SpareThread::start(0).ok();
@@ -344,7 +356,7 @@ impl<'scope, 'env> Pending<'scope, 'env> {
             .ok();
         Self {
             registrations: thread.is_some().then_some(receive),
-            offers,
+            offers: Some(offers),
             thread,
             recipe: std::marker::PhantomData,
         }
@@ -362,11 +374,14 @@ impl<'scope, 'env> Pending<'scope, 'env> {
     /// Offers the thread a judging to help with (dropped when it has ended or already has
     /// one: the caller judges it all then).
     fn offer(&self, judging: Arc<discovery::SharedJudging>) {
-        let _ = self.offers.try_send(judging);
+        if let Some(offers) = &self.offers {
+            let _ = offers.try_send(judging);
+        }
     }
 
     /// The [`Prepared`], waiting for the thread.
     fn take(mut self, recipe: &Recipe<'_>) -> Result<Prepared> {
+        self.offers = None;
         let (vm, effects, vm_thread) = match self.thread.take() {
             Some(thread) => thread.join().unwrap_or_else(|_| {
                 let failed = mlua::Error::runtime("the thread preparing the first VM failed");
@@ -393,6 +408,7 @@ impl Drop for Pending<'_, '_> {
     /// A build that ends early (an error before the files load) still joins the thread
     /// here: a thread that panicked and was never joined would make the scope panic.
     fn drop(&mut self) {
+        self.offers = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
