@@ -1,6 +1,7 @@
 //! A warm start's judging shared with a helper thread. When the verdict cache knows every
 //! candidate nothing is parsed and the caller judges them itself (reading each file is
-//! most of it); a build's preparing thread, done with the first VM before the caller is
+//! most of it); a build's preparing thread, done with the first VM (or with
+//! `effects.json`, when the caller took longer to list the candidates) before the caller is
 //! done judging, takes candidates from the same queue instead of idling until the caller
 //! needs it (docs/discovery.md, "a warm start's judging is shared").
 //!

@@ -334,23 +334,35 @@ impl<'scope, 'env> Pending<'scope, 'env> {
                 // for `effects.json`.
                 let early = offered.try_recv().ok();
                 if let Some(judging) = &early {
-                    judging.help();
+                    help(judging);
                 }
                 // A read that panics must not take the VM with it.
                 let effects =
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| effects_of(recipe)))
                         .ok();
-                // Not offered yet (many candidates take long to list): wait for the
-                // offer, and help judge what is left. The caller closes the offers before
-                // it waits for this thread, so this ends as soon as it does.
-                if early.is_none()
-                    && let Ok(judging) = offered.recv()
-                {
-                    judging.help();
+                // Not offered before `effects.json` (a thousand candidates take the caller
+                // longer to list than the first VM takes to make): the judging comes
+                // before the VM's thread when it is there now, after it otherwise (a build
+                // that offers nothing, a cold start, waits for that thread only).
+                let late = match early {
+                    Some(_) => None,
+                    None => offered.try_recv().ok(),
+                };
+                if let Some(judging) = &late {
+                    help(judging);
                 }
                 // Needed last, once the files are loaded: starting it is off the caller's
                 // path here (see `SpareThread`).
                 let vm_thread = SpareThread::start(0).ok();
+                // Still not offered: wait for the offer and help judge what is left. The
+                // caller closes the offers before it waits for this thread, so this ends
+                // as soon as it does.
+                if early.is_none()
+                    && late.is_none()
+                    && let Ok(judging) = offered.recv()
+                {
+                    help(judging.as_ref());
+                }
                 (vm, effects, vm_thread)
             })
             .ok();
@@ -413,6 +425,12 @@ impl Drop for Pending<'_, '_> {
             let _ = thread.join();
         }
     }
+}
+
+/// Helps judge `judging`. A panic there (each judgement catches its own) must not take the
+/// VM this thread made with it: the caller then judges what is left.
+fn help(judging: &discovery::SharedJudging) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judging.help()));
 }
 
 /// How this build analyses effects: with `effects.json`, or afresh for explicit files

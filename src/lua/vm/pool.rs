@@ -291,7 +291,7 @@ fn start(index: usize, vm: LuaVm) -> Result<Slot, crate::error::Error> {
 
 /// A VM's thread started before its VM is made, its runtime built: it waits to be handed
 /// the VM ([`VmPool::new`]). A build starts the first VM's thread this way on the thread
-/// that prepares the VM, while the caller is still judging and loading the tool files, so
+/// that prepares the VM, while the caller is still judging or loading the tool files, so
 /// that starting a thread and building its runtime (system calls, and a stack and a timer
 /// wheel to allocate) is off the caller's path. Dropped unused (a build that failed), the
 /// thread ends.
