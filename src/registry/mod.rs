@@ -5,6 +5,7 @@
 mod accepts;
 mod asker;
 mod availability;
+mod batch;
 mod caller;
 mod content;
 mod context;

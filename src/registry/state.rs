@@ -5,11 +5,12 @@
 //! atomically: every entry of the batch is checked against the state plus the batch's own
 //! earlier entries before anything is inserted.
 
+use super::batch::{Batch, Key};
 use super::content::{PromptEntry, ResourceEntry};
 use super::entry::{HookEntry, Source, ToolEntry};
 use super::invalid::Invalid;
 use super::uri_template::Params;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Tools and hooks, by scope, plus the generation counter.
@@ -44,12 +45,6 @@ pub(crate) struct Applied {
     pub shadowed: Vec<String>,
 }
 
-type Key = (Option<String>, String);
-
-/// A batch's tools before they enter the registry (foldhash: a start applies every file's
-/// batch, and SipHash was a tenth of that).
-type Staged = HashMap<Key, Arc<ToolEntry>, foldhash::fast::RandomState>;
-
 impl RegistryState {
     /// An empty registry whose plugins in `plugins_allowing_override` have the operator's
     /// opt-in (`[plugins.ID] allow_tool_override = true`).
@@ -78,9 +73,8 @@ impl RegistryState {
         tools: Vec<ToolEntry>,
         hooks: Vec<HookEntry>,
     ) -> Result<Applied, Rejection> {
-        let mut staged: Staged = HashMap::with_capacity_and_hasher(tools.len(), Default::default());
+        let mut staged = Batch::with_capacity(tools.len());
         let mut applied = Applied::default();
-        let mut order: Vec<Key> = Vec::with_capacity(tools.len());
         for (index, tool) in tools.into_iter().enumerate() {
             let key: Key = (tool.scope.clone(), tool.name.as_str().to_owned());
             let existing = self.existing_for(&tool, &key, &staged);
@@ -107,16 +101,11 @@ impl RegistryState {
                     }
                 }
             }
-            if !staged.contains_key(&key) {
-                order.push(key.clone());
-            }
             staged.insert(key, Arc::new(tool));
         }
         let count = staged.len() + hooks.len();
-        for key in order {
-            if let Some(entry) = staged.remove(&key) {
-                self.insert(key, entry);
-            }
+        for (key, entry) in staged.into_entries() {
+            self.insert(key, entry);
         }
         self.hooks.extend(hooks.into_iter().map(Arc::new));
         self.generation += count as u64;
@@ -190,7 +179,7 @@ impl RegistryState {
 
     /// The entry `tool` (whose key is `own`) would replace: one staged by the same file,
     /// else one registered before.
-    fn existing_for(&self, tool: &ToolEntry, own: &Key, staged: &Staged) -> Option<Arc<ToolEntry>> {
+    fn existing_for(&self, tool: &ToolEntry, own: &Key, staged: &Batch) -> Option<Arc<ToolEntry>> {
         if let Some(entry) = staged.get(own) {
             return Some(entry.clone());
         }
