@@ -150,12 +150,13 @@ pub(super) fn written(dir: &Path, texts: &[impl AsRef<str>]) -> Vec<Candidate> {
 }
 
 /// `NAME_test.lua`: a test file for `toolhost test`, never a tool.
-pub(crate) fn is_test_file(name: &str) -> bool {
-    name.ends_with("_test.lua")
+fn is_test_file(name: &[u8]) -> bool {
+    name.ends_with(b"_test.lua")
 }
 
 fn hidden(name: &std::ffi::OsStr) -> bool {
-    name.to_string_lossy().starts_with('_')
+    // As bytes: every entry is asked, and a lossy copy checks its UTF-8 first.
+    name.as_encoded_bytes().starts_with(b"_")
 }
 
 /// Lists the candidates of one tool directory, sorted by path. A missing directory has
@@ -201,7 +202,7 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
                 continue;
             }
         };
-        let name = entry.file_name();
+        let name = last_name(entry.path());
         if hidden(name) || !is_candidate_name(name, entry.depth()) {
             continue;
         }
@@ -229,13 +230,26 @@ pub(super) fn list(dir: &Path, dir_index: usize) -> Vec<Candidate> {
     out
 }
 
+/// The last part of an entry's path, its name: the bytes after the last separator
+/// (`Path::file_name` takes the path apart into components, and every entry is named).
+fn last_name(path: &Path) -> &std::ffi::OsStr {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = path.as_os_str().as_bytes();
+    match memchr::memrchr(b'/', bytes) {
+        Some(at) if at + 1 < bytes.len() => std::ffi::OsStr::from_bytes(&bytes[at + 1..]),
+        _ => path.file_name().unwrap_or(path.as_os_str()),
+    }
+}
+
 /// Whether an entry at `depth` is named like a candidate: `NAME.lua` at the top (not a test
 /// file), `tool.lua` in a package folder.
 fn is_candidate_name(name: &std::ffi::OsStr, depth: usize) -> bool {
     match depth {
+        // As bytes, as `hidden`; the same answer as the text's, whatever the encoding
+        // (only bytes that are not UTF-8 would change in a lossy copy).
         1 => {
-            let name = name.to_string_lossy();
-            name.ends_with(".lua") && !is_test_file(&name) && !name.starts_with('_')
+            let name = name.as_encoded_bytes();
+            name.ends_with(b".lua") && !is_test_file(name) && !name.starts_with(b"_")
         }
         2 => name == "tool.lua",
         _ => false,
@@ -311,6 +325,17 @@ pub(crate) fn absolutize(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entrys_name_is_what_file_name_gives() {
+        for path in ["/a/b.lua", "b.lua", "tools-lua/pkg/tool.lua", "/x/", "/"] {
+            let path = Path::new(path);
+            assert_eq!(
+                Some(last_name(path)),
+                path.file_name().or(Some(path.as_os_str()))
+            );
+        }
+    }
 
     #[test]
     fn finds_tools_and_packages_but_not_lib_or_underscores() {

@@ -21,7 +21,9 @@ use crate::registry::{
     default_description, parameters_hash,
 };
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+/// The load's maps, hashed with foldhash: every registering file of a warm start goes
+/// through several of them, and SipHash (std's default) was a visible part of that.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;
@@ -62,7 +64,7 @@ pub(crate) struct PlannedEntries(HashMap<usize, Staged>, Option<Libs>);
 impl PlannedEntries {
     /// No file taken from the registration cache (it holds nothing usable).
     pub(crate) fn none() -> Self {
-        Self(HashMap::new(), None)
+        Self(HashMap::default(), None)
     }
 }
 
@@ -74,16 +76,17 @@ pub(crate) fn plan(
     cache: &mut Registrations,
 ) -> (Plan, PlannedEntries) {
     if cache.file().is_none() {
-        return (Plan::new(), PlannedEntries::none());
+        return (Plan::default(), PlannedEntries::none());
     }
     // Sized once: on a warm start every registering file is planned (growing them one
     // entry at a time rehashed them again and again).
-    let mut plan = Plan::with_capacity(verdicts.len());
-    let mut staged = HashMap::with_capacity(verdicts.len());
+    let mut plan = Plan::with_capacity_and_hasher(verdicts.len(), Default::default());
+    let mut staged = HashMap::with_capacity_and_hasher(verdicts.len(), Default::default());
     let libs = Libs::of(dirs);
     let cache_file = cache.file().map(Path::to_path_buf);
     // Keyed by the path's bytes: `Path`'s hash walks its components.
-    let mut positions: HashMap<&OsStr, usize> = HashMap::with_capacity(verdicts.len());
+    let mut positions: HashMap<&OsStr, usize> =
+        HashMap::with_capacity_and_hasher(verdicts.len(), Default::default());
     positions.extend(
         registering(verdicts, dirs).map(|(index, verdict, _, _)| (verdict.path.as_os_str(), index)),
     );
@@ -238,7 +241,7 @@ pub(crate) fn run_all(
         // Sized for one tool per candidate (growing them rehashed and moved them
         // again and again on a warm start).
         let mut compiled: HashMap<(usize, usize), Compiled> =
-            HashMap::with_capacity(verdicts.count());
+            HashMap::with_capacity_and_hasher(verdicts.count(), Default::default());
         let mut ran: Vec<Ran> = Vec::with_capacity(verdicts.count());
         for (index, verdict, source, dir) in registering_in_order(verdicts, dirs) {
             let file = match planned.remove(&index) {
@@ -329,7 +332,7 @@ pub(crate) fn commit_all(
         mut compiled,
         libs,
     } = ran;
-    let mut sources = Sources::with_capacity(ran.len());
+    let mut sources = Sources::with_capacity_and_hasher(ran.len(), Default::default());
     for mut file in ran {
         let index = file.index;
         let mut outcome =

@@ -318,8 +318,12 @@ impl HostBuilder {
         let externals = mcp.entries();
         #[cfg(not(feature = "mcp-client"))]
         let externals = Vec::new();
-        let (world, state, sources) =
-            build_world(&inputs, Arc::new(loaded_config), &Sources::new(), externals)?;
+        let (world, state, sources) = build_world(
+            &inputs,
+            Arc::new(loaded_config),
+            &Sources::default(),
+            externals,
+        )?;
         let availability = AvailabilityCache::new(ttl).with_env(inputs.env.clone());
         let limiters = crate::dispatch::Limiters::new(inputs.store.clone());
         let host = Host::from_parts(HostInner {

@@ -128,7 +128,7 @@ fn build_while_preparing(recipe: &Recipe<'_>, mut pending: Pending<'_, '_>) -> R
         _ => verdicts.clone(),
     };
     let mut replicas: Vec<Replica> = Vec::new();
-    let mut sources = discovery::Sources::new();
+    let mut sources = discovery::Sources::default();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..replica_count)
             .map(|_| scope.spawn(|| replica(recipe, &snapshot, &plan)))
@@ -189,7 +189,7 @@ fn load_while_judging(
     started: std::time::Instant,
 ) -> Result<Generation> {
     let replica_count = recipe.vms.saturating_sub(1);
-    let no_plan = discovery::Plan::new();
+    let no_plan = discovery::Plan::default();
     let (mut verdicts, loaded) = found.judge_while(Some(recipe.cache_dir), |judged| {
         std::thread::scope(|scope| {
             // Replicas run the same files on their own threads, each as soon as it is judged.
@@ -488,6 +488,6 @@ fn settled(mut verdicts: Vec<Verdict>) -> Vec<Verdict> {
     for verdict in &mut verdicts {
         verdict.source = None;
     }
-    verdicts.sort_by(|a, b| a.path.cmp(&b.path));
+    discovery::sort_by_path(&mut verdicts, |verdict| &verdict.path);
     verdicts
 }

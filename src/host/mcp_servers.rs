@@ -46,7 +46,7 @@ impl Host {
             }
         }
         // Only MCP tools changed: compare just those.
-        let sources = crate::discovery::Sources::new();
+        let sources = crate::discovery::Sources::default();
         let before = fingerprint(&old, &sources, is_mcp);
         let after = fingerprint(&state, &sources, is_mcp);
         if before == after {
