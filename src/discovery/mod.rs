@@ -15,7 +15,6 @@ mod known_schemas;
 mod load;
 mod members;
 mod model_facing;
-mod path_order;
 mod prefilter;
 mod registrations;
 mod shared;
@@ -32,7 +31,6 @@ pub(crate) use load::{
     Plan, PlannedEntries, ReplicaFile, Sources, commit_all, load_all, load_replica, plan,
     reconcile_replica, run_all,
 };
-pub(crate) use path_order::sort_by_path;
 pub(crate) use registrations::Registrations;
 pub(crate) use shared::SharedJudging;
 

@@ -488,6 +488,6 @@ fn settled(mut verdicts: Vec<Verdict>) -> Vec<Verdict> {
     for verdict in &mut verdicts {
         verdict.source = None;
     }
-    discovery::sort_by_path(&mut verdicts, |verdict| &verdict.path);
+    verdicts.sort_by(|a, b| a.path.cmp(&b.path));
     verdicts
 }
