@@ -361,7 +361,7 @@ impl<'scope, 'env> Pending<'scope, 'env> {
                     && late.is_none()
                     && let Ok(judging) = offered.recv()
                 {
-                    help(judging.as_ref());
+                    help(&judging);
                 }
                 (vm, effects, vm_thread)
             })
