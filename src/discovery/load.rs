@@ -20,10 +20,10 @@ use crate::registry::{
     Probe, PromptEntry, RegistryState, ResourceEntry, ToolEntry, compile_parameters_at,
     default_description, parameters_hash,
 };
+// The load's maps hash with foldhash: every registering file of a warm start goes through
+// several of them, and SipHash (std's default) was a visible part of that.
+use foldhash::HashMap;
 use serde_json::{Map, Value};
-/// The load's maps, hashed with foldhash: every registering file of a warm start goes
-/// through several of them, and SipHash (std's default) was a visible part of that.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::Arc;

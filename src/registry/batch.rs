@@ -7,7 +7,6 @@
 //! applying it on a warm start, which applies every file.
 
 use super::entry::ToolEntry;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A tool's place in the registry: its scope (`None`: global) and name.
@@ -21,7 +20,7 @@ pub(super) struct Batch {
     entries: Vec<(Key, Arc<ToolEntry>)>,
     /// Each key's place in `entries`, for a batch of more than [`SCANNED`] tools (foldhash:
     /// SipHash was a tenth of a large batch).
-    index: Option<HashMap<Key, usize, foldhash::fast::RandomState>>,
+    index: Option<foldhash::HashMap<Key, usize>>,
 }
 
 impl Batch {
@@ -30,7 +29,7 @@ impl Batch {
         Self {
             entries: Vec::with_capacity(capacity),
             index: (capacity > SCANNED)
-                .then(|| HashMap::with_capacity_and_hasher(capacity, Default::default())),
+                .then(|| foldhash::HashMap::with_capacity_and_hasher(capacity, Default::default())),
         }
     }
 
