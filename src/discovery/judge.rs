@@ -91,7 +91,9 @@ pub(super) fn prepare(mut candidate: Candidate, cached: Option<bool>) -> Prepare
         (Some(len), None) => {
             crate::bounded_read::read_regular_of_len(&verdict.path, len, MAX_FILE_BYTES)
         }
-        (None, _) => crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES),
+        (None, _) => {
+            crate::bounded_read::read_regular(&verdict.path, MAX_FILE_BYTES).map(Arc::from)
+        }
     };
     let bytes = match read {
         Ok(bytes) => bytes,
@@ -118,7 +120,10 @@ pub(super) fn prepare(mut candidate: Candidate, cached: Option<bool>) -> Prepare
             false => Reason::Prefilter,
         };
         if registers {
-            verdict.source = Some(bytes.into());
+            verdict.source = Some(bytes);
+            // Digested here, on whichever thread judges the file (a warm start shares its
+            // judging), rather than by the caller alone when it plans the load.
+            verdict.source_digest();
         }
         return judged(verdict, Some((stamp, registers)));
     }
@@ -141,7 +146,7 @@ pub(super) fn prepare(mut candidate: Candidate, cached: Option<bool>) -> Prepare
         ));
         return judged(verdict, None);
     }
-    verdict.source = Some(bytes.into());
+    verdict.source = Some(bytes);
     Prepared::Parse(verdict, stamp)
 }
 

@@ -150,9 +150,10 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// The digest of the bytes kept in `source`, made once per load however often the
-    /// effects cache asks (the registration cache's key hashes the source itself, for now).
-    /// `source` is set only while the file is judged, before any digest is asked for.
+    /// The digest of the bytes kept in `source`, made once per load however often it is
+    /// asked for (the registration cache's key, the effects check); a file known to
+    /// register is digested as it is judged. `source` is set only while the file is
+    /// judged (or replaced by a last good version, which clears the digest).
     pub(crate) fn source_digest(&self) -> Option<ContentDigest> {
         let source = self.source.as_deref()?;
         Some(*self.digest.get_or_init(|| ContentDigest::of(source)))
