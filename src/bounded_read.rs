@@ -82,7 +82,7 @@ fn read_shared(mut file: std::fs::File, len: u64, cap: u64) -> std::io::Result<A
             Ok(first) => read_rest(file, scratch[..first].to_vec(), expected, cap).map(Arc::from),
             Err(e) => Err(e),
         };
-        if scratch.len() > KEPT_SCRATCH_BYTES {
+        if scratch.capacity() > KEPT_SCRATCH_BYTES {
             *scratch = Vec::new();
         }
         whole
@@ -181,6 +181,21 @@ mod tests {
         assert_eq!(&*read_regular_of_len(&short, 2, 1000).unwrap(), b"bb");
         // Told a longer length than the file has, the stale tail is still not read.
         assert_eq!(&*read_regular_of_len(&short, 50, 1000).unwrap(), b"bb");
+    }
+
+    #[test]
+    fn an_empty_file_reads_empty() {
+        let (_dir, path) = file_with(b"");
+        assert!(read_regular_of_len(&path, 0, 100).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_larger_than_the_kept_buffer_reads_whole_and_is_not_kept() {
+        let big = vec![b'c'; KEPT_SCRATCH_BYTES + 1];
+        let (_dir, path) = file_with(&big);
+        let len = big.len() as u64;
+        assert_eq!(&*read_regular_of_len(&path, len, 1 << 20).unwrap(), &big[..]);
+        assert_eq!(SCRATCH.with_borrow(Vec::capacity), 0);
     }
 
     #[test]

@@ -123,7 +123,7 @@ pub(super) fn prepare(mut candidate: Candidate, cached: Option<bool>) -> Prepare
             verdict.source = Some(bytes);
             // Digested here, on whichever thread judges the file (a warm start shares its
             // judging), rather than by the caller alone when it plans the load.
-            verdict.source_digest();
+            let _digested = verdict.source_digest();
         }
         return judged(verdict, Some((stamp, registers)));
     }
