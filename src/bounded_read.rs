@@ -194,7 +194,10 @@ mod tests {
         let big = vec![b'c'; KEPT_SCRATCH_BYTES + 1];
         let (_dir, path) = file_with(&big);
         let len = big.len() as u64;
-        assert_eq!(&*read_regular_of_len(&path, len, 1 << 20).unwrap(), &big[..]);
+        assert_eq!(
+            &*read_regular_of_len(&path, len, 1 << 20).unwrap(),
+            &big[..]
+        );
         assert_eq!(SCRATCH.with_borrow(Vec::capacity), 0);
     }
 
